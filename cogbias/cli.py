@@ -1,0 +1,141 @@
+"""The `cogbias` command: the same operations as the app, scriptable."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import library
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 2
+    try:
+        return args.handler(args) or 0
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    except library.LibraryError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cogbias", description=__doc__)
+    commands = parser.add_subparsers(metavar="COMMAND")
+
+    lib = commands.add_parser("library", help="list, show and check test cases")
+    lib_commands = lib.add_subparsers(metavar="ACTION")
+    p = lib_commands.add_parser("list", help="the test cases, by display name")
+    p.set_defaults(handler=_library_list)
+    p = lib_commands.add_parser("show", help="one test case: description, control and treatment")
+    p.add_argument("id")
+    p.set_defaults(handler=_library_show)
+    p = lib_commands.add_parser("check", help="validate test case files (exit 1 on any problem)")
+    p.add_argument("paths", nargs="+", type=Path)
+    p.set_defaults(handler=_library_check)
+
+    p = commands.add_parser("preview", help="fill a test case for a scenario and print the pair")
+    p.add_argument("id")
+    p.add_argument("--scenario", type=int, default=1, help="scenario number (1-200)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--generator", help="model that fills [[gaps]] (default: leave them visible)")
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
+    p.set_defaults(handler=_preview)
+
+    from . import cli_runs
+
+    cli_runs.add_commands(commands)
+    return parser
+
+
+def _library_list(args: argparse.Namespace) -> int:
+    for case in library.load_library().values():
+        origin = "" if case.is_builtin else "  (user)"
+        print(f"{case.name:<32} {case.id}{origin}")
+    return 0
+
+
+def _library_show(args: argparse.Namespace) -> int:
+    case = library.get_test_case(args.id)
+    print(f"{case.name} ({case.id})\n")
+    print(case.description.strip(), "\n")
+    for half, template in case.templates().items():
+        print(f"--- {half} ---")
+        print(f"Situation: {template.situation.strip()}")
+        print(f"Prompt: {template.prompt.strip()}")
+        for i, option in enumerate(template.options, start=1):
+            print(f"  Option {i}: {option}")
+        print()
+    if case.values:
+        print("Values: " + ", ".join(f"{v.name} ({v.type})" for v in case.values.values()))
+    print(f"Metric: {case.metric}")
+    return 0
+
+
+def _library_check(args: argparse.Namespace) -> int:
+    failed = 0
+    for path in args.paths:
+        try:
+            library.load_test_case(path)
+        except library.LibraryError as exc:
+            failed += 1
+            print(exc, file=sys.stderr)
+        else:
+            print(f"{path}: ok")
+    if failed:
+        print(f"{failed} of {len(args.paths)} file(s) have problems", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _preview(args: argparse.Namespace) -> int:
+    from . import pipeline
+
+    case = library.get_test_case(args.id)
+    scenario = _scenario(args.scenario)
+    if args.generator:
+        from .llm import LLMClient
+
+        instance = pipeline.run_sync(
+            pipeline.generate(
+                LLMClient(api_base=args.api_base),
+                case,
+                scenario.text,
+                generator=args.generator,
+                seed=args.seed,
+                temperature=args.temperature,
+            )
+        )
+    else:
+        instance = pipeline.generate_offline(case, scenario.text, seed=args.seed)
+    print(f"{case.name} — scenario {scenario.id}: {scenario.text}\n")
+    for half in ("control", "treatment"):
+        print(f"=== {half.upper()} ===")
+        print(instance.decision_text(half))
+        print()
+    if instance.insertions:
+        print("Insertions:")
+        for ins in instance.insertions:
+            print(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}")
+    return 0
+
+
+def _scenario(number: int) -> library.Scenario:
+    scenarios = library.load_scenarios()
+    if not 1 <= number <= len(scenarios):
+        raise KeyError(f"scenario {number} does not exist; choose 1 to {len(scenarios)}")
+    return scenarios[number - 1]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""Errors from the LLM layer, and the mapping from litellm's exceptions onto them.
+
+The runner needs exactly two answers from an error: may this call be tried again later
+(`retryable`), and does it doom every other call of the run (`FatalLLMError`: bad key,
+no quota, unknown model)? Everything else about the provider's exception is noise, and
+some of it is dangerous: providers echo the API key they were sent back in their error
+text. So messages are scrubbed of secrets here, and the original exception is never
+chained or kept (a traceback would print it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Literal
+
+ErrorKind = Literal[
+    "auth", "quota", "not_found", "bad_request", "timeout", "server", "rate_limit", "empty", "other"
+]
+
+
+class LLMError(Exception):
+    """A failed LLM call.
+
+    Attributes:
+        kind: one of "auth", "quota", "not_found", "bad_request", "timeout", "server",
+            "rate_limit", "empty", "other".
+        retryable: True when the failure is transient (429, 5xx, timeouts, connection).
+        model: the model id the caller asked for.
+        status_code: the HTTP status when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ErrorKind = "other",
+        retryable: bool = False,
+        model: str = "",
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
+        self.model = model
+        self.status_code = status_code
+
+
+class FatalLLMError(LLMError):
+    """Auth, quota or unknown-model failure: every further call would fail the same way,
+    so the runner stops the whole run instead of recording thousands of identical errors."""
+
+
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+_KEY_LIKE = re.compile(r"\b(sk|pk|rk|key|gsk|xai|hf)[-_][A-Za-z0-9_\-\.]{6,}")
+
+
+def scrub_secrets(text: str, extra: tuple[str, ...] = ()) -> str:
+    """Remove API-key-like strings and the values of secret-looking env vars from text.
+
+    Belt and braces: providers often repeat the key they received in their error body.
+    """
+    for name, value in os.environ.items():
+        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
+            text = text.replace(value, "***")
+    for value in extra:
+        if value and len(value) >= 4 and value in text:
+            text = text.replace(value, "***")
+    return _KEY_LIKE.sub(lambda m: m.group(1) + "-***", text)
+
+
+def key_env_hint(model: str) -> str:
+    """Name the environment variable that probably holds the key for `model`."""
+    import litellm
+
+    try:
+        missing = litellm.validate_environment(model).get("missing_keys") or []
+    except Exception:
+        missing = []
+    if missing:
+        return f"{' / '.join(missing)} is not set"
+    try:
+        provider = litellm.get_llm_provider(model)[1]
+    except Exception:
+        provider = model.split("/", 1)[0] if "/" in model else "openai"
+    return f"{provider.upper()}_API_KEY is probably wrong or lacks access"
+
+
+_MISSING_CREDENTIALS = ("missing credentials", "api key", "api_key", "no key is set")
+_QUOTA = ("insufficient_quota", "exceeded your current quota", "billing", "credit balance")
+_UNKNOWN_MODEL = ("model_not_found", "does not exist", "llm provider not provided", "unknown model")
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def classify(exc: BaseException, model: str, api_base: str | None, api_key: str = "") -> LLMError:
+    """Turn any exception raised by `litellm.acompletion` into an `LLMError`."""
+    import litellm
+
+    ex = litellm.exceptions
+    status = _status_of(exc)
+    raw = scrub_secrets(str(exc), (api_key,))
+    low = raw.lower()
+    where = f" at {api_base}" if api_base else ""
+    detail = raw[:500]
+
+    def fatal(kind: ErrorKind, advice: str) -> FatalLLMError:
+        message = f"{model}{where}: {advice}. Provider said: {detail}"
+        return FatalLLMError(message, kind=kind, model=model, status_code=status)
+
+    def error(kind: ErrorKind, retryable: bool) -> LLMError:
+        message = f"{model}{where}: {kind} error: {detail}"
+        return LLMError(message, kind=kind, retryable=retryable, model=model, status_code=status)
+
+    if isinstance(exc, ex.AuthenticationError | ex.PermissionDeniedError) or status in (401, 403):
+        return fatal("auth", f"authentication failed; {key_env_hint(model)}")
+    if isinstance(exc, ex.RateLimitError) or status == 429:
+        if any(s in low for s in _QUOTA):
+            return fatal("quota", "the account has no quota or credit left")
+        return error("rate_limit", True)
+    if status == 402 or any(s in low for s in _QUOTA[:2]):
+        return fatal("quota", "the account has no quota or credit left")
+    if isinstance(exc, ex.NotFoundError) or status == 404:
+        return fatal("not_found", "model or endpoint not found; check the model id and api_base")
+    if isinstance(exc, ex.ContextWindowExceededError):
+        return error("bad_request", False)
+    if isinstance(exc, ex.BadRequestError | ex.UnprocessableEntityError):
+        if any(s in low for s in _UNKNOWN_MODEL):
+            return fatal(
+                "not_found", "unknown model; use a litellm model string like openai/gpt-4o"
+            )
+        return error("bad_request", False)
+    if isinstance(exc, ex.Timeout | TimeoutError):
+        return error("timeout", True)
+    if any(s in low for s in _MISSING_CREDENTIALS) and "missing" in low:
+        # litellm reports a missing OpenAI key as an InternalServerError; it is not transient.
+        return fatal("auth", f"no API key; {key_env_hint(model)}")
+    if isinstance(exc, ex.APIConnectionError | ex.ServiceUnavailableError | ex.InternalServerError):
+        return error("server", True)
+    if status is not None and (status >= 500 or status in (408, 409, 425)):
+        return error("server", True)
+    return error("other", False)
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """Read `retry-after-ms` / `Retry-After` (seconds) from the exception's HTTP response."""
+    headers: Any = getattr(exc, "headers", None)
+    response = getattr(exc, "response", None)
+    if not headers and response is not None:
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    if isinstance(headers, dict):
+        headers = {str(k).lower(): v for k, v in headers.items()}
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return max(0.0, float(ms) / 1000)
+        if (seconds := headers.get("retry-after")) is not None:
+            return max(0.0, float(seconds))
+    except (TypeError, ValueError):
+        return None  # an HTTP-date; rare from LLM APIs, fall back to our own backoff
+    return None

@@ -1,0 +1,92 @@
+"""The bias metric of Malberg et al. (2024) and its relatives. Pure functions.
+
+Answers are 0-based option indices in the template's *original* option order; option-order
+reversal happens only when presenting, and answers are mapped back before scoring.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MetricParams:
+    """Resolved metric parameters of one test instance (see `library.TestCase.metric`)."""
+
+    k: float = 1.0
+    y1: float = 0.0
+    y2: float = 0.0
+    flip_control: bool = False
+    flip_treatment: bool = False
+
+
+def bias_score(a1: float, a2: float, k: float = 1.0, y1: float = 0.0, y2: float = 0.0) -> float:
+    """Equation (1): k * (|a1 - y1| - |a2 - y2|) / max(|a1 - y1|, |a2 - y2|), in [-1, 1].
+
+    Both distances zero means the two answers sit on the reference point alike: no bias, 0.
+    """
+    d1, d2 = abs(a1 - y1), abs(a2 - y2)
+    largest = max(d1, d2)
+    if largest == 0:
+        return 0.0
+    return k * (d1 - d2) / largest
+
+
+def simplified_score(a1: float, a2: float, k: float = 1.0) -> float:
+    """Equation (2): k * (a1 - a2) / max(a1, a2), for answers on a positive scale (1..n)."""
+    largest = max(a1, a2)
+    if largest == 0:
+        return 0.0
+    return k * (a1 - a2) / largest
+
+
+def score_pair(control: int, treatment: int, params: MetricParams, n_options: int) -> float:
+    """Score one answered pair with its test case's parameters, applying option flips."""
+    a1 = n_options - 1 - control if params.flip_control else control
+    a2 = n_options - 1 - treatment if params.flip_treatment else treatment
+    return bias_score(a1, a2, params.k, params.y1, params.y2)
+
+
+def hub_score(a_control: int, a_treatment: int, k: float, x_1: float, x_2: float) -> float:
+    """The published dataset card's form: the same metric with a 1e-8 guard in the denominator."""
+    d1, d2 = abs(a_control - x_1), abs(a_treatment - x_2)
+    return k * (d1 - d2) / (max(d1, d2) + 1e-8)
+
+
+def option_order(n_options: int, reverse: bool) -> list[int]:
+    """Original option indices in the order they are presented."""
+    order = list(range(n_options))
+    return order[::-1] if reverse else order
+
+
+def should_reverse(*key: object) -> bool:
+    """Seeded coin flip: reverse the options of half of all pairs, both halves alike.
+
+    Keyed on stable identifiers (not Python's salted hash) so a resumed run decides the same.
+    """
+    digest = hashlib.sha256(repr(key).encode()).digest()
+    return digest[0] % 2 == 1
+
+
+def to_original(presented_index: int, order: Sequence[int]) -> int:
+    """Map a 0-based presented option index back to the original order."""
+    return order[presented_index]
+
+
+def mean(scores: Iterable[float]) -> float:
+    values = [s for s in scores if s is not None and not math.isnan(s)]
+    return sum(values) / len(values) if values else math.nan
+
+
+def mean_abs(scores: Iterable[float]) -> float:
+    """Average absolute biasedness: how strongly, regardless of direction."""
+    return mean(abs(s) for s in scores if s is not None)
+
+
+def random_choice(n_options: int, rng: random.Random) -> int:
+    """The paper's Random baseline: one option uniformly."""
+    return rng.randrange(n_options)

@@ -1,0 +1,544 @@
+"""generate (fill gaps) · decide (answer + extract) · score — the paper's three functions.
+
+Each step is a plain async function over an `LLMClient`; the runner decides how many run at
+once and where results go. Nothing here touches the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import re
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import metrics
+from .library import TestCase
+from .metrics import MetricParams
+from .store import dumps
+from .templates import Filled, LLMGap, Template, fill, render_decision_text, render_options
+
+if TYPE_CHECKING:
+    from .llm import LLMClient
+
+RANDOM_MODEL = "random"
+OPTION_RE = re.compile(r"\b[Oo]ption (\d+)\b")
+T = TypeVar("T")
+
+
+def run_sync(coro: Awaitable[T]) -> T:
+    """Run a coroutine from synchronous code (CLI, app callbacks)."""
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def stable_id(*parts: Any) -> str:
+    return hashlib.sha256(dumps(list(parts)).encode()).hexdigest()[:20]
+
+
+@dataclass
+class Instance:
+    """A filled control/treatment pair, ready for decision models."""
+
+    id: str
+    test_case: str
+    test_case_hash: str
+    scenario: str
+    control: Filled
+    treatment: Filled
+    metric: MetricParams
+    scenario_id: int | None = None
+    instance_index: int = 0
+    generator: str | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    variant: str = "default"
+    values: dict[str, Any] = field(default_factory=dict)
+    insertions: list[dict[str, str]] = field(default_factory=list)
+    dataset: str | None = None
+    status: str = "ok"
+    error: str | None = None
+
+    @property
+    def n_options(self) -> int:
+        return len(self.control.options)
+
+    def half(self, name: str) -> Filled:
+        return self.control if name == "control" else self.treatment
+
+    def decision_text(self, half: str, order: Sequence[int] | None = None) -> str:
+        return render_decision_text(self.half(half), order)
+
+    def to_row(self) -> dict[str, Any]:
+        def filled(f: Filled) -> str:
+            return dumps({"situation": f.situation, "prompt": f.prompt, "options": list(f.options)})
+
+        return {
+            "id": self.id,
+            "test_case": self.test_case,
+            "test_case_hash": self.test_case_hash,
+            "dataset": self.dataset,
+            "scenario_id": self.scenario_id,
+            "scenario": self.scenario,
+            "instance_index": self.instance_index,
+            "generator": self.generator,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "variant": self.variant,
+            "values_json": dumps(self.values),
+            "insertions": dumps(self.insertions),
+            "control": filled(self.control),
+            "treatment": filled(self.treatment),
+            "n_options": self.n_options,
+            "metric": dumps(self.metric.__dict__),
+            "status": self.status,
+            "error": self.error,
+            "created_at": None,
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Instance:
+        def filled(text: str) -> Filled:
+            d = json.loads(text)
+            return Filled(d["situation"], d["prompt"], tuple(d["options"]))
+
+        return cls(
+            id=row["id"],
+            test_case=row["test_case"],
+            test_case_hash=row["test_case_hash"] or "",
+            scenario=row["scenario"] or "",
+            control=filled(row["control"]),
+            treatment=filled(row["treatment"]),
+            metric=MetricParams(**json.loads(row["metric"])),
+            scenario_id=row["scenario_id"],
+            instance_index=row["instance_index"] or 0,
+            generator=row["generator"],
+            temperature=row["temperature"],
+            seed=row["seed"],
+            variant=row["variant"] or "default",
+            values=json.loads(row["values_json"] or "{}"),
+            insertions=json.loads(row["insertions"] or "[]"),
+            dataset=row["dataset"],
+            status=row["status"],
+            error=row["error"],
+        )
+
+
+# --------------------------------------------------------------------------- generate
+
+
+class GenerationError(RuntimeError):
+    pass
+
+
+def instance_id(
+    case: TestCase, scenario: str, index: int, generator: str | None, seed: int, temperature: float
+) -> str:
+    return stable_id("instance", case.content_hash, scenario, index, generator, seed, temperature)
+
+
+def generate_offline(case: TestCase, scenario: str, seed: int = 0, index: int = 0) -> Instance:
+    """Fill value gaps only; LLM gaps stay visible as `[[...]]` (no model needed)."""
+    values = _sample(case, scenario, seed, index)
+
+    return Instance(
+        id=instance_id(case, scenario, index, None, seed, 0.0),
+        test_case=case.id,
+        test_case_hash=case.content_hash,
+        scenario=scenario,
+        control=fill(case.control, values, lambda gap: None),
+        treatment=fill(case.treatment, values, lambda gap: None),
+        metric=case.metric_params(values),
+        instance_index=index,
+        seed=seed,
+        variant=values["variant"],
+        values=values,
+        insertions=_value_insertions(case, values),
+    )
+
+
+def _sample(case: TestCase, scenario: str, seed: int, index: int) -> dict[str, Any]:
+    rng = random.Random(stable_id("values", case.content_hash, scenario, seed, index))
+    return case.sample_values(rng)
+
+
+def _value_insertions(case: TestCase, values: Mapping[str, Any]) -> list[dict[str, str]]:
+    used = {g.name for t in (case.control, case.treatment) for g in t.value_gaps()}
+    return [
+        {"gap": name, "source": "value", "text": _show(values[name])}
+        for name in values
+        if name in used and name not in case.named_gaps()
+    ]
+
+
+def _show(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+GEN_PROMPT = """Fill the gaps of a decision-task template so that it fits the scenario.
+
+Scenario: {scenario}
+
+Template:
+{template}
+
+Each gap is written in double square brackets and holds an instruction saying what to write \
+there. Reply with one JSON object whose keys are exactly the instructions listed below and \
+whose values are the texts that replace the gaps (without brackets). Follow each instruction \
+precisely and keep each text short.
+
+Instructions:
+{keys}"""
+
+GEN_EXAMPLE = (
+    "Example. Scenario: A store manager at a company from the Food Retail industry group "
+    'deciding which supplier to choose. Template: "You are [[a/an]] [[job title]] at '
+    '[[organization]]." Reply: {"a/an": "a", "job title": "store manager", '
+    '"organization": "a regional grocery chain"}'
+)
+
+
+async def generate(
+    client: LLMClient,
+    case: TestCase,
+    scenario: str,
+    generator: str,
+    seed: int = 0,
+    temperature: float = 0.7,
+    index: int = 0,
+    scenario_id: int | None = None,
+    json_schema: bool = True,
+) -> Instance:
+    """Fill every gap of a test case for a scenario with the generator model.
+
+    Control first, then treatment; identical instructions are asked once and copied, and a
+    gap whose instruction refers to another gap waits for it (one request per round).
+    """
+    values = _sample(case, scenario, seed, index)
+    fills: dict[str, str] = {}
+    insertions = _value_insertions(case, values)
+    for template in (case.control, case.treatment):
+        await _fill_template(
+            client, template, scenario, values, fills, generator, temperature, seed, json_schema
+        )
+    for gap in case.control.llm_gaps() + case.treatment.llm_gaps():
+        key = gap.resolve(values)
+        if not any(i["gap"] == key for i in insertions):
+            insertions.append({"gap": key, "source": "llm", "text": fills[key]})
+
+    def from_fills(gap: LLMGap) -> str:
+        return fills[gap.resolve(values)]
+
+    return Instance(
+        id=instance_id(case, scenario, index, generator, seed, temperature),
+        test_case=case.id,
+        test_case_hash=case.content_hash,
+        scenario=scenario,
+        control=fill(case.control, values, from_fills),
+        treatment=fill(case.treatment, values, from_fills),
+        metric=case.metric_params(values),
+        scenario_id=scenario_id,
+        instance_index=index,
+        generator=generator,
+        temperature=temperature,
+        seed=seed,
+        variant=values["variant"],
+        values=values,
+        insertions=insertions,
+    )
+
+
+async def _fill_template(
+    client: LLMClient,
+    template: Template,
+    scenario: str,
+    values: dict[str, Any],
+    fills: dict[str, str],
+    generator: str,
+    temperature: float,
+    seed: int,
+    json_schema: bool,
+) -> None:
+    gaps = template.llm_gaps()
+    while True:
+        ready = [
+            g
+            for g in gaps
+            if all(r.name in values for r in g.refs) and g.resolve(values) not in fills
+        ]
+        if not ready:
+            break
+        keys = list(dict.fromkeys(g.resolve(values) for g in ready))
+        answer = await _ask_for_fills(
+            client, template, scenario, values, keys, generator, temperature, seed, json_schema
+        )
+        fills.update(answer)
+        for gap in ready:
+            if gap.name:
+                values[gap.name] = fills[gap.resolve(values)]
+    missing = [g.instruction for g in gaps if g.resolve(values) not in fills]
+    if missing:
+        raise GenerationError(f"gaps could not be filled (unresolved references): {missing}")
+
+
+async def _ask_for_fills(
+    client: LLMClient,
+    template: Template,
+    scenario: str,
+    values: Mapping[str, Any],
+    keys: list[str],
+    generator: str,
+    temperature: float,
+    seed: int,
+    json_schema: bool,
+) -> dict[str, str]:
+    from .llm import LLMRequest
+
+    prompt = GEN_PROMPT.format(
+        scenario=scenario,
+        template=_template_text(template, values),
+        keys=json.dumps(keys, ensure_ascii=False, indent=1),
+    )
+    messages: list[dict[str, str]] = [
+        {"role": "system", "content": GEN_EXAMPLE},
+        {"role": "user", "content": prompt},
+    ]
+    response_format = None
+    if json_schema:
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "gap_fills",
+                "strict": True,
+                "schema": {
+                    "type": "object",
+                    "properties": {k: {"type": "string", "minLength": 1} for k in keys},
+                    "required": keys,
+                    "additionalProperties": False,
+                },
+            },
+        }
+    problem = ""
+    for attempt in range(2):  # one repair retry
+        request = LLMRequest(
+            model=generator,
+            messages=tuple((m["role"], m["content"]) for m in messages),
+            temperature=temperature,
+            seed=seed,
+            max_tokens=120 + 80 * len(keys),
+            response_format=response_format,
+            repeat=attempt,
+        )
+        response = await client.complete(request)
+        parsed, problem = _parse_fills(response.text, keys)
+        if parsed is not None:
+            return parsed
+        messages += [
+            {"role": "assistant", "content": response.text},
+            {
+                "role": "user",
+                "content": f"That reply cannot be used: {problem}. Reply again with only the JSON object.",
+            },
+        ]
+    raise GenerationError(f"the generator {generator} did not return usable gap fills: {problem}")
+
+
+def _template_text(template: Template, values: Mapping[str, Any]) -> str:
+    """The template as the generator sees it: values in, LLM gaps as [[instruction]]."""
+    filled = fill(template, values, lambda gap: None)
+    return render_decision_text(filled)
+
+
+def _parse_fills(text: str, keys: list[str]) -> tuple[dict[str, str] | None, str]:
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None, "no JSON object found"
+    try:
+        data = json.loads(text[start : end + 1])
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg})"
+    if not isinstance(data, dict):
+        return None, "the JSON is not an object"
+    missing = [k for k in keys if not isinstance(data.get(k), str) or not data[k].strip()]
+    if missing:
+        return None, f"missing or empty keys: {missing}"
+    return {k: data[k].strip().strip("[]").strip() for k in keys}, ""
+
+
+# --------------------------------------------------------------------------- decide
+
+
+DEC_PROMPT = """Here is a decision-making task with several answer options.
+
+{task}
+
+Think it through briefly, then choose exactly one of the options."""
+
+EXTRACT_PROMPT = """Below are the answer options of a decision task and a written answer to it.
+
+Options:
+{options}
+
+Answer:
+{answer}
+
+Which option does the answer choose? Reply with "Option N" and nothing else, where N is the \
+number of the chosen option. If the answer does not choose exactly one option, reply \
+"No option selected"."""
+
+
+@dataclass
+class HalfResult:
+    answer: str = ""
+    extraction: str = ""
+    choice: int | None = None  # 0-based, original order
+    error: str | None = None
+    tokens: int = 0
+    cost: float = 0.0
+
+
+def option_grammar(n_options: int) -> str:
+    """GBNF that only admits "Option 1" .. "Option n" (for llama.cpp-served local models)."""
+    choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
+    return f'root ::= "Option " ({choices})'
+
+
+async def decide_half(
+    client: LLMClient,
+    filled: Filled,
+    order: Sequence[int],
+    model: str,
+    temperature: float,
+    seed: int,
+    repeat: int,
+) -> HalfResult:
+    """Free answer, then extraction of "Option N", mapped back to the original order."""
+    from .llm import LLMRequest
+
+    n = len(filled.options)
+    result = HalfResult()
+    if model == RANDOM_MODEL:
+        rng = random.Random(stable_id("random", render_decision_text(filled, order), seed, repeat))
+        presented = metrics.random_choice(n, rng)
+        result.answer = result.extraction = f"Option {presented + 1}"
+        result.choice = order[presented]
+        return result
+    task = render_decision_text(filled, order)
+    first = await client.complete(
+        LLMRequest(
+            model=model,
+            messages=(("user", DEC_PROMPT.format(task=task)),),
+            temperature=temperature,
+            seed=seed,
+            max_tokens=300,
+            repeat=repeat,
+        )
+    )
+    result.answer = first.text
+    second = await client.complete(
+        LLMRequest(
+            model=model,
+            messages=(
+                (
+                    "user",
+                    EXTRACT_PROMPT.format(
+                        options=render_options(filled.options, order), answer=first.text
+                    ),
+                ),
+            ),
+            temperature=0.0,
+            seed=seed,
+            max_tokens=12,
+            grammar=option_grammar(n) if model.startswith("local/") else None,
+            repeat=repeat,
+        )
+    )
+    result.extraction = second.text.strip()
+    result.tokens = (
+        first.prompt_tokens
+        + first.completion_tokens
+        + second.prompt_tokens
+        + second.completion_tokens
+    )
+    result.cost = first.cost + second.cost
+    match = OPTION_RE.search(result.extraction)
+    if match is None:
+        result.error = (
+            f"no option could be extracted from the answer (extraction: {result.extraction[:80]!r})"
+        )
+    elif not 1 <= int(match.group(1)) <= n:
+        result.error = f"the answer chose Option {match.group(1)}, but only 1-{n} exist"
+    else:
+        result.choice = order[int(match.group(1)) - 1]
+    return result
+
+
+async def decide_pair(
+    client: LLMClient,
+    instance: Instance,
+    model: str,
+    run_id: str = "",
+    temperature: float = 0.0,
+    repeat: int = 0,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Answer both halves (same option order for both) and score: one decisions row."""
+    from .llm import FatalLLMError, LLMError
+
+    decision_id = stable_id("decision", run_id, instance.id, model, repeat, temperature)
+    reverse = metrics.should_reverse(instance.id, seed)
+    order = metrics.option_order(instance.n_options, reverse)
+    halves: dict[str, HalfResult] = {}
+    outcomes = await asyncio.gather(
+        *(
+            decide_half(client, instance.half(h), order, model, temperature, seed, repeat)
+            for h in ("control", "treatment")
+        ),
+        return_exceptions=True,
+    )
+    errors = []
+    for name, outcome in zip(("control", "treatment"), outcomes, strict=True):
+        if isinstance(outcome, FatalLLMError):
+            raise outcome
+        if isinstance(outcome, LLMError):
+            outcome = HalfResult(error=f"{outcome.kind}: {outcome}")
+        elif isinstance(outcome, BaseException):
+            raise outcome
+        halves[name] = outcome
+        if outcome.error:
+            errors.append(f"{name}: {outcome.error}")
+    c, t = halves["control"], halves["treatment"]
+    score = None
+    if not errors and c.choice is not None and t.choice is not None:
+        score = score_instance(instance, c.choice, t.choice)
+    return {
+        "id": decision_id,
+        "run_id": run_id,
+        "instance_id": instance.id,
+        "test_case": instance.test_case,
+        "model": model,
+        "temperature": temperature,
+        "repeat": repeat,
+        "reversed": int(reverse),
+        "control_order": dumps(order),
+        "treatment_order": dumps(order),
+        "control_answer": c.answer,
+        "treatment_answer": t.answer,
+        "control_extraction": c.extraction,
+        "treatment_extraction": t.extraction,
+        "control_choice": c.choice,
+        "treatment_choice": t.choice,
+        "score": score,
+        "status": "failed" if errors else "ok",
+        "error": "; ".join(errors) or None,
+        "tokens": c.tokens + t.tokens,
+        "cost": c.cost + t.cost,
+        "created_at": None,
+    }
+
+
+def score_instance(instance: Instance, control_choice: int, treatment_choice: int) -> float:
+    """The test case's metric on a pair of 0-based answers in original order."""
+    return metrics.score_pair(control_choice, treatment_choice, instance.metric, instance.n_options)

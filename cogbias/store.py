@@ -1,0 +1,448 @@
+"""The SQLite store: schema, migrations, writes and queries. The only module that writes SQL.
+
+One file in WAL mode, so the app can read while a run writes. Every row a run writes has a
+deterministic key, which makes re-running idempotent and a killed run resumable. Writes are
+grouped in transactions (`Store.atomic`): a failure midway leaves no partial rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from .redact import redact
+
+SCHEMA_VERSION = 1
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON: stable keys make content hashes and cache keys reproducible."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _schema_v1(db: sqlite_utils.Database) -> None:
+    db["test_cases"].create(
+        {"hash": str, "id": str, "name": str, "source": str, "created_at": str}, pk="hash"
+    )
+    db["scenarios"].create(
+        {"id": int, "industry_group": str, "position": str, "decision": str, "text": str}, pk="id"
+    )
+    db["datasets"].create(
+        {"name": str, "kind": str, "source": str, "rows": int, "meta": str, "imported_at": str},
+        pk="name",
+    )
+    db["instances"].create(
+        {
+            "id": str,
+            "test_case": str,  # bias id, e.g. "anchoring"
+            "test_case_hash": str,
+            "dataset": str,  # set for imported instances
+            "scenario_id": int,
+            "scenario": str,
+            "instance_index": int,
+            "generator": str,
+            "temperature": float,
+            "seed": int,
+            "variant": str,
+            "values_json": str,
+            "insertions": str,
+            "control": str,  # JSON {situation, prompt, options}
+            "treatment": str,
+            "n_options": int,
+            "metric": str,  # JSON {k, y1, y2, flip_control, flip_treatment}
+            "status": str,  # ok | failed
+            "error": str,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["runs"].create(
+        {
+            "id": str,
+            "name": str,
+            "spec": str,
+            "status": str,  # planned | running | done | cancelled | failed
+            "planned": int,
+            "done": int,
+            "failed": int,
+            "tokens": int,
+            "cost": float,
+            "created_at": str,
+            "started_at": str,
+            "finished_at": str,
+            "heartbeat_at": str,
+            "pid": int,
+            "cancel_requested": int,
+            "error": str,
+        },
+        pk="id",
+    )
+    db["decisions"].create(
+        {
+            "id": str,
+            "run_id": str,
+            "instance_id": str,
+            "test_case": str,
+            "model": str,
+            "temperature": float,
+            "repeat": int,
+            "reversed": int,
+            "control_order": str,
+            "treatment_order": str,
+            "control_answer": str,
+            "treatment_answer": str,
+            "control_extraction": str,
+            "treatment_extraction": str,
+            "control_choice": int,  # 0-based, original option order
+            "treatment_choice": int,
+            "score": float,
+            "status": str,  # ok | failed
+            "error": str,
+            "tokens": int,
+            "cost": float,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["llm_calls"].create(
+        {
+            "key": str,
+            "model": str,
+            "api_base": str,
+            "request": str,
+            "response": str,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost": float,
+            "latency_s": float,
+            "created_at": str,
+        },
+        pk="key",
+    )
+    db["decisions"].create_index(["run_id", "status"])
+    db["decisions"].create_index(["test_case", "model"])
+    db["instances"].create_index(["dataset"])
+    db["instances"].create_index(["test_case"])
+
+
+MIGRATIONS = {1: _schema_v1}
+
+
+class SchemaError(RuntimeError):
+    pass
+
+
+class Store:
+    """A cogbias database file. Cheap to open; safe to use from one thread at a time."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        self.db = sqlite_utils.Database(conn)
+        with self.db.ensure_autocommit_on():
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ schema
+
+    @property
+    def schema_version(self) -> int:
+        if "meta" not in self.db.table_names():
+            return 0
+        row = self.db.execute("select value from meta where key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self) -> None:
+        current = self.schema_version
+        if current > SCHEMA_VERSION:
+            raise SchemaError(
+                f"{self.path} was written by a newer cogbias (schema {current}, this version "
+                f"knows {SCHEMA_VERSION}); upgrade cogbias to open it"
+            )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            with self.atomic():
+                if "meta" not in self.db.table_names():
+                    self.db["meta"].create({"key": str, "value": str}, pk="key")
+                MIGRATIONS[version](self.db)
+                self.db["meta"].upsert({"key": "schema_version", "value": str(version)}, pk="key")
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[Store]:
+        """All writes inside commit together or not at all (nested blocks use savepoints)."""
+        with self.db.atomic():
+            yield self
+
+    # ------------------------------------------------------------------ writes
+
+    def save_test_case(self, case_id: str, name: str, content_hash: str, source: str) -> None:
+        self.db["test_cases"].insert(
+            {
+                "hash": content_hash,
+                "id": case_id,
+                "name": name,
+                "source": source,
+                "created_at": now(),
+            },
+            pk="hash",
+            ignore=True,
+        )
+
+    def save_scenarios(self, scenarios: Iterable[Mapping[str, Any]]) -> None:
+        with self.atomic():
+            self.db["scenarios"].insert_all(scenarios, pk="id", replace=True)
+
+    def save_instances(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert instances; an existing id keeps its row (instances are immutable once made)."""
+        if rows:
+            with self.atomic():
+                self.db["instances"].insert_all(
+                    [{**r, "error": redact(r.get("error")), "created_at": now()} for r in rows],
+                    pk="id",
+                    ignore=True,
+                )
+
+    def save_decisions(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Upsert decisions by id: a resumed run fills the gaps and never duplicates."""
+        if rows:
+            self.db["decisions"].insert_all(
+                [{**r, "error": redact(r.get("error")), "created_at": now()} for r in rows],
+                pk="id",
+                replace=True,
+            )
+
+    def put_llm_calls(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        if rows:
+            self.db["llm_calls"].insert_all(
+                [{**r, "response": redact(r["response"]), "created_at": now()} for r in rows],
+                pk="key",
+                replace=True,
+            )
+
+    def get_llm_call(self, key: str) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "select response, prompt_tokens, completion_tokens, cost, latency_s "
+            "from llm_calls where key = ?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None
+        return dict(
+            zip(
+                ("text", "prompt_tokens", "completion_tokens", "cost", "latency_s"),
+                row,
+                strict=True,
+            )
+        )
+
+    def create_run(
+        self, run_id: str, spec: Mapping[str, Any], planned: int, name: str = ""
+    ) -> None:
+        """Create a run, or leave an existing one with the same id (same spec) as it is."""
+        self.db["runs"].insert(
+            {
+                "id": run_id,
+                "name": name,
+                "spec": dumps(spec),
+                "status": "planned",
+                "planned": planned,
+                "done": 0,
+                "failed": 0,
+                "tokens": 0,
+                "cost": 0.0,
+                "created_at": now(),
+                "cancel_requested": 0,
+            },
+            pk="id",
+            ignore=True,
+        )
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        if "error" in fields:
+            fields["error"] = redact(fields["error"])
+        self.db["runs"].update(run_id, fields)
+
+    def refresh_run_counts(self, run_id: str) -> dict[str, Any]:
+        """Recount from decisions: counts are derived, so they can never drift."""
+        done, failed, tokens, cost = self.db.execute(
+            "select count(*), coalesce(sum(status = 'failed'), 0), coalesce(sum(tokens), 0), "
+            "coalesce(sum(cost), 0) from decisions where run_id = ?",
+            (run_id,),
+        ).fetchone()
+        fields = {"done": done, "failed": failed, "tokens": tokens, "cost": cost}
+        fields["heartbeat_at"] = now()
+        self.db["runs"].update(run_id, fields)
+        return fields
+
+    def request_cancel(self, run_id: str) -> None:
+        self.db["runs"].update(run_id, {"cancel_requested": 1})
+
+    def save_dataset(
+        self, name: str, kind: str, source: str, rows: int, meta: Mapping[str, Any]
+    ) -> None:
+        self.db["datasets"].insert(
+            {
+                "name": name,
+                "kind": kind,
+                "source": source,
+                "rows": rows,
+                "meta": dumps(meta),
+                "imported_at": now(),
+            },
+            pk="name",
+            replace=True,
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    def query(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> list[dict[str, Any]]:
+        """Read-only convenience for callers (analysis, UI): rows as dicts."""
+        cursor = self.db.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        rows = self.query("select * from runs where id = ?", (run_id,))
+        return rows[0] if rows else None
+
+    def runs(self) -> list[dict[str, Any]]:
+        return self.query("select * from runs order by created_at desc")
+
+    def existing_instance_ids(self, ids: Iterable[str]) -> set[str]:
+        return self._existing("instances", ids)
+
+    def existing_decision_ids(self, run_id: str) -> set[str]:
+        return {
+            r[0] for r in self.db.execute("select id from decisions where run_id = ?", (run_id,))
+        }
+
+    def _existing(self, table: str, ids: Iterable[str]) -> set[str]:
+        found: set[str] = set()
+        ids = list(ids)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            found |= {
+                r[0]
+                for r in self.db.execute(f"select id from {table} where id in ({marks})", chunk)
+            }
+        return found
+
+    def instances(
+        self, ids: Iterable[str] | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        if dataset is not None:
+            return self.query(
+                "select * from instances where dataset = ? order by rowid", (dataset,)
+            )
+        ids = list(ids or [])
+        rows: list[dict[str, Any]] = []
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows += self.query(
+                f"select * from instances where id in ({','.join('?' * len(chunk))})", chunk
+            )
+        return rows
+
+    def results(
+        self, run_id: str | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Bias x model: mean score, scored pairs (n) and failed pairs."""
+        where, params = self._filter(run_id, dataset)
+        return self.query(
+            "select d.test_case as bias, d.model as model, "
+            "avg(case when d.status = 'ok' then d.score end) as mean, "
+            "sum(d.status = 'ok') as n, sum(d.status = 'failed') as failures "
+            f"from decisions d {where} group by d.test_case, d.model order by d.test_case, d.model",
+            params,
+        )
+
+    def scores(self, run_id: str | None = None, dataset: str | None = None) -> list[dict[str, Any]]:
+        """One row per decision with its bias, model, status and score (for analysis)."""
+        where, params = self._filter(run_id, dataset)
+        return self.query(
+            "select d.test_case as bias, d.model as model, d.status as status, d.score as score "
+            f"from decisions d {where}",
+            params,
+        )
+
+    def pairs(
+        self,
+        bias: str | None = None,
+        model: str | None = None,
+        run_id: str | None = None,
+        dataset: str | None = None,
+        search: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Paired responses with their instance texts, for reading what a model actually said."""
+        where, params = self._filter(run_id, dataset)
+        clauses = [where.removeprefix("where ")] if where else []
+        if bias:
+            clauses.append("d.test_case = ?")
+            params.append(bias)
+        if model:
+            clauses.append("d.model = ?")
+            params.append(model)
+        if search:
+            clauses.append(
+                "(i.control like ? or i.treatment like ? or d.control_answer like ? "
+                "or d.treatment_answer like ? or i.scenario like ?)"
+            )
+            params += [f"%{search}%"] * 5
+        sql = (
+            "select d.*, i.scenario, i.control as control_template, i.treatment as treatment_template, "
+            "i.metric, i.n_options, i.dataset from decisions d join instances i on i.id = d.instance_id"
+            + (" where " + " and ".join(clauses) if clauses else "")
+            + " order by d.rowid limit ? offset ?"
+        )
+        return self.query(sql, [*params, limit, offset])
+
+    @staticmethod
+    def _filter(run_id: str | None, dataset: str | None) -> tuple[str, list[Any]]:
+        if run_id:
+            return "where d.run_id = ?", [run_id]
+        if dataset:
+            return (
+                "where d.instance_id in (select id from instances where dataset = ?)",
+                [dataset],
+            )
+        return "", []
+
+    def counts(self) -> dict[str, int]:
+        return {t: self.db[t].count for t in self.db.table_names()}
+
+    def wait_for(self, run_id: str, timeout: float = 60.0) -> dict[str, Any] | None:
+        """Poll until a run leaves 'planned'/'running' (used by tests and scripts)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = self.run(run_id)
+            if run and run["status"] not in ("planned", "running"):
+                return run
+            time.sleep(0.1)
+        return self.run(run_id)

@@ -1,0 +1,295 @@
+"""A small OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks.
+
+It is a test double of the *network*, not of our code: `cogbias.llm` talks to it through
+litellm and the openai SDK exactly as it would talk to a real provider, so retries, status
+codes, headers, timeouts and concurrency are exercised for real. Answers come from a
+scripted `responder(request_json) -> str`; latency, HTTP 500s and 429s (with Retry-After)
+are injected on demand, and the server counts what it received.
+
+    with FakeLLMServer(latency=0.0, fail_500=0.1, fail_429=0.1) as srv:
+        ...  # point a client at srv.base_url ("http://127.0.0.1:PORT/v1")
+
+It runs its own asyncio loop in a background thread and sleeps asynchronously, so hundreds
+of concurrent requests with `latency=1.0` cost it almost nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import re
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from aiohttp import web
+
+Responder = Callable[[dict[str, Any]], str]
+
+
+class FakeHTTPError(Exception):
+    """Raised by a responder to answer with an HTTP error instead of a completion."""
+
+    def __init__(self, status: int, message: str = "", headers: dict[str, str] | None = None):
+        super().__init__(message or f"HTTP {status}")
+        self.status = status
+        self.message = message or f"HTTP {status}"
+        self.headers = headers or {}
+
+
+_OPTION_RE = re.compile(r"Option\s+(\d+)")
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def _last_user_text(request: dict[str, Any]) -> str:
+    for message in reversed(request.get("messages", [])):
+        if message.get("role") == "user":
+            return _text_of(message.get("content"))
+    return ""
+
+
+def _example_value(schema: dict[str, Any], key: str) -> Any:
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "integer":
+        return 1
+    if kind == "number":
+        return 1.0
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return []
+    if kind == "object":
+        return _example_object(schema)
+    return f"{key} value"
+
+
+def _example_object(schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties", {})
+    keys = schema.get("required") or list(props)
+    return {k: _example_value(props.get(k, {}), k) for k in keys}
+
+
+def default_responder(request: dict[str, Any]) -> str:
+    """Deterministic answers: "Option N" for decisions, schema-shaped JSON for gap fills.
+
+    N is derived from a hash of the whole prompt and lies within the highest option
+    number the prompt mentions (at least 2), so the same prompt always gets the same answer.
+    """
+    prompt = _last_user_text(request)
+    fmt = request.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        schema = fmt.get("json_schema", {}).get("schema", {})
+        return json.dumps(_example_object(schema))
+    if fmt.get("type") == "json_object":
+        return "{}"
+    if "Option" in prompt:
+        n_options = max([int(n) for n in _OPTION_RE.findall(prompt)] + [2])
+        whole = json.dumps(request.get("messages", []), sort_keys=True)
+        digest = hashlib.sha256(whole.encode()).digest()
+        return f"Option {digest[0] % n_options + 1}"
+    return "OK"
+
+
+def _count_tokens(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+class FakeLLMServer:
+    """OpenAI-compatible `POST /v1/chat/completions` with scripted answers and faults.
+
+    Args:
+        responder: maps the request JSON to the answer text; may raise `FakeHTTPError`.
+        latency: seconds to wait (asynchronously) before answering each request.
+        fail_500: fraction of requests answered with HTTP 500 (seeded, random).
+        fail_429: fraction answered with HTTP 429 and a `Retry-After: retry_after` header.
+        retry_after: value of the Retry-After header on injected 429s, in seconds.
+        script: HTTP statuses for the first requests, in arrival order (e.g. [500, 429]);
+            200 means "answer normally". Deterministic alternative to the fractions.
+        api_key: when set, requests without `Authorization: Bearer <api_key>` get a 401
+            whose body echoes the key that was sent, as careless providers do, so tests
+            can check that our error messages never repeat it.
+        seed: seeds the fault-injection random generator.
+    """
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        latency: float = 0.0,
+        fail_500: float = 0.0,
+        fail_429: float = 0.0,
+        retry_after: float = 0.05,
+        script: Iterable[int] = (),
+        api_key: str | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.responder = responder or default_responder
+        self.latency = latency
+        self.fail_500 = fail_500
+        self.fail_429 = fail_429
+        self.retry_after = retry_after
+        self.script = list(script)
+        self.api_key = api_key
+        self._rng = random.Random(seed)
+        self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.statuses: Counter[int] = Counter()
+        self.requests: list[dict[str, Any]] = []
+        self.arrival_times: list[float] = []
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-style base URL, e.g. ``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def reset_counts(self) -> None:
+        """Forget what was received so far (counts, requests, timings)."""
+        self.calls = 0
+        self.max_in_flight = self.in_flight
+        self.statuses.clear()
+        self.requests.clear()
+        self.arrival_times.clear()
+
+    # -- request handling -------------------------------------------------------------
+
+    def _pick_fault(self) -> int:
+        if self.script:
+            return self.script.pop(0)
+        draw = self._rng.random()
+        if draw < self.fail_500:
+            return 500
+        if draw < self.fail_500 + self.fail_429:
+            return 429
+        return 200
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None):
+        self.statuses[status] += 1
+        kind = {401: "invalid_request_error", 429: "rate_limit_error"}.get(status, "server_error")
+        body = {"error": {"message": message, "type": kind, "code": status}}
+        return web.json_response(body, status=status, headers=headers)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self.calls += 1
+        self.arrival_times.append(time.monotonic())
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
+        payload = await request.json()
+        self.requests.append(payload)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if self.api_key is not None:
+            sent = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            if sent != self.api_key:
+                return self._error(401, f"Incorrect API key provided: {sent}.")
+        fault = self._pick_fault()
+        if fault == 429:
+            headers = {"Retry-After": f"{self.retry_after:g}"}
+            return self._error(429, "Rate limit reached, slow down.", headers)
+        if fault != 200:
+            return self._error(fault, "The server had an error processing your request.")
+        try:
+            text = self.responder(payload)
+        except FakeHTTPError as exc:
+            return self._error(exc.status, exc.message, exc.headers)
+        prompt_tokens = sum(_count_tokens(_text_of(m.get("content"))) for m in payload["messages"])
+        completion_tokens = _count_tokens(text) if text else 0
+        self.statuses[200] += 1
+        return web.json_response(
+            {
+                "id": f"chatcmpl-fake-{self.calls}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": payload.get("model", "fake"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        )
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/chat/completions", self._chat)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        await web.SockSite(self._runner, sock, backlog=2048).start()
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._start())
+        except BaseException as exc:  # surface bind errors to the caller's thread
+            self._startup_error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        loop.run_forever()
+        if self._runner is not None:
+            loop.run_until_complete(self._runner.cleanup())
+        loop.close()
+
+    def start(self) -> FakeLLMServer:
+        """Start serving in a background thread; returns once the port is bound."""
+        self._thread = threading.Thread(target=self._run, name="fake-llm-server", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        if self._startup_error is not None:
+            raise RuntimeError("fake LLM server failed to start") from self._startup_error
+        return self
+
+    def stop(self) -> None:
+        """Stop the loop and join the thread."""
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+        self._thread = None
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
