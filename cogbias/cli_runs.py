@@ -67,9 +67,16 @@ def _run(args: argparse.Namespace) -> int:
         if args.dry_run:
             return 0
         outcome = runner.execute(
-            plan, store, concurrency=args.concurrency, progress=runner.TerminalProgress(), name=args.name
+            plan,
+            store,
+            concurrency=args.concurrency,
+            progress=runner.TerminalProgress(),
+            name=args.name,
         )
-    print(f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} pairs, {outcome['failed']} failed", file=sys.stderr)
+    print(
+        f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} pairs, {outcome['failed']} failed",
+        file=sys.stderr,
+    )
     if outcome["status"] == "failed":
         print(f"error: {outcome['error']}", file=sys.stderr)
         return 1
@@ -85,7 +92,22 @@ def _runs(args: argparse.Namespace) -> int:
     if not rows:
         print("no runs yet: start one with `cogbias run`", file=sys.stderr)
         return 0
-    _table(rows, ["id", "name", "status", "planned", "done", "failed", "tokens", "cost", "duration_s", "models", "biases"])
+    _table(
+        rows,
+        [
+            "id",
+            "name",
+            "status",
+            "planned",
+            "done",
+            "failed",
+            "tokens",
+            "cost",
+            "duration_s",
+            "models",
+            "biases",
+        ],
+    )
     return 0
 
 
@@ -102,7 +124,9 @@ def _results(args: argparse.Namespace) -> int:
         json.dump(rows, sys.stdout, indent=1)
         print()
     elif args.format == "csv":
-        writer = csv.DictWriter(sys.stdout, fieldnames=["bias", "model", "mean", "n", "failures", "failure_rate"])
+        writer = csv.DictWriter(
+            sys.stdout, fieldnames=["bias", "model", "mean", "n", "failures", "failure_rate"]
+        )
         writer.writeheader()
         writer.writerows(rows)
     else:

@@ -77,10 +77,11 @@ def parse_expression(source: str) -> ast.Expression:
         if isinstance(node, ast.Call) and not (
             isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS
         ):
-            name = node.func.id if isinstance(node.func, ast.Name) else "?"
-            raise ExpressionError(
-                f"unknown function {name!r}; allowed: {', '.join(FUNCTIONS)}", node.col_offset
-            )
+            if isinstance(node.func, ast.Name):
+                problem = f"unknown function {node.func.id!r}"
+            else:
+                problem = "only plain function calls are allowed (no methods or attributes)"
+            raise ExpressionError(f"{problem}; allowed: {', '.join(FUNCTIONS)}", node.col_offset)
     return tree
 
 

@@ -487,7 +487,6 @@ async def decide_pair(
     """Answer both halves (same option order for both) and score: one decisions row."""
     from .llm import FatalLLMError, LLMError
 
-    decision_id = stable_id("decision", run_id, instance.id, model, repeat, temperature)
     reverse = metrics.should_reverse(instance.id, seed)
     order = metrics.option_order(instance.n_options, reverse)
     halves: dict[str, HalfResult] = {}
@@ -509,21 +508,54 @@ async def decide_pair(
         halves[name] = outcome
         if outcome.error:
             errors.append(f"{name}: {outcome.error}")
-    c, t = halves["control"], halves["treatment"]
+    return _decision_row(
+        instance,
+        model,
+        run_id,
+        temperature,
+        repeat,
+        order,
+        halves["control"],
+        halves["treatment"],
+        errors,
+    )
+
+
+def failed_decision(
+    instance: Instance, model: str, run_id: str, temperature: float, repeat: int, error: str
+) -> dict[str, Any]:
+    """A decisions row for a pair that could not be asked (e.g. its generation failed)."""
+    order = list(range(instance.n_options))
+    return _decision_row(
+        instance, model, run_id, temperature, repeat, order, HalfResult(), HalfResult(), [error]
+    )
+
+
+def _decision_row(
+    instance: Instance,
+    model: str,
+    run_id: str,
+    temperature: float,
+    repeat: int,
+    order: Sequence[int],
+    c: HalfResult,
+    t: HalfResult,
+    errors: list[str],
+) -> dict[str, Any]:
     score = None
     if not errors and c.choice is not None and t.choice is not None:
         score = score_instance(instance, c.choice, t.choice)
     return {
-        "id": decision_id,
+        "id": stable_id("decision", run_id, instance.id, model, repeat, temperature),
         "run_id": run_id,
         "instance_id": instance.id,
         "test_case": instance.test_case,
         "model": model,
         "temperature": temperature,
         "repeat": repeat,
-        "reversed": int(reverse),
-        "control_order": dumps(order),
-        "treatment_order": dumps(order),
+        "reversed": int(list(order) != sorted(order)),
+        "control_order": dumps(list(order)),
+        "treatment_order": dumps(list(order)),
         "control_answer": c.answer,
         "treatment_answer": t.answer,
         "control_extraction": c.extraction,

@@ -185,7 +185,8 @@ class FakeLLMServer:
 
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None):
         self.statuses[status] += 1
-        kind = {401: "invalid_request_error", 429: "rate_limit_error"}.get(status, "server_error")
+        kind = "server_error" if status >= 500 else "invalid_request_error"
+        kind = "rate_limit_error" if status == 429 else kind
         body = {"error": {"message": message, "type": kind, "code": status}}
         return web.json_response(body, status=status, headers=headers)
 
@@ -212,8 +213,10 @@ class FakeLLMServer:
         if fault == 429:
             headers = {"Retry-After": f"{self.retry_after:g}"}
             return self._error(429, "Rate limit reached, slow down.", headers)
-        if fault != 200:
+        if fault >= 500:
             return self._error(fault, "The server had an error processing your request.")
+        if fault != 200:
+            return self._error(fault, f"Request rejected with HTTP {fault}.")
         try:
             text = self.responder(payload)
         except FakeHTTPError as exc:
@@ -248,7 +251,7 @@ class FakeLLMServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

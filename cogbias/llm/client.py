@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import random
 import time
@@ -36,6 +37,9 @@ def get_litellm() -> Any:
         import litellm
 
         litellm.suppress_debug_info = True  # no "Provider List" banners on every error
+        # We report failures ourselves; litellm's own warnings (e.g. its logging worker
+        # noticing a new event loop on each asyncio.run) are noise for our users.
+        logging.getLogger("LiteLLM").setLevel(logging.ERROR)
         _litellm_module = litellm
     return _litellm_module
 

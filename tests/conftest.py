@@ -1,0 +1,19 @@
+"""Shared fixtures. Tests never touch the network beyond 127.0.0.1 and never the user's home."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """User test cases and models go to a temporary COGBIAS_HOME, never ~/.cogbias."""
+    home = tmp_path_factory.mktemp("cogbias-home")
+    monkeypatch.setenv("COGBIAS_HOME", str(home))
+    return home

@@ -1,0 +1,299 @@
+"""The LLM client against a real HTTP endpoint on 127.0.0.1 (tests/fake_llm_server.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import traceback
+from typing import Any
+
+import pytest
+
+from cogbias.llm import FatalLLMError, LLMClient, LLMError, LLMRequest, cache_key
+from cogbias.llm.errors import classify, scrub_secrets
+from tests.fake_llm_server import FakeHTTPError, FakeLLMServer
+
+SENTINEL = "sk-test-SENTINEL-123"
+MODEL = "openai/fake-model"
+
+
+class DictCache:
+    """The smallest ResponseCache: a dict (the real one lives in cogbias.store)."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, dict[str, Any]] = {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.records.get(key)
+
+    def put(self, key: str, record: dict[str, Any]) -> None:
+        self.records[key] = record
+
+
+@pytest.fixture(autouse=True)
+def _no_real_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def decision(text: str = "Choose Option 1 or Option 2.", **kwargs: Any) -> LLMRequest:
+    return LLMRequest(MODEL, (("system", "You are a manager."), ("user", text)), **kwargs)
+
+
+def fast_client(cache: DictCache | None = None, **kwargs: Any) -> LLMClient:
+    kwargs.setdefault("backoff_base", 0.005)
+    kwargs.setdefault("timeout", 10)
+    return LLMClient(cache=cache, **kwargs)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+# -- requests and keys -------------------------------------------------------------------
+
+
+def test_request_normalises_messages_and_is_hashable() -> None:
+    as_dicts = LLMRequest(MODEL, [{"role": "user", "content": "hi"}], temperature=0)
+    as_pairs = LLMRequest(MODEL, (("user", "hi"),), temperature=0.0)
+    assert as_dicts == as_pairs
+    assert hash(as_dicts) == hash(as_pairs)
+    assert cache_key(as_dicts, None) == cache_key(as_pairs, None)
+    assert as_dicts.message_dicts() == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"repeat": 1},
+        {"temperature": 0.7},
+        {"seed": 3},
+        {"max_tokens": 10},
+        {"grammar": 'root ::= "A"'},
+        {"response_format": {"type": "json_object"}},
+    ],
+)
+def test_cache_key_changes_with_every_answer_relevant_field(change: dict[str, Any]) -> None:
+    assert cache_key(decision(), None) != cache_key(decision(**change), None)
+
+
+def test_cache_key_includes_api_base_and_model() -> None:
+    base = cache_key(decision(), None)
+    assert cache_key(decision(), "http://127.0.0.1:1/v1") != base
+    other = LLMRequest("openai/other", decision().messages)
+    assert cache_key(other, None) != base
+
+
+# -- calls over HTTP ---------------------------------------------------------------------
+
+
+def test_successful_call_returns_text_tokens_and_caches_without_key() -> None:
+    cache = DictCache()
+    with FakeLLMServer() as srv:
+        client = fast_client(cache, api_base=srv.base_url)
+        answer = run(client.complete(decision()))
+    assert re.fullmatch(r"Option [12]", answer.text)
+    assert answer.prompt_tokens > 0 and answer.completion_tokens == 2
+    assert answer.cost == 0.0  # an unmapped model costs nothing rather than failing
+    assert not answer.cached
+    assert srv.calls == 1
+    (record,) = cache.records.values()
+    assert record["model"] == MODEL and record["api_base"] == srv.base_url
+    assert record["request"]["messages"][1]["content"] == "Choose Option 1 or Option 2."
+    assert "sk-no-key-required" not in json.dumps(record)
+    assert set(record) == {
+        "model",
+        "api_base",
+        "request",
+        "text",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost",
+        "latency_s",
+    }
+
+
+def test_cache_hit_makes_no_http_call_and_repeat_makes_a_new_one() -> None:
+    cache = DictCache()
+    with FakeLLMServer() as srv:
+        client = fast_client(cache, api_base=srv.base_url)
+        first = run(client.complete(decision()))
+        again = run(client.complete(decision()))
+        assert srv.calls == 1
+        assert again.cached and again.text == first.text and again.key == first.key
+        run(client.complete(decision(repeat=1)))
+        assert srv.calls == 2
+
+
+def test_request_api_base_overrides_client_default() -> None:
+    with FakeLLMServer() as srv:
+        client = fast_client(api_base="http://127.0.0.1:9/v1")  # nothing listens there
+        answer = run(client.complete(decision(api_base=srv.base_url)))
+    assert answer.text.startswith("Option")
+
+
+def test_json_schema_and_grammar_reach_the_server() -> None:
+    schema = {"type": "object", "properties": {"role": {"type": "string"}}, "required": ["role"]}
+    fmt = {"type": "json_schema", "json_schema": {"name": "gaps", "schema": schema}}
+    with FakeLLMServer() as srv:
+        client = fast_client(api_base=srv.base_url)
+        answer = run(client.complete(decision("Fill the gaps.", response_format=fmt)))
+        run(client.complete(decision(grammar='root ::= "Option " [1-2]', seed=7)))
+    assert json.loads(answer.text) == {"role": "role value"}
+    assert srv.requests[0]["response_format"] == fmt
+    assert srv.requests[1]["grammar"] == 'root ::= "Option " [1-2]'
+    assert srv.requests[1]["seed"] == 7
+
+
+def test_http_errors_are_raised_and_not_cached() -> None:
+    cache = DictCache()
+    with FakeLLMServer(script=[400]) as srv:
+        client = fast_client(cache, api_base=srv.base_url)
+        with pytest.raises(LLMError) as info:
+            run(client.complete(decision()))
+        assert info.value.kind == "bad_request" and not info.value.retryable
+        assert not isinstance(info.value, FatalLLMError)
+        assert srv.calls == 1  # a 400 is not retried
+        assert cache.records == {}
+        run(client.complete(decision()))  # the next attempt really asks again
+        assert srv.calls == 2 and len(cache.records) == 1
+
+
+def test_empty_answers_are_errors_and_never_cached() -> None:
+    cache = DictCache()
+    with FakeLLMServer(responder=lambda request: "  ") as srv:
+        client = fast_client(cache, api_base=srv.base_url)
+        for _ in range(2):
+            with pytest.raises(LLMError) as info:
+                run(client.complete(decision()))
+            assert info.value.kind == "empty"
+        assert srv.calls == 2 and cache.records == {}
+
+
+def test_retries_500_and_429_then_succeeds() -> None:
+    with FakeLLMServer(script=[500, 429, 503, 502], retry_after=0.01) as srv:
+        client = fast_client(api_base=srv.base_url)
+        answer = run(client.complete(decision()))
+    assert answer.text.startswith("Option")
+    assert srv.calls == 5 and client.stats.retries == 4
+    assert srv.statuses == {500: 1, 429: 1, 503: 1, 502: 1, 200: 1}
+
+
+def test_honours_retry_after() -> None:
+    with FakeLLMServer(script=[429], retry_after=0.3) as srv:
+        client = fast_client(api_base=srv.base_url, backoff_base=0.001)
+        run(client.complete(decision()))
+    first, second = srv.arrival_times
+    assert second - first >= 0.29  # our own backoff alone would wait at most 1 ms
+
+
+def test_gives_up_after_max_retries() -> None:
+    with FakeLLMServer(script=[500] * 10) as srv:
+        client = fast_client(api_base=srv.base_url, max_retries=2)
+        with pytest.raises(LLMError) as info:
+            run(client.complete(decision()))
+    assert info.value.kind == "server" and info.value.retryable
+    assert "gave up after 3 attempts" in str(info.value)
+    assert srv.calls == 3
+
+
+def test_timeouts_are_retried_then_reported() -> None:
+    with FakeLLMServer(latency=2.0) as srv:
+        client = fast_client(api_base=srv.base_url, timeout=0.2, max_retries=1)
+        with pytest.raises(LLMError) as info:
+            run(client.complete(decision()))
+        assert info.value.kind == "timeout" and info.value.retryable
+        assert srv.calls == 2
+
+
+def test_random_faults_under_concurrency_all_recover() -> None:
+    with FakeLLMServer(fail_500=0.2, fail_429=0.2, retry_after=0.01, seed=1) as srv:
+        client = fast_client(api_base=srv.base_url, concurrency=8, max_retries=12)
+
+        async def many() -> list[Any]:
+            reqs = [decision(f"Case {i}: Option 1 or Option 2?") for i in range(40)]
+            return await asyncio.gather(*(client.complete(r) for r in reqs))
+
+        answers = run(many())
+    assert len(answers) == 40 and all(a.text.startswith("Option") for a in answers)
+    assert srv.statuses[500] > 0 and srv.statuses[429] > 0 and srv.statuses[200] == 40
+    assert client.stats.retries == srv.statuses[500] + srv.statuses[429]
+
+
+def test_concurrency_bound_is_respected() -> None:
+    with FakeLLMServer(latency=0.1) as srv:
+        client = fast_client(api_base=srv.base_url, concurrency=3)
+
+        async def many() -> None:
+            reqs = [decision(f"Case {i}: Option 1 or 2?") for i in range(15)]
+            await asyncio.gather(*(client.complete(r) for r in reqs))
+
+        run(many())
+    assert srv.calls == 15
+    assert 1 < srv.max_in_flight <= 3
+
+
+# -- fatal errors and secrets ------------------------------------------------------------
+
+
+def test_401_is_fatal_at_once_and_never_shows_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with FakeLLMServer(api_key="sk-the-right-key-000") as srv:
+        client = fast_client(api_base=srv.base_url)
+        with pytest.raises(FatalLLMError) as info:
+            run(client.complete(decision()))
+        assert srv.calls == 1  # no retries on auth errors
+    error = info.value
+    assert error.kind == "auth" and not error.retryable
+    assert MODEL in str(error) and "OPENAI_API_KEY" in str(error)
+    shown = str(error) + repr(error) + "".join(traceback.format_exception(error))
+    assert SENTINEL not in shown
+    assert error.__cause__ is None and error.__context__ is None
+
+
+def test_quota_exhaustion_is_fatal() -> None:
+    def no_credit(request: dict[str, Any]) -> str:
+        raise FakeHTTPError(429, "You exceeded your current quota (insufficient_quota).")
+
+    with FakeLLMServer(responder=no_credit) as srv:
+        client = fast_client(api_base=srv.base_url)
+        with pytest.raises(FatalLLMError) as info:
+            run(client.complete(decision()))
+        assert info.value.kind == "quota" and srv.calls == 1
+
+
+def test_404_model_not_found_is_fatal() -> None:
+    def unknown(request: dict[str, Any]) -> str:
+        raise FakeHTTPError(404, "The model `fake-model` does not exist.")
+
+    with FakeLLMServer(responder=unknown) as srv:
+        client = fast_client(api_base=srv.base_url)
+        with pytest.raises(FatalLLMError) as info:
+            run(client.complete(decision()))
+    assert info.value.kind == "not_found" and MODEL in str(info.value)
+
+
+def test_unknown_local_model_is_fatal_without_starting_anything() -> None:
+    with pytest.raises(FatalLLMError, match="unknown local model"):
+        run(fast_client().complete(LLMRequest("local/nope", (("user", "hi"),))))
+
+
+def test_missing_openai_key_is_classified_as_fatal_auth() -> None:
+    from cogbias.llm import get_litellm
+
+    litellm = get_litellm()
+    exc = litellm.InternalServerError(
+        message="OpenAIException - Missing credentials. Please pass an `api_key`.",
+        llm_provider="openai",
+        model="gpt-4o-mini",
+    )
+    error = classify(exc, "gpt-4o-mini", None)
+    assert isinstance(error, FatalLLMError) and error.kind == "auth"
+    assert "OPENAI_API_KEY" in str(error)
+
+
+def test_scrub_secrets_removes_env_values_and_key_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_PROVIDER_TOKEN", "plain-secret-value")
+    text = "key plain-secret-value and sk-proj-abcdef123456 and xyz"
+    assert scrub_secrets(text) == "key *** and sk-*** and xyz"

@@ -1,0 +1,96 @@
+import sqlite3
+
+import pytest
+
+from cogbias import store as store_module
+from cogbias.store import SCHEMA_VERSION, SchemaError, Store
+
+
+def decision(i: int, run: str = "r1", status: str = "ok") -> dict:
+    return {
+        "id": f"d{i}",
+        "run_id": run,
+        "instance_id": f"i{i}",
+        "test_case": "anchoring",
+        "model": "random",
+        "status": status,
+        "score": 0.5 if status == "ok" else None,
+        "error": None if status == "ok" else "no option",
+    }
+
+
+def test_new_store_has_schema_wal_and_version(tmp_path):
+    with Store(tmp_path / "x.db") as store:
+        assert store.schema_version == SCHEMA_VERSION
+        assert {"test_cases", "scenarios", "instances", "runs", "decisions", "llm_calls"} <= set(
+            store.db.table_names()
+        )
+        mode = store.db.execute("pragma journal_mode").fetchone()[0]
+        assert mode == "wal"
+
+
+def test_migrations_run_once_and_newer_files_are_refused(tmp_path):
+    path = tmp_path / "x.db"
+    Store(path).close()
+    Store(path).close()  # reopening does not re-create anything
+    conn = sqlite3.connect(path)
+    conn.execute("update meta set value = '99' where key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaError, match="newer cogbias"):
+        Store(path)
+
+
+def test_a_write_that_fails_midway_leaves_no_partial_rows(tmp_path):
+    with Store(tmp_path / "x.db") as store:
+        store.save_decisions([decision(0)])
+        before = store.counts()
+        with pytest.raises(RuntimeError), store.atomic():
+            store.save_decisions([decision(1), decision(2)])
+            store.put_llm_calls(
+                [{"key": "k", "model": "m", "api_base": None, "request": "{}", "response": "x",
+                  "prompt_tokens": 1, "completion_tokens": 1, "cost": 0.0, "latency_s": 0.1}]
+            )  # fmt: skip
+            raise RuntimeError("boom")
+        assert store.counts() == before
+        assert [r["id"] for r in store.query("select id from decisions")] == ["d0"]
+
+
+def test_a_failing_statement_inside_a_batch_rolls_back_the_batch(tmp_path):
+    with Store(tmp_path / "x.db") as store:
+        bad = {**decision(2), "no_such_column": 1}
+        with pytest.raises(Exception):  # noqa: B017 - whatever sqlite raises
+            with store.atomic():
+                store.save_decisions([decision(1)])
+                store.save_decisions([bad])
+        assert store.counts()["decisions"] == 0
+
+
+def test_decisions_are_upserted_by_key_never_duplicated(tmp_path):
+    with Store(tmp_path / "x.db") as store:
+        store.save_decisions([decision(1, status="failed")])
+        store.save_decisions([decision(1), decision(2)])
+        rows = store.query("select id, status from decisions order by id")
+        assert rows == [{"id": "d1", "status": "ok"}, {"id": "d2", "status": "ok"}]
+
+
+def test_results_aggregate_mean_n_and_failures(tmp_path):
+    with Store(tmp_path / "x.db") as store:
+        store.save_decisions([decision(1), decision(2), decision(3, status="failed")])
+        [row] = store.results("r1")
+        assert row == {"bias": "anchoring", "model": "random", "mean": 0.5, "n": 2, "failures": 1}
+
+
+def test_secrets_are_redacted_before_writing(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SENTINEL-0123456789")
+    with Store(tmp_path / "x.db") as store:
+        row = {**decision(1, status="failed"), "error": "401: bad key sk-test-SENTINEL-0123456789"}
+        store.save_decisions([row])
+        stored = store.query("select error from decisions")[0]["error"]
+        assert "SENTINEL" not in stored and "***" in stored
+    for path in tmp_path.iterdir():
+        assert b"SENTINEL" not in path.read_bytes()
+
+
+def test_dumps_is_canonical():
+    assert store_module.dumps({"b": 1, "a": [1, 2]}) == '{"a":[1,2],"b":1}'
