@@ -24,6 +24,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except library.LibraryError as exc:
         print(exc, file=sys.stderr)
         return 1
+    except ValueError as exc:  # bad input (e.g. a malformed imported file): say what, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -56,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     from . import cli_runs
 
     cli_runs.add_commands(commands)
+    from . import cli_datasets
+
+    cli_datasets.add_commands(commands)
     return parser
 
 

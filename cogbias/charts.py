@@ -1,0 +1,100 @@
+"""Altair charts of the paper's analyses (Figures 5-7), built from `analysis` frames.
+
+Charts are plain Altair objects so the app, notebooks and exported HTML all show the same
+thing; nothing here imports Streamlit.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from .analysis import AVERAGE, AVERAGE_ABS, Dendrogram
+
+DIVERGING = alt.Scale(domain=[-1, 1], scheme="redblue", reverse=True)
+
+
+def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Chart:
+    """Figure 7: bias x model means on a diverging [-1, 1] scale; '*' marks significant cells."""
+    rows = list(table.index)
+    columns = list(table.columns)
+    long = table.reset_index(names="bias").melt(id_vars="bias", var_name="model", value_name="mean")
+    long["label"] = long["mean"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+    if summary is not None and not summary.empty:
+        marks = summary.set_index(["bias", "model"])["significant"]
+        long["label"] = [
+            label + ("*" if bool(marks.get((b, m), False)) else "")
+            for label, b, m in zip(long["label"], long["bias"], long["model"], strict=True)
+        ]
+    long["summary"] = long["bias"].isin([AVERAGE, AVERAGE_ABS]) | long["model"].isin(
+        [AVERAGE, AVERAGE_ABS]
+    )
+    base = alt.Chart(long).encode(
+        x=alt.X("model:N", sort=columns, title=None, axis=alt.Axis(labelAngle=-40)),
+        y=alt.Y("bias:N", sort=rows, title=None),
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color("mean:Q", scale=DIVERGING, title="mean score"),
+        tooltip=["bias", "model", alt.Tooltip("mean:Q", format=".3f")],
+    )
+    text = base.mark_text(fontSize=10).encode(
+        text="label:N",
+        color=alt.condition("abs(datum.mean) > 0.6", alt.value("white"), alt.value("black")),
+    )
+    return (cells + text).properties(width=alt.Step(48), height=alt.Step(20))
+
+
+def dendrogram(tree: Dendrogram) -> alt.HConcatChart:
+    """Figure 6: the models' complete-linkage tree, leaves on the left, distance to the right."""
+    segments = []
+    for xs, ys in zip(tree.icoord, tree.dcoord, strict=True):
+        for i in range(3):
+            segments.append({"y": xs[i], "x": ys[i], "y2": xs[i + 1], "x2": ys[i + 1]})
+    leaves = pd.DataFrame({"model": tree.order, "y": [10 * i + 5 for i in range(len(tree.order))]})
+    height = max(120, 22 * len(tree.order))
+    y_scale = alt.Scale(domain=[0, 10 * max(len(tree.order), 1)])
+    lines = (
+        alt.Chart(pd.DataFrame(segments, columns=["x", "y", "x2", "y2"]))
+        .mark_rule()
+        .encode(
+            x=alt.X("x:Q", title="distance (Euclidean, complete linkage)"),
+            y=alt.Y("y:Q", axis=None, scale=y_scale),
+            x2="x2:Q",
+            y2="y2:Q",
+        )
+        .properties(height=height, width=420)
+    )
+    labels = (
+        alt.Chart(leaves)
+        .mark_text(align="right")
+        .encode(x=alt.value(150), y=alt.Y("y:Q", axis=None, scale=y_scale), text="model:N")
+        .properties(height=height, width=150)
+    )
+    return alt.hconcat(labels, lines, spacing=4).resolve_scale(y="shared")
+
+
+def bubbles(frame: pd.DataFrame) -> alt.Chart:
+    """Figure 5: mean absolute biasedness against capability, bubble size = parameters."""
+    data = frame.assign(
+        size=frame["params_b"].fillna(
+            frame["params_b"].min() if frame["params_b"].notna().any() else 1.0
+        )
+    )
+    base = alt.Chart(data).encode(
+        x=alt.X(
+            "arena_score:Q", title="capability (Chatbot Arena score)", scale=alt.Scale(zero=False)
+        ),
+        y=alt.Y("mean_abs:Q", title="mean absolute biasedness", scale=alt.Scale(zero=False)),
+    )
+    points = base.mark_circle(opacity=0.6).encode(
+        size=alt.Size("size:Q", title="parameters (B)", scale=alt.Scale(range=[40, 2000])),
+        tooltip=[
+            "label",
+            alt.Tooltip("mean_abs:Q", format=".3f"),
+            "arena_score",
+            "params_b",
+            "arena_imputed",
+        ],
+    )
+    text = base.mark_text(dy=-12, fontSize=10).encode(text="label:N")
+    return (points + text).properties(width=520, height=360)

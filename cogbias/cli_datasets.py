@@ -1,0 +1,249 @@
+"""CLI commands for published datasets: `import`, `datasets`, `export`, `analyze`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from .datasets.generic import FIELDS
+
+
+def add_commands(commands: Any) -> None:
+    imp = commands.add_parser("import", help="import a published dataset (one transaction)")
+    kinds = imp.add_subparsers(metavar="FORMAT")
+
+    p = kinds.add_parser(
+        "malberg2024-hub",
+        help="the paper's 30,000 test cases from the Hugging Face Hub (or a local copy)",
+    )
+    p.add_argument("file", nargs="?", help="local CSV (default: download it from the Hub)")
+    p.add_argument("--hub-file", help="file name inside the Hub repository")
+    p.add_argument(
+        "--download-dir", help="where a download is kept (default: ~/.cogbias/downloads)"
+    )
+    _common_import_args(p, "malberg2024-hub")
+    p.set_defaults(handler=_import_hub)
+
+    p = kinds.add_parser(
+        "malberg2024", help="the paper's code output: full_dataset.csv + decision_results/*.csv"
+    )
+    p.add_argument("directory")
+    _common_import_args(p, "malberg2024")
+    p.set_defaults(handler=_import_malberg)
+
+    fields = "\n".join(f"  {name:<20} {text}" for name, text in FIELDS.items())
+    p = kinds.add_parser(
+        "generic",
+        help="any CSV / JSONL / Parquet file of prompts (and answers) with a column mapping",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"fields:\n{fields}\n\nexample:\n  cogbias import generic answers.jsonl --db r.db "
+        "--map bias=bias_name --map control=prompt_a --map treatment=prompt_b "
+        "--map control_answer=a --map treatment_answer=b --set model=my-model",
+    )
+    p.add_argument("file")
+    p.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    _common_import_args(p, None)
+    p.set_defaults(handler=_import_generic)
+
+    p = commands.add_parser("datasets", help="list imported datasets")
+    p.add_argument("--db", required=True)
+    p.set_defaults(handler=_datasets)
+
+    p = commands.add_parser("export", help="export pairs of a run or dataset (CSV, JSONL, Parquet)")
+    p.add_argument("--db", required=True)
+    p.add_argument("--dataset", help="all pairs on this dataset (published and run)")
+    p.add_argument("--run", help="the pairs of this run")
+    p.add_argument("--model", help="only this model's pairs")
+    p.add_argument(
+        "--test-cases", action="store_true", help="export the dataset's test cases, not pairs"
+    )
+    p.add_argument("--format", choices=["csv", "jsonl", "parquet"], help="default: from -o")
+    p.add_argument("-o", "--output", required=True, help="file to write")
+    p.set_defaults(handler=_export)
+
+    p = commands.add_parser(
+        "analyze", help="bias x model statistics, the paper's table, clusters, capability"
+    )
+    p.add_argument("--db", required=True)
+    p.add_argument("--dataset", help="decisions on this dataset")
+    p.add_argument("--run", help="decisions of this run")
+    p.add_argument(
+        "--view",
+        choices=["summary", "table", "clusters", "capability"],
+        default="summary",
+        help="summary: mean, CI, p (BH); table: Figure 7 with averages; "
+        "clusters: dendrogram order (Figure 6); capability: Figure 5 data",
+    )
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(handler=_analyze)
+
+
+def _common_import_args(p: argparse.ArgumentParser, default_name: str | None) -> None:
+    p.add_argument("--db", required=True, help="SQLite file")
+    p.add_argument(
+        "--name",
+        default=default_name,
+        help=f"dataset name (default: {default_name or 'file stem'})",
+    )
+    p.add_argument("--replace", action="store_true", help="replace a dataset of the same name")
+
+
+class ByteProgress:
+    """A progress bar on stderr for reads and downloads (a line every few seconds if no tty)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+        self.label = ""
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        final = total and done >= total
+        if label == self.label and not final and now - self.last < (0.2 if self.tty else 3.0):
+            return
+        self.last, self.label = now, label
+        if total:
+            bar = "#" * int(30 * done / total)
+            line = f"[{bar:<30}] {done / total:4.0%} {label} ({done / 1e6:.1f} of {total / 1e6:.1f} MB)"
+        else:
+            line = f"{label}: {done / 1e6:.1f} MB"
+        end = "\n" if final or not self.tty else ""
+        print(("\r" + line) if self.tty else line, end=end, file=sys.stderr, flush=True)
+
+
+def _report(summary: Any) -> int:
+    print(summary.describe(), file=sys.stderr)
+    return 0
+
+
+def _import_hub(args: argparse.Namespace) -> int:
+    from .datasets import import_hub
+    from .store import Store
+
+    with Store(args.db) as store:
+        return _report(
+            import_hub(
+                store,
+                args.file,
+                name=args.name,
+                replace=args.replace,
+                progress=ByteProgress(),
+                download_dir=args.download_dir,
+                hub_file=args.hub_file,
+            )
+        )
+
+
+def _import_malberg(args: argparse.Namespace) -> int:
+    from .datasets import import_malberg
+    from .store import Store
+
+    with Store(args.db) as store:
+        return _report(
+            import_malberg(
+                store, args.directory, name=args.name, replace=args.replace, progress=ByteProgress()
+            )
+        )
+
+
+def _import_generic(args: argparse.Namespace) -> int:
+    from .datasets import ColumnMapping, import_generic
+    from .store import Store
+
+    mapping = ColumnMapping.parse(args.map, args.set)
+    with Store(args.db) as store:
+        return _report(
+            import_generic(
+                store,
+                args.file,
+                mapping,
+                name=args.name,
+                replace=args.replace,
+                progress=ByteProgress(),
+            )
+        )
+
+
+def _datasets(args: argparse.Namespace) -> int:
+    from .cli_runs import _table
+    from .store import Store
+
+    with Store(args.db) as store:
+        rows = store.datasets()
+    if not rows:
+        print("no datasets yet: import one with `cogbias import`", file=sys.stderr)
+        return 0
+    for row in rows:
+        meta = row["meta"]
+        row["decisions"] = meta.get("decisions", 0)
+        row["models"] = len(meta.get("models", []))
+        row["biases"] = len(meta.get("biases", []))
+        row["test_cases"] = row["rows"]
+    _table(
+        rows,
+        ["name", "kind", "test_cases", "biases", "decisions", "models", "imported_at", "source"],
+    )
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .datasets import export
+    from .store import Store
+
+    if not args.dataset and not args.run:
+        raise ValueError("say what to export: --dataset NAME or --run ID")
+    with Store(args.db) as store:
+        if args.dataset and store.dataset(args.dataset) is None:
+            raise KeyError(f"no dataset '{args.dataset}' in {args.db} (see `cogbias datasets`)")
+        count = export(
+            store,
+            args.output,
+            run_id=args.run,
+            dataset=None if args.run else args.dataset,
+            what="instances" if args.test_cases else "pairs",
+            fmt=args.format,
+            model=args.model,
+        )
+    print(f"wrote {count} rows to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from . import analysis
+    from .store import Store
+
+    with Store(args.db) as store:
+        frame = analysis.scores_frame(store.scores(run_id=args.run, dataset=args.dataset))
+    if frame.empty:
+        print(
+            "no decisions to analyze (run a dataset or import published results)", file=sys.stderr
+        )
+        return 0
+    summary = analysis.summarize(frame)
+    if args.view == "table":
+        out = analysis.figure7_table(summary).reset_index(names="bias")
+    elif args.view == "clusters":
+        tree = analysis.model_dendrogram(summary)
+        out = pd.DataFrame({"model": tree.order, "position": range(1, len(tree.order) + 1)})
+    elif args.view == "capability":
+        out = analysis.capability_frame(summary)
+    else:
+        out = summary
+    _print_frame(out, args.format)
+    return 0
+
+
+def _print_frame(frame: Any, fmt: str) -> None:
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False)
+    elif fmt == "json":
+        json.dump(json.loads(frame.to_json(orient="records")), sys.stdout, indent=1)
+        print()
+    else:
+        print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

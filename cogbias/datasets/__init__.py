@@ -1,0 +1,35 @@
+"""Importers and exporters for published datasets and generic files.
+
+- `import_hub`: the paper's 30,000 test cases from the Hugging Face Hub (or a local copy).
+- `import_malberg`: the paper's code output (`full_dataset.csv` + `decision_results/*.csv`).
+- `import_generic`: any CSV / JSONL / Parquet file with a `ColumnMapping`.
+- `export`: pairs of a run or dataset (or a dataset's test cases) to CSV / JSONL / Parquet.
+
+Every import is one transaction and idempotent; problems raise `DatasetError` naming the file,
+row and column.
+"""
+
+from .common import DatasetError, ImportSummary, bias_id, parse_prompt
+from .export import PAIR_COLUMNS, export, export_bytes
+from .generic import FIELDS, ColumnMapping, import_generic
+from .hub import download, hub_url, import_hub
+from .importing import import_run_id
+from .malberg_format import import_malberg
+
+__all__ = [
+    "FIELDS",
+    "PAIR_COLUMNS",
+    "ColumnMapping",
+    "DatasetError",
+    "ImportSummary",
+    "bias_id",
+    "download",
+    "export",
+    "export_bytes",
+    "hub_url",
+    "import_generic",
+    "import_hub",
+    "import_malberg",
+    "import_run_id",
+    "parse_prompt",
+]

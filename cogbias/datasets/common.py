@@ -1,0 +1,370 @@
+"""What every importer shares: errors that point at a file, row and column; streaming CSV
+reading that notices truncation and wrong encodings; bias names; option lists.
+
+Imported files are data, never code: Python literals go through `ast.literal_eval`, nothing is
+evaluated, executed or unpickled.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import hashlib
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # published prompts and answers are long
+
+Progress = Callable[[str, int, int], None]
+"""progress(label, done, total): bytes read or downloaded so far out of total (0 = unknown)."""
+
+MAX_LITERAL_CHARS = 100_000  # a metric dict or an option list is small; refuse anything huge
+
+
+class DatasetError(ValueError):
+    """A problem with an imported file, located as precisely as the file allows."""
+
+    def __init__(
+        self,
+        file: str | Path,
+        message: str,
+        row: int | None = None,
+        column: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.file, self.message = str(file), message
+        self.row, self.column, self.line = row, column, line
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = [self.file]
+        if self.row is not None:
+            label = "header" if self.row == 0 else f"row {self.row}"
+            where.append(label + (f" (line {self.line})" if self.line else ""))
+        elif self.line is not None:
+            where.append(f"line {self.line}")
+        if self.column is not None:
+            where.append(f"column '{self.column}'")
+        return ": ".join([", ".join(where), self.message])
+
+    def at(self, row: int | None = None, line: int | None = None) -> DatasetError:
+        """The same error with a row/line filled in where the raiser could not know it."""
+        return DatasetError(
+            self.file, self.message, self.row or row, self.column, self.line or line
+        )
+
+
+@dataclass
+class ImportSummary:
+    """What an import did; `unchanged` means the same content was already imported."""
+
+    dataset: str
+    kind: str
+    instances: int = 0
+    decisions: int = 0
+    models: list[str] = field(default_factory=list)
+    biases: list[str] = field(default_factory=list)
+    unchanged: bool = False
+    seconds: float = 0.0
+
+    def describe(self) -> str:
+        if self.unchanged:
+            return f"dataset '{self.dataset}' is already imported with this content: nothing to do"
+        text = f"imported '{self.dataset}' ({self.kind}): {self.instances} test cases"
+        if self.decisions:
+            text += f", {self.decisions} decisions of {len(self.models)} model(s)"
+        return text + f", {len(self.biases)} biases in {self.seconds:.1f} s"
+
+
+# --------------------------------------------------------------------------- CSV reading
+
+
+@dataclass
+class CsvRecord:
+    row: int  # 1-based data row (the header is row 0)
+    line: int  # physical line where the record starts
+    values: dict[str, str]
+
+
+class CsvFile:
+    """Stream a UTF-8 CSV file's records as dicts, checking the shape of every row.
+
+    Lines are decoded one at a time so an encoding error is reported at its line, and the
+    reader is strict so a file cut off inside a quoted field is reported, not half-read.
+    """
+
+    def __init__(
+        self, path: str | Path, required: Sequence[str], progress: Progress | None = None
+    ) -> None:
+        self.path = Path(path)
+        self.name = self.path.name
+        self.required = list(required)
+        self.progress = progress
+        self.size = self.path.stat().st_size
+        self.bytes_read = 0
+        self.line = 0
+        self.header: list[str] = []
+
+    def _lines(self, handle: Any) -> Iterator[str]:
+        for raw in handle:
+            self.line += 1
+            self.bytes_read += len(raw)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(
+                    self.name,
+                    f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} at character "
+                    f"{exc.start + 1} of the line); save the file as UTF-8 and import it again",
+                    line=self.line,
+                ) from None
+            if "\x00" in text:
+                raise DatasetError(
+                    self.name,
+                    "contains NUL bytes: this is not a UTF-8 CSV file (UTF-16 or binary?)",
+                    line=self.line,
+                )
+            if self.line == 1:
+                text = text.removeprefix("\ufeff")
+            if self.progress and self.line % 4096 == 0:
+                self.progress(self.name, self.bytes_read, self.size)
+            yield text
+
+    def records(self) -> Iterator[CsvRecord]:
+        with self.path.open("rb") as handle:
+            reader = csv.reader(self._lines(handle), strict=True)
+            row = 0
+            start = 1
+            header_done = False
+            try:
+                self.header = next(reader, [])
+                self._check_header()
+                header_done = True
+                start = self.line + 1
+                for fields in reader:
+                    if not fields:  # a blank line
+                        start = self.line + 1
+                        continue
+                    row += 1
+                    if len(fields) != len(self.header):
+                        raise DatasetError(
+                            self.name,
+                            f"has {len(fields)} fields but the header has {len(self.header)} "
+                            "(a damaged or truncated row, or an unquoted comma)",
+                            row=row,
+                            line=start,
+                        )
+                    yield CsvRecord(row, start, dict(zip(self.header, fields, strict=True)))
+                    start = self.line + 1
+            except csv.Error as exc:
+                problem = str(exc)
+                if "unexpected end of data" in problem:
+                    problem = (
+                        "the file ends inside a quoted field: it is truncated "
+                        "or a quote is not closed"
+                    )
+                raise DatasetError(self.name, problem, row=row + 1, line=start) from None
+            except DatasetError as exc:
+                raise (exc.at(row=row + 1) if header_done else exc) from None
+        if self.progress:
+            self.progress(self.name, self.size, self.size)
+
+    def _check_header(self) -> None:
+        if not self.header:
+            raise DatasetError(self.name, "is empty (no header row)", line=1)
+        seen: set[str] = set()
+        for name in self.header:
+            if name in seen:
+                raise DatasetError(
+                    self.name, "appears twice in the header", row=0, column=name, line=1
+                )
+            seen.add(name)
+        missing = [c for c in self.required if c not in seen]
+        if missing:
+            raise DatasetError(
+                self.name,
+                f"missing column (the header has: {', '.join(self.header)})",
+                row=0,
+                column=missing[0],
+                line=1,
+            )
+
+
+def file_digest(paths: Iterable[Path]) -> str:
+    """Content hash of the imported files: the same bytes make a re-import a no-op."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.name.encode() + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- values
+
+
+def parse_literal(text: str, file: str, row: int, column: str, line: int | None = None) -> Any:
+    """A JSON value or a Python literal (dicts, lists, numbers, strings): data, never code."""
+    where = {"row": row, "column": column, "line": line}
+    if len(text) > MAX_LITERAL_CHARS:
+        raise DatasetError(file, f"is too long to be a literal ({len(text)} characters)", **where)
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise DatasetError(
+            file,
+            f"cannot be read as a JSON or Python literal ({type(exc).__name__}): {shown!r}",
+            **where,
+        ) from None
+
+
+def parse_float(
+    text: str, file: str, row: int, column: str, line: int | None = None, finite: bool = True
+) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise DatasetError(
+            file, f"expected a number, found {text!r}", row=row, column=column, line=line
+        ) from None
+    if finite and not math.isfinite(value):
+        raise DatasetError(
+            file, f"expected a finite number, found {text!r}", row=row, column=column, line=line
+        )
+    return value
+
+
+def parse_index(text: str, file: str, row: int, column: str, line: int | None = None) -> int:
+    """An option index written as an integer or as a float with no fraction ("10.0")."""
+    value = parse_float(text, file, row, column, line)
+    if value != int(value):
+        raise DatasetError(
+            file,
+            f"expected a whole option index, found {text!r}",
+            row=row,
+            column=column,
+            line=line,
+        )
+    return int(value)
+
+
+def number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# --------------------------------------------------------------------------- biases
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+@lru_cache(maxsize=1)
+def _library_ids() -> dict[str, str]:
+    from ..library import LibraryError, load_library
+
+    try:
+        cases = load_library()
+    except (LibraryError, OSError):  # a broken user file must not block imports
+        cases = load_library(include_user=False)
+    known: dict[str, str] = {}
+    for case in cases.values():
+        known[_key(case.id)] = case.id
+        known[_key(case.name)] = case.id
+    return known
+
+
+def bias_id(name: str) -> str:
+    """The library id for a bias name in any spelling the published data uses.
+
+    "Loss Aversion", "LossAversion" and "loss_aversion" all give `loss_aversion`;
+    "Status-Quo Bias" and "StatusQuoBias" give `status_quo_bias`. Biases that the library
+    does not know keep a snake_case form of their name, so other datasets import too.
+    """
+    known = _library_ids().get(_key(name))
+    if known:
+        return known
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.strip())
+    return re.sub(r"[^A-Za-z0-9]+", "_", snake).strip("_").lower()
+
+
+# --------------------------------------------------------------------------- prompts
+
+_OPTION_LINE = re.compile(r"^\s*Option (\d+)\s*[:.)]\s?(.*?)\s*$")
+_HEADER = re.compile(r"^\s*(Situation|Prompt|Answer Options|Answer options|Options)\s*:\s*$")
+
+
+@dataclass(frozen=True)
+class ParsedPrompt:
+    situation: str
+    prompt: str
+    options: tuple[str, ...]
+
+
+def parse_prompt(text: str) -> ParsedPrompt | None:
+    """Split a published prompt into situation, prompt and its "Option N: text" lines.
+
+    The paper's layout is "Situation:\\n…\\n\\nPrompt:\\n…\\n\\nAnswer Options:\\nOption 1: …".
+    The wording is kept verbatim; only the section headers are dropped, because the decision
+    pipeline renders them itself (and must re-order options when it reverses them). Text
+    without section headers becomes the prompt. Returns None when no numbered option list
+    (Option 1, Option 2, … in order) ends the text.
+    """
+    lines = text.replace("\r\n", "\n").split("\n")
+    end = len(lines)
+    while end and not lines[end - 1].strip():
+        end -= 1
+    options: list[str] = []
+    start = end
+    while start > 0:
+        match = _OPTION_LINE.match(lines[start - 1])
+        if not match:
+            break
+        options.insert(0, match.group(2))
+        start -= 1
+    numbers = [int(_OPTION_LINE.match(line).group(1)) for line in lines[start:end]]  # type: ignore[union-attr]
+    if len(options) < 2 or numbers != list(range(1, len(options) + 1)):
+        return None
+    sections: dict[str, list[str]] = {"situation": [], "prompt": []}
+    current = "prompt"
+    seen_header = False
+    for line in lines[:start]:
+        header = _HEADER.match(line)
+        if header:
+            seen_header = True
+            name = header.group(1).lower()
+            current = name if name in sections else "options"
+            continue
+        if current in sections:
+            sections[current].append(line)
+    if not seen_header:
+        sections = {"situation": [], "prompt": lines[:start]}
+    return ParsedPrompt(
+        situation="\n".join(sections["situation"]).strip(),
+        prompt="\n".join(sections["prompt"]).strip(),
+        options=tuple(options),
+    )
+
+
+def chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

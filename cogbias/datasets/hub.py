@@ -1,0 +1,185 @@
+"""The published benchmark on the Hugging Face Hub (`tum-nlp/cognitive-biases-in-llms`).
+
+One CSV row per test case: `bias`, `scenario`, `control`, `treatment` (full prompts with their
+"Option N:" lists) and `metric_params` (`k`, `x_1`, `x_2`). Each row becomes a ready instance
+of the dataset, carrying its own metric parameters (x_1 → y1, x_2 → y2), so `cogbias run
+--dataset` scores every pair exactly as the dataset card says and any model can be placed
+beside the paper's.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..metrics import MetricParams
+from ..pipeline import Instance, stable_id
+from ..store import Store
+from ..templates import Filled
+from . import importing
+from .common import (
+    CsvFile,
+    DatasetError,
+    ImportSummary,
+    Progress,
+    bias_id,
+    number,
+    parse_literal,
+    parse_prompt,
+)
+
+KIND = "malberg2024-hub"
+DEFAULT_NAME = "malberg2024-hub"
+HUB_URL = "https://huggingface.co/datasets/tum-nlp/cognitive-biases-in-llms/resolve/main"
+# The file name inside the Hub repository; override with --hub-file or COGBIAS_HUB_FILE if
+# the repository names it differently.
+HUB_FILE = "full_dataset.csv"
+COLUMNS = ("bias", "scenario", "control", "treatment", "metric_params")
+
+
+def hub_url(file: str | None = None) -> str:
+    """Where the benchmark is downloaded from (COGBIAS_HUB_URL points tests at a local server)."""
+    base = os.environ.get("COGBIAS_HUB_URL", HUB_URL).rstrip("/")
+    name = file or os.environ.get("COGBIAS_HUB_FILE", HUB_FILE)
+    return f"{base}/{urllib.parse.quote(name)}"
+
+
+def download(
+    url: str, dest_dir: str | Path, progress: Progress | None = None, timeout: float = 60.0
+) -> Path:
+    """Download a file over HTTP(S) into dest_dir (atomically: a partial file never remains)."""
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme not in ("http", "https"):
+        raise DatasetError(url, "only http and https URLs can be downloaded")
+    dest_dir = Path(dest_dir)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / (Path(parsed.path).name or "dataset.csv")
+    partial: Path | None = None
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - scheme checked
+            total = int(response.headers.get("Content-Length") or 0)
+            handle, name = tempfile.mkstemp(dir=dest_dir, suffix=".part")
+            partial = Path(name)
+            done = 0
+            with os.fdopen(handle, "wb") as out:
+                while chunk := response.read(1 << 16):
+                    out.write(chunk)
+                    done += len(chunk)
+                    if progress:
+                        progress(target.name, done, total)
+        if total and done != total:
+            raise DatasetError(url, f"download stopped after {done} of {total} bytes; try again")
+        partial.replace(target)
+        partial = None
+    except urllib.error.HTTPError as exc:
+        raise DatasetError(
+            url,
+            f"the server answered {exc.code} {exc.reason}; check the URL (COGBIAS_HUB_URL, "
+            "--hub-file) or download the file yourself and pass its path",
+        ) from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DatasetError(
+            url, f"could not download ({reason}); check the network or pass a local FILE"
+        ) from None
+    finally:
+        if partial is not None:
+            partial.unlink(missing_ok=True)
+    return target
+
+
+def read_instances(path: Path, name: str, progress: Progress | None = None) -> Iterator[Instance]:
+    """Validate and convert each row; the first problem raises a DatasetError naming it."""
+    csv_file = CsvFile(path, COLUMNS, progress)
+    for record in csv_file.records():
+        values, row, line = record.values, record.row, record.line
+
+        def fail(column: str, message: str, row: int = row, line: int = line) -> DatasetError:
+            return DatasetError(csv_file.name, message, row=row, column=column, line=line)
+
+        bias = values["bias"].strip()
+        if not bias:
+            raise fail("bias", "is empty")
+        halves: dict[str, Filled] = {}
+        for half in ("control", "treatment"):
+            parsed = parse_prompt(values[half])
+            if parsed is None:
+                raise fail(half, 'has no answer options (lines "Option 1: …", "Option 2: …")')
+            halves[half] = Filled(parsed.situation, parsed.prompt, parsed.options)
+        if len(halves["control"].options) != len(halves["treatment"].options):
+            raise fail(
+                "treatment",
+                f"has {len(halves['treatment'].options)} options but the control has "
+                f"{len(halves['control'].options)}",
+            )
+        params = _metric(values["metric_params"], csv_file.name, row, line)
+        yield Instance(
+            id=stable_id("dataset", name, row, values),
+            test_case=bias_id(bias),
+            test_case_hash="",
+            scenario=values["scenario"],
+            control=halves["control"],
+            treatment=halves["treatment"],
+            metric=MetricParams(k=params["k"], y1=params["x_1"], y2=params["x_2"]),
+            instance_index=row,
+            values={"metric_params": params, "bias_name": bias},
+            dataset=name,
+        )
+
+
+def _metric(text: str, file: str, row: int, line: int) -> dict[str, float]:
+    """`{'k': 1, 'x_1': 3, 'x_2': 3}` as a Python dict literal or as JSON."""
+    column = "metric_params"
+    value: Any = parse_literal(text, file, row, column, line)
+    if not isinstance(value, dict):
+        raise DatasetError(
+            file,
+            f"expected a dict with k, x_1, x_2, found {type(value).__name__}",
+            row,
+            column,
+            line,
+        )
+    for key in ("k", "x_1", "x_2"):
+        if key not in value:
+            raise DatasetError(file, f"has no '{key}' (expected k, x_1, x_2)", row, column, line)
+        if not number(value[key]):
+            raise DatasetError(
+                file, f"'{key}' must be a number, found {value[key]!r}", row, column, line
+            )
+    return {key: float(value[key]) for key in ("k", "x_1", "x_2")}
+
+
+def import_hub(
+    store: Store,
+    path: str | Path | None = None,
+    name: str = DEFAULT_NAME,
+    replace: bool = False,
+    progress: Progress | None = None,
+    download_dir: str | Path | None = None,
+    hub_file: str | None = None,
+) -> ImportSummary:
+    """Import the Hub CSV from a local file, or download it first when no path is given."""
+    if path is None:
+        from ..library import user_dir
+
+        folder = Path(download_dir) if download_dir else user_dir().parent / "downloads"
+        path = download(hub_url(hub_file), folder, progress)
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(path, "no such file")
+    started = time.monotonic()
+    with importing.Import(store, name, KIND, [path], replace) as job:
+        if job.unchanged:
+            return job.summary
+        job.add_instances((i, True) for i in read_instances(path, name, progress))
+        job.finish(source=str(path))
+    job.summary.seconds = time.monotonic() - started
+    return job.summary

@@ -1,0 +1,172 @@
+"""One import = one transaction: the shared bookkeeping around every importer.
+
+The files' content hash decides idempotency: importing the same bytes again is a no-op, other
+bytes under an existing name need `replace`. Rows stream into the store in batches inside a
+single transaction, so a file that turns out to be malformed on its last row leaves the
+database exactly as it was, and memory stays flat for 600,000 decisions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..pipeline import Instance
+from ..store import Store, dumps, now
+from .common import DatasetError, ImportSummary, chunked, file_digest
+
+BATCH = 2000
+INSTANCE_COLUMNS = (
+    "id",
+    "test_case",
+    "test_case_hash",
+    "dataset",
+    "scenario_id",
+    "scenario",
+    "instance_index",
+    "generator",
+    "temperature",
+    "seed",
+    "variant",
+    "values_json",
+    "insertions",
+    "control",
+    "treatment",
+    "n_options",
+    "metric",
+    "status",
+    "error",
+    "created_at",
+)
+DECISION_COLUMNS = (
+    "id",
+    "run_id",
+    "instance_id",
+    "test_case",
+    "model",
+    "temperature",
+    "repeat",
+    "reversed",
+    "control_order",
+    "treatment_order",
+    "control_answer",
+    "treatment_answer",
+    "control_extraction",
+    "treatment_extraction",
+    "control_choice",
+    "treatment_choice",
+    "score",
+    "status",
+    "error",
+    "tokens",
+    "cost",
+    "created_at",
+)
+
+
+def import_run_id(dataset: str) -> str:
+    """The run id of a dataset's published decisions (they were not made by a cogbias run)."""
+    return f"import:{dataset}"
+
+
+def instance_tuple(instance: Instance, created_at: str, metric: bool = True) -> tuple[Any, ...]:
+    row = instance.to_row()
+    row["created_at"] = created_at
+    if not metric:
+        row["metric"] = None  # unknown: the instance can be browsed but not run
+    return tuple(row[c] for c in INSTANCE_COLUMNS)
+
+
+class Import:
+    """Context manager: checks the name, opens the transaction, records the dataset row."""
+
+    def __init__(
+        self, store: Store, name: str, kind: str, files: Sequence[Path], replace: bool
+    ) -> None:
+        if not name.strip():
+            raise DatasetError(files[0], "the dataset needs a non-empty name")
+        self.store, self.name, self.kind = store, name, kind
+        self.files = list(files)
+        self.digest = file_digest(self.files)
+        self.existing = store.dataset(name)
+        old = (self.existing or {}).get("meta") or "{}"
+        self.unchanged = self.existing is not None and _digest_of(old) == self.digest
+        if self.existing is not None and not self.unchanged and not replace:
+            raise DatasetError(
+                self.files[0].name,
+                f"a dataset named '{name}' already exists with other content; pass --replace "
+                "to replace it, or --name to import this one under another name",
+            )
+        self.summary = ImportSummary(name, kind, unchanged=self.unchanged)
+        self.models: set[str] = set()
+        self.biases: set[str] = set()
+        self.created_at = now()
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> Import:
+        if self.unchanged:
+            return self
+        self._stack.enter_context(self.store.atomic())
+        if self.existing is not None:
+            self.store.delete_dataset(self.name, import_run_id(self.name))
+        return self
+
+    def __exit__(self, *exc: object) -> bool | None:
+        return self._stack.__exit__(*exc)  # type: ignore[arg-type]
+
+    def add_instances(self, items: Iterable[tuple[Instance, bool]]) -> None:
+        """(instance, has_metric) pairs; an instance without a metric is stored unrunnable."""
+        for batch in chunked(items, BATCH):
+            rows = []
+            for instance, has_metric in batch:
+                self.biases.add(instance.test_case)
+                rows.append(instance_tuple(instance, self.created_at, has_metric))
+            self.store.insert_rows("instances", INSTANCE_COLUMNS, rows)
+            self.summary.instances += len(batch)
+
+    def add_decisions(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Decision tuples in DECISION_COLUMNS order (created_at may be None)."""
+        model_at = DECISION_COLUMNS.index("model")
+        created_at = DECISION_COLUMNS.index("created_at")
+        for batch in chunked(rows, BATCH * 5):
+            for row in batch:
+                self.models.add(row[model_at])
+            fixed = [
+                row if row[created_at] else (*row[:created_at], self.created_at) for row in batch
+            ]
+            self.store.insert_rows("decisions", DECISION_COLUMNS, fixed, replace=True)
+            self.summary.decisions += len(batch)
+
+    def finish(self, source: str, **meta: Any) -> None:
+        self.summary.models = sorted(self.models)
+        self.summary.biases = sorted(self.biases)
+        self.store.save_dataset(
+            self.name,
+            self.kind,
+            source,
+            self.summary.instances,
+            {
+                "digest": self.digest,
+                "files": [f.name for f in self.files],
+                "decisions": self.summary.decisions,
+                "models": self.summary.models,
+                "biases": self.summary.biases,
+                "run_id": import_run_id(self.name) if self.summary.decisions else None,
+                **meta,
+            },
+        )
+
+
+def _digest_of(meta: str) -> str | None:
+    import json
+
+    try:
+        return json.loads(meta).get("digest")
+    except ValueError:
+        return None
+
+
+def dumps_list(values: Sequence[Any]) -> str:
+    return dumps(list(values))

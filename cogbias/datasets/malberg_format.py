@@ -1,0 +1,318 @@
+"""The paper's own output format: `full_dataset.csv` + `decision_results/<model>.csv`.
+
+Test cases become instances of the dataset; each decisions file row becomes a decision of its
+model with the published `individual_score` kept exactly as published (status OK → ok, ERROR
+→ failed with the published error message), so the bias × model table of an import is the
+paper's table. Quirks handled here: spaced bias names in the test cases and PascalCase ones in
+the decisions ("Loss Aversion" / "LossAversion"), `remarks` as a Python literal, decisions as
+floats ("10.0"), 0-based in the original option order.
+
+The format does not record metric parameters (the paper's code derives them per bias from the
+templates' insertions). When `remarks` carries them (`k`, `x_1`, `x_2`) they are used;
+otherwise the instances are stored without a metric: browsable and analysable with their
+published scores, but `cogbias run` refuses them — run the Hub dataset, which has the same
+test cases with their parameters, to place a new model beside the paper's.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..metrics import MetricParams
+from ..pipeline import Instance, stable_id
+from ..redact import redact
+from ..store import Store, dumps
+from ..templates import Filled
+from . import importing
+from .common import (
+    CsvFile,
+    DatasetError,
+    ImportSummary,
+    Progress,
+    bias_id,
+    number,
+    parse_float,
+    parse_index,
+    parse_literal,
+    parse_prompt,
+)
+
+KIND = "malberg2024"
+DEFAULT_NAME = "malberg2024"
+TEST_COLUMNS = ("id", "bias", "scenario", "control", "treatment")
+DECISION_REQUIRED = (
+    "id",
+    "model",
+    "control_decision",
+    "treatment_decision",
+    "status",
+    "individual_score",
+)
+_INSERTION = re.compile(
+    r'<insertion origin="([^"]*)" instruction="([^"]*)">(.*?)</insertion>', re.DOTALL
+)
+SCORE_SLACK = 1e-6  # published scores carry the card's 1e-8 guard; anything past ±1 is damage
+
+
+class _Case:
+    """What the decisions need to know about a test case while they stream past."""
+
+    __slots__ = ("instance_id", "bias", "n_options", "row", "has_metric")
+
+    def __init__(
+        self, instance_id: str, bias: str, n_options: int, row: int, has_metric: bool
+    ) -> None:
+        self.instance_id, self.bias, self.n_options = instance_id, bias, n_options
+        self.row, self.has_metric = row, has_metric
+
+
+def decision_files(directory: Path) -> list[Path]:
+    folder = directory / "decision_results"
+    return sorted(folder.glob("*.csv")) if folder.is_dir() else []
+
+
+def read_test_cases(
+    path: Path, name: str, cases: dict[str, _Case], progress: Progress | None = None
+) -> Iterator[tuple[Instance, bool]]:
+    """Yield (instance, has_metric) per row, filling `cases` for the decisions that follow."""
+    csv_file = CsvFile(path, TEST_COLUMNS, progress)
+    for record in csv_file.records():
+        values, row, line = record.values, record.row, record.line
+
+        def fail(column: str, message: str, row: int = row, line: int = line) -> DatasetError:
+            return DatasetError(csv_file.name, message, row=row, column=column, line=line)
+
+        test_id = values["id"].strip()
+        if not test_id:
+            raise fail("id", "is empty")
+        if test_id in cases:
+            raise fail(
+                "id", f"test case id {test_id!r} appears twice (first in row {cases[test_id].row})"
+            )
+        bias = values["bias"].strip()
+        if not bias:
+            raise fail("bias", "is empty")
+        halves: dict[str, Filled] = {}
+        for half in ("control", "treatment"):
+            parsed = parse_prompt(values[half])
+            if parsed is None:
+                raise fail(half, 'has no answer options (lines "Option 1: …", "Option 2: …")')
+            halves[half] = Filled(parsed.situation, parsed.prompt, parsed.options)
+        n = len(halves["control"].options)
+        if len(halves["treatment"].options) != n:
+            raise fail(
+                "treatment",
+                f"has {len(halves['treatment'].options)} options but the control has {n}",
+            )
+        remarks = _remarks(values.get("remarks", ""), csv_file.name, row, line)
+        metric = _metric_from(remarks)
+        temperature = _optional_float(values.get("temperature", ""), csv_file.name, row, line)
+        seed = values.get("seed", "").strip()
+        if seed and not re.fullmatch(r"-?\d+", seed):
+            raise fail("seed", f"expected a whole number, found {seed!r}")
+        instance = Instance(
+            id=stable_id("dataset", name, test_id),
+            test_case=bias_id(bias),
+            test_case_hash="",
+            scenario=values["scenario"],
+            control=halves["control"],
+            treatment=halves["treatment"],
+            metric=metric or MetricParams(),
+            instance_index=row,
+            generator=values.get("generator") or None,
+            temperature=temperature,
+            seed=int(seed) if seed else None,
+            variant=values.get("variant") or "default",
+            values={"test_id": test_id, "bias_name": bias, "remarks": remarks},
+            insertions=_insertions(values.get("raw_control", ""), values.get("raw_treatment", "")),
+            dataset=name,
+        )
+        cases[test_id] = _Case(instance.id, instance.test_case, n, row, metric is not None)
+        yield instance, metric is not None
+
+
+def _remarks(text: str, file: str, row: int, line: int) -> dict[str, Any] | None:
+    if not text.strip() or text.strip() == "None":
+        return None
+    value = parse_literal(text, file, row, "remarks", line)
+    if not isinstance(value, dict):
+        raise DatasetError(
+            file, f"expected a dict literal, found {type(value).__name__}", row, "remarks", line
+        )
+    return value
+
+
+def _metric_from(remarks: dict[str, Any] | None) -> MetricParams | None:
+    if not remarks:
+        return None
+    k = remarks.get("k")
+    y1 = remarks.get("x_1", remarks.get("y1"))
+    y2 = remarks.get("x_2", remarks.get("y2"))
+    if all(number(v) for v in (k, y1, y2)):
+        return MetricParams(k=float(k), y1=float(y1), y2=float(y2))  # type: ignore[arg-type]
+    return None
+
+
+def _insertions(*raw_templates: str) -> list[dict[str, str]]:
+    """The gap fills recorded in the raw XML templates (read with a regex, never parsed as XML)."""
+    found: dict[str, dict[str, str]] = {}
+    for raw in raw_templates:
+        for origin, instruction, text in _INSERTION.findall(raw or ""):
+            gap = html.unescape(instruction)
+            found.setdefault(
+                gap,
+                {
+                    "gap": gap,
+                    "source": "value" if origin == "user" else "llm",
+                    "text": html.unescape(text),
+                },
+            )
+    return list(found.values())
+
+
+def _optional_float(text: str, file: str, row: int, line: int) -> float | None:
+    text = (text or "").strip()
+    return parse_float(text, file, row, "temperature", line) if text else None
+
+
+def read_decisions(
+    path: Path, name: str, cases: dict[str, _Case], progress: Progress | None = None
+) -> Iterator[tuple[Any, ...]]:
+    """Decision tuples (importing.DECISION_COLUMNS order) of one model's results file."""
+    csv_file = CsvFile(path, DECISION_REQUIRED, progress)
+    run_id = importing.import_run_id(name)
+    seen: dict[tuple[str, str], int] = {}
+    biases: dict[str, str] = {}
+    file = csv_file.name
+    for record in csv_file.records():
+        values, row, line = record.values, record.row, record.line
+
+        def fail(column: str, message: str, row: int = row, line: int = line) -> DatasetError:
+            return DatasetError(file, message, row=row, column=column, line=line)
+
+        test_id = values["id"].strip()
+        case = cases.get(test_id)
+        if case is None:
+            raise fail("id", f"test case id {test_id!r} is not in full_dataset.csv")
+        model = values["model"].strip() or path.stem
+        key = (test_id, model)
+        if key in seen:
+            raise fail(
+                "id",
+                f"a second decision of {model!r} on test case {test_id!r} (first in row {seen[key]})",
+            )
+        seen[key] = row
+        published_bias = values.get("bias", "").strip()
+        if published_bias:
+            if published_bias not in biases:
+                biases[published_bias] = bias_id(published_bias)
+            if biases[published_bias] != case.bias:
+                raise fail(
+                    "bias",
+                    f"{published_bias!r} does not match the test case's bias {case.bias!r} "
+                    f"(full_dataset.csv row {case.row})",
+                )
+        status = values["status"].strip().upper()
+        if status not in ("OK", "ERROR"):
+            raise fail("status", f"expected OK or ERROR, found {values['status']!r}")
+        orders = [
+            _order(values.get(f"{h}_option_order", ""), case.n_options, fail, h)
+            for h in ("control", "treatment")
+        ]
+        choices: list[int | None] = []
+        for half in ("control", "treatment"):
+            column = f"{half}_decision"
+            text = values[column].strip()
+            if status == "ERROR" and (not text or text.lower() == "nan"):
+                choices.append(None)
+                continue
+            choice = parse_index(text, file, row, column, line)
+            if not 0 <= choice < case.n_options:
+                raise fail(column, f"option index {choice} is outside 0..{case.n_options - 1}")
+            choices.append(choice)
+        score: float | None = None
+        error: str | None = None
+        if status == "OK":
+            score = parse_float(
+                values["individual_score"].strip(), file, row, "individual_score", line
+            )
+            if abs(score) > 1 + SCORE_SLACK:
+                raise fail("individual_score", f"{score} is outside [-1, 1]")
+        else:
+            error = (
+                redact(values.get("error_message", "").strip()) or "ERROR (no message published)"
+            )
+        temperature = _optional_float(values.get("temperature", ""), file, row, line)
+        control_order, treatment_order = orders
+        yield (
+            stable_id("decision", run_id, case.instance_id, model, 0, temperature),
+            run_id,
+            case.instance_id,
+            case.bias,
+            model,
+            temperature,
+            0,
+            int(control_order != sorted(control_order)) if control_order else 0,
+            dumps(control_order) if control_order else None,
+            dumps(treatment_order) if treatment_order else None,
+            values.get("control_answer"),
+            values.get("treatment_answer"),
+            values.get("control_extraction"),
+            values.get("treatment_extraction"),
+            choices[0],
+            choices[1],
+            score,
+            "ok" if status == "OK" else "failed",
+            error,
+            0,
+            0.0,
+            None,
+        )
+
+
+def _order(text: str, n: int, fail: Any, half: str) -> list[int] | None:
+    text = (text or "").strip()
+    if not text:
+        return None
+    column = f"{half}_option_order"
+    try:
+        value = parse_literal(text, "", 0, column)
+    except DatasetError as exc:
+        raise fail(column, exc.message) from None
+    if not isinstance(value, list) or sorted(value) != list(range(n)):
+        raise fail(column, f"expected a permutation of 0..{n - 1}, found {text[:60]!r}")
+    return value
+
+
+def import_malberg(
+    store: Store,
+    directory: str | Path,
+    name: str = DEFAULT_NAME,
+    replace: bool = False,
+    progress: Progress | None = None,
+) -> ImportSummary:
+    """Import test cases and every model's published decisions from the paper's output folder."""
+    directory = Path(directory)
+    tests = directory / "full_dataset.csv"
+    if not tests.is_file():
+        raise DatasetError(
+            directory, "has no full_dataset.csv (expected the paper's output folder)"
+        )
+    files = decision_files(directory)
+    started = time.monotonic()
+    cases: dict[str, _Case] = {}
+    with importing.Import(store, name, KIND, [tests, *files], replace) as job:
+        if job.unchanged:
+            return job.summary
+        job.add_instances(read_test_cases(tests, name, cases, progress))
+        unscorable = sum(not c.has_metric for c in cases.values())
+        for path in files:
+            job.add_decisions(read_decisions(path, name, cases, progress))
+        job.finish(source=str(directory), unscorable=unscorable)
+    job.summary.seconds = time.monotonic() - started
+    return job.summary
