@@ -436,7 +436,9 @@ class Store:
 
     SNAPSHOT_TABLES = ("test_cases", "scenarios", "datasets", "instances", "runs", "decisions")
 
-    def dump_tables(self, tables: Sequence[str] = SNAPSHOT_TABLES) -> dict[str, list[dict[str, Any]]]:
+    def dump_tables(
+        self, tables: Sequence[str] = SNAPSHOT_TABLES
+    ) -> dict[str, list[dict[str, Any]]]:
         """Every row of `tables` (not the LLM cache), e.g. to ship a small demo database."""
         return {t: self.query(f"select * from [{t}] order by rowid") for t in tables}
 

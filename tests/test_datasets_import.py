@@ -62,7 +62,11 @@ def test_prompts_split_into_situation_prompt_and_options():
     assert parsed.prompt == "How much?"
     assert parsed.options == ("0%", "10%", "20%")
     bare = parse_prompt("Pick one.\nOption 1: a\nOption 2: b")
-    assert bare is not None and (bare.situation, bare.prompt, bare.options) == ("", "Pick one.", ("a", "b"))
+    assert bare is not None and (bare.situation, bare.prompt, bare.options) == (
+        "",
+        "Pick one.",
+        ("a", "b"),
+    )
     assert parse_prompt("No options here") is None
     assert parse_prompt("Q\nOption 1: a\nOption 3: b") is None  # numbering must run 1..n
 
@@ -191,7 +195,11 @@ def test_code_format_keeps_answers_orders_and_insertions(tmp_path):
         import_malberg(store, format_copy(tmp_path / "fmt"))
         pairs = store.pairs(dataset="malberg2024", limit=100)
         instance = store.instances(dataset="malberg2024")[0]
-    second = next(p for p in pairs if p["control_order"] == json.dumps(list(range(10, -1, -1))).replace(" ", ""))
+    second = next(
+        p
+        for p in pairs
+        if p["control_order"] == json.dumps(list(range(10, -1, -1))).replace(" ", "")
+    )
     assert second["reversed"] == 1
     assert (pairs[0]["control_choice"], pairs[0]["treatment_choice"]) == (10, 2)
     assert pairs[0]["control_extraction"] == "Option 11"
@@ -236,13 +244,22 @@ def test_generic_csv_with_answers_scores_with_the_row_metric(tmp_path):
     ]
     path = write_rows(tmp_path / "pairs.csv", list(rows[0]), rows)
     mapping = ColumnMapping.parse(
-        ["bias=b", "control=c", "treatment=t", "control_answer=ca", "treatment_answer=ta", "model=who"],
+        [
+            "bias=b",
+            "control=c",
+            "treatment=t",
+            "control_answer=ca",
+            "treatment_answer=ta",
+            "model=who",
+        ],
         ["k=-1"],
     )
     with Store(tmp_path / "x.db") as store:
         summary = import_generic(store, path, mapping)
         assert (summary.instances, summary.decisions) == (1, 2)  # both rows: one test case
-        decisions = store.query("select model, status, score, control_choice from decisions order by model")
+        decisions = store.query(
+            "select model, status, score, control_choice from decisions order by model"
+        )
     assert decisions[0] == {"model": "m1", "status": "ok", "score": 1.0, "control_choice": 0}
     assert decisions[1]["status"] == "failed" and decisions[1]["score"] is None
 
@@ -284,8 +301,13 @@ def test_generic_mapping_mistakes_are_explained(tmp_path):
                 store,
                 path,
                 ColumnMapping(
-                    {"bias": "x", "control": "x", "treatment": "x", "control_answer": "x",
-                     "treatment_answer": "x"}
+                    {
+                        "bias": "x",
+                        "control": "x",
+                        "treatment": "x",
+                        "control_answer": "x",
+                        "treatment_answer": "x",
+                    }
                 ),  # fmt: skip
             )
         assert store.counts()["datasets"] == 0

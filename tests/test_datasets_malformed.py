@@ -52,7 +52,9 @@ def test_missing_column(db, tmp_path):
             del row["metric_params"]
 
     path = edited_csv(HUB_CSV, tmp_path / "hub.csv", drop)
-    assert_refused(db, hub(path), "hub.csv", "header (line 1)", "column 'metric_params'", "missing column")
+    assert_refused(
+        db, hub(path), "hub.csv", "header (line 1)", "column 'metric_params'", "missing column"
+    )
 
 
 def test_unparsable_metric_params_on_the_last_row(db, tmp_path):
@@ -148,15 +150,15 @@ def test_decision_for_an_unknown_test_case(db, tmp_path):
 def test_invalid_status(db, tmp_path):
     folder = format_copy(tmp_path / "fmt")
     edit_results(folder, lambda h, rows: rows[-1].update(status="MAYBE"))
-    assert_refused(db, malberg(folder), "stub-model.csv", "row 12", "column 'status'", "OK or ERROR")
+    assert_refused(
+        db, malberg(folder), "stub-model.csv", "row 12", "column 'status'", "OK or ERROR"
+    )
 
 
 def test_decision_of_the_wrong_type(db, tmp_path):
     folder = format_copy(tmp_path / "fmt")
     edit_results(folder, lambda h, rows: rows[2].update(treatment_decision="ten"))
-    assert_refused(
-        db, malberg(folder), "row 3", "column 'treatment_decision'", "expected a number"
-    )
+    assert_refused(db, malberg(folder), "row 3", "column 'treatment_decision'", "expected a number")
 
 
 def test_decision_outside_the_options(db, tmp_path):

@@ -82,7 +82,10 @@ def test_per_bias_and_bias_filters_limit_a_dataset_run(tmp_path):
     with Store(tmp_path / "x.db") as store:
         import_hub(store, HUB_CSV)
         spec = runner.RunSpec(
-            models=["random"], dataset="malberg2024-hub", per_bias=2, biases=["anchoring", "loss_aversion"]
+            models=["random"],
+            dataset="malberg2024-hub",
+            per_bias=2,
+            biases=["anchoring", "loss_aversion"],
         )
         run = runner.execute(runner.plan(spec, store), store)
         rows = store.results(run_id=run["id"])
@@ -128,7 +131,18 @@ def test_exported_pairs_import_back_as_a_generic_file(tmp_path):
         )
         export(store, tmp_path / "pairs.jsonl", run_id=run["id"])
         original = store.results(run_id=run["id"])
-        fields = ["bias", "scenario", "control_answer", "treatment_answer", "model", "k", "y1", "y2", "score", "status"]
+        fields = [
+            "bias",
+            "scenario",
+            "control_answer",
+            "treatment_answer",
+            "model",
+            "k",
+            "y1",
+            "y2",
+            "score",
+            "status",
+        ]
         mapping = ColumnMapping(
             {f: f for f in fields} | {"control": "control_text", "treatment": "treatment_text"}
         )
@@ -143,9 +157,7 @@ def test_exported_pairs_import_back_as_a_generic_file(tmp_path):
 
 @pytest.fixture
 def local_hub(monkeypatch) -> Iterator[str]:
-    handler = functools.partial(
-        http.server.SimpleHTTPRequestHandler, directory=str(HUB_CSV.parent)
-    )
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(HUB_CSV.parent))
     handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -197,9 +209,26 @@ def test_cli_import_run_analyze_export(tmp_path, local_hub, capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "bias,random,stub,Average,Average Absolute"
     assert "Average Absolute," in out
-    assert main(["export", "--db", db, "--dataset", "malberg2024", "-o", str(tmp_path / "p.parquet")]) == 0
+    assert (
+        main(["export", "--db", db, "--dataset", "malberg2024", "-o", str(tmp_path / "p.parquet")])
+        == 0
+    )
     assert pq.read_table(tmp_path / "p.parquet").num_rows == 12
-    assert main(["export", "--db", db, "--dataset", "malberg2024-hub", "--test-cases", "-o", str(tmp_path / "t.jsonl")]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--db",
+                db,
+                "--dataset",
+                "malberg2024-hub",
+                "--test-cases",
+                "-o",
+                str(tmp_path / "t.jsonl"),
+            ]
+        )
+        == 0
+    )
     assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 12
 
 
@@ -209,7 +238,10 @@ def test_cli_reports_malformed_files_without_a_traceback(tmp_path, capsys):
     assert main(["import", "malberg2024-hub", str(bad), "--db", str(tmp_path / "x.db")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: bad.csv, header (line 1), column 'control': missing column")
-    assert main(["run", "--dataset", "nope", "--models", "random", "--db", str(tmp_path / "x.db")]) == 2
+    assert (
+        main(["run", "--dataset", "nope", "--models", "random", "--db", str(tmp_path / "x.db")])
+        == 2
+    )
     assert "no dataset 'nope'" in capsys.readouterr().err
 
 
@@ -220,7 +252,17 @@ def test_cli_generic_import_with_map_and_set(tmp_path, capsys):
         encoding="utf-8",
     )
     db = str(tmp_path / "x.db")
-    args = ["import", "generic", str(path), "--db", db, "--set", "bias=Halo Effect", "--set", "model=m"]
+    args = [
+        "import",
+        "generic",
+        str(path),
+        "--db",
+        db,
+        "--set",
+        "bias=Halo Effect",
+        "--set",
+        "model=m",
+    ]
     args += ["--map", "control=q1", "--map", "treatment=q2", "--map", "control_answer=a"]
     args += ["--map", "treatment_answer=b"]
     assert main(args) == 0

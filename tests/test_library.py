@@ -87,7 +87,9 @@ def test_error_positions_point_at_the_problem():
     assert line[problem.col - 1 :].startswith("{{anker}}")
 
 
-@pytest.mark.parametrize("case", list(load_library(include_user=False).values()), ids=lambda c: c.id)
+@pytest.mark.parametrize(
+    "case", list(load_library(include_user=False).values()), ids=lambda c: c.id
+)
 def test_load_save_load_is_structurally_identical(case, tmp_path):
     text = to_toml(case)
     again = parse_test_case(text)

@@ -80,9 +80,9 @@ def test_reversal_applied_to_both_halves_leaves_scores_unchanged():
         c, t = rng.randrange(7), rng.randrange(7)
         order = option_order(7, True)
         presented_c, presented_t = order.index(c), order.index(t)
-        assert score_pair(to_original(presented_c, order), to_original(presented_t, order), params, 7) == (
-            score_pair(c, t, params, 7)
-        )
+        assert score_pair(
+            to_original(presented_c, order), to_original(presented_t, order), params, 7
+        ) == (score_pair(c, t, params, 7))
 
 
 def test_aggregation():
