@@ -96,8 +96,9 @@ class CsvRecord:
 class CsvFile:
     """Stream a UTF-8 CSV file's records as dicts, checking the shape of every row.
 
-    Lines are decoded one at a time so an encoding error is reported at its line, and the
-    reader is strict so a file cut off inside a quoted field is reported, not half-read.
+    The reader is strict, so a file cut off inside a quoted field is reported, not half-read.
+    Decoding happens in large chunks for speed; when it fails, the file is read again line by
+    line (only then) to name the exact row and line of the offending bytes.
     """
 
     def __init__(
@@ -108,77 +109,85 @@ class CsvFile:
         self.required = list(required)
         self.progress = progress
         self.size = self.path.stat().st_size
-        self.bytes_read = 0
-        self.line = 0
         self.header: list[str] = []
 
-    def _lines(self, handle: Any) -> Iterator[str]:
-        for raw in handle:
-            self.line += 1
-            self.bytes_read += len(raw)
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DatasetError(
-                    self.name,
-                    f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} at character "
-                    f"{exc.start + 1} of the line); save the file as UTF-8 and import it again",
-                    line=self.line,
-                ) from None
-            if "\x00" in text:
-                raise DatasetError(
-                    self.name,
-                    "contains NUL bytes: this is not a UTF-8 CSV file (UTF-16 or binary?)",
-                    line=self.line,
-                )
-            if self.line == 1:
-                text = text.removeprefix("\ufeff")
-            if self.progress and self.line % 4096 == 0:
-                self.progress(self.name, self.bytes_read, self.size)
-            yield text
-
     def records(self) -> Iterator[CsvRecord]:
-        with self.path.open("rb") as handle:
-            reader = csv.reader(self._lines(handle), strict=True)
-            row = 0
-            start = 1
-            header_done = False
-            try:
-                self.header = next(reader, [])
-                self._check_header()
-                header_done = True
-                start = self.line + 1
-                for fields in reader:
-                    if not fields:  # a blank line
-                        start = self.line + 1
-                        continue
-                    row += 1
-                    if len(fields) != len(self.header):
-                        raise DatasetError(
-                            self.name,
-                            f"has {len(fields)} fields but the header has {len(self.header)} "
-                            "(a damaged or truncated row, or an unquoted comma)",
-                            row=row,
-                            line=start,
-                        )
-                    yield CsvRecord(row, start, dict(zip(self.header, fields, strict=True)))
-                    start = self.line + 1
-            except csv.Error as exc:
-                problem = str(exc)
-                if "unexpected end of data" in problem:
-                    problem = (
-                        "the file ends inside a quoted field: it is truncated "
-                        "or a quote is not closed"
-                    )
-                raise DatasetError(self.name, problem, row=row + 1, line=start) from None
-            except DatasetError as exc:
-                raise (exc.at(row=row + 1) if header_done else exc) from None
+        try:
+            with self.path.open(encoding="utf-8-sig", newline="") as handle:
+                yield from self._parse(csv.reader(handle, strict=True), handle)
+        except UnicodeDecodeError:
+            self._diagnose_encoding()
+            raise DatasetError(self.name, "is not UTF-8 text; save it as UTF-8") from None
         if self.progress:
             self.progress(self.name, self.size, self.size)
+
+    def _parse(self, reader: Any, handle: Any) -> Iterator[CsvRecord]:
+        row = 0
+        start = 1
+        try:
+            self.header = next(reader, [])
+            self._check_header()
+            start = reader.line_num + 1
+            for fields in reader:
+                if not fields:  # a blank line
+                    start = reader.line_num + 1
+                    continue
+                row += 1
+                if len(fields) != len(self.header):
+                    raise DatasetError(
+                        self.name,
+                        f"has {len(fields)} fields but the header has {len(self.header)} "
+                        "(a damaged or truncated row, or an unquoted comma)",
+                        row=row,
+                        line=start,
+                    )
+                yield CsvRecord(row, start, dict(zip(self.header, fields, strict=True)))
+                start = reader.line_num + 1
+                if self.progress and row % 2000 == 0 and handle is not None:
+                    self.progress(self.name, handle.buffer.tell(), self.size)
+        except csv.Error as exc:
+            problem = str(exc)
+            if "unexpected end of data" in problem:
+                problem = (
+                    "the file ends inside a quoted field: it is truncated or a quote is not closed"
+                )
+            raise DatasetError(self.name, problem, row=row + 1, line=start) from None
+
+    def _diagnose_encoding(self) -> None:
+        """Re-read line by line to raise the encoding error at its row and line."""
+        position = {"line": 0}
+
+        def lines(handle: Any) -> Iterator[str]:
+            for raw in handle:
+                position["line"] += 1
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DatasetError(
+                        self.name,
+                        f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} at character "
+                        f"{exc.start + 1} of the line); save the file as UTF-8 and import it again",
+                        line=position["line"],
+                    ) from None
+                yield text.removeprefix("\ufeff") if position["line"] == 1 else text
+
+        with self.path.open("rb") as handle:
+            rows = 0
+            try:
+                for record in self._parse(csv.reader(lines(handle), strict=True), None):
+                    rows = record.row
+            except DatasetError as exc:
+                if exc.row is None and exc.line and exc.line > 1:
+                    raise exc.at(row=rows + 1) from None
+                raise
 
     def _check_header(self) -> None:
         if not self.header:
             raise DatasetError(self.name, "is empty (no header row)", line=1)
+        if any("\x00" in name for name in self.header):
+            raise DatasetError(
+                self.name, "contains NUL bytes: this is not a UTF-8 CSV file (UTF-16?)", line=1
+            )
         seen: set[str] = set()
         for name in self.header:
             if name in seen:
@@ -304,7 +313,9 @@ def bias_id(name: str) -> str:
 # --------------------------------------------------------------------------- prompts
 
 _OPTION_LINE = re.compile(r"^\s*Option (\d+)\s*[:.)]\s?(.*?)\s*$")
-_HEADER = re.compile(r"^\s*(Situation|Prompt|Answer Options|Answer options|Options)\s*:\s*$")
+_HEADER = re.compile(
+    r"^[ \t]*(Situation|Prompt|Answer Options|Answer options|Options)[ \t]*:[ \t]*$", re.MULTILINE
+)
 
 
 @dataclass(frozen=True)
@@ -323,38 +334,32 @@ def parse_prompt(text: str) -> ParsedPrompt | None:
     without section headers becomes the prompt. Returns None when no numbered option list
     (Option 1, Option 2, … in order) ends the text.
     """
-    lines = text.replace("\r\n", "\n").split("\n")
-    end = len(lines)
-    while end and not lines[end - 1].strip():
-        end -= 1
+    lines = text.replace("\r\n", "\n").rstrip().split("\n")
     options: list[str] = []
-    start = end
+    numbers: list[int] = []
+    start = len(lines)
     while start > 0:
         match = _OPTION_LINE.match(lines[start - 1])
         if not match:
             break
-        options.insert(0, match.group(2))
+        numbers.append(int(match.group(1)))
+        options.append(match.group(2))
         start -= 1
-    numbers = [int(_OPTION_LINE.match(line).group(1)) for line in lines[start:end]]  # type: ignore[union-attr]
+    options.reverse()
+    numbers.reverse()
     if len(options) < 2 or numbers != list(range(1, len(options) + 1)):
         return None
-    sections: dict[str, list[str]] = {"situation": [], "prompt": []}
-    current = "prompt"
-    seen_header = False
-    for line in lines[:start]:
-        header = _HEADER.match(line)
-        if header:
-            seen_header = True
-            name = header.group(1).lower()
-            current = name if name in sections else "options"
-            continue
-        if current in sections:
-            sections[current].append(line)
-    if not seen_header:
-        sections = {"situation": [], "prompt": lines[:start]}
+    body = "\n".join(lines[:start])
+    parts = _HEADER.split(body)
+    if len(parts) == 1:
+        return ParsedPrompt("", body.strip(), tuple(options))
+    sections: dict[str, list[str]] = {"situation": [], "prompt": [parts[0].strip()]}
+    for name, content in zip(parts[1::2], parts[2::2], strict=True):
+        if name.lower() in sections:
+            sections[name.lower()].append(content.strip())
     return ParsedPrompt(
-        situation="\n".join(sections["situation"]).strip(),
-        prompt="\n".join(sections["prompt"]).strip(),
+        situation="\n\n".join(p for p in sections["situation"] if p),
+        prompt="\n\n".join(p for p in sections["prompt"] if p),
         options=tuple(options),
     )
 

@@ -188,6 +188,7 @@ def read_decisions(
     run_id = importing.import_run_id(name)
     seen: dict[tuple[str, str], int] = {}
     biases: dict[str, str] = {}
+    order_cache: dict[tuple[str, int], Order] = {}
     file = csv_file.name
     for record in csv_file.records():
         values, row, line = record.values, record.row, record.line
@@ -221,7 +222,7 @@ def read_decisions(
         if status not in ("OK", "ERROR"):
             raise fail("status", f"expected OK or ERROR, found {values['status']!r}")
         orders = [
-            _order(values.get(f"{h}_option_order", ""), case.n_options, fail, h)
+            _order(values.get(f"{h}_option_order", ""), case.n_options, fail, h, order_cache)
             for h in ("control", "treatment")
         ]
         choices: list[int | None] = []
@@ -250,16 +251,16 @@ def read_decisions(
         temperature = _optional_float(values.get("temperature", ""), file, row, line)
         control_order, treatment_order = orders
         yield (
-            stable_id("decision", run_id, case.instance_id, model, 0, temperature),
+            importing.row_id("decision", run_id, case.instance_id, model, 0, temperature),
             run_id,
             case.instance_id,
             case.bias,
             model,
             temperature,
             0,
-            int(control_order != sorted(control_order)) if control_order else 0,
-            dumps(control_order) if control_order else None,
-            dumps(treatment_order) if treatment_order else None,
+            int(control_order[0] != sorted(control_order[0])) if control_order else 0,
+            control_order[1] if control_order else None,
+            treatment_order[1] if treatment_order else None,
             values.get("control_answer"),
             values.get("treatment_answer"),
             values.get("control_extraction"),
@@ -275,10 +276,17 @@ def read_decisions(
         )
 
 
-def _order(text: str, n: int, fail: Any, half: str) -> list[int] | None:
+Order = tuple[list[int], str] | None  # the order and its canonical JSON
+
+
+def _order(text: str, n: int, fail: Any, half: str, cache: dict[tuple[str, int], Order]) -> Order:
+    """A presented option order ("[6, 5, …, 0]"); the few distinct values are parsed once."""
     text = (text or "").strip()
     if not text:
         return None
+    key = (text, n)
+    if key in cache:
+        return cache[key]
     column = f"{half}_option_order"
     try:
         value = parse_literal(text, "", 0, column)
@@ -286,7 +294,10 @@ def _order(text: str, n: int, fail: Any, half: str) -> list[int] | None:
         raise fail(column, exc.message) from None
     if not isinstance(value, list) or sorted(value) != list(range(n)):
         raise fail(column, f"expected a permutation of 0..{n - 1}, found {text[:60]!r}")
-    return value
+    parsed = (value, dumps(value))
+    if len(cache) < 10_000:
+        cache[key] = parsed
+    return parsed
 
 
 def import_malberg(

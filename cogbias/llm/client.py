@@ -344,12 +344,15 @@ class LLMClient:
         )
 
     def _cost(self, raw: Any, model_id: str, model: str) -> float:
-        # Local and unmapped models have no price; remember them, since a failed lookup
-        # walks litellm's whole price map and costs more than the call's own overhead.
+        # litellm already priced the response while building it (`_hidden_params`); pricing
+        # it again would double the cost lookup, which is ~1-2 ms for an unmapped model.
         if model_id.startswith(LOCAL_PREFIX) or model in self._unpriced:
             return 0.0
+        hidden = getattr(raw, "_hidden_params", None) or {}
+        if "response_cost" in hidden:
+            return float(hidden["response_cost"] or 0.0)
         try:
             return float(get_litellm().completion_cost(completion_response=raw) or 0.0)
-        except Exception:
+        except Exception:  # unmapped model: litellm raises several different errors
             self._unpriced.add(model)
             return 0.0

