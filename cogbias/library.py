@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import functools
 import hashlib
 import os
 import random
@@ -136,7 +137,7 @@ class TestCase:
     def n_options(self) -> int:
         return len(self.control.options)
 
-    @property
+    @functools.cached_property
     def content_hash(self) -> str:
         """Version of the test case: results are tied to the exact text that produced them."""
         return hashlib.sha256(to_toml(self).encode()).hexdigest()[:16]

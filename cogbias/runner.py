@@ -324,7 +324,9 @@ class _Writer:
     async def ticker(self) -> None:
         while True:
             await asyncio.sleep(FLUSH_SECONDS)
-            if time.monotonic() - self.last >= FLUSH_SECONDS:
+            idle = not (self.instances or self.decisions or self.cache.pending)
+            # With nothing to write, only look for a cancel request now and then.
+            if not idle or time.monotonic() - self.last >= 10 * FLUSH_SECONDS:
                 self.flush()
 
 

@@ -601,3 +601,53 @@ class Store:
                 return
             last = rows[-1]["_rowid"]
             yield rows
+
+    # ---- explore
+    # The Explore page summarises up to hundreds of thousands of decisions on every filter
+    # change: SQLite computes per-cell sufficient statistics in one pass (see
+    # `cogbias.explore`), so no decision row has to travel into Python.
+
+    def score_aggregates(
+        self, run_id: str | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Per bias x model: n scored pairs, sum, sum of squares, sum of |score|, min, max
+        of the scores, and the number of failed pairs."""
+        where, params = self._filter(run_id, dataset)
+        ok = "case when d.status = 'ok' then d.score end"
+        return self.query(
+            "select d.test_case as bias, d.model as model, "
+            f"count({ok}) as n, total({ok}) as s1, total(({ok}) * ({ok})) as s2, "
+            f"total(abs({ok})) as sabs, min({ok}) as smin, max({ok}) as smax, "
+            "sum(coalesce(d.status, '') != 'ok') as failures "
+            f"from decisions d {where} group by d.test_case, d.model "
+            "order by d.test_case, d.model",
+            params,
+        )
+
+    def pair_count(
+        self,
+        bias: str | None = None,
+        model: str | None = None,
+        run_id: str | None = None,
+        dataset: str | None = None,
+        search: str | None = None,
+    ) -> int:
+        """How many rows `pairs` would return without a limit (for paging)."""
+        where, params = self._filter(run_id, dataset)
+        clauses = [where.removeprefix("where ")] if where else []
+        for column, value in (("d.test_case", bias), ("d.model", model)):
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        join = ""
+        if search:
+            join = " join instances i on i.id = d.instance_id"
+            clauses.append(
+                "(i.control like ? or i.treatment like ? or d.control_answer like ? "
+                "or d.treatment_answer like ? or i.scenario like ?)"
+            )
+            params += [f"%{search}%"] * 5
+        sql = f"select count(*) from decisions d{join}" + (
+            " where " + " and ".join(clauses) if clauses else ""
+        )
+        return int(self.db.execute(sql, params).fetchone()[0])

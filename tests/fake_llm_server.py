@@ -245,12 +245,16 @@ class FakeLLMServer:
             }
         )
 
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
     # -- lifecycle --------------------------------------------------------------------
 
     async def _start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

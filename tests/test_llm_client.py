@@ -279,6 +279,44 @@ def test_unknown_local_model_is_fatal_without_starting_anything() -> None:
         run(fast_client().complete(LLMRequest("local/nope", (("user", "hi"),))))
 
 
+def test_prices_come_from_litellm_for_mapped_models() -> None:
+    with FakeLLMServer() as srv:
+        client = fast_client(api_base=srv.base_url)
+        answer = run(client.complete(LLMRequest("openai/gpt-4o-mini", (("user", "Hi"),))))
+    assert answer.cost > 0
+
+
+def test_local_model_without_any_runtime_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cogbias.llm import local
+
+    def broken(path: object) -> str:
+        raise ImportError("xllamacpp: illegal instruction")
+
+    monkeypatch.setattr(local, "_api_base", None)
+    monkeypatch.delenv("COGBIAS_LOCAL_API_BASE", raising=False)
+    monkeypatch.setattr(local, "_start_xllamacpp", broken)
+    real_find_spec = local.importlib.util.find_spec
+    monkeypatch.setattr(
+        local.importlib.util,
+        "find_spec",
+        lambda name: None if name == "llama_cpp" else real_find_spec(name),
+    )
+    with pytest.raises(FatalLLMError, match="pip install 'llama-cpp-python"):
+        local.ensure_local_server()
+
+
+def test_local_model_reuses_a_shared_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cogbias.llm import local
+
+    with FakeLLMServer() as srv:
+        monkeypatch.setattr(local, "_api_base", None)
+        monkeypatch.setenv("COGBIAS_LOCAL_API_BASE", srv.base_url)
+        answer = run(fast_client().complete(LLMRequest("local/smollm2", (("user", "Hi"),))))
+        assert answer.text == "OK" and srv.requests[0]["model"] == "smollm2"
+
+
 def test_missing_openai_key_is_classified_as_fatal_auth() -> None:
     from cogbias.llm import get_litellm
 

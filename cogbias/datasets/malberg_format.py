@@ -16,6 +16,7 @@ test cases with their parameters, to place a new model beside the paper's.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import time
@@ -56,6 +57,7 @@ DECISION_REQUIRED = (
 _INSERTION = re.compile(
     r'<insertion origin="([^"]*)" instruction="([^"]*)">(.*?)</insertion>', re.DOTALL
 )
+_redact = functools.lru_cache(maxsize=4096)(redact)  # published error messages repeat a lot
 SCORE_SLACK = 1e-6  # published scores carry the card's 1e-8 guard; anything past ±1 is damage
 
 

@@ -10,6 +10,7 @@ importing it takes ~3 s, and `cogbias --help` must not pay for that.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cogbias.llm.errors import FatalLLMError, LLMError, classify, retry_after_seconds
-from cogbias.llm.local import LOCAL_PREFIX, local_server_started, resolve_model
+from cogbias.llm.local import LOCAL_PREFIX, N_PARALLEL, local_server_started, resolve_model
 
 Message = tuple[str, str]
 DUMMY_API_KEY = "sk-no-key-required"
@@ -189,16 +190,20 @@ class LLMClient:
         self.max_retry_after = max_retry_after
         self.stats = ClientStats()
         self._semaphore: asyncio.Semaphore | None = None
+        self._local_semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._unpriced: set[str] = set()
 
-    def _slot(self) -> asyncio.Semaphore:
-        # One semaphore per event loop: tests and the CLI may call asyncio.run repeatedly.
+    def _slots(self, local: bool) -> tuple[asyncio.Semaphore, ...]:
+        # One set of semaphores per event loop: the CLI and tests may call asyncio.run
+        # repeatedly. Local models also get at most N_PARALLEL requests in flight: more
+        # would only queue inside llama.cpp, where the wait counts against our timeout.
         loop = asyncio.get_running_loop()
-        if self._semaphore is None or self._loop is not loop:
+        if self._semaphore is None or self._local_semaphore is None or self._loop is not loop:
             self._semaphore = asyncio.Semaphore(self.concurrency)
+            self._local_semaphore = asyncio.Semaphore(min(self.concurrency, N_PARALLEL))
             self._loop = loop
-        return self._semaphore
+        return (self._local_semaphore, self._semaphore) if local else (self._semaphore,)
 
     def identity_api_base(self, req: LLMRequest) -> str | None:
         """The api_base that identifies the endpoint in the cache key (None for local/)."""
@@ -298,8 +303,11 @@ class LLMClient:
     ) -> LLMResponse:
         litellm = get_litellm()
         attempt = 0
+        local = model_id.startswith(LOCAL_PREFIX)
         while True:
-            async with self._slot():
+            async with contextlib.AsyncExitStack() as stack:
+                for semaphore in self._slots(local):
+                    await stack.enter_async_context(semaphore)
                 self.stats.http_attempts += 1
                 started = time.perf_counter()
                 try:

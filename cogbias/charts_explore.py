@@ -1,0 +1,123 @@
+"""The Explore heatmap: bias x model cells you can click, as a plain Altair chart.
+
+Three layers over one dataset: coloured cells, their labels, and a transparent top layer
+that owns the click selection (`SELECTION`), so a click anywhere in a cell — label included
+— selects it. The mean view uses a diverging scale fixed to [-1, 1] with its midpoint at 0,
+so colours mean the same thing in every run; other views show failure rate and n.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+SELECTION = "cell"
+VIEWS = {"mean": "Mean score", "failure_rate": "Failure rate", "n": "Scored pairs (n)"}
+MISSING_COLOR = "#e9ecef"  # cells without a scored pair
+
+
+def heatmap_frame(summary: pd.DataFrame, view: str = "mean") -> pd.DataFrame:
+    """One row per cell with the value shown, its label and the tooltip fields."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}; use one of {', '.join(VIEWS)}")
+    frame = summary[
+        ["bias", "model", "mean", "n", "failures", "failure_rate", "p_adjusted", "significant"]
+    ].copy()
+    frame["value"] = frame[view].astype(float)
+    if view == "mean":
+        frame["label"] = [
+            "–" if pd.isna(v) else f"{v:+.2f}" + ("*" if sig else "")
+            for v, sig in zip(frame["mean"], frame["significant"], strict=True)
+        ]
+    elif view == "failure_rate":
+        frame["label"] = [f"{v:.0%}" for v in frame["failure_rate"]]
+    else:
+        frame["label"] = [str(int(v)) for v in frame["n"]]
+    frame["significant"] = frame["significant"].fillna(False).astype(bool)
+    frame["has_value"] = frame["value"].notna()
+    return frame
+
+
+def _color(view: str, max_n: float) -> alt.Color:
+    if view == "mean":
+        scale = alt.Scale(domain=[-1, 1], domainMid=0, scheme="redblue", reverse=True, clamp=True)
+        return alt.Color("value:Q", scale=scale, title="mean score")
+    if view == "failure_rate":
+        scale = alt.Scale(domain=[0, 1], scheme="oranges", clamp=True)
+        return alt.Color("value:Q", scale=scale, title="failure rate", legend=alt.Legend(format="%"))
+    return alt.Color("value:Q", scale=alt.Scale(domain=[0, max(max_n, 1)], scheme="greens"), title="n")
+
+
+def explore_heatmap(
+    summary: pd.DataFrame,
+    view: str = "mean",
+    rows: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
+) -> alt.LayerChart:
+    """Heatmap of `summary` (as `explore.heatmap_summary` returns it); click selects a cell."""
+    frame = heatmap_frame(summary, view)
+    rows = list(rows) if rows is not None else sorted(frame["bias"].unique())
+    columns = list(columns) if columns is not None else sorted(frame["model"].unique())
+    base = alt.Chart(frame).encode(
+        x=alt.X("model:N", sort=columns, title=None, axis=alt.Axis(labelAngle=-30, orient="top")),
+        y=alt.Y("bias:N", sort=rows, title=None, axis=alt.Axis(labelLimit=260)),
+    )
+    tooltip = [
+        alt.Tooltip("bias:N"),
+        alt.Tooltip("model:N"),
+        alt.Tooltip("mean:Q", format="+.3f"),
+        alt.Tooltip("n:Q"),
+        alt.Tooltip("failures:Q"),
+        alt.Tooltip("failure_rate:Q", format=".1%"),
+        alt.Tooltip("p_adjusted:Q", format=".3g", title="p (BH-adjusted)"),
+    ]
+    colored = (
+        base.transform_filter("datum.has_value")
+        .mark_rect()
+        .encode(color=_color(view, float(frame["n"].max() if len(frame) else 1)))
+    )
+    empty = base.transform_filter("!datum.has_value").mark_rect(color=MISSING_COLOR)
+    dark = "abs(datum.value) > 0.6" if view == "mean" else "datum.value > 0.7"
+    if view == "n":
+        dark = f"datum.value > {0.7 * float(frame['n'].max() if len(frame) else 1)}"
+    labels = base.mark_text(fontSize=11).encode(
+        text="label:N",
+        color=alt.condition(dark, alt.value("white"), alt.value("black")),
+        fontWeight=alt.condition("datum.significant", alt.value("bold"), alt.value("normal")),
+    )
+    pick = alt.selection_point(
+        name=SELECTION, fields=["bias", "model"], on="click", clear="dblclick", empty=False
+    )
+    catcher = (
+        base.mark_rect(fill="white", fillOpacity=0.001, cursor="pointer")
+        .encode(
+            tooltip=tooltip,
+            stroke=alt.condition(pick, alt.value("black"), alt.value(None)),
+            strokeWidth=alt.condition(pick, alt.value(3), alt.value(0)),
+        )
+        .add_params(pick)
+    )
+    width = max(160, 70 * len(columns))
+    return alt.layer(colored, empty, labels, catcher).properties(
+        width=width, height=alt.Step(24)
+    )
+
+
+def selected_cell(event: object) -> tuple[str, str] | None:
+    """(bias, model) from `st.altair_chart(..., on_select="rerun")`'s return value, if any."""
+    try:
+        points = event["selection"][SELECTION]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
+    if isinstance(points, dict):  # some versions report {"bias": [...], "model": [...]}
+        bias, model = points.get("bias"), points.get("model")
+        bias = bias[0] if isinstance(bias, list) and bias else bias
+        model = model[0] if isinstance(model, list) and model else model
+        return (str(bias), str(model)) if bias and model else None
+    if isinstance(points, list) and points and isinstance(points[0], dict):
+        first = points[0]
+        if first.get("bias") and first.get("model"):
+            return str(first["bias"]), str(first["model"])
+    return None
