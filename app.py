@@ -1,10 +1,42 @@
-"""cogbias app: navigation only; each page is a thin script in pages/."""
+"""cogbias app: navigation only; each page is a thin script in pages/.
+
+On first start an empty database receives the demo snapshot (`cogbias.demo`), so Explore
+shows real results at once; set COGBIAS_DEMO=0 to start empty.
+"""
+
+from pathlib import Path
 
 import streamlit as st
 
+from cogbias.demo import ensure_demo
+from pages._common import attempt, db_path, load_secrets_into_env
+
 st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
 
-pages = [
-    st.Page("pages/library.py", title="Library", icon="📚", default=True),
+
+@st.cache_resource(show_spinner=False)
+def _prepare(db: str) -> bool:
+    """Once per database per server process: keys from secrets, demo data if empty."""
+    load_secrets_into_env()
+    return bool(attempt("Loading the demo results", lambda: ensure_demo(db)))
+
+
+_prepare(str(db_path()))
+
+HERE = Path(__file__).parent
+measure = [
+    st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
+    st.Page("pages/explore.py", title="Explore", icon=":material/grid_on:"),
 ]
+if (HERE / "pages/datasets.py").exists():  # written separately; shown once it exists
+    measure.append(st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:"))
+pages = {
+    "Learn and author": [
+        st.Page("pages/learn.py", title="Learn", icon=":material/school:", default=True),
+        st.Page("pages/templates.py", title="Templates", icon=":material/edit_note:"),
+        st.Page("pages/preview.py", title="Preview", icon=":material/science:"),
+    ],
+    "Measure": measure,
+    "Settings": [st.Page("pages/settings.py", title="Models", icon=":material/tune:")],
+}
 st.navigation(pages).run()

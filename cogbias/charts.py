@@ -30,7 +30,12 @@ def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Cha
         [AVERAGE, AVERAGE_ABS]
     )
     base = alt.Chart(long).encode(
-        x=alt.X("model:N", sort=columns, title=None, axis=alt.Axis(labelAngle=-40)),
+        x=alt.X(
+            "model:N",
+            sort=columns,
+            title=None,
+            axis=alt.Axis(labelAngle=-45, labelLimit=260, labelOverlap=False),
+        ),
         y=alt.Y("bias:N", sort=rows, title=None),
     )
     cells = base.mark_rect().encode(
@@ -47,6 +52,7 @@ def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Cha
 def dendrogram(tree: Dendrogram) -> alt.HConcatChart:
     """Figure 6: the models' complete-linkage tree, leaves on the left, distance to the right."""
     segments = []
+    top = max((max(ys) for ys in tree.dcoord), default=1.0) or 1.0
     for xs, ys in zip(tree.icoord, tree.dcoord, strict=True):
         for i in range(3):
             segments.append({"y": xs[i], "x": ys[i], "y2": xs[i + 1], "x2": ys[i + 1]})
@@ -57,7 +63,11 @@ def dendrogram(tree: Dendrogram) -> alt.HConcatChart:
         alt.Chart(pd.DataFrame(segments, columns=["x", "y", "x2", "y2"]))
         .mark_rule()
         .encode(
-            x=alt.X("x:Q", title="distance (Euclidean, complete linkage)"),
+            x=alt.X(
+                "x:Q",
+                title="distance (Euclidean, complete linkage)",
+                scale=alt.Scale(domain=[0, top * 1.05]),
+            ),
             y=alt.Y("y:Q", axis=None, scale=y_scale),
             x2="x2:Q",
             y2="y2:Q",

@@ -4,7 +4,8 @@ A fresh install should open on results, not on an empty page, yet a first start 
 spend many minutes running the local model. So `scripts/make-demo` runs the real pipeline
 once (`cogbias run` with the random baseline and the local model), and the rows it wrote are
 committed as `data/demo/snapshot.json.gz`; `ensure_demo` copies them into a database that has
-no runs yet. Set `COGBIAS_DEMO=0` to start with an empty database instead.
+no runs yet. Set `COGBIAS_DEMO=0` to start with an empty database instead, or
+`COGBIAS_DEMO_SNAPSHOT` to load another snapshot (e.g. a course's own results).
 
     python -m cogbias.demo snapshot results.db data/demo/snapshot.json.gz
 """
@@ -31,8 +32,14 @@ def demo_enabled() -> bool:
     return os.environ.get("COGBIAS_DEMO", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def ensure_demo(db_path: str | Path, snapshot: Path = SNAPSHOT) -> bool:
+def snapshot_path() -> Path:
+    configured = os.environ.get("COGBIAS_DEMO_SNAPSHOT")
+    return Path(configured) if configured else SNAPSHOT
+
+
+def ensure_demo(db_path: str | Path, snapshot: Path | None = None) -> bool:
     """Load the snapshot into `db_path` when it holds no runs; True when rows were loaded."""
+    snapshot = snapshot or snapshot_path()
     if not demo_enabled() or not snapshot.is_file():
         return False
     with Store(db_path) as store:

@@ -83,11 +83,29 @@ def summarize_aggregates(
     return table.sort_values(["bias", "model"], kind="stable").reset_index(drop=True)
 
 
+def cells_from_status_groups(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Merge `Store.score_aggregates` rows (one per bias, model, status) into one per cell:
+    scores count only from 'ok' decisions, every other status counts as a failure."""
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rows:
+        cell = cells.setdefault(
+            (r["bias"], r["model"]),
+            {"bias": r["bias"], "model": r["model"], "n": 0, "s1": 0.0, "s2": 0.0,
+             "sabs": 0.0, "smin": None, "smax": None, "failures": 0},
+        )  # fmt: skip
+        if r["status"] == "ok":
+            cell.update({k: r[k] for k in ("n", "s1", "s2", "sabs", "smin", "smax")})
+        else:
+            cell["failures"] += int(r["rows"])
+    return [cells[key] for key in sorted(cells)]
+
+
 def heatmap_summary(
     store: Store, run_id: str | None = None, dataset: str | None = None
 ) -> pd.DataFrame:
     """The bias x model summary of a run, a dataset, or (neither) everything in the store."""
-    return summarize_aggregates(store.score_aggregates(run_id=run_id, dataset=dataset))
+    groups = store.score_aggregates(run_id=run_id, dataset=dataset)
+    return summarize_aggregates(cells_from_status_groups(groups))
 
 
 def row_order(summary: pd.DataFrame, sort: str = "average") -> list[str]:

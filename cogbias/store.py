@@ -20,7 +20,7 @@ import sqlite_utils
 
 from .redact import redact
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def now() -> str:
@@ -137,7 +137,19 @@ def _schema_v1(db: sqlite_utils.Database) -> None:
     db["instances"].create_index(["test_case"])
 
 
-MIGRATIONS = {1: _schema_v1}
+def _schema_v2(db: sqlite_utils.Database) -> None:
+    """Covering indexes for per-cell aggregates (Explore): with status and score in the index,
+    summarising 600,000 decisions reads only the index, never the wide decision rows. They
+    replace the narrower indexes with the same leading columns, which they also serve."""
+    db.execute("drop index if exists idx_decisions_test_case_model")
+    db.execute("drop index if exists idx_decisions_run_id_status")
+    db["decisions"].create_index(["test_case", "model", "status", "score"], if_not_exists=True)
+    db["decisions"].create_index(
+        ["run_id", "test_case", "model", "status", "score"], if_not_exists=True
+    )
+
+
+MIGRATIONS = {1: _schema_v1, 2: _schema_v2}
 
 
 class SchemaError(RuntimeError):
@@ -495,7 +507,7 @@ class Store:
         return self.db.conn.total_changes - before
 
     @contextlib.contextmanager
-    def bulk_cache(self, mebibytes: int = 256) -> Iterator[None]:
+    def bulk_cache(self, mebibytes: int = 128) -> Iterator[None]:
         """A larger page cache while an import writes: inserts under random (hashed) keys
         touch index pages all over the file, and a small cache turns that into disk I/O."""
         old = int(self.db.execute("pragma cache_size").fetchone()[0])
@@ -610,17 +622,16 @@ class Store:
     def score_aggregates(
         self, run_id: str | None = None, dataset: str | None = None
     ) -> list[dict[str, Any]]:
-        """Per bias x model: n scored pairs, sum, sum of squares, sum of |score|, min, max
-        of the scores, and the number of failed pairs."""
+        """Per bias x model x status: rows, and count, sum, sum of squares, sum of |x|, min
+        and max of the scores. Grouping by status (rather than filtering inside each
+        aggregate) follows the covering index's column order, so SQLite never sorts."""
         where, params = self._filter(run_id, dataset)
-        ok = "case when d.status = 'ok' then d.score end"
         return self.query(
-            "select d.test_case as bias, d.model as model, "
-            f"count({ok}) as n, total({ok}) as s1, total(({ok}) * ({ok})) as s2, "
-            f"total(abs({ok})) as sabs, min({ok}) as smin, max({ok}) as smax, "
-            "sum(coalesce(d.status, '') != 'ok') as failures "
-            f"from decisions d {where} group by d.test_case, d.model "
-            "order by d.test_case, d.model",
+            "select d.test_case as bias, d.model as model, d.status as status, "
+            "count(*) as rows, count(d.score) as n, total(d.score) as s1, "
+            "total(d.score * d.score) as s2, total(abs(d.score)) as sabs, "
+            "min(d.score) as smin, max(d.score) as smax "
+            f"from decisions d {where} group by d.test_case, d.model, d.status",
             params,
         )
 

@@ -245,3 +245,10 @@ def test_csv_answer_that_is_not_an_option(db, tmp_path):
     rows[3]["a2"] = 5
     path = write_rows(tmp_path / "set.csv", list(rows[0]), rows)
     assert_refused(db, generic(path), "set.csv", "row 4", "column 'a2'", "does not exist")
+
+
+def test_a_model_decided_twice_across_files(db, tmp_path):
+    folder = format_copy(tmp_path / "fmt")
+    results = folder / "decision_results"
+    (results / "stub-again.csv").write_bytes((results / "stub-model.csv").read_bytes())
+    assert_refused(db, malberg(folder), "stub-model.csv", "row 1", "column 'id'", "second decision")

@@ -15,6 +15,7 @@ from .generic import FIELDS, ColumnMapping, import_generic
 from .hub import download, hub_url, import_hub
 from .importing import import_run_id
 from .malberg_format import import_malberg
+from .tables import columns_of, read_table
 
 __all__ = [
     "FIELDS",
@@ -23,6 +24,7 @@ __all__ = [
     "DatasetError",
     "ImportSummary",
     "bias_id",
+    "columns_of",
     "download",
     "export",
     "export_bytes",
@@ -32,4 +34,5 @@ __all__ = [
     "import_malberg",
     "import_run_id",
     "parse_prompt",
+    "read_table",
 ]

@@ -20,6 +20,7 @@ import functools
 import html
 import re
 import time
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -182,16 +183,49 @@ def _optional_float(text: str, file: str, row: int, line: int) -> float | None:
     return parse_float(text, file, row, "temperature", line) if text else None
 
 
+class FirstSeen:
+    """Where each (test case, model) pair was first decided, to refuse a second decision.
+
+    8 bytes per test case and model (20 x 30,000 pairs: 5 MB), not a dict entry per decision.
+    """
+
+    def __init__(self, n_cases: int) -> None:
+        self.size = n_cases + 1  # test case rows are 1-based
+        self.models: dict[str, array[int]] = {}
+        self.files: list[str] = []
+
+    def add_file(self, name: str) -> int:
+        self.files.append(name)
+        return len(self.files)
+
+    def first(self, model: str, case_row: int, file_index: int, row: int) -> str | None:
+        """None the first time (and remember it), else where the first decision was."""
+        slots = self.models.get(model)
+        if slots is None:
+            slots = self.models[model] = array("q", bytes(8 * self.size))
+        previous = slots[case_row]
+        if previous:
+            index, first_row = divmod(previous, 1 << 32)
+            return f"{self.files[index - 1]} row {first_row}"
+        slots[case_row] = (file_index << 32) | row
+        return None
+
+
 def read_decisions(
-    path: Path, name: str, cases: dict[str, _Case], progress: Progress | None = None
+    path: Path,
+    name: str,
+    cases: dict[str, _Case],
+    progress: Progress | None = None,
+    seen: FirstSeen | None = None,
 ) -> Iterator[tuple[Any, ...]]:
     """Decision tuples (importing.DECISION_COLUMNS order) of one model's results file."""
     csv_file = CsvFile(path, DECISION_REQUIRED, progress)
     run_id = importing.import_run_id(name)
-    seen: dict[tuple[str, str], int] = {}
+    seen = seen or FirstSeen(len(cases))
     biases: dict[str, str] = {}
     order_cache: dict[tuple[str, int], Order] = {}
     file = csv_file.name
+    file_index = seen.add_file(file)
     for record in csv_file.records():
         values, row, line = record.values, record.row, record.line
 
@@ -203,13 +237,11 @@ def read_decisions(
         if case is None:
             raise fail("id", f"test case id {test_id!r} is not in full_dataset.csv")
         model = values["model"].strip() or path.stem
-        key = (test_id, model)
-        if key in seen:
+        first = seen.first(model, case.row, file_index, row)
+        if first:
             raise fail(
-                "id",
-                f"a second decision of {model!r} on test case {test_id!r} (first in row {seen[key]})",
+                "id", f"a second decision of {model!r} on test case {test_id!r} (first: {first})"
             )
-        seen[key] = row
         published_bias = values.get("bias", "").strip()
         if published_bias:
             if published_bias not in biases:
@@ -324,8 +356,9 @@ def import_malberg(
             return job.summary
         job.add_instances(read_test_cases(tests, name, cases, progress))
         unscorable = sum(not c.has_metric for c in cases.values())
+        seen = FirstSeen(len(cases))  # a model's results may be split over files
         for path in files:
-            job.add_decisions(read_decisions(path, name, cases, progress))
+            job.add_decisions(read_decisions(path, name, cases, progress, seen))
         job.finish(source=str(directory), unscorable=unscorable)
     job.summary.seconds = time.monotonic() - started
     return job.summary

@@ -1,0 +1,179 @@
+"""Helpers shared by the pages: where the database is, cached reads, friendly errors.
+
+Pages stay thin: they call `cogbias` and show what comes back. Anything that can fail
+(a model, a file, the database) goes through `friendly` so the page says what went wrong
+and what to do, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import streamlit as st
+
+from cogbias import library
+from cogbias.library import LibraryError, ModelInfo, TestCase
+from cogbias.store import SchemaError, Store
+
+T = TypeVar("T")
+
+
+def _leave_pages_directory_mode() -> None:
+    """Make a first visit to a page URL (say /explore) go through app.py's navigation.
+
+    Streamlit treats a folder named `pages/` next to the entry script as an old-style
+    multipage app until the entry script has called `st.navigation` once in this server
+    process. When the very first request after a start names a page, Streamlit would run that
+    page on its own: without app.py (no demo data, no menu) and with every file listed. So the
+    first page script to import this module switches that mode off and reruns, and the rerun
+    goes through app.py like every other request.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_leave_pages_directory_mode()
+LOCAL_MODEL = "local/smollm2"
+RANDOM_MODEL = "random"
+
+
+def cogbias_home() -> Path:
+    return Path(os.environ.get("COGBIAS_HOME", Path.home() / ".cogbias"))
+
+
+def db_path() -> Path:
+    """`COGBIAS_DB`, else `cogbias.db` in `COGBIAS_HOME` (default ~/.cogbias)."""
+    configured = os.environ.get("COGBIAS_DB")
+    return Path(configured) if configured else cogbias_home() / "cogbias.db"
+
+
+def get_store() -> Store:
+    """This session's connection (a Store is used by one thread at a time; each browser
+    session runs its script in its own thread, so it gets its own connection)."""
+    path = db_path()
+    held = st.session_state.get("_store")
+    if held is None or held[0] != path:
+        st.session_state["_store"] = (path, Store(path))
+    return st.session_state["_store"][1]
+
+
+def open_store_or_stop() -> Store:
+    try:
+        return get_store()
+    except SchemaError as exc:
+        st.error(f"The database cannot be opened: {exc}")
+    except Exception as exc:  # sqlite3 errors: not a database, no permission, disk full
+        st.error(
+            f"The database {db_path()} cannot be opened ({friendly(exc)}). Point COGBIAS_DB at "
+            "another file, or move this one away to start afresh."
+        )
+    st.stop()
+    raise AssertionError("unreachable")
+
+
+def friendly(exc: BaseException) -> str:
+    """A one-line message for a user; LLM errors are already scrubbed of secrets."""
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    if isinstance(exc, LibraryError):
+        return "; ".join(f"line {p.line}, column {p.col}: {p.message}" for p in exc.problems)
+    text = str(exc).strip()
+    return text or type(exc).__name__
+
+
+def attempt(what: str, func: Callable[[], T], hint: str = "") -> T | None:
+    """Run `func`; on failure show what failed and what to do, and return None."""
+    try:
+        return func()
+    except Exception as exc:
+        st.error(f"{what} failed: {friendly(exc)}" + (f"\n\n{hint}" if hint else ""))
+        return None
+
+
+def _library_version() -> tuple[tuple[str, float], ...]:
+    folder = library.user_dir()
+    files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
+    return tuple((p.name, p.stat().st_mtime) for p in files)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _load_library(version: tuple[tuple[str, float], ...], home: str) -> dict[str, TestCase]:
+    return library.load_library()
+
+
+def test_cases() -> dict[str, TestCase]:
+    """Built-in and user test cases; reloaded when a user file changes.
+
+    A broken user file must not take the whole app down: it is reported and skipped.
+    """
+    try:
+        return _load_library(_library_version(), str(library.user_dir()))
+    except LibraryError as exc:
+        st.warning(
+            f"A test case file has problems and was skipped: {exc.problems[0]}. "
+            "Fix or remove it (Templates page)."
+        )
+        return library.load_library(include_user=False)
+
+
+def case_label(cases: dict[str, TestCase]) -> Callable[[str], str]:
+    return lambda cid: cases[cid].name + ("" if cases[cid].is_builtin else " (yours)")
+
+
+@st.cache_data(show_spinner=False)
+def scenarios() -> list[library.Scenario]:
+    return library.load_scenarios()
+
+
+def models() -> list[ModelInfo]:
+    """The registry plus the user's own models (`COGBIAS_HOME/models.toml`)."""
+    try:
+        return library.load_models()
+    except Exception as exc:
+        st.warning(f"Your models.toml could not be read ({friendly(exc)}); showing built-ins.")
+        return library.load_models(library.DATA_DIR / "models.toml")
+
+
+def model_names(infos: list[ModelInfo]) -> Callable[[str], str]:
+    names = {m.id: m.name for m in infos}
+    return lambda mid: f"{names[mid]} ({mid})" if mid in names and names[mid] != mid else mid
+
+
+def api_base_of(model: str, infos: list[ModelInfo]) -> str | None:
+    for info in infos:
+        if info.id == model:
+            return info.api_base
+    return None
+
+
+def run_label(run: dict[str, Any]) -> str:
+    name = f"{run['name']} · " if run.get("name") else ""
+    when = (run.get("created_at") or "")[:16].replace("T", " ")
+    return f"{name}{run['id']} · {run['status']} · {when}"
+
+
+def share_local_server() -> None:
+    """Let worker processes reuse this process's local model server, if one is running:
+    two llama.cpp servers competing for two cores are each many times slower than one."""
+    from cogbias.llm import local
+
+    if local.local_server_started():
+        os.environ[local.SHARED_SERVER_ENV] = local.ensure_local_server()
+
+
+def load_secrets_into_env() -> None:
+    """API keys may live in .streamlit/secrets.toml; litellm and worker processes read the
+    environment, so copy top-level string secrets there (never overriding, never shown)."""
+    try:
+        items = dict(st.secrets)
+    except Exception:  # no secrets file: nothing to do
+        return
+    for name, value in items.items():
+        if isinstance(value, str) and name.isupper():
+            os.environ.setdefault(name, value)

@@ -1,0 +1,67 @@
+"""Filling and deciding one pair from a page (Learn, Preview), with the store as LLM cache.
+
+Answers are cached in the database like a run's, so showing the same pair again is instant
+and costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cogbias import pipeline
+from cogbias.library import ModelInfo, TestCase
+from cogbias.llm import LLMClient
+from cogbias.pipeline import Instance
+from cogbias.runner import BufferedCache
+from pages._common import api_base_of, get_store
+
+FAILURE_HINT = (
+    "What to do: check that the model's API key is set (Models page), that its server is "
+    "running, or pick the local model or the random baseline."
+)
+
+
+def _client(model: str, infos: list[ModelInfo]) -> tuple[LLMClient, BufferedCache]:
+    cache = BufferedCache(get_store())
+    return LLMClient(cache=cache, concurrency=4, max_retries=2, api_base=api_base_of(model, infos)), cache
+
+
+def _json_schema(model: str, infos: list[ModelInfo]) -> bool:
+    return next((m.json_schema for m in infos if m.id == model), model.startswith("local/"))
+
+
+def fill_pair(
+    case: TestCase,
+    scenario: str,
+    generator: str | None,
+    seed: int,
+    infos: list[ModelInfo],
+    temperature: float = 0.7,
+) -> Instance:
+    """Fill every gap; with no generator, value gaps only (LLM gaps stay visible)."""
+    if not generator:
+        return pipeline.generate_offline(case, scenario, seed=seed)
+    client, cache = _client(generator, infos)
+    try:
+        return pipeline.run_sync(
+            pipeline.generate(
+                client,
+                case,
+                scenario,
+                generator=generator,
+                seed=seed,
+                temperature=temperature,
+                json_schema=_json_schema(generator, infos),
+            )
+        )
+    finally:
+        get_store().put_llm_calls(cache.drain())
+
+
+def decide(instance: Instance, model: str, infos: list[ModelInfo], seed: int = 0) -> dict[str, Any]:
+    """Both halves answered by `model` and scored: one decisions row (not saved to a run)."""
+    client, cache = _client(model, infos)
+    try:
+        return pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=seed))
+    finally:
+        get_store().put_llm_calls(cache.drain())

@@ -1,0 +1,393 @@
+"""Datasets: import published bias datasets, browse them, run them on any model, export them,
+and see the paper's analyses (Figures 5-7). A thin page over `cogbias.datasets`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from cogbias import analysis, charts, runner
+from cogbias.datasets import (
+    FIELDS,
+    ColumnMapping,
+    DatasetError,
+    export_bytes,
+    hub_url,
+    import_generic,
+    import_hub,
+    import_malberg,
+    import_run_id,
+)
+from cogbias.datasets.tables import columns_of
+from cogbias.store import Store
+from cogbias.templates import Filled, render_decision_text
+from pages._common import (
+    RANDOM_MODEL,
+    attempt,
+    cogbias_home,
+    db_path,
+    friendly,
+    model_names,
+    models,
+    open_store_or_stop,
+    share_local_server,
+)
+
+PAGE = 20
+FORMATS = {
+    "malberg2024-hub": "The paper's benchmark: the Hub CSV (test cases with metric parameters)",
+    "malberg2024": "The paper's code output: a folder with full_dataset.csv and decision_results/",
+    "generic": "Any CSV / JSONL / Parquet file of prompts (and answers): map its columns",
+}
+
+st.title("Datasets")
+st.caption(
+    "Published bias benchmarks and results: import them, read the test cases and what models "
+    "answered, run them on your models to see how biased they are next to the paper's 20, and "
+    "export everything with documented columns (docs/datasets.md)."
+)
+store = open_store_or_stop()
+if flash := st.session_state.pop("ds_flash", None):
+    st.success(flash)
+
+datasets = {d["name"]: d for d in store.datasets()}
+current = (
+    st.selectbox("Dataset", list(datasets), key="ds_current") if datasets else None
+)  # fmt: skip
+tabs = st.tabs(["Imported", "Import", "Browse", "Run", "Export", "Analysis"])
+
+
+def _progress() -> Any:
+    bar = st.progress(0.0, text="starting")
+
+    def update(label: str, done: int, total: int) -> None:
+        share = min(done / total, 1.0) if total else 0.0
+        bar.progress(share, text=f"{label}: {done / 1e6:.1f} MB")
+
+    return update
+
+
+def _import(what: str, func: Any) -> None:
+    """Run an import; a malformed file is reported with its file, row and column."""
+    try:
+        summary = func(_progress())
+    except DatasetError as exc:
+        st.error(f"{what} failed: {exc}\n\nThe database was not changed.")
+        return
+    except Exception as exc:
+        st.error(f"{what} failed: {friendly(exc)}")
+        return
+    st.session_state["ds_flash"] = summary.describe()
+    st.session_state["ds_current"] = summary.dataset
+    st.rerun()
+
+
+def _mapping_form(path: Path) -> ColumnMapping | None:
+    columns = attempt("Reading the file's columns", lambda: columns_of(path))
+    if not columns:
+        return None
+    st.markdown("**Column mapping** — which column holds what (leave unused fields empty).")
+    mapped: dict[str, str] = {}
+    constants: dict[str, str] = {}
+    grid = st.columns(3)
+    for i, (field, help_text) in enumerate(FIELDS.items()):
+        if field == "answer_base":
+            continue
+        guess = columns.index(field) + 1 if field in columns else 0
+        with grid[i % 3]:
+            choice = st.selectbox(
+                field, ["—", *columns], index=guess, help=help_text, key=f"ds_map_{field}"
+            )
+        if choice != "—":
+            mapped[field] = choice
+    st.markdown("Fixed values for every row (used when no column is mapped):")
+    fixed = st.columns(4)
+    for i, field in enumerate(("bias", "model", "k", "answer_base")):
+        value = fixed[i].text_input(field, key=f"ds_set_{field}", help=FIELDS[field]).strip()
+        if value and field not in mapped:
+            constants[field] = value
+    return ColumnMapping(mapped, constants)
+
+
+def _save_upload(uploaded: Any) -> Path:
+    folder = cogbias_home() / "uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / Path(uploaded.name).name
+    target.write_bytes(uploaded.getvalue())
+    return target
+
+
+def _half_text(stored: str) -> str:
+    data = json.loads(stored)
+    return render_decision_text(Filled(data["situation"], data["prompt"], tuple(data["options"])))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _summary(db: str, dataset: str, version: tuple[Any, ...]) -> pd.DataFrame:
+    """Bias x model statistics, recomputed only when decisions were added."""
+    with Store(db) as fresh:
+        return analysis.summarize(analysis.scores_frame(fresh.scores(dataset=dataset)))
+
+
+# ------------------------------------------------------------------ imported
+with tabs[0]:
+    if not datasets:
+        st.info("No datasets yet. Import the paper's benchmark from the Hub in the Import tab.")
+    else:
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "name": d["name"],
+                        "kind": d["kind"],
+                        "test cases": d["rows"],
+                        "biases": len(d["meta"].get("biases", [])),
+                        "published decisions": d["meta"].get("decisions", 0),
+                        "models": ", ".join(d["meta"].get("models", [])),
+                        "imported": d["imported_at"][:16].replace("T", " "),
+                        "source": d["source"],
+                    }
+                    for d in datasets.values()
+                ]
+            ),
+            hide_index=True,
+        )
+
+# ------------------------------------------------------------------ import
+with tabs[1]:
+    source = st.radio(
+        "Source", ["The Hugging Face Hub", "A path on this machine", "Upload a file"], key="ds_src"
+    )
+    replace = st.checkbox("Replace a dataset of the same name", key="ds_replace")
+    if source == "The Hugging Face Hub":
+        name = st.text_input("Dataset name", "malberg2024-hub", key="ds_hub_name")
+        st.caption(f"Downloads {hub_url()} (30,000 test cases, CC BY-SA 4.0).")
+        if st.button("Download and import", key="ds_hub_go"):
+            _import(
+                "Importing from the Hub",
+                lambda p: import_hub(store, name=name, replace=replace, progress=p),
+            )
+    else:
+        fmt = st.selectbox("Format", list(FORMATS), format_func=FORMATS.get, key="ds_fmt")
+        path: Path | None = None
+        if source == "A path on this machine":
+            typed = st.text_input("Path (for the code output: its folder)", key="ds_path").strip()
+            path = Path(typed).expanduser() if typed else None
+        elif fmt == "malberg2024":
+            st.info("The code output is a folder: give its path instead of uploading.")
+        else:
+            uploaded = st.file_uploader("File", type=["csv", "jsonl", "ndjson", "parquet"])
+            path = _save_upload(uploaded) if uploaded is not None else None
+        default = fmt if fmt != "generic" else (path.stem if path else "")
+        name = st.text_input("Dataset name", default, key=f"ds_name_{fmt}")
+        mapping = _mapping_form(path) if fmt == "generic" and path and path.is_file() else None
+        if st.button("Import", key="ds_go", disabled=path is None):
+            assert path is not None
+            if fmt == "malberg2024-hub":
+                _import(
+                    "Import",
+                    lambda p: import_hub(store, path, name=name, replace=replace, progress=p),
+                )
+            elif fmt == "malberg2024":
+                _import(
+                    "Import",
+                    lambda p: import_malberg(store, path, name=name, replace=replace, progress=p),
+                )
+            elif mapping is not None:
+                _import("Import", lambda p: import_generic(store, path, mapping, name=name or None, replace=replace, progress=p))  # fmt: skip
+
+# ------------------------------------------------------------------ browse
+with tabs[2]:
+    if current:
+        counts = store.dataset_bias_counts(current)
+        left, middle, right = st.columns([2, 2, 1])
+        bias = left.selectbox(
+            "Bias", ["(all)", *[c["bias"] for c in counts]], key="ds_bias"
+        )  # fmt: skip
+        search = middle.text_input("Search the prompts", key="ds_search").strip() or None
+        page = right.number_input("Page", min_value=1, value=1, key="ds_page")
+        chosen_bias = None if bias == "(all)" else bias
+        rows = store.dataset_instances(current, chosen_bias, search, PAGE, (page - 1) * PAGE)
+        if not rows:
+            st.info("No test cases match.")
+        else:
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "#": r["instance_index"],
+                            "bias": r["test_case"],
+                            "scenario": r["scenario"],
+                            "options": r["n_options"],
+                            "metric": r["metric"] or "unknown",
+                        }
+                        for r in rows
+                    ]
+                ),  # fmt: skip
+                hide_index=True,
+            )
+            index = st.selectbox(
+                "Read a test case", range(len(rows)), key="ds_pick",
+                format_func=lambda i: f"#{rows[i]['instance_index']} · {rows[i]['test_case']}",
+            )  # fmt: skip
+            picked = rows[index]
+            control, treatment = st.columns(2)
+            control.markdown("**Control**")
+            control.text(_half_text(picked["control"]))
+            treatment.markdown("**Treatment**")
+            treatment.text(_half_text(picked["treatment"]))
+        st.subheader("Paired responses")
+        pairs = store.pairs(dataset=current, bias=chosen_bias, search=search, limit=PAGE)
+        if not pairs:
+            st.caption("No model has answered these test cases yet: run them in the Run tab.")
+        else:
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "model": p["model"],
+                            "bias": p["test_case"],
+                            "control": None
+                            if p["control_choice"] is None
+                            else p["control_choice"] + 1,
+                            "treatment": None
+                            if p["treatment_choice"] is None
+                            else p["treatment_choice"] + 1,
+                            "score": p["score"],
+                            "status": p["status"],
+                            "error": p["error"],
+                        }
+                        for p in pairs
+                    ]
+                ),  # fmt: skip
+                hide_index=True,
+            )
+            st.caption("Chosen options are numbered from 1 in the original option order.")
+            which = st.selectbox(
+                "Read a pair's answers", range(len(pairs)), key="ds_pair",
+                format_func=lambda i: f"{pairs[i]['model']} · {pairs[i]['test_case']} · {pairs[i]['status']}",
+            )  # fmt: skip
+            one = pairs[which]
+            answers = st.columns(2)
+            answers[0].text_area("Control answer", one["control_answer"] or "", disabled=True)
+            answers[1].text_area("Treatment answer", one["treatment_answer"] or "", disabled=True)
+
+# ------------------------------------------------------------------ run
+with tabs[3]:
+    if current:
+        if store.dataset_unscorable(current):
+            st.info(
+                "This dataset holds published results without metric parameters (the paper's "
+                "code format does not record them), so new models cannot be scored on it. "
+                "Import the Hub benchmark — the same test cases with their parameters — and run that."
+            )
+        else:
+            infos = models()
+            ids = [m.id for m in infos]
+            chosen = st.multiselect(
+                "Decision models", ids, default=[RANDOM_MODEL] if RANDOM_MODEL in ids else [],
+                format_func=model_names(infos), key="ds_models",
+            )  # fmt: skip
+            per_bias = st.number_input(
+                "Test cases per bias (0: all)", min_value=0, value=10, key="ds_per_bias"
+            )
+            only = st.multiselect(
+                "Only these biases (empty: all)",
+                [c["bias"] for c in store.dataset_bias_counts(current)],
+                key="ds_only",
+            )
+            spec = runner.RunSpec(
+                models=chosen, dataset=current, per_bias=int(per_bias) or None, biases=only
+            )
+            plan = attempt("Planning the run", lambda: runner.plan(spec, store)) if chosen else None
+            if plan is not None:
+                st.caption(plan.describe())
+            if st.button("Start the run", disabled=plan is None, key="ds_start"):
+                share_local_server()
+                run_id = attempt(
+                    "Starting the run", lambda: runner.start_background(spec, db_path())
+                )
+                if run_id:
+                    st.session_state["ds_flash"] = (
+                        f"Run {run_id} started in the background; it continues if you close the "
+                        "browser. Its pairs appear in Browse and Analysis as they finish."
+                    )
+                    st.rerun()
+        runs = [r for r in runner.run_summaries(store) if r["biases"] == current]
+        if runs:
+            cols = ["id", "status", "models", "planned", "done", "failed", "cost", "duration_s"]
+            st.dataframe(pd.DataFrame(runs)[cols], hide_index=True)
+            if any(r["status"] in ("planned", "running") for r in runs) and st.button("Refresh"):
+                st.rerun()
+
+# ------------------------------------------------------------------ export
+with tabs[4]:
+    if current:
+        what = st.radio("What", ["pairs", "test cases"], horizontal=True, key="ds_what")
+        scopes = {"all pairs on this dataset": None}
+        if datasets[current]["meta"].get("decisions"):
+            scopes["the published decisions"] = import_run_id(current)
+        for r in runner.run_summaries(store):
+            if r["biases"] == current:
+                scopes[f"run {r['id']} ({r['models']})"] = r["id"]
+        scope = st.selectbox("Which pairs", list(scopes), key="ds_scope", disabled=what != "pairs")
+        fmt = st.radio("Format", ["csv", "jsonl", "parquet"], horizontal=True, key="ds_xfmt")
+        key = (current, what, scope, fmt)
+        if st.button("Prepare the file", key="ds_prepare"):
+            run_id = scopes[scope] if what == "pairs" else None
+            data = attempt(
+                "Exporting",
+                lambda: export_bytes(
+                    store, fmt, run_id=run_id, dataset=None if run_id else current,
+                    what="instances" if what == "test cases" else "pairs",
+                ),
+            )  # fmt: skip
+            if data is not None:
+                st.session_state["ds_export"] = (key, data)
+        prepared = st.session_state.get("ds_export")
+        if prepared and prepared[0] == key:
+            st.download_button(
+                f"Download {len(prepared[1]) / 1e6:.2f} MB",
+                prepared[1],
+                file_name=f"{current}-{what.replace(' ', '-')}.{fmt}",
+                key="ds_download",
+            )
+
+# ------------------------------------------------------------------ analysis
+with tabs[5]:
+    if current:
+        version = tuple(
+            store.query("select count(*) as n, max(rowid) as last from decisions")[0].values()
+        )
+        summary = _summary(str(db_path()), current, version)
+        if summary.empty:
+            st.info("No decisions on this dataset yet: run it on some models first.")
+        else:
+            st.subheader("Mean bias score per bias and model (Figure 7)")
+            st.caption(
+                "Diverging scale from -1 to 1; * marks cells whose mean differs from 0 after "
+                "Benjamini-Hochberg correction across the table. Average Absolute averages |score|."
+            )
+            st.altair_chart(charts.heatmap(analysis.figure7_table(summary), summary))
+            st.subheader("Models clustered by their biases (Figure 6)")
+            tree = analysis.model_dendrogram(summary)
+            if len(tree.order) > 1:
+                st.altair_chart(charts.dendrogram(tree))
+            else:
+                st.caption("Clustering needs at least two models.")
+            st.subheader("Biasedness, capability and size (Figure 5)")
+            capability = analysis.capability_frame(summary, models())
+            if capability["arena_score"].notna().any():
+                st.altair_chart(charts.bubbles(capability))
+                st.caption(
+                    "Bubble size: parameters. Names marked with an asterisk have no capability "
+                    "score in the registry and sit at the others' mean, as in the paper."
+                )
+            else:
+                st.caption("None of these models has a capability score in the registry.")
+            with st.expander("The numbers: mean, 95% CI, p-values, failures"):
+                st.dataframe(summary, hide_index=True)

@@ -1,0 +1,136 @@
+"""Preview: fill a test case for a scenario and inspect the pair, insertion by insertion."""
+
+import streamlit as st
+
+from cogbias import present
+from pages import _live
+from pages._common import (
+    LOCAL_MODEL,
+    RANDOM_MODEL,
+    attempt,
+    case_label,
+    model_names,
+    models,
+    scenarios,
+    test_cases,
+)
+
+NO_GENERATOR = ""
+st.title("Preview: fill a test case")
+st.caption(
+    "Pick a test case and a scenario; a generator model writes the blue gaps, value "
+    "generators fill the red ones. Every insertion is marked with where it came from."
+)
+
+cases = test_cases()
+infos = models()
+label = model_names(infos)
+all_scenarios = scenarios()
+
+c1, c2 = st.columns(2)
+case_id = c1.selectbox("Test case", list(cases), format_func=case_label(cases), key="pv_case")
+number = c2.selectbox(
+    "Scenario",
+    range(len(all_scenarios)),
+    format_func=lambda i: f"{all_scenarios[i].id}. {all_scenarios[i].text}",
+    key="pv_scenario",
+)
+typed = st.text_input(
+    "…or type your own scenario", key="pv_typed", placeholder="A hospital procurement lead choosing…"
+)
+scenario = typed.strip() or all_scenarios[number].text
+
+generators = [NO_GENERATOR] + [m.id for m in infos if m.id != RANDOM_MODEL]
+c1, c2, c3 = st.columns([3, 1, 1])
+generator = c1.selectbox(
+    "Generator model",
+    generators,
+    index=generators.index(LOCAL_MODEL) if LOCAL_MODEL in generators else 0,
+    format_func=lambda g: "None: fill values only, leave [[gaps]] visible" if not g else label(g),
+    key="pv_generator",
+)
+if "pv_seed" not in st.session_state:
+    st.session_state["pv_seed"] = 0
+c2.number_input("Seed", min_value=0, step=1, key="pv_seed")
+temperature = c3.slider("Temperature", 0.0, 1.5, 0.7, 0.1, key="pv_temperature")
+case = cases[case_id]
+
+
+def _fill() -> None:
+    with st.spinner(f"Filling the gaps with {generator or 'value generators only'}…"):
+        instance = attempt(
+            "Filling the gaps",
+            lambda: _live.fill_pair(
+                case, scenario, generator, int(st.session_state["pv_seed"]), infos, temperature
+            ),
+            _live.FAILURE_HINT,
+        )
+    if instance is not None:
+        st.session_state["pv_instance"] = (case.content_hash, instance)
+        st.session_state.pop("pv_decision", None)
+
+
+def _next_seed() -> None:
+    # A callback runs before the widgets are drawn, the only time their state may change.
+    st.session_state["pv_seed"] = int(st.session_state["pv_seed"]) + 1
+    st.session_state["pv_fill_next"] = True
+
+
+b1, b2 = st.columns(2)
+fill_now = b1.button("Fill", type="primary", key="pv_fill")
+b2.button("Regenerate (next seed)", key="pv_regen", on_click=_next_seed)
+if fill_now or st.session_state.pop("pv_fill_next", False):
+    _fill()
+
+held = st.session_state.get("pv_instance")
+if not held or held[0] != case.content_hash:
+    st.info("Press **Fill** to see this test case filled for the scenario.")
+    st.stop()
+instance = held[1]
+st.caption(
+    f"Scenario: {instance.scenario} · generator: {instance.generator or 'none'} · "
+    f"seed {instance.seed} · variant: {instance.variant}"
+)
+st.markdown(
+    f'<span style="border-bottom:2px solid {present.LLM_COLOR}">from the generator LLM</span>'
+    f' &nbsp; <span style="border-bottom:2px solid {present.VALUE_COLOR}">from a value '
+    "generator</span> &nbsp; (hover an insertion to see its gap)",
+    unsafe_allow_html=True,
+)
+for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
+    with column, st.container(border=True):
+        filled = present.filled_html(case, instance, half)
+        st.markdown(f"**{half.capitalize()}**")
+        st.markdown(filled["situation"], unsafe_allow_html=True)
+        st.markdown(f"*{filled['prompt']}*", unsafe_allow_html=True)
+        st.markdown(f"<ol>{filled['options']}</ol>", unsafe_allow_html=True)
+with st.expander("All insertions", expanded=False):
+    st.dataframe(present.insertions_frame(instance), hide_index=True, width="stretch")
+
+st.subheader("Decide")
+ids = [m.id for m in infos]
+c1, c2 = st.columns([3, 1])
+model = c1.selectbox(
+    "Decision model",
+    ids,
+    index=ids.index(RANDOM_MODEL) if RANDOM_MODEL in ids else 0,
+    format_func=label,
+    key="pv_model",
+)
+if c2.button("Decide", key="pv_decide"):
+    with st.spinner(f"Asking {model} both versions…"):
+        row = attempt(
+            "Asking the model", lambda: _live.decide(instance, model, infos), _live.FAILURE_HINT
+        )
+    if row is not None:
+        st.session_state["pv_decision"] = (instance.id, model, row)
+decision = st.session_state.get("pv_decision")
+if decision and decision[0] == instance.id:
+    row = decision[2]
+    for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
+        with column:
+            st.markdown(f"**{half.capitalize()} answer** ({decision[1]})")
+            st.text(row.get(f"{half}_answer") or "(no answer)")
+            if row.get(f"{half}_extraction"):
+                st.caption(f"Extracted: {row[f'{half}_extraction']}")
+    st.info(present.explain_score(instance, row))

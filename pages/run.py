@@ -1,0 +1,264 @@
+"""Run: choose biases x scenarios x models, see the cost, start, watch, cancel, resume.
+
+A run executes in its own process (`python -m cogbias run`), so reloading the page or closing
+the browser does not stop it; this page only reads its progress from the database.
+"""
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from cogbias import runner
+from cogbias.runner import RunSpec
+from cogbias.store import now
+from pages._common import (
+    LOCAL_MODEL,
+    RANDOM_MODEL,
+    api_base_of,
+    case_label,
+    db_path,
+    friendly,
+    model_names,
+    models,
+    open_store_or_stop,
+    run_label,
+    scenarios,
+    share_local_server,
+    test_cases,
+)
+
+ACTIVE = ("planned", "running")
+RESUMABLE = ("cancelled", "interrupted", "failed")
+st.title("Run a batch")
+store = open_store_or_stop()
+cases = test_cases()
+infos = models()
+label = model_names(infos)
+ids = [m.id for m in infos]
+
+# ------------------------------------------------------------------ what to run
+datasets = [d["name"] for d in store.datasets()]
+source = "library"
+if datasets:
+    source = st.radio(
+        "Instances from",
+        ["library", "dataset"],
+        format_func=lambda s: "generate from test cases" if s == "library" else "an imported dataset",
+        horizontal=True,
+        key="run_source",
+    )
+c1, c2, c3 = st.columns([3, 1, 1])
+if source == "library":
+    every = c1.checkbox(f"All {len(cases)} test cases", value=False, key="run_all")
+    biases = [] if every else c1.multiselect(
+        "Test cases", list(cases), default=None, format_func=case_label(cases), key="run_biases"
+    )
+    n_scenarios = int(
+        c2.number_input("Scenarios", 1, len(scenarios()), 1, key="run_scenarios")
+    )
+    n_instances = int(c3.number_input("Instances each", 1, 100, 1, key="run_instances"))
+    dataset, per_bias = None, None
+else:
+    dataset = c1.selectbox("Dataset", datasets, key="run_dataset")
+    per_bias = int(c2.number_input("Instances per bias", 1, 100000, 10, key="run_per_bias"))
+    every, biases, n_scenarios, n_instances = True, [], 1, 1
+
+c1, c2 = st.columns(2)
+chosen = c1.multiselect(
+    "Decision models", ids, default=[RANDOM_MODEL], format_func=label, key="run_models"
+)
+generators = [m for m in ids if m != RANDOM_MODEL]
+generator = c2.selectbox(
+    "Generator (fills [[gaps]])",
+    generators,
+    index=generators.index(LOCAL_MODEL) if LOCAL_MODEL in generators else 0,
+    format_func=label,
+    key="run_generator",
+    disabled=source == "dataset",
+)
+with st.expander("Custom OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp server, …)"):
+    custom_base = st.text_input("Base URL", placeholder="http://127.0.0.1:8000/v1", key="run_base")
+    custom_name = st.text_input("Model name on that server", key="run_custom_model")
+    st.caption(
+        "Keys are read from the environment (e.g. OPENAI_API_KEY), never typed here. "
+        "To keep an endpoint for later, add it on the Models page."
+    )
+c1, c2, c3 = st.columns(3)
+temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_temperature")
+repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
+seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
+
+decision_models = list(chosen)
+if custom_name.strip():
+    decision_models.append(f"openai/{custom_name.strip()}")
+bases = {b for b in (api_base_of(m, infos) for m in [*decision_models, generator]) if b}
+if custom_base.strip():
+    bases.add(custom_base.strip())
+
+
+def _spec() -> RunSpec | None:
+    if not decision_models:
+        st.info("Choose at least one decision model.")
+        return None
+    if source == "library" and not every and not biases:
+        st.info("Choose the test cases to run, or tick “All test cases”.")
+        return None
+    if len(bases) > 1:
+        st.error(
+            "These models live on different endpoints "
+            f"({', '.join(sorted(bases))}); one run can use one custom endpoint. "
+            "Split them into separate runs."
+        )
+        return None
+    return RunSpec(
+        models=decision_models,
+        biases=list(biases),
+        scenarios=n_scenarios,
+        instances=n_instances,
+        generator=generator,
+        temperature=float(temperature),
+        repeats=repeats,
+        seed=seed,
+        api_base=next(iter(bases), None),
+        dataset=dataset,
+        per_bias=per_bias,
+    )
+
+
+def _mark_started(run_id: str) -> None:
+    st.session_state["run_active"] = run_id
+    st.session_state["run_started_at"] = time.monotonic()
+    st.session_state["run_started_wall"] = now()
+
+
+def _starting(run: dict | None) -> bool:
+    """True while a just (re)started worker has not yet taken over its run row: until then
+    the row still shows how the previous attempt ended (or does not exist)."""
+    if run is None:
+        return True
+    since = st.session_state.get("run_started_wall")
+    if since is None or run["status"] in ACTIVE:
+        return False
+    return (run["finished_at"] or "") < since and time.monotonic() - st.session_state.get(
+        "run_started_at", 0
+    ) < 120
+
+
+spec = _spec()
+plan = None
+if spec is not None:
+    try:
+        with st.spinner("Planning…"):
+            plan = runner.plan(spec, store)
+    except (KeyError, ValueError) as exc:
+        st.error(f"This run cannot be planned: {friendly(exc)}")
+if plan is not None:
+    calls = plan.llm_calls()
+    cost = plan.estimated_cost()
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Pairs to decide", f"{plan.planned:,}")
+    m2.metric("LLM calls (at most)", f"{sum(calls.values()):,}")
+    m3.metric("Estimated cost", "unknown" if cost is None else f"${cost:,.4f}")
+    st.caption(
+        f"{calls['generate']:,} to fill gaps, {calls['decide']:,} to decide, "
+        f"{calls['extract']:,} to extract the chosen option. Answers already in the "
+        "database's cache are free. "
+        + ("Some model has no known price." if cost is None else "")
+    )
+    existing = store.run(spec.run_id)
+    if existing and existing["status"] == "done":
+        st.info(
+            f"This exact run already finished ({existing['done']} pairs). Starting it again "
+            "only does work that is missing; change the seed or the models for new results."
+        )
+    if st.button("Start run", type="primary", key="run_start"):
+        share_local_server()
+        try:
+            run_id = runner.start_background(spec, db_path())
+        except OSError as exc:
+            st.error(f"The run could not be started: {friendly(exc)}")
+        else:
+            _mark_started(run_id)
+            st.rerun()
+
+# ------------------------------------------------------------------ progress
+st.divider()
+summaries = runner.run_summaries(store)
+by_id = {r["id"]: r for r in summaries}
+active = st.session_state.get("run_active")
+if active is None:  # after a reload: pick up a run that is still going
+    active = next((r["id"] for r in summaries if r["status"] in ACTIVE), None)
+
+
+def _log_tail(run_id: str) -> str:
+    log = db_path().parent / f"{run_id}.log"
+    return log.read_text(errors="replace")[-1500:] if log.is_file() else ""
+
+
+@st.fragment(run_every=1.0)
+def progress(run_id: str) -> None:
+    run = next((r for r in runner.run_summaries(store) if r["id"] == run_id), None)
+    if _starting(run):
+        waited = time.monotonic() - st.session_state.get("run_started_at", time.monotonic())
+        st.info(f"Starting run {run_id}…")
+        if waited > 60:
+            st.error("The run has not started after a minute. Its log says:")
+            st.code(_log_tail(run_id) or "(empty)")
+        return
+    assert run is not None
+    planned = max(run["planned"] or 0, 1)
+    st.markdown(f"**{run_label(run)}**")
+    st.progress(min(run["done"] / planned, 1.0), text=f"{run['done']:,} of {run['planned']:,} pairs")
+    st.caption(f"{run['failed']:,} failed · {run['tokens'] or 0:,} tokens · ${run['cost']:.4f}")
+    if run["status"] in ACTIVE:
+        if run["done"] == 0:
+            st.caption("Filling gaps first (the local model may take a while per instance)…")
+        if st.button("Cancel run", key="run_cancel"):
+            store.request_cancel(run_id)
+            st.toast("Cancelling: the run stops after the calls in flight.")
+    else:
+        st.rerun()  # finished: redraw the whole page (past runs, no more polling)
+
+
+current = by_id.get(active) if active else None
+if active and (_starting(current) or (current and current["status"] in ACTIVE)):
+    st.subheader("Progress")
+    progress(active)
+elif current:
+    st.subheader("Last run")
+    text = f"{run_label(current)}: {current['done']:,} of {current['planned']:,} pairs, {current['failed']:,} failed."
+    if current["status"] == "done":
+        st.success(text)
+    else:
+        st.warning(text + (f" {current['error']}" if current.get("error") else ""))
+
+# ------------------------------------------------------------------ past runs
+st.subheader("Runs")
+if not summaries:
+    st.info("No runs yet. Choose what to run above and press **Start run**.")
+    st.stop()
+table = pd.DataFrame(summaries)[
+    ["id", "name", "status", "planned", "done", "failed", "cost", "duration_s", "models", "biases", "created_at"]
+]
+st.dataframe(table, hide_index=True, width="stretch")
+pick = st.selectbox("Run", list(by_id), format_func=lambda r: run_label(by_id[r]), key="run_pick")
+picked = by_id[pick]
+b1, b2, b3 = st.columns(3)
+if b1.button("Open in Explore", key="run_explore"):
+    st.session_state["explore_source"] = f"run:{pick}"
+    st.switch_page("pages/explore.py")
+if picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume"):
+    share_local_server()
+    try:
+        runner.start_background(runner.spec_of(picked), db_path())
+    except (OSError, TypeError) as exc:
+        st.error(f"The run could not be resumed: {friendly(exc)}")
+    else:
+        _mark_started(pick)
+        st.rerun()
+if picked["status"] in ACTIVE and b3.button("Cancel", key="run_cancel_pick"):
+    store.request_cancel(pick)
+    st.toast("Cancelling…")
+if picked.get("error"):
+    st.caption(f"Error: {picked['error']}")

@@ -1,0 +1,89 @@
+"""Models: the registry, which provider keys are set (names only), and custom endpoints."""
+
+import pandas as pd
+import streamlit as st
+
+from cogbias import settings
+from pages._common import friendly, models
+
+st.title("Models and keys")
+
+st.subheader("Registry")
+infos = models()
+user_ids = set()
+try:
+    from cogbias.library import load_models
+
+    path = settings.user_models_path()
+    user_ids = {m.id for m in load_models(path)} if path.is_file() else set()
+except Exception as exc:
+    st.warning(f"Your models.toml ({settings.user_models_path()}) cannot be read: {friendly(exc)}")
+table = pd.DataFrame(
+    [
+        {
+            "id": m.id,
+            "name": m.name,
+            "developer": m.developer,
+            "parameters (B)": m.params_b,
+            "arena score": m.arena_score,
+            "JSON schema": m.json_schema,
+            "endpoint": m.api_base or "",
+            "yours": m.id in user_ids,
+        }
+        for m in infos
+    ]
+)
+st.dataframe(table, hide_index=True, width="stretch")
+st.caption(
+    "`random` (the paper's baseline) and `local/smollm2` (a small model run on this machine) "
+    "need no key and no network."
+)
+
+st.subheader("API keys")
+st.caption(
+    "Keys are read from the environment or `.streamlit/secrets.toml`. This page only says "
+    "whether each is set; it never shows a value."
+)
+keys = pd.DataFrame(settings.key_status())
+keys["set"] = keys.pop("present").map({True: "✅ set", False: "— not set"})
+st.dataframe(keys, hide_index=True, width="stretch")
+
+st.subheader("Add a custom endpoint")
+st.caption(
+    "Any OpenAI-compatible server works: Ollama (`http://127.0.0.1:11434/v1`), vLLM, "
+    f"llama.cpp server, LM Studio. Saved to {settings.user_models_path()}."
+)
+with st.form("add_model", clear_on_submit=False):
+    c1, c2 = st.columns(2)
+    served = c1.text_input("Model name on the server", placeholder="llama3.2", key="add_served")
+    base = c2.text_input("Base URL", placeholder="http://127.0.0.1:8000/v1", key="add_base")
+    c1, c2, c3 = st.columns(3)
+    display = c1.text_input("Display name (optional)", key="add_display")
+    schema = c2.checkbox("Accepts a JSON schema (structured outputs)", key="add_schema")
+    max_t = c3.number_input("Highest temperature", 0.0, 5.0, 2.0, 0.1, key="add_max_t")
+    submitted = st.form_submit_button("Add model", type="primary", key="add_submit")
+if submitted:
+    if not served.strip():
+        st.error("Give the model's name on the server (e.g. llama3.2).")
+    else:
+        model_id = served.strip() if "/" in served else f"openai/{served.strip()}"
+        try:
+            written = settings.add_custom_model(model_id, display or served, base, "", schema, max_t)
+        except ValueError as exc:
+            st.error(f"Not added: {friendly(exc)}")
+        except OSError as exc:
+            st.error(f"Could not write {settings.user_models_path()}: {friendly(exc)}")
+        else:
+            st.session_state["settings_flash"] = (
+                f"Added {model_id} to {written}. It is now offered on every page."
+            )
+            st.rerun()
+if "settings_flash" in st.session_state:
+    st.success(st.session_state.pop("settings_flash"))
+
+if user_ids:
+    c1, c2 = st.columns([3, 1])
+    gone = c1.selectbox("Remove one of yours", sorted(user_ids), key="settings_remove")
+    if c2.button("Remove", key="settings_remove_btn"):
+        settings.remove_custom_model(gone)
+        st.rerun()

@@ -1,0 +1,127 @@
+"""Templates: write and edit test cases with live validation, gap highlighting and the diff."""
+
+import dataclasses
+
+import streamlit as st
+
+from cogbias import library, present
+from cogbias.library import LibraryError
+from pages._common import case_label, friendly, test_cases
+
+EDITOR = "tpl_text"
+st.title("Templates: author a test case")
+st.caption(
+    "A test case is a TOML file (format: docs/format.md). Edit it below; problems are listed "
+    "with their line and column as you go. Built-in test cases are never overwritten: saving "
+    "one stores a copy under a new id in your library."
+)
+
+cases = test_cases()
+if EDITOR not in st.session_state:
+    st.session_state[EDITOR] = present.BLANK_TEST_CASE
+
+
+def _load(text: str) -> None:
+    st.session_state[EDITOR] = text
+    st.session_state.pop("tpl_saved", None)
+
+
+with st.expander("Start from…", expanded=False):
+    c1, c2 = st.columns([3, 1])
+    source = c1.selectbox(
+        "A copy of", list(cases), format_func=case_label(cases), key="tpl_source"
+    )
+    c2.button(
+        "Load copy",
+        key="tpl_load_copy",
+        on_click=lambda: _load(library.to_toml(cases[st.session_state["tpl_source"]])),
+    )
+    st.button(
+        "Blank skeleton", key="tpl_blank", on_click=lambda: _load(present.BLANK_TEST_CASE)
+    )
+    upload = st.file_uploader("Import a .toml file", type=["toml"], key="tpl_upload")
+    if upload is not None and st.session_state.get("tpl_upload_id") != upload.file_id:
+        st.session_state["tpl_upload_id"] = upload.file_id
+        try:
+            _load(upload.getvalue().decode("utf-8"))
+            st.rerun()
+        except UnicodeDecodeError:
+            st.error("That file is not UTF-8 text; save it as UTF-8 and import it again.")
+
+text = st.text_area(
+    "Test case (TOML)", key=EDITOR, height=460, help="Press Ctrl+Enter or click outside to check"
+)
+
+case = None
+try:
+    case = library.parse_test_case(text, file="editor")
+except LibraryError as exc:
+    st.error(f"{len(exc.problems)} problem(s) — fix them to save:")
+    for p in exc.problems:
+        st.markdown(f"- **Line {p.line}, column {p.col}:** {p.message}")
+except Exception as exc:  # validation must never crash the editor
+    st.error(f"The test case could not be checked: {friendly(exc)}")
+else:
+    st.success(f"Valid: {case.name} ({case.id}), {case.n_options} answer options.")
+
+
+def _save() -> None:
+    try:
+        parsed = library.parse_test_case(st.session_state[EDITOR], file="editor")
+    except LibraryError as exc:
+        st.session_state["tpl_saved"] = ("error", f"Not saved: {friendly(exc)}")
+        return
+    known = test_cases()
+    note = ""
+    if parsed.id in known and known[parsed.id].is_builtin:
+        original = parsed.id
+        new_id = present.copy_id(original, known)
+        parsed = dataclasses.replace(parsed, id=new_id, name=f"{parsed.name} (copy)")
+        note = f" ('{original}' is built in, so this is a copy under a new id)"
+    try:
+        path = library.save_test_case(parsed)
+    except (PermissionError, OSError, LibraryError) as exc:
+        st.session_state["tpl_saved"] = ("error", f"Saving failed: {friendly(exc)}")
+        return
+    st.session_state[EDITOR] = library.to_toml(parsed)
+    st.session_state["tpl_saved"] = ("ok", f"Saved '{parsed.id}' to {path}{note}.")
+
+
+c1, c2 = st.columns(2)
+c1.button("Save to my library", type="primary", disabled=case is None, on_click=_save, key="tpl_save")
+c2.download_button(
+    "Export .toml",
+    data=text.encode("utf-8"),
+    file_name=f"{case.id if case else 'test_case'}.toml",
+    mime="application/toml",
+    key="tpl_export",
+)
+saved = st.session_state.get("tpl_saved")
+if saved:
+    (st.success if saved[0] == "ok" else st.error)(saved[1])
+
+tab_gaps, tab_diff = st.tabs(["Gaps", "Control vs treatment"])
+with tab_gaps:
+    st.caption("Blue: [[gaps]] the generator fills. Red: {{values}}.")
+    st.markdown(
+        f'<pre style="white-space:pre-wrap">{present.highlight_gaps(text)}</pre>',
+        unsafe_allow_html=True,
+    )
+with tab_diff:
+    if case is None:
+        st.info("Fix the problems above to see the difference between control and treatment.")
+    else:
+        halves = present.case_halves_html(case)
+        for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
+            with column, st.container(border=True):
+                st.markdown(f"**{half.capitalize()}**")
+                st.markdown(halves[half]["situation"], unsafe_allow_html=True)
+                st.markdown(f"*{halves[half]['prompt']}*", unsafe_allow_html=True)
+                st.markdown(f"<ol>{halves[half]['options']}</ol>", unsafe_allow_html=True)
+
+st.subheader("Your library")
+mine = {cid: c for cid, c in test_cases().items() if not c.is_builtin}
+if not mine:
+    st.caption(f"No test cases of your own yet; saved ones go to {library.user_dir()}.")
+for cid, c in mine.items():
+    st.markdown(f"- **{c.name}** (`{cid}`) — {c.path}")

@@ -1,0 +1,386 @@
+"""AppTest for every page: empty database, real results, failing models, malformed input.
+
+Pages run exactly as `streamlit run app.py` would run them (through app.py's navigation).
+LLM calls go to the fake OpenAI-compatible server on 127.0.0.1, registered as a user model
+the way the Models page registers one; runs start real worker processes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from cogbias import demo, library, present, settings
+from cogbias.store import Store
+from tests.app_helpers import make_results_db
+from tests.fake_llm_server import FakeLLMServer
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ["learn", "templates", "preview", "run", "explore", "settings"]
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "app.db"
+    monkeypatch.setenv("COGBIAS_DB", str(path))
+    monkeypatch.setenv("COGBIAS_DEMO", "0")
+    return path
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_model(fake: FakeLLMServer) -> str:
+    """An OpenAI-compatible endpoint registered in the user's models.toml."""
+    settings.add_custom_model("openai/fake", "Fake model", fake.base_url, json_schema=True)
+    return "openai/fake"
+
+
+def open_page(page: str, timeout: float = 60) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at.run()
+    at.switch_page(f"pages/{page}.py")
+    at.run()
+    assert_clean(at)
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def texts(at: AppTest) -> str:
+    """Everything a reader sees as text (markdown, captions, alerts, expander labels)."""
+    parts = [e.value for kind in ("markdown", "caption", "info", "success", "warning", "error")
+             for e in getattr(at, kind)]  # fmt: skip
+    parts += [e.label for e in at.expander]
+    return "\n".join(str(p) for p in parts)
+
+
+def chart_specs(at: AppTest) -> list[dict]:
+    found = []
+    for kind in ("arrow_vega_lite_chart", "vega_lite_chart"):
+        for element in at.get(kind):
+            found.append(json.loads(element.proto.spec))
+    return found
+
+
+# --------------------------------------------------------------------------- every page
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_opens_on_an_empty_database_without_a_traceback(db: Path, page: str) -> None:
+    at = open_page(page)
+    assert at.title, f"{page} shows no title"
+    if page == "explore":
+        assert "no results yet" in texts(at)
+
+
+def test_first_start_loads_the_committed_demo_results(db: Path, monkeypatch) -> None:
+    monkeypatch.setenv("COGBIAS_DEMO", "1")
+    assert demo.SNAPSHOT.is_file(), "run scripts/make-demo to create the demo snapshot"
+    at = open_page("explore")
+    (spec,) = chart_specs(at)
+    with Store(db) as store:
+        assert store.runs(), "the demo run was not loaded"
+        assert {r["name"] for r in store.runs()} == {"demo"}
+    assert "mean" in json.dumps(spec)
+
+
+def test_a_broken_database_file_gets_a_message_not_a_traceback(db: Path) -> None:
+    db.write_bytes(b"this is not a database" * 100)
+    at = open_page("explore")
+    assert any("cannot be opened" in e.value for e in at.error)
+
+
+# --------------------------------------------------------------------------- explore
+
+
+@pytest.fixture
+def results(db: Path) -> str:
+    return make_results_db(db, instances=30)
+
+
+def test_explore_heatmap_is_diverging_over_minus_one_to_one(results: str) -> None:
+    at = open_page("explore")
+    (spec,) = chart_specs(at)
+    scales = [
+        layer["encoding"]["color"]["scale"]
+        for layer in spec["layer"]
+        if "color" in layer.get("encoding", {}) and "scale" in layer["encoding"]["color"]
+    ]
+    assert scales == [
+        {"clamp": True, "domain": [-1, 1], "domainMid": 0, "reverse": True, "scheme": "redblue"}
+    ]
+    params = spec.get("params", []) + [p for layer in spec["layer"] for p in layer.get("params", [])]
+    assert [p["select"]["type"] for p in params if p["name"] == "cell"] == ["point"]
+    assert "Click a cell" in texts(at)
+
+
+def test_explore_views_filters_and_row_order(results: str, db: Path) -> None:
+    at = open_page("explore")
+    at.radio(key="explore_view").set_value("failure_rate").run()
+    assert_clean(at)
+    assert "failure rate" in json.dumps(chart_specs(at)[0])
+    at.radio(key="explore_view").set_value("n").run()
+    at.selectbox(key="explore_order").set_value("name").run()
+    spec = chart_specs(at)[0]
+    assert spec["layer"][0]["encoding"]["y"]["sort"] == sorted(
+        ["framing_effect", "anchoring", "loss_aversion"]
+    )
+    at.selectbox(key="explore_source").set_value(f"run:{results}").run()
+    assert_clean(at)
+    assert chart_specs(at)
+
+
+def test_explore_cell_lists_paired_responses_paginated_searchable_and_downloadable(
+    results: str,
+) -> None:
+    at = open_page("explore")
+    at.selectbox(key="explore_bias").set_value("anchoring")
+    at.selectbox(key="explore_model").set_value("random").run()
+    assert_clean(at)
+    shown = texts(at)
+    assert "anchoring × random" in shown and "30 pair(s) · page 1 of 2" in shown
+    pairs = [e for e in at.expander if e.label.startswith("Pair ")]
+    assert len(pairs) == 20
+    frame = at.dataframe[0].value
+    assert list(frame.columns)[:2] == ["score", "status"] and len(frame) == 20
+    at.number_input(key="explore_page").set_value(2).run()
+    assert len([e for e in at.expander if e.label.startswith("Pair ")]) == 10
+    at.text_input(key="explore_search").input("Energy").run()
+    assert_clean(at)
+    assert "page 1 of 1" in texts(at)
+    assert at.get("download_button"), "no CSV download"
+
+
+# --------------------------------------------------------------------------- learn
+
+
+def test_learn_shows_both_halves_with_the_difference_marked(db: Path) -> None:
+    at = open_page("learn")
+    at.selectbox(key="learn_bias").set_value("framing_effect").run()
+    html = "\n".join(m.value for m in at.markdown)
+    assert "Framing Effect" in [s.value for s in at.subheader]
+    assert "<mark" in html and "gap-llm" in html and "gap-value" in html
+
+
+def test_learn_runs_the_pair_live_and_explains_the_score(db: Path, fake_model: str) -> None:
+    at = open_page("learn")
+    at.selectbox(key="learn_bias").set_value("framing_effect")
+    at.selectbox(key="learn_generator").set_value(fake_model)
+    at.selectbox(key="learn_model").set_value(fake_model).run()
+    at.button(key="learn_run").click().run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    (explanation,) = [i.value for i in at.info]
+    assert "Score" in explanation and "control" in explanation
+
+
+def test_learn_with_a_failing_model_says_what_to_do(db: Path) -> None:
+    with FakeLLMServer(api_key="the-right-key") as server:
+        settings.add_custom_model("openai/locked", "Locked", server.base_url)
+        at = open_page("learn")
+        at.selectbox(key="learn_generator").set_value("openai/locked").run()
+        at.button(key="learn_run").click().run()
+    assert_clean(at)
+    (error,) = [e.value for e in at.error]
+    assert "Filling the gaps failed" in error and "What to do" in error
+    assert "the-right-key" not in error
+
+
+# --------------------------------------------------------------------------- templates
+
+
+def _line_of(text: str, needle: str) -> int:
+    return text[: text.index(needle)].count("\n") + 1
+
+
+def test_templates_validate_live_then_save_to_the_library(db: Path) -> None:
+    at = open_page("templates")
+    assert any("Valid: My Bias" in s.value for s in at.success)
+    broken = present.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
+    at.text_area(key="tpl_text").input(broken).run()
+    assert_clean(at)
+    line = _line_of(broken, 'kind = "likert9"')
+    assert f"Line {line}, column" in texts(at) and "unknown scale kind" in texts(at)
+    assert at.button(key="tpl_save").disabled
+    fixed = present.BLANK_TEST_CASE.replace('"my_bias"', '"peer_pressure"')
+    at.text_area(key="tpl_text").input(fixed).run()
+    at.button(key="tpl_save").click().run()
+    assert_clean(at)
+    assert (library.user_dir() / "peer_pressure.toml").is_file()
+    assert "peer_pressure" in texts(at)  # listed under "Your library"
+    learn = open_page("learn")
+    assert "peer_pressure" in learn.selectbox(key="learn_bias").options or any(
+        "My Bias" in o for o in learn.selectbox(key="learn_bias").options
+    )
+
+
+def test_saving_a_built_in_makes_a_copy_under_a_new_id(db: Path) -> None:
+    builtin = library.BUILTIN_DIR / "anchoring.toml"
+    before = builtin.read_bytes()
+    at = open_page("templates")
+    at.selectbox(key="tpl_source").set_value("anchoring")
+    at.button(key="tpl_load_copy").click().run()
+    assert 'id = "anchoring"' in at.text_area(key="tpl_text").value
+    at.button(key="tpl_save").click().run()
+    assert_clean(at)
+    assert builtin.read_bytes() == before
+    assert (library.user_dir() / "anchoring_copy.toml").is_file()
+    assert 'id = "anchoring_copy"' in at.text_area(key="tpl_text").value
+    assert any("is built in, so this is a copy" in s.value for s in at.success)
+
+
+def test_templates_report_broken_toml_and_export(db: Path) -> None:
+    at = open_page("templates")
+    at.text_area(key="tpl_text").input('id = "x"\nname = [unclosed\n').run()
+    assert_clean(at)
+    assert "not valid TOML" in texts(at)
+    at.button(key="tpl_blank").click().run()
+    assert at.text_area(key="tpl_text").value == present.BLANK_TEST_CASE
+    assert at.get("download_button")
+
+
+# --------------------------------------------------------------------------- preview
+
+
+def test_preview_fills_values_offline_and_decides_with_the_random_baseline(db: Path) -> None:
+    at = open_page("preview")
+    at.selectbox(key="pv_case").set_value("anchoring")
+    at.selectbox(key="pv_generator").set_value("").run()
+    at.button(key="pv_fill").click().run()
+    assert_clean(at)
+    html = "\n".join(m.value for m in at.markdown)
+    assert "ins-value" in html and "gap-llm" in html  # values filled, LLM gaps still visible
+    at.selectbox(key="pv_model").set_value("random")
+    at.button(key="pv_decide").click().run()
+    assert_clean(at)
+    assert any("Score" in i.value or "could not be scored" in i.value for i in at.info)
+
+
+def test_preview_marks_generator_insertions_and_regenerates(db: Path, fake_model: str) -> None:
+    at = open_page("preview")
+    at.selectbox(key="pv_case").set_value("framing_effect")
+    at.text_input(key="pv_typed").input("A school principal choosing a new timetable.")
+    at.selectbox(key="pv_generator").set_value(fake_model).run()
+    at.button(key="pv_fill").click().run()
+    assert_clean(at)
+    html = "\n".join(m.value for m in at.markdown)
+    assert "ins-llm" in html and "ins-value" in html
+    assert "school principal" in texts(at)
+    at.button(key="pv_regen").click().run()
+    assert_clean(at)
+    assert at.number_input(key="pv_seed").value == 1
+    assert "seed 1" in texts(at)
+
+
+# --------------------------------------------------------------------------- run
+
+
+def test_run_page_plans_starts_shows_progress_and_explore_shows_results(
+    db: Path, fake_model: str
+) -> None:
+    at = open_page("run")
+    at.multiselect(key="run_biases").set_value(["framing_effect", "anchoring"])
+    at.multiselect(key="run_models").set_value(["random"])
+    at.selectbox(key="run_generator").set_value(fake_model)
+    at.number_input(key="run_instances").set_value(3).run()
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Pairs to decide"] == "6"
+    assert metrics["LLM calls (at most)"] == "12"  # 2 generation requests per instance
+    at.button(key="run_start").click().run()
+    assert_clean(at)
+    run_id = at.session_state["run_active"]
+    with Store(db) as store:
+        run = store.wait_for(run_id, timeout=90)
+    assert run is not None and run["status"] == "done", run
+    at.run()
+    assert any("6 of 6 pairs" in s.value for s in at.success)
+    at.selectbox(key="run_pick").set_value(run_id)
+    at.button(key="run_explore").click().run()
+    assert_clean(at)
+    assert at.session_state["explore_source"] == f"run:{run_id}"
+    assert chart_specs(at)
+
+
+def test_run_page_cancel_and_resume(db: Path) -> None:
+    with FakeLLMServer(latency=0.3) as slow:
+        settings.add_custom_model("openai/slow", "Slow", slow.base_url, json_schema=True)
+        at = open_page("run")
+        at.checkbox(key="run_all").check()
+        at.multiselect(key="run_models").set_value(["random"])
+        at.selectbox(key="run_generator").set_value("openai/slow").run()
+        at.button(key="run_start").click().run()
+        run_id = at.session_state["run_active"]
+        with Store(db) as store:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not store.run(run_id):
+                time.sleep(0.1)
+            at.run()
+            at.button(key="run_cancel").click().run()
+            assert_clean(at)
+            run = store.wait_for(run_id, timeout=60)
+            assert run is not None and run["status"] == "cancelled", run
+            at.run()
+            at.selectbox(key="run_pick").set_value(run_id).run()
+            at.button(key="run_resume").click().run()
+            assert_clean(at)
+            assert "Starting run" in texts(at) or at.get("progress")
+            deadline = time.monotonic() + 60  # the new worker takes the run over
+            while time.monotonic() < deadline and store.run(run_id)["status"] == "cancelled":
+                time.sleep(0.1)
+            run = store.wait_for(run_id, timeout=120)
+        assert run is not None and run["status"] == "done" and run["done"] == 30, run
+
+
+def test_run_page_refuses_models_on_two_endpoints(db: Path, fake: FakeLLMServer) -> None:
+    settings.add_custom_model("openai/one", "One", fake.base_url)
+    settings.add_custom_model("openai/two", "Two", "http://127.0.0.1:9/v1")
+    at = open_page("run")
+    at.checkbox(key="run_all").check()
+    at.multiselect(key="run_models").set_value(["openai/one", "openai/two"]).run()
+    assert_clean(at)
+    assert any("different endpoints" in e.value for e in at.error)
+    assert not [b for b in at.button if b.key == "run_start"]
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_settings_show_key_names_never_values(db: Path, monkeypatch) -> None:
+    secret = "sk-this-must-never-be-shown-123456"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    at = open_page("settings")
+    keys = at.dataframe[1].value
+    row = keys[keys["variable"] == "OPENAI_API_KEY"].iloc[0]
+    assert row["set"] == "✅ set"
+    assert keys[keys["variable"] == "ANTHROPIC_API_KEY"].iloc[0]["set"] == "— not set"
+    shown = texts(at) + "".join(df.value.to_string() for df in at.dataframe)
+    assert secret not in shown
+
+
+def test_settings_add_a_custom_endpoint(db: Path) -> None:
+    at = open_page("settings")
+    at.text_input(key="add_served").input("llama3.2")
+    at.text_input(key="add_base").input("http://127.0.0.1:11434/v1")
+    at.button(key="add_submit").click().run()
+    assert_clean(at)
+    assert any("openai/llama3.2" in s.value for s in at.success)
+    assert "openai/llama3.2" in set(at.dataframe[0].value["id"])
+    assert "openai/llama3.2" in {m.id for m in library.load_models()}
+    at.text_input(key="add_served").input("leaky")
+    at.text_input(key="add_base").input("http://user:secret@127.0.0.1:1/v1")
+    at.button(key="add_submit").click().run()
+    assert any("must not hold a user, password" in e.value for e in at.error)

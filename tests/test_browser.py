@@ -1,0 +1,209 @@
+"""The main journeys in a real headless Chromium against `streamlit run app.py` on 127.0.0.1.
+
+One app server for the module, started like `./scripts/app` on a fresh machine (empty
+home, the demo snapshot loaded on first start). Every journey saves a screenshot to
+artifacts/screenshots/. Debian's chromium is used directly: `playwright install` downloads
+browsers, which these machines cannot do.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = ROOT / "artifacts" / "screenshots"
+LOCAL_MODEL_TIMEOUT_MS = 240_000  # the local model fills gaps in tens of seconds on 2 cores
+
+if not CHROMIUM.exists():
+    pytest.skip(
+        "Debian's chromium is not installed (/usr/bin/chromium); "
+        "install it with `apt-get install -y chromium`",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    home = tmp_path_factory.mktemp("browser-home")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "COGBIAS_HOME": str(home),
+        "COGBIAS_DB": str(home / "app.db"),
+        "COGBIAS_DEMO": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    log = (home / "streamlit.log").open("wb")
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
+    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError((home / "streamlit.log").read_text()) from None
+            time.sleep(0.2)
+    yield url
+    server.terminate()
+    server.wait(timeout=20)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: object, app_url: str) -> Iterator[object]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    tab = context.new_page()
+    tab.set_default_timeout(60_000)
+    tab.goto(app_url)
+    tab.get_by_text("Learn: cognitive biases").wait_for()
+    yield tab
+    context.close()
+
+
+def shot(page: object, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def no_exception(page: object) -> None:
+    assert page.get_by_test_id("stException").count() == 0  # type: ignore[attr-defined]
+
+
+def go(page: object, title: str) -> None:
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()  # type: ignore[attr-defined]
+
+
+def choose(page: object, label: str, option: str) -> None:
+    """Pick `option` in the selectbox labelled `label`."""
+    box = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text(label, exact=True))  # type: ignore[attr-defined]
+    box.locator("input").click()
+    box.locator("input").fill(option)  # filter first: long option lists are virtualised
+    page.get_by_role("option", name=option, exact=True).first.click()  # type: ignore[attr-defined]
+
+
+def edit_text_area(page: object, label: str, text: str) -> None:
+    area = page.get_by_role("textbox", name=label, exact=True)  # type: ignore[attr-defined]
+    area.fill(text)
+    area.press("Control+Enter")  # commits the text and reruns the page
+
+
+def test_explore_heatmap_and_paired_responses(page: object) -> None:
+    go(page, "Explore")
+    chart = page.get_by_test_id("stVegaLiteChart")  # type: ignore[attr-defined]
+    cells = chart.locator("g.mark-rect path[aria-label]")
+    cells.first.wait_for()
+    assert cells.count() >= 30  # the demo results: 30 biases x its models
+    label = cells.last.get_attribute("aria-label") or ""
+    cells.last.click()
+    heading = page.get_by_text("Paired responses")  # type: ignore[attr-defined]
+    heading.wait_for()
+    pairs = page.get_by_test_id("stExpander").filter(has_text="Pair 1")  # type: ignore[attr-defined]
+    pairs.first.wait_for()
+    page.get_by_text(" pair(s) · page 1 of").wait_for()  # type: ignore[attr-defined]
+    page.get_by_test_id("stDownloadButton").filter(has_text="as CSV").wait_for()  # type: ignore[attr-defined]
+    pairs.first.click()
+    page.get_by_text("Extracted:").first.wait_for()  # type: ignore[attr-defined]
+    no_exception(page)
+    assert "bias" in label
+    shot(page, "1_explore_cell")
+
+
+def test_templates_error_fix_save(page: object) -> None:
+    from cogbias import present
+
+    go(page, "Templates")
+    page.get_by_text("Valid: My Bias").wait_for()  # type: ignore[attr-defined]
+    broken = present.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
+    line = broken[: broken.index('kind = "likert9"')].count("\n") + 1
+    edit_text_area(page, "Test case (TOML)", broken)
+    page.get_by_text(f"Line {line}, column").wait_for()  # type: ignore[attr-defined]
+    page.get_by_text("unknown scale kind 'likert9'").wait_for()  # type: ignore[attr-defined]
+    shot(page, "2a_templates_error")
+    fixed = present.BLANK_TEST_CASE.replace('"my_bias"', '"browser_bias"').replace(
+        '"My Bias"', '"Browser Bias"'
+    )
+    edit_text_area(page, "Test case (TOML)", fixed)
+    page.get_by_text("Valid: Browser Bias").wait_for()  # type: ignore[attr-defined]
+    page.get_by_role("button", name="Save to my library").click()  # type: ignore[attr-defined]
+    page.get_by_text("Saved 'browser_bias'").wait_for()  # type: ignore[attr-defined]
+    page.get_by_text("Browser Bias", exact=True).wait_for()  # type: ignore[attr-defined]
+    shot(page, "2b_templates_saved")
+    go(page, "Learn")
+    choose(page, "Bias", "Browser Bias (yours)")
+    page.get_by_role("heading", name="Browser Bias").wait_for()  # type: ignore[attr-defined]
+    no_exception(page)
+
+
+def test_preview_fills_with_the_local_model(page: object) -> None:
+    go(page, "Preview")
+    choose(page, "Test case", "Social Desirability Bias")
+    page.get_by_role("button", name="Fill", exact=True).click()  # type: ignore[attr-defined]
+    filled = page.locator(".ins-llm").first  # type: ignore[attr-defined]
+    filled.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)
+    assert page.get_by_text("generator: local/smollm2").count() == 1  # type: ignore[attr-defined]
+    no_exception(page)
+    assert page.get_by_test_id("stAlertContentError").count() == 0  # type: ignore[attr-defined]
+    shot(page, "3_preview_local_model")
+
+
+def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
+    go(page, "Run")
+    multiselect = page.get_by_test_id("stMultiSelect").filter(has=page.get_by_text("Test cases", exact=True))  # type: ignore[attr-defined]
+    multiselect.locator("input").click()
+    multiselect.locator("input").fill("Social Desirability")
+    page.get_by_role("option", name="Social Desirability Bias", exact=True).click()  # type: ignore[attr-defined]
+    page.keyboard.press("Escape")  # type: ignore[attr-defined]
+    instances = page.get_by_role("spinbutton", name="Instances each")  # type: ignore[attr-defined]
+    instances.fill("2")
+    instances.press("Enter")
+    page.get_by_text("LLM calls (at most)").wait_for()  # type: ignore[attr-defined]
+    page.get_by_test_id("stMetricValue").first.filter(has_text="2").wait_for()  # type: ignore[attr-defined]
+    page.get_by_role("button", name="Start run").click()  # type: ignore[attr-defined]
+    page.get_by_text("Progress").wait_for()  # type: ignore[attr-defined]
+    page.get_by_test_id("stProgress").wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
+    shot(page, "4a_run_progress")
+    page.get_by_text("2 of 2 pairs, 0 failed").wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
+    shot(page, "4b_run_done")
+    page.get_by_role("button", name="Open in Explore").click()  # type: ignore[attr-defined]
+    cells = page.get_by_test_id("stVegaLiteChart").locator("g.mark-rect path[aria-label]")  # type: ignore[attr-defined]
+    cells.first.wait_for()
+    labels = [cells.nth(i).get_attribute("aria-label") or "" for i in range(cells.count())]
+    assert any("social_desirability_bias" in x for x in labels)
+    assert all("social_desirability_bias" in x for x in labels if "bias:" in x)
+    no_exception(page)
+    shot(page, "4c_explore_run")

@@ -1,0 +1,149 @@
+"""Explore's data and chart: SQL sufficient statistics agree with analysis.summarize."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cogbias import analysis, charts_explore, explore
+from cogbias.store import SCHEMA_VERSION, Store
+from tests.app_helpers import make_results_db
+
+COLUMNS = explore.SUMMARY_COLUMNS
+
+
+def _fill(store: Store, rows: list[tuple[str, str, str | None, float | None]]) -> None:
+    store.create_run("r1", {"models": []}, len(rows))
+    with store.atomic():
+        store.insert_rows(
+            "decisions",
+            ["id", "run_id", "instance_id", "test_case", "model", "status", "score"],
+            [(f"d{i}", "r1", f"i{i}", b, m, s, x) for i, (b, m, s, x) in enumerate(rows)],
+        )
+
+
+def _random_rows(seed: int = 1) -> list[tuple[str, str, str | None, float | None]]:
+    rng = random.Random(seed)
+    rows: list[tuple[str, str, str | None, float | None]] = []
+    for bias in ("anchoring", "framing_effect", "halo_effect"):
+        for model in ("m1", "m2", "random"):
+            for _ in range(rng.randint(0, 40)):
+                status = rng.choice(["ok"] * 8 + ["failed", None])
+                score = rng.choice([-1.0, -0.5, 0.0, 1 / 3, 0.5, 1.0]) if status == "ok" else None
+                rows.append((bias, model, status, score))
+    # edge cases: one score, identical non-zero scores, identical zeros, only failures,
+    # an 'ok' row without a score (not counted, as in analysis.summarize)
+    rows += [("single", "m1", "ok", 0.5)]
+    rows += [("constant", "m1", "ok", 0.5)] * 5 + [("zeros", "m1", "ok", 0.0)] * 4
+    rows += [("failing", "m1", "failed", None)] * 3 + [("nulls", "m1", "ok", None), ("nulls", "m1", "ok", 1.0)]
+    return rows
+
+
+def test_sql_summary_equals_the_per_decision_summary(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        _fill(store, _random_rows())
+        fast = explore.heatmap_summary(store)
+        slow = analysis.summarize(analysis.scores_frame(store.scores()))
+        by_run = explore.heatmap_summary(store, run_id="r1")
+    slow = slow.sort_values(["bias", "model"]).reset_index(drop=True)
+    assert list(fast.columns) == COLUMNS == list(slow.columns)
+    assert fast[["bias", "model", "n", "failures"]].equals(slow[["bias", "model", "n", "failures"]])
+    for column in ("mean", "mean_abs", "failure_rate", "ci_low", "ci_high", "p_value", "p_adjusted"):
+        np.testing.assert_allclose(fast[column], slow[column], rtol=1e-9, atol=1e-12, err_msg=column)
+    assert fast["significant"].tolist() == slow["significant"].tolist()
+    pd.testing.assert_frame_equal(fast, by_run)
+
+
+def test_empty_store_gives_an_empty_summary(tmp_path: Path) -> None:
+    with Store(tmp_path / "e.db") as store:
+        table = explore.heatmap_summary(store)
+    assert table.empty and list(table.columns) == COLUMNS
+    assert explore.row_order(table) == []
+
+
+def test_store_migrates_to_covering_indexes(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        assert store.schema_version == SCHEMA_VERSION >= 2
+        plan = store.query(
+            "explain query plan select test_case, model, status, count(score) "
+            "from decisions where run_id = ? group by test_case, model, status",
+            ("r",),
+        )
+    assert "COVERING INDEX" in " ".join(str(r["detail"]) for r in plan)
+
+
+def test_pair_count_matches_pairs(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    run_id = make_results_db(db, instances=7)
+    with Store(db) as store:
+        for search in (None, "Energy", "no such text"):
+            rows = store.pairs("anchoring", "random", run_id, None, search, 1000)
+            assert store.pair_count("anchoring", "random", run_id, None, search) == len(rows)
+        assert store.pair_count() == 3 * 7 * 2
+
+
+def _summary() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "bias": ["a", "a", "b", "b"],
+            "model": ["m1", "m2", "m1", "m2"],
+            "mean": [0.8, -0.2, np.nan, 0.1],
+            "mean_abs": [0.8, 0.4, np.nan, 0.3],
+            "n": [10, 10, 0, 5],
+            "failures": [0, 2, 4, 0],
+            "failure_rate": [0.0, 2 / 12, 1.0, 0.0],
+            "ci_low": [0.7, -0.5, np.nan, -0.2],
+            "ci_high": [0.9, 0.1, np.nan, 0.4],
+            "p_value": [0.001, 0.2, np.nan, 0.5],
+            "p_adjusted": [0.003, 0.3, np.nan, 0.5],
+            "significant": [True, False, False, False],
+        }
+    )
+
+
+def test_row_order_by_average_and_name() -> None:
+    table = _summary()
+    assert explore.row_order(table, "average") == ["a", "b"]
+    assert explore.row_order(table, "average_asc") == ["b", "a"]
+    assert explore.row_order(table, "name") == ["a", "b"]
+
+
+@pytest.mark.parametrize("view", list(charts_explore.VIEWS))
+def test_heatmap_chart_layers_labels_and_selection(view: str) -> None:
+    chart = charts_explore.explore_heatmap(_summary(), view, ["b", "a"], ["m1", "m2"])
+    spec = chart.to_dict()
+    data = next(iter(spec["datasets"].values()))
+    labels = {(r["bias"], r["model"]): r["label"] for r in data}
+    if view == "mean":
+        assert labels[("a", "m1")] == "+0.80*" and labels[("b", "m1")] == "–"
+        (scale,) = [
+            layer["encoding"]["color"]["scale"]
+            for layer in spec["layer"]
+            if "scale" in layer.get("encoding", {}).get("color", {})
+        ]
+        assert scale["domain"] == [-1, 1] and scale["domainMid"] == 0
+    elif view == "failure_rate":
+        assert labels[("b", "m1")] == "100%"
+    else:
+        assert labels[("a", "m2")] == "10"
+    assert spec["layer"][0]["encoding"]["y"]["sort"] == ["b", "a"]
+    assert spec["params"][0]["name"] == charts_explore.SELECTION
+    assert json.dumps(spec).count('"param": "cell"') == 2  # the selected cell's outline
+
+
+def test_selected_cell_reads_streamlit_selection_events() -> None:
+    event = {"selection": {"cell": [{"bias": "a", "model": "m2"}]}}
+    assert charts_explore.selected_cell(event) == ("a", "m2")
+    assert charts_explore.selected_cell({"selection": {"cell": {}}}) is None
+    assert charts_explore.selected_cell({"selection": {"cell": {"bias": ["a"], "model": ["m"]}}}) == ("a", "m")
+    assert charts_explore.selected_cell(None) is None
+
+
+def test_unknown_view_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown view"):
+        charts_explore.heatmap_frame(_summary(), "median")

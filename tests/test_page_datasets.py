@@ -1,0 +1,145 @@
+"""The Datasets page, driven with Streamlit's AppTest against a real database file."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from cogbias import runner
+from cogbias.datasets import import_hub, import_malberg
+from cogbias.store import Store
+from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, edited_csv, write_rows
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "datasets.py")
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "app.db"
+    monkeypatch.setenv("COGBIAS_DB", str(path))
+    return path
+
+
+def page() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(at: AppTest) -> str:
+    shown = [*at.markdown, *at.caption, *at.info, *at.error, *at.success, *at.subheader]
+    parts = [m.value for m in shown]
+    return "\n".join(str(p) for p in parts)
+
+
+def button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_empty_database_explains_what_to_do(db):
+    at = page()
+    assert "No datasets yet" in texts(at)
+
+
+def test_browse_run_results_analysis_and_export(db):
+    with Store(db) as store:
+        import_hub(store, HUB_CSV)
+        import_malberg(store, FORMAT_DIR)
+        spec = runner.RunSpec(models=["random"], dataset="malberg2024-hub")
+        run = runner.execute(runner.plan(spec, store), store)
+        # a second, registered model: the same answers under another name and key
+        copies = [
+            {**row, "id": row["id"] + "-gpt", "model": "openai/gpt-4o-2024-08-06"}
+            for row in store.query("select * from decisions where run_id = ?", (run["id"],))
+        ]
+        store.save_decisions(copies)
+    at = page()
+    at.selectbox(key="ds_current").set_value("malberg2024-hub").run()
+    assert not at.exception
+    assert len(at.dataframe) >= 4  # datasets, test cases, pairs, runs
+    shown = texts(at)
+    assert "Figure 7" in shown and "Figure 6" in shown and "Figure 5" in shown
+    assert len(at.get("vega_lite_chart")) == 3  # heatmap, dendrogram, bubbles
+    at.selectbox(key="ds_bias").set_value("anchoring").run()
+    assert set(at.dataframe[1].value["bias"]) == {"anchoring"}
+    button(at, "Prepare the file").click().run()
+    assert not at.exception
+    assert at.get("download_button"), "a download button after preparing the export"
+    # the paper's code output cannot be run on new models, and says why
+    at.selectbox(key="ds_current").set_value("malberg2024").run()
+    assert "without metric parameters" in texts(at)
+
+
+def test_import_from_a_path_and_a_malformed_file(db, tmp_path):
+    at = page()
+    at.radio(key="ds_src").set_value("A path on this machine").run()
+    at.selectbox(key="ds_fmt").set_value("malberg2024-hub").run()
+    at.text_input(key="ds_path").set_value(str(HUB_CSV)).run()
+    button(at, "Import").click().run()
+    assert not at.exception
+    assert "imported 'malberg2024-hub'" in texts(at)
+    with Store(db) as store:
+        assert store.counts()["instances"] == 12
+
+    bad = edited_csv(
+        HUB_CSV, tmp_path / "bad.csv", lambda h, rows: rows[2].update(metric_params="{")
+    )
+    at.text_input(key="ds_path").set_value(str(bad)).run()
+    at.text_input(key="ds_name_malberg2024-hub").set_value("bad").run()
+    button(at, "Import").click().run()
+    error = texts(at)
+    assert "bad.csv, row 3" in error and "column 'metric_params'" in error
+    assert "database was not changed" in error
+
+
+def test_generic_import_with_the_mapping_form(db, tmp_path):
+    rows = [
+        {"bias": "Halo Effect", "a": "Rate.\nOption 1: good\nOption 2: bad",
+         "b": "Rate!\nOption 1: good\nOption 2: bad", "who": "m", "x": "0", "y": "1"}
+    ]  # fmt: skip
+    path = write_rows(tmp_path / "mine.csv", list(rows[0]), rows)
+    at = page()
+    at.radio(key="ds_src").set_value("A path on this machine").run()
+    at.selectbox(key="ds_fmt").set_value("generic").run()
+    at.text_input(key="ds_path").set_value(str(path)).run()
+    assert at.selectbox(key="ds_map_bias").value == "bias"  # guessed from the column name
+    for field, column in {"control": "a", "treatment": "b", "model": "who",
+                          "control_answer": "x", "treatment_answer": "y"}.items():  # fmt: skip
+        at.selectbox(key=f"ds_map_{field}").set_value(column)
+    at.run()
+    button(at, "Import").click().run()
+    assert not at.exception
+    assert "imported 'mine'" in texts(at)
+    with Store(db) as store:
+        assert store.results(dataset="mine")[0]["mean"] == -1.0  # (|0 - 0| - |1 - 0|) / 1
+
+
+def test_import_from_the_hub_and_start_a_background_run(db, monkeypatch):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(HUB_CSV.parent))
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("COGBIAS_HUB_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("COGBIAS_HUB_FILE", HUB_CSV.name)
+    try:
+        at = page()
+        button(at, "Download and import").click().run()
+        assert not at.exception
+        assert "12 test cases" in texts(at)
+        at.number_input(key="ds_per_bias").set_value(2).run()
+        button(at, "Start the run").click().run()
+        assert not at.exception
+        assert "started in the background" in texts(at)
+        spec = runner.RunSpec(models=["random"], dataset="malberg2024-hub", per_bias=2)
+        with Store(db) as store:
+            run = store.wait_for(spec.run_id, timeout=60)
+        assert run is not None and (run["status"], run["done"]) == ("done", 6)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,212 @@
+"""Presentation helpers, user settings and the demo snapshot (pure code behind the pages)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import tomllib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from cogbias import demo, library, pipeline, present, settings
+from cogbias.store import Store
+from tests.app_helpers import make_results_db
+
+
+class _Nesting(HTMLParser):
+    """Fails on tags that close out of order (the browser would silently re-nest them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: object) -> None:
+        self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes {self.stack}"
+        self.stack.pop()
+
+
+def well_formed(markup: str) -> bool:
+    parser = _Nesting()
+    parser.feed(markup)
+    parser.close()
+    return not parser.stack
+
+
+def visible(markup: str) -> str:
+    import html
+
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+def test_gaps_are_coloured_and_text_is_escaped() -> None:
+    text = "Hi <b>[[a/an]]</b> {{x}} & [[say {{y}} twice]] ]] stray"
+    out = present.highlight_gaps(text)
+    assert "<b>" not in out and "&lt;b&gt;" in out
+    assert out.count('class="gap-llm"') == 2 and out.count('class="gap-value"') == 2
+    assert visible(out) == text and well_formed(out)
+
+
+def test_diff_marks_only_the_sides_own_words_and_nests_properly() -> None:
+    control = "You are [[a/an]] manager. The success rate is {{share}}%."
+    treatment = "You are [[a/an]] manager. The [[failure: opposite of success]] rate is {{opposite}}%."
+    out = present.diff_html(treatment, control, "treatment")
+    assert well_formed(out) and visible(out) == treatment
+    marked = re.findall(r"<mark[^>]*>(.*?)</mark>", out)
+    assert marked and all("manager" not in visible(m) for m in marked)
+    assert "opposite" in visible("".join(marked))
+    with pytest.raises(ValueError):
+        present.diff_html("a", "b", "both")
+
+
+def test_every_builtin_renders_well_formed_halves() -> None:
+    for case in library.load_library(include_user=False).values():
+        for half in present.case_halves_html(case).values():
+            assert all(well_formed(v) for v in half.values()), case.id
+
+
+def test_filled_html_marks_every_insertion_with_its_source() -> None:
+    case = library.get_test_case("framing_effect")
+    scenario = library.load_scenarios()[0].text
+    offline = pipeline.generate_offline(case, scenario, seed=3)
+    out = present.filled_html(case, offline, "control")
+    assert "ins-value" in out["situation"] and "gap-llm" in out["situation"]
+    assert f">{offline.values['share']}<" in out["situation"]
+    # as if a generator had filled the gaps: every LLM insertion is marked as such
+    fills = {g.resolve(offline.values): f"FILL{i}" for i, g in enumerate(case.control.llm_gaps())}
+    values = dict(offline.values, metric="FILL-metric")
+    fills |= {g.resolve(values): "FILL-t" for g in case.treatment.llm_gaps()}
+    offline.values = values
+    offline.insertions += [{"gap": k, "source": "llm", "text": v} for k, v in fills.items()]
+    for half in ("control", "treatment"):
+        out = present.filled_html(case, offline, half)
+        assert "gap-llm" not in out["situation"] and "ins-llm" in out["situation"]
+        assert well_formed(out["situation"])
+    frame = present.insertions_frame(offline)
+    assert set(frame["source"]) == {"generator LLM", "value generator"}
+
+
+def test_explain_score_in_one_sentence() -> None:
+    case = library.get_test_case("framing_effect")
+    inst = pipeline.generate_offline(case, "A scenario.", seed=1)
+    row = {"status": "ok", "score": 0.5, "control_choice": 5, "treatment_choice": 2}
+    text = present.explain_score(inst, row)
+    assert "option 6 “Good”" in text and "option 3 “Somewhat poor”" in text
+    assert "+0.50" in text and "direction the bias predicts" in text
+    assert "opposite effect" in present.explain_score(inst, {**row, "score": -1.0})
+    assert "no difference" in present.explain_score(inst, {**row, "score": 0.0})
+    failed = present.explain_score(inst, {"status": "failed", "error": "timeout"})
+    assert failed == "This pair could not be scored: timeout."
+
+
+def test_pairs_frame_flattens_stored_halves(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    run_id = make_results_db(db, instances=2)
+    with Store(db) as store:
+        rows = store.pairs("anchoring", "random", run_id, limit=10)
+    frame = present.pairs_frame(rows)
+    assert list(frame.columns) == present.PAIR_COLUMNS and len(frame) == 2
+    assert frame["control_text"].iloc[0].startswith("Situation:")
+    assert frame["control_choice"].iloc[0] == rows[0]["control_choice"] + 1
+    assert "Option 1:" in frame.to_csv(index=False)
+
+
+def test_blank_skeleton_is_valid_and_copy_ids_are_free() -> None:
+    case = library.parse_test_case(present.BLANK_TEST_CASE)
+    assert case.id == "my_bias" and case.n_options == 7
+    assert present.copy_id("anchoring", {"anchoring"}) == "anchoring_copy"
+    assert present.copy_id("anchoring", {"anchoring_copy", "anchoring_copy2"}) == "anchoring_copy3"
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_key_status_reports_names_never_values() -> None:
+    env = {"OPENAI_API_KEY": "sk-secret-123456789", "MY_PROVIDER_API_KEY": "x" * 20, "HOME": "/"}
+    status = settings.key_status(env)
+    flat = json.dumps(status)
+    assert "sk-secret" not in flat and "xxxx" not in flat
+    by_name = {s["variable"]: s["present"] for s in status}
+    assert by_name["OPENAI_API_KEY"] and by_name["MY_PROVIDER_API_KEY"]
+    assert not by_name["ANTHROPIC_API_KEY"] and "HOME" not in by_name
+
+
+def test_custom_models_are_added_replaced_and_removed() -> None:
+    path = settings.add_custom_model("openai/llama3", "Llama", "http://127.0.0.1:8000/v1/")
+    settings.add_custom_model("openai/llama3", "Llama 3", "http://127.0.0.1:8001/v1", json_schema=True)
+    settings.add_custom_model("openai/qwen", "Qwen", "https://example.org/v1")
+    entries = tomllib.loads(path.read_text())["models"]
+    assert [e["id"] for e in entries] == ["openai/llama3", "openai/qwen"]
+    mine = {m.id: m for m in library.load_models()}
+    assert mine["openai/llama3"].api_base == "http://127.0.0.1:8001/v1"
+    assert mine["openai/llama3"].json_schema and "random" in mine
+    assert settings.remove_custom_model("openai/qwen")
+    assert not settings.remove_custom_model("openai/qwen")
+
+
+@pytest.mark.parametrize(
+    ("model", "url", "message"),
+    [
+        ("openai/x", "ftp://host/v1", "not an http"),
+        ("openai/x", "http://user:pw@host/v1", "must not hold"),
+        ("openai/x", "http://host/v1?api_key=abc", "must not hold"),
+        ("random", "http://host/v1", "not a usable model id"),
+        ("local/mine", "http://host/v1", "not a usable model id"),
+        ("has space", "http://host/v1", "not a usable model id"),
+    ],
+)
+def test_custom_models_refuse_bad_input(model: str, url: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        settings.add_custom_model(model, "x", url)
+    assert not settings.user_models_path().exists()
+
+
+# --------------------------------------------------------------------------- demo
+
+
+def test_ensure_demo_loads_a_snapshot_once_and_only_into_an_empty_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "source.db"
+    make_results_db(source, instances=3, name="")
+    snapshot = tmp_path / "snap.json.gz"
+    with Store(source) as store:
+        size = demo.write_snapshot(store, snapshot)
+        expected = {t: len(rows) for t, rows in store.dump_tables().items()}
+    assert size == snapshot.stat().st_size
+    data = json.loads(gzip.decompress(snapshot.read_bytes()))
+    assert data["runs"][0]["pid"] is None and data["runs"][0]["name"] == "demo"
+    target = tmp_path / "app.db"
+    monkeypatch.setenv("COGBIAS_DEMO", "1")
+    assert demo.ensure_demo(target, snapshot)
+    assert not demo.ensure_demo(target, snapshot)  # runs exist now: nothing more loaded
+    with Store(target) as store:
+        assert {t: len(r) for t, r in store.dump_tables().items()} == expected
+    monkeypatch.setenv("COGBIAS_DEMO", "0")
+    assert not demo.ensure_demo(tmp_path / "other.db", snapshot)
+
+
+def test_a_malformed_snapshot_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(gzip.compress(b'["not", "tables"]'))
+    with pytest.raises(ValueError, match="not a cogbias snapshot"):
+        demo.read_snapshot(bad)
+
+
+def test_the_committed_demo_snapshot_is_small_real_and_loadable(tmp_path: Path) -> None:
+    assert demo.SNAPSHOT.is_file(), "run scripts/make-demo"
+    assert demo.SNAPSHOT.stat().st_size < 1_000_000
+    data = demo.read_snapshot(demo.SNAPSHOT)
+    assert len(data["runs"]) == 1 and data["decisions"]
+    spec = json.loads(data["runs"][0]["spec"])
+    assert "random" in spec["models"] and spec["generator"] == "local/smollm2"
+    assert {d["test_case"] for d in data["decisions"]} == set(library.load_library(False))
+    assert "llm_calls" not in data
+    with Store(tmp_path / "d.db") as store:
+        store.load_tables(data)
+        assert store.score_aggregates()
