@@ -32,14 +32,15 @@ def _span(kind: str) -> str:
     return f'<span class="gap-{kind}" style="color:{color};font-weight:600">'
 
 
-def _emit(chunks: Iterable[tuple[str, bool]]) -> str:
+def _emit(chunks: Iterable[tuple[str, bool]], stack: list[str] | None = None) -> str:
     """HTML for (text, marked) chunks with gaps coloured; tags always nest properly.
 
     Gap spans are closed at each chunk's end and reopened at the next chunk's start, so a
     highlighted difference inside a gap (or a gap across a difference) stays valid HTML.
+    `stack` carries the open gaps from one call to the next (e.g. line by line).
     Unbalanced brackets are shown as plain text; validation reports them separately.
     """
-    stack: list[str] = []
+    stack = [] if stack is None else stack
     out: list[str] = []
     for text, marked in chunks:
         if not text:
@@ -65,6 +66,20 @@ def _emit(chunks: Iterable[tuple[str, bool]]) -> str:
 def highlight_gaps(text: str) -> str:
     """Escaped text with `[[llm gaps]]` and `{{value gaps}}` in their colours."""
     return _emit([(text, False)])
+
+
+def highlight_source(text: str, problem_lines: Iterable[int] = ()) -> str:
+    """A whole file as numbered lines with gaps coloured and problem lines tinted red."""
+    bad = set(problem_lines)
+    stack: list[str] = []
+    rows = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        tint = ' style="background:#ffe3e3"' if number in bad else ""
+        rows.append(
+            f'<div class="src-line"{tint}><span style="color:#868e96;user-select:none">'
+            f"{number:>4}  </span>{_emit([(line, False)], stack)}</div>"
+        )
+    return "".join(rows)
 
 
 def diff_html(text: str, other: str, side: str) -> str:

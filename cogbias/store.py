@@ -194,8 +194,11 @@ class Store:
                 f"{self.path} was written by a newer cogbias (schema {current}, this version "
                 f"knows {SCHEMA_VERSION}); upgrade cogbias to open it"
             )
-        for version in range(current + 1, SCHEMA_VERSION + 1):
-            with self.atomic():
+        if current == SCHEMA_VERSION:
+            return
+        with self.atomic():
+            # Another process may have migrated while we waited for the write lock.
+            for version in range(self.schema_version + 1, SCHEMA_VERSION + 1):
                 if "meta" not in self.db.table_names():
                     self.db["meta"].create({"key": str, "value": str}, pk="key")
                 MIGRATIONS[version](self.db)
@@ -203,24 +206,41 @@ class Store:
 
     @contextlib.contextmanager
     def atomic(self) -> Iterator[Store]:
-        """All writes inside commit together or not at all (nested blocks use savepoints)."""
-        with self.db.atomic():
+        """All writes inside commit together or not at all (nested blocks use savepoints).
+
+        The outermost block takes the write lock up front (BEGIN IMMEDIATE): a deferred
+        transaction that reads first and writes later fails at once with "database is
+        locked" when another process (a background run, the app) writes meanwhile.
+        """
+        conn = self.db.conn
+        if conn.in_transaction:
+            with self.db.atomic():
+                yield self
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
             yield self
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     # ------------------------------------------------------------------ writes
 
     def save_test_case(self, case_id: str, name: str, content_hash: str, source: str) -> None:
-        self.db["test_cases"].insert(
-            {
-                "hash": content_hash,
-                "id": case_id,
-                "name": name,
-                "source": source,
-                "created_at": now(),
-            },
-            pk="hash",
-            ignore=True,
-        )
+        with self.atomic():
+            self.db["test_cases"].insert(
+                {
+                    "hash": content_hash,
+                    "id": case_id,
+                    "name": name,
+                    "source": source,
+                    "created_at": now(),
+                },
+                pk="hash",
+                ignore=True,
+            )
 
     def save_scenarios(self, scenarios: Iterable[Mapping[str, Any]]) -> None:
         with self.atomic():
@@ -238,20 +258,22 @@ class Store:
 
     def save_decisions(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Upsert decisions by id: a resumed run fills the gaps and never duplicates."""
-        if rows:
-            self.db["decisions"].insert_all(
-                [{**r, "error": redact(r.get("error")), "created_at": now()} for r in rows],
-                pk="id",
-                replace=True,
-            )
+        with self.atomic():
+            if rows:
+                self.db["decisions"].insert_all(
+                    [{**r, "error": redact(r.get("error")), "created_at": now()} for r in rows],
+                    pk="id",
+                    replace=True,
+                )
 
     def put_llm_calls(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        if rows:
-            self.db["llm_calls"].insert_all(
-                [{**r, "response": redact(r["response"]), "created_at": now()} for r in rows],
-                pk="key",
-                replace=True,
-            )
+        with self.atomic():
+            if rows:
+                self.db["llm_calls"].insert_all(
+                    [{**r, "response": redact(r["response"]), "created_at": now()} for r in rows],
+                    pk="key",
+                    replace=True,
+                )
 
     def get_llm_call(self, key: str) -> dict[str, Any] | None:
         row = self.db.execute(
@@ -273,28 +295,30 @@ class Store:
         self, run_id: str, spec: Mapping[str, Any], planned: int, name: str = ""
     ) -> None:
         """Create a run, or leave an existing one with the same id (same spec) as it is."""
-        self.db["runs"].insert(
-            {
-                "id": run_id,
-                "name": name,
-                "spec": dumps(spec),
-                "status": "planned",
-                "planned": planned,
-                "done": 0,
-                "failed": 0,
-                "tokens": 0,
-                "cost": 0.0,
-                "created_at": now(),
-                "cancel_requested": 0,
-            },
-            pk="id",
-            ignore=True,
-        )
+        with self.atomic():
+            self.db["runs"].insert(
+                {
+                    "id": run_id,
+                    "name": name,
+                    "spec": dumps(spec),
+                    "status": "planned",
+                    "planned": planned,
+                    "done": 0,
+                    "failed": 0,
+                    "tokens": 0,
+                    "cost": 0.0,
+                    "created_at": now(),
+                    "cancel_requested": 0,
+                },
+                pk="id",
+                ignore=True,
+            )
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        if "error" in fields:
-            fields["error"] = redact(fields["error"])
-        self.db["runs"].update(run_id, fields)
+        with self.atomic():
+            if "error" in fields:
+                fields["error"] = redact(fields["error"])
+            self.db["runs"].update(run_id, fields)
 
     def refresh_run_counts(self, run_id: str) -> dict[str, Any]:
         """Recount from decisions: counts are derived, so they can never drift."""
@@ -309,23 +333,25 @@ class Store:
         return fields
 
     def request_cancel(self, run_id: str) -> None:
-        self.db["runs"].update(run_id, {"cancel_requested": 1})
+        with self.atomic():
+            self.db["runs"].update(run_id, {"cancel_requested": 1})
 
     def save_dataset(
         self, name: str, kind: str, source: str, rows: int, meta: Mapping[str, Any]
     ) -> None:
-        self.db["datasets"].insert(
-            {
-                "name": name,
-                "kind": kind,
-                "source": source,
-                "rows": rows,
-                "meta": dumps(meta),
-                "imported_at": now(),
-            },
-            pk="name",
-            replace=True,
-        )
+        with self.atomic():
+            self.db["datasets"].insert(
+                {
+                    "name": name,
+                    "kind": kind,
+                    "source": source,
+                    "rows": rows,
+                    "meta": dumps(meta),
+                    "imported_at": now(),
+                },
+                pk="name",
+                replace=True,
+            )
 
     # ------------------------------------------------------------------ reads
 

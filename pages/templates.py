@@ -53,12 +53,14 @@ text = st.text_area(
 )
 
 case = None
+problem_lines: list[int] = []
 try:
     case = library.parse_test_case(text, file="editor")
 except LibraryError as exc:
-    st.error(f"{len(exc.problems)} problem(s) — fix them to save:")
-    for p in exc.problems:
-        st.markdown(f"- **Line {p.line}, column {p.col}:** {p.message}")
+    problem_lines = [p.line for p in exc.problems]
+    listed = "\n".join(f"- **Line {p.line}, column {p.col}:** {p.message}" for p in exc.problems)
+    count = "1 problem" if len(exc.problems) == 1 else f"{len(exc.problems)} problems"
+    st.error(f"{count} to fix before saving (the lines are marked in red below):\n\n{listed}")
 except Exception as exc:  # validation must never crash the editor
     st.error(f"The test case could not be checked: {friendly(exc)}")
 else:
@@ -102,9 +104,10 @@ if saved:
 
 tab_gaps, tab_diff = st.tabs(["Gaps", "Control vs treatment"])
 with tab_gaps:
-    st.caption("Blue: [[gaps]] the generator fills. Red: {{values}}.")
+    st.caption("Blue: [[gaps]] the generator fills. Red: {{values}}. Lines with problems: red.")
     st.markdown(
-        f'<pre style="white-space:pre-wrap">{present.highlight_gaps(text)}</pre>',
+        '<pre style="white-space:pre-wrap;font-size:0.85em">'
+        f"{present.highlight_source(text, problem_lines)}</pre>",
         unsafe_allow_html=True,
     )
 with tab_diff:

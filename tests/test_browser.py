@@ -202,7 +202,9 @@ def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
     page.get_by_role("button", name="Open in Explore").click()  # type: ignore[attr-defined]
     cells = page.get_by_test_id("stVegaLiteChart").locator("g.mark-rect path[aria-label]")  # type: ignore[attr-defined]
     cells.first.wait_for()
+    shot(page, "4c_explore_run")
     labels = [cells.nth(i).get_attribute("aria-label") or "" for i in range(cells.count())]
+    print(labels)
     assert any("social_desirability_bias" in x for x in labels)
     assert all("social_desirability_bias" in x for x in labels if "bias:" in x)
     no_exception(page)

@@ -52,7 +52,7 @@ class FatalLLMError(LLMError):
 
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-_KEY_LIKE = re.compile(r"\b(sk|pk|rk|key|gsk|xai|hf)[-_][A-Za-z0-9_\-\.]{6,}")
+_KEY_LIKE = re.compile(r"\b(sk|pk|gsk|xai|hf)[-_][A-Za-z0-9_\-\.]{6,}|\b(AIza)[0-9A-Za-z_\-]{20,}")
 
 
 def scrub_secrets(text: str, extra: tuple[str, ...] = ()) -> str:
@@ -66,7 +66,7 @@ def scrub_secrets(text: str, extra: tuple[str, ...] = ()) -> str:
     for value in extra:
         if value and len(value) >= 4 and value in text:
             text = text.replace(value, "***")
-    return _KEY_LIKE.sub(lambda m: m.group(1) + "-***", text)
+    return _KEY_LIKE.sub(lambda m: (m.group(1) or m.group(2)) + "-***", text)
 
 
 def key_env_hint(model: str) -> str:
