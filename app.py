@@ -4,6 +4,7 @@ On first start an empty database receives the demo snapshot (`cogbias.demo`), so
 shows real results at once; set COGBIAS_DEMO=0 to start empty.
 """
 
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -14,10 +15,21 @@ from pages._common import attempt, db_path, load_secrets_into_env
 st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
 
 
+def _warm_up() -> None:
+    # Explore's first visit would otherwise pay ~1 s importing Altair and SciPy and loading
+    # the Vega-Lite schema Altair validates against; do it while the first page is read.
+    from cogbias import charts_explore, explore
+
+    cell = {"bias": "b", "model": "m", "n": 2, "s1": 0.5, "s2": 0.25, "sabs": 0.5}
+    table = explore.summarize_aggregates([{**cell, "smin": 0.0, "smax": 0.5, "failures": 0}])
+    charts_explore.explore_heatmap(table).to_dict()
+
+
 @st.cache_resource(show_spinner=False)
 def _prepare(db: str) -> bool:
     """Once per database per server process: keys from secrets, demo data if empty."""
     load_secrets_into_env()
+    threading.Thread(target=_warm_up, name="cogbias-warm-up", daemon=True).start()
     return bool(attempt("Loading the demo results", lambda: ensure_demo(db)))
 
 

@@ -41,13 +41,24 @@ def build(path: Path, n_models: int, per_cell: int) -> tuple[int, float]:
     biases = list(library.load_library(include_user=False))[:30]
     models = [f"bench/model-{i:02d}" for i in range(n_models)]
     rng = random.Random(7)
-    half = dumps({"situation": "A manager decides.", "prompt": "Which option?", "options": ["a", "b"]})
+    half = dumps(
+        {"situation": "A manager decides.", "prompt": "Which option?", "options": ["a", "b"]}
+    )
     with Store(path) as store:
         store.create_run(RUN_ID, {"models": models}, len(biases) * len(models) * per_cell, "bench")
         with store.atomic():
             store.insert_rows(
                 "instances",
-                ["id", "test_case", "scenario", "control", "treatment", "n_options", "metric", "status"],
+                [
+                    "id",
+                    "test_case",
+                    "scenario",
+                    "control",
+                    "treatment",
+                    "n_options",
+                    "metric",
+                    "status",
+                ],
                 (
                     (f"{b}-{i}", b, f"scenario {i % 200}", half, half, 2, "{}", "ok")
                     for b in biases
@@ -138,36 +149,54 @@ def _free_port() -> int:
 
 
 def time_browser(path: Path, cells: int) -> None:
+    """Navigation start -> all heatmap cells drawn, in three situations."""
     from playwright.sync_api import sync_playwright
 
     port = _free_port()
     env = {**os.environ, "COGBIAS_DB": str(path), "COGBIAS_DEMO": "0"}
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
            "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
-    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    selector = '[data-testid="stVegaLiteChart"] g.mark-rect path[aria-label]'
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(
                 executable_path="/usr/bin/chromium",
                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
             )
-            page = browser.new_page(viewport={"width": 1600, "height": 1200})
+
+            def new_tab():  # a fresh browser profile: nothing cached
+                return browser.new_context(viewport={"width": 1600, "height": 1200}).new_page()
+
+            page = new_tab()
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:  # wait for the server to answer
+            while time.monotonic() < deadline:  # server up, first page (Learn) served
                 try:
                     page.goto(f"http://127.0.0.1:{port}/", timeout=5000)
                     page.get_by_text("Learn: cognitive biases").wait_for(timeout=30000)
                     break
                 except Exception:
                     time.sleep(0.5)
-            selector = '[data-testid="stVegaLiteChart"] g.mark-rect path[aria-label]'
-            for label in ("first load (cold cache)", "reload (cached data)"):
+            time.sleep(2)  # as a person would: the app warms up while the first page is read
+            for label, tab in (
+                ("first visit (server cache cold, new browser)", new_tab()),
+                ("new browser, server cache warm", new_tab()),
+                ("same browser again (both warm)", None),
+            ):
+                page = tab or page
                 t0 = time.perf_counter()
                 page.goto(f"http://127.0.0.1:{port}/explore")
+                page.get_by_text("Explore results").wait_for(timeout=60000)
+                script = time.perf_counter() - t0
                 page.wait_for_function(
                     f"document.querySelectorAll('{selector}').length >= {cells}", timeout=120000
                 )
-                print(f"Explore page in Chromium, {label}: {time.perf_counter() - t0:6.3f} s")
+                drawn = time.perf_counter() - t0
+                print(
+                    f"Explore in Chromium, {label:<46} {drawn:6.3f} s  (title after {script:.2f} s)"
+                )
             browser.close()
     finally:
         server.terminate()
@@ -175,7 +204,9 @@ def time_browser(path: Path, cells: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", type=Path, help="reuse or create this file (default: a temp file)")
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--per-cell", type=int, default=1000)

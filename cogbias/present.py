@@ -96,7 +96,10 @@ def case_halves_html(case: TestCase) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for side, other in (("control", "treatment"), ("treatment", "control")):
         mine, theirs = halves[side], halves[other]
-        fields = {f: diff_html(getattr(mine, f), getattr(theirs, f), side) for f in ("situation", "prompt")}
+        fields = {
+            f: diff_html(getattr(mine, f), getattr(theirs, f), side)
+            for f in ("situation", "prompt")
+        }
         options = [
             diff_html(opt, theirs.options[i] if i < len(theirs.options) else "", side)
             for i, opt in enumerate(mine.options)

@@ -96,7 +96,7 @@ def attempt(what: str, func: Callable[[], T], hint: str = "") -> T | None:
         return None
 
 
-def _library_version() -> tuple[tuple[str, float], ...]:
+def library_version() -> tuple[tuple[str, float], ...]:
     folder = library.user_dir()
     files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
     return tuple((p.name, p.stat().st_mtime) for p in files)
@@ -113,7 +113,7 @@ def test_cases() -> dict[str, TestCase]:
     A broken user file must not take the whole app down: it is reported and skipped.
     """
     try:
-        return _load_library(_library_version(), str(library.user_dir()))
+        return _load_library(library_version(), str(library.user_dir()))
     except LibraryError as exc:
         st.warning(
             f"A test case file has problems and was skipped: {exc.problems[0]}. "

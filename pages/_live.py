@@ -23,7 +23,9 @@ FAILURE_HINT = (
 
 def _client(model: str, infos: list[ModelInfo]) -> tuple[LLMClient, BufferedCache]:
     cache = BufferedCache(get_store())
-    return LLMClient(cache=cache, concurrency=4, max_retries=2, api_base=api_base_of(model, infos)), cache
+    return LLMClient(
+        cache=cache, concurrency=4, max_retries=2, api_base=api_base_of(model, infos)
+    ), cache
 
 
 def _json_schema(model: str, infos: list[ModelInfo]) -> bool:

@@ -28,7 +28,9 @@ def _version(path: str) -> tuple[float, ...]:
 
 
 @st.cache_data(show_spinner="Summarising…", max_entries=32)
-def summary(path: str, version: tuple[float, ...], run_id: str | None, dataset: str | None) -> pd.DataFrame:
+def summary(
+    path: str, version: tuple[float, ...], run_id: str | None, dataset: str | None
+) -> pd.DataFrame:
     with Store(path) as own:  # cached work may run in any session's thread: its own connection
         return explore.heatmap_summary(own, run_id=run_id, dataset=dataset)
 
@@ -90,7 +92,13 @@ if table.empty:
 rows = explore.row_order(table, order)
 columns = sorted(table["model"].unique())
 chart = charts_explore.explore_heatmap(table, view, rows, columns)
-event = st.altair_chart(chart, key="explore_heatmap", on_select="rerun", selection_mode=[charts_explore.SELECTION])
+event = st.altair_chart(
+    chart,
+    key="explore_heatmap",
+    on_select="rerun",
+    selection_mode=[charts_explore.SELECTION],
+    width="content",  # the chart sizes its cells; stretching one column to the page is odd
+)
 st.caption(
     "Scores run from -1 to 1: positive (red) means the model shows the bias, negative (blue) the "
     "opposite effect. * and a dashed frame: significantly different from 0 (t-test, Benjamini–Hochberg "
@@ -130,7 +138,9 @@ pages = max(1, -(-total // PAGE_SIZE))
 c1, c2 = st.columns([1, 3])
 page = int(c1.number_input("Page", 1, pages, key="explore_page") if pages > 1 else 1)
 c2.caption(f"{total:,} pair(s) · page {page} of {pages}")
-rows_page = store.pairs(bias, model, run_id, dataset, search or None, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+rows_page = store.pairs(
+    bias, model, run_id, dataset, search or None, PAGE_SIZE, (page - 1) * PAGE_SIZE
+)
 frame = present.pairs_frame(rows_page)
 st.dataframe(
     frame[["score", "status", "control_choice", "treatment_choice", "scenario", "error"]],
@@ -139,11 +149,15 @@ st.dataframe(
 )
 for i, pair in frame.iterrows():
     score = "failed" if pair["status"] != "ok" else f"score {pair['score']:+.2f}"
-    with st.expander(f"Pair {(page - 1) * PAGE_SIZE + i + 1}: {score} — {str(pair['scenario'])[:90]}"):
+    with st.expander(
+        f"Pair {(page - 1) * PAGE_SIZE + i + 1}: {score} — {str(pair['scenario'])[:90]}"
+    ):
         left, right = st.columns(2)
         for column, half in ((left, "control"), (right, "treatment")):
             with column:
-                st.markdown(f"**{half.capitalize()}** · chose option {pair[f'{half}_choice'] or '–'}")
+                st.markdown(
+                    f"**{half.capitalize()}** · chose option {pair[f'{half}_choice'] or '–'}"
+                )
                 st.text(pair[f"{half}_text"])
                 st.markdown("*Answer*")
                 st.text(pair[f"{half}_answer"] or "(none)")

@@ -36,7 +36,9 @@ number = c2.selectbox(
     key="pv_scenario",
 )
 typed = st.text_input(
-    "…or type your own scenario", key="pv_typed", placeholder="A hospital procurement lead choosing…"
+    "…or type your own scenario",
+    key="pv_typed",
+    placeholder="A hospital procurement lead choosing…",
 )
 scenario = typed.strip() or all_scenarios[number].text
 

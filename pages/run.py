@@ -5,13 +5,15 @@ the browser does not stop it; this page only reads its progress from the databas
 """
 
 import time
+from dataclasses import asdict
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from cogbias import runner
 from cogbias.runner import RunSpec
-from cogbias.store import now
+from cogbias.store import Store, now
 from pages._common import (
     LOCAL_MODEL,
     RANDOM_MODEL,
@@ -19,6 +21,7 @@ from pages._common import (
     case_label,
     db_path,
     friendly,
+    library_version,
     model_names,
     models,
     open_store_or_stop,
@@ -44,19 +47,23 @@ if datasets:
     source = st.radio(
         "Instances from",
         ["library", "dataset"],
-        format_func=lambda s: "generate from test cases" if s == "library" else "an imported dataset",
+        format_func=lambda s: (
+            "generate from test cases" if s == "library" else "an imported dataset"
+        ),
         horizontal=True,
         key="run_source",
     )
 c1, c2, c3 = st.columns([3, 1, 1])
 if source == "library":
     every = c1.checkbox(f"All {len(cases)} test cases", value=False, key="run_all")
-    biases = [] if every else c1.multiselect(
-        "Test cases", list(cases), default=None, format_func=case_label(cases), key="run_biases"
+    biases = (
+        []
+        if every
+        else c1.multiselect(
+            "Test cases", list(cases), default=None, format_func=case_label(cases), key="run_biases"
+        )
     )
-    n_scenarios = int(
-        c2.number_input("Scenarios", 1, len(scenarios()), 1, key="run_scenarios")
-    )
+    n_scenarios = int(c2.number_input("Scenarios", 1, len(scenarios()), 1, key="run_scenarios"))
     n_instances = int(c3.number_input("Instances each", 1, 100, 1, key="run_instances"))
     dataset, per_bias = None, None
 else:
@@ -128,6 +135,7 @@ def _spec() -> RunSpec | None:
 
 def _mark_started(run_id: str) -> None:
     st.session_state["run_active"] = run_id
+    st.session_state.pop("run_pick", None)  # show the new run in the list below
     st.session_state["run_started_at"] = time.monotonic()
     st.session_state["run_started_wall"] = now()
 
@@ -145,26 +153,39 @@ def _starting(run: dict | None) -> bool:
     ) < 120
 
 
+@st.cache_data(show_spinner="Planning…", max_entries=64)
+def _plan(fields: dict, db: str, version: object) -> dict:
+    """What a run would do; cached because every widget change replans (a plan of 30 biases x
+    200 scenarios x 100 instances hashes 600,000 instance keys)."""
+    with Store(db) as own:
+        plan = runner.plan(RunSpec(**fields), own)
+        return {"planned": plan.planned, "calls": plan.llm_calls(), "cost": plan.estimated_cost()}
+
+
 spec = _spec()
 plan = None
 if spec is not None:
+    # Library runs depend on the test case files; dataset runs on the database's contents.
+    files = [Path(f"{db_path()}{suffix}") for suffix in ("", "-wal")]
+    version = (
+        library_version()
+        if spec.dataset is None
+        else tuple(f.stat().st_mtime_ns for f in files if f.exists())
+    )
     try:
-        with st.spinner("Planning…"):
-            plan = runner.plan(spec, store)
+        plan = _plan(asdict(spec), str(db_path()), version)
     except (KeyError, ValueError) as exc:
         st.error(f"This run cannot be planned: {friendly(exc)}")
 if plan is not None:
-    calls = plan.llm_calls()
-    cost = plan.estimated_cost()
+    calls, cost = plan["calls"], plan["cost"]
     m1, m2, m3 = st.columns(3)
-    m1.metric("Pairs to decide", f"{plan.planned:,}")
+    m1.metric("Pairs to decide", f"{plan['planned']:,}")
     m2.metric("LLM calls (at most)", f"{sum(calls.values()):,}")
     m3.metric("Estimated cost", "unknown" if cost is None else f"${cost:,.4f}")
     st.caption(
         f"{calls['generate']:,} to fill gaps, {calls['decide']:,} to decide, "
         f"{calls['extract']:,} to extract the chosen option. Answers already in the "
-        "database's cache are free. "
-        + ("Some model has no known price." if cost is None else "")
+        "database's cache are free. " + ("Some model has no known price." if cost is None else "")
     )
     existing = store.run(spec.run_id)
     if existing and existing["status"] == "done":
@@ -209,7 +230,9 @@ def progress(run_id: str) -> None:
     assert run is not None
     planned = max(run["planned"] or 0, 1)
     st.markdown(f"**{run_label(run)}**")
-    st.progress(min(run["done"] / planned, 1.0), text=f"{run['done']:,} of {run['planned']:,} pairs")
+    st.progress(
+        min(run["done"] / planned, 1.0), text=f"{run['done']:,} of {run['planned']:,} pairs"
+    )
     st.caption(f"{run['failed']:,} failed · {run['tokens'] or 0:,} tokens · ${run['cost']:.4f}")
     if run["status"] in ACTIVE:
         if run["done"] == 0:
@@ -232,6 +255,9 @@ elif current:
         st.success(text)
     else:
         st.warning(text + (f" {current['error']}" if current.get("error") else ""))
+    if current["done"] and st.button("Open this run in Explore", key="run_last_explore"):
+        st.session_state["explore_source"] = f"run:{active}"
+        st.switch_page("pages/explore.py")
 
 # ------------------------------------------------------------------ past runs
 st.subheader("Runs")
@@ -239,9 +265,23 @@ if not summaries:
     st.info("No runs yet. Choose what to run above and press **Start run**.")
     st.stop()
 table = pd.DataFrame(summaries)[
-    ["id", "name", "status", "planned", "done", "failed", "cost", "duration_s", "models", "biases", "created_at"]
+    [
+        "id",
+        "name",
+        "status",
+        "planned",
+        "done",
+        "failed",
+        "cost",
+        "duration_s",
+        "models",
+        "biases",
+        "created_at",
+    ]
 ]
 st.dataframe(table, hide_index=True, width="stretch")
+if st.session_state.get("run_pick") not in by_id:  # new runs appear; keep the choice valid
+    st.session_state["run_pick"] = active if active in by_id else next(iter(by_id))
 pick = st.selectbox("Run", list(by_id), format_func=lambda r: run_label(by_id[r]), key="run_pick")
 picked = by_id[pick]
 b1, b2, b3 = st.columns(3)

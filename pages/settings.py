@@ -1,5 +1,7 @@
 """Models: the registry, which provider keys are set (names only), and custom endpoints."""
 
+import os
+
 import pandas as pd
 import streamlit as st
 
@@ -7,6 +9,14 @@ from cogbias import settings
 from pages._common import friendly, models
 
 st.title("Models and keys")
+
+
+def _key_cell(model_id: str, api_base: str | None) -> str:
+    name = settings.key_for_model(model_id, api_base)
+    if name is None:
+        return "not needed"
+    return f"{name} {'✅' if os.environ.get(name, '').strip() else '— missing'}"
+
 
 st.subheader("Registry")
 infos = models()
@@ -27,6 +37,7 @@ table = pd.DataFrame(
             "parameters (B)": m.params_b,
             "arena score": m.arena_score,
             "JSON schema": m.json_schema,
+            "key": _key_cell(m.id, m.api_base),
             "endpoint": m.api_base or "",
             "yours": m.id in user_ids,
         }
@@ -68,7 +79,9 @@ if submitted:
     else:
         model_id = served.strip() if "/" in served else f"openai/{served.strip()}"
         try:
-            written = settings.add_custom_model(model_id, display or served, base, "", schema, max_t)
+            written = settings.add_custom_model(
+                model_id, display or served, base, "", schema, max_t
+            )
         except ValueError as exc:
             st.error(f"Not added: {friendly(exc)}")
         except OSError as exc:

@@ -28,17 +28,13 @@ def _load(text: str) -> None:
 
 with st.expander("Start from…", expanded=False):
     c1, c2 = st.columns([3, 1])
-    source = c1.selectbox(
-        "A copy of", list(cases), format_func=case_label(cases), key="tpl_source"
-    )
+    source = c1.selectbox("A copy of", list(cases), format_func=case_label(cases), key="tpl_source")
     c2.button(
         "Load copy",
         key="tpl_load_copy",
         on_click=lambda: _load(library.to_toml(cases[st.session_state["tpl_source"]])),
     )
-    st.button(
-        "Blank skeleton", key="tpl_blank", on_click=lambda: _load(present.BLANK_TEST_CASE)
-    )
+    st.button("Blank skeleton", key="tpl_blank", on_click=lambda: _load(present.BLANK_TEST_CASE))
     upload = st.file_uploader("Import a .toml file", type=["toml"], key="tpl_upload")
     if upload is not None and st.session_state.get("tpl_upload_id") != upload.file_id:
         st.session_state["tpl_upload_id"] = upload.file_id
@@ -57,8 +53,9 @@ problem_lines: list[int] = []
 try:
     case = library.parse_test_case(text, file="editor")
 except LibraryError as exc:
-    problem_lines = [p.line for p in exc.problems]
-    listed = "\n".join(f"- **Line {p.line}, column {p.col}:** {p.message}" for p in exc.problems)
+    problems = sorted(exc.problems, key=lambda p: (p.line, p.col))
+    problem_lines = [p.line for p in problems]
+    listed = "\n".join(f"- **Line {p.line}, column {p.col}:** {p.message}" for p in problems)
     count = "1 problem" if len(exc.problems) == 1 else f"{len(exc.problems)} problems"
     st.error(f"{count} to fix before saving (the lines are marked in red below):\n\n{listed}")
 except Exception as exc:  # validation must never crash the editor
@@ -90,7 +87,9 @@ def _save() -> None:
 
 
 c1, c2 = st.columns(2)
-c1.button("Save to my library", type="primary", disabled=case is None, on_click=_save, key="tpl_save")
+c1.button(
+    "Save to my library", type="primary", disabled=case is None, on_click=_save, key="tpl_save"
+)
 c2.download_button(
     "Export .toml",
     data=text.encode("utf-8"),

@@ -40,7 +40,9 @@ def make_results_db(
                 instance_rows.append(inst.to_row())
                 for model in models:
                     row = pipeline.run_sync(
-                        pipeline.decide_pair(None, inst, "random", run_id=run_id, seed=models.index(model))  # type: ignore[arg-type]
+                        pipeline.decide_pair(
+                            None, inst, "random", run_id=run_id, seed=models.index(model)
+                        )  # type: ignore[arg-type]
                     )
                     row["model"] = model
                     row["id"] = pipeline.stable_id("decision", run_id, inst.id, model)
@@ -49,6 +51,10 @@ def make_results_db(
             store.save_instances(instance_rows)
             store.save_decisions(decision_rows)
             store.refresh_run_counts(run_id)
-            store.update_run(run_id, status="done", started_at="2026-01-01T00:00:00.000000Z",
-                             finished_at="2026-01-01T00:00:01.000000Z")
+            store.update_run(
+                run_id,
+                status="done",
+                started_at="2026-01-01T00:00:00.000000Z",
+                finished_at="2026-01-01T00:00:01.000000Z",
+            )
     return run_id

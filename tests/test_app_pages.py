@@ -121,7 +121,9 @@ def test_explore_heatmap_is_diverging_over_minus_one_to_one(results: str) -> Non
     assert scales == [
         {"clamp": True, "domain": [-1, 1], "domainMid": 0, "reverse": True, "scheme": "redblue"}
     ]
-    params = spec.get("params", []) + [p for layer in spec["layer"] for p in layer.get("params", [])]
+    params = spec.get("params", []) + [
+        p for layer in spec["layer"] for p in layer.get("params", [])
+    ]
     assert [p["select"]["type"] for p in params if p["name"] == "cell"] == ["point"]
     assert "Click a cell" in texts(at)
 
@@ -384,3 +386,15 @@ def test_settings_add_a_custom_endpoint(db: Path) -> None:
     at.text_input(key="add_base").input("http://user:secret@127.0.0.1:1/v1")
     at.button(key="add_submit").click().run()
     assert any("must not hold a user, password" in e.value for e in at.error)
+
+
+def test_a_missing_key_is_named_with_what_to_do(db: Path, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    at = open_page("preview")
+    at.selectbox(key="pv_generator").set_value("").run()
+    at.button(key="pv_fill").click().run()
+    at.selectbox(key="pv_model").set_value("openai/gpt-4o-mini-2024-07-18")
+    at.button(key="pv_decide").click().run()
+    assert_clean(at)
+    (error,) = [e.value for e in at.error]
+    assert "OPENAI_API_KEY is not set" in error and "What to do" in error

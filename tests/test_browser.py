@@ -183,7 +183,9 @@ def test_preview_fills_with_the_local_model(page: object) -> None:
 
 def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
     go(page, "Run")
-    multiselect = page.get_by_test_id("stMultiSelect").filter(has=page.get_by_text("Test cases", exact=True))  # type: ignore[attr-defined]
+    multiselect = page.get_by_test_id("stMultiSelect").filter(
+        has=page.get_by_text("Test cases", exact=True)
+    )  # type: ignore[attr-defined]
     multiselect.locator("input").click()
     multiselect.locator("input").fill("Social Desirability")
     page.get_by_role("option", name="Social Desirability Bias", exact=True).click()  # type: ignore[attr-defined]
@@ -199,12 +201,10 @@ def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
     shot(page, "4a_run_progress")
     page.get_by_text("2 of 2 pairs, 0 failed").wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
     shot(page, "4b_run_done")
-    page.get_by_role("button", name="Open in Explore").click()  # type: ignore[attr-defined]
+    page.get_by_role("button", name="Open this run in Explore").click()  # type: ignore[attr-defined]
     cells = page.get_by_test_id("stVegaLiteChart").locator("g.mark-rect path[aria-label]")  # type: ignore[attr-defined]
     cells.first.wait_for()
-    shot(page, "4c_explore_run")
     labels = [cells.nth(i).get_attribute("aria-label") or "" for i in range(cells.count())]
-    print(labels)
     assert any("social_desirability_bias" in x for x in labels)
     assert all("social_desirability_bias" in x for x in labels if "bias:" in x)
     no_exception(page)

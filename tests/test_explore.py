@@ -40,7 +40,10 @@ def _random_rows(seed: int = 1) -> list[tuple[str, str, str | None, float | None
     # an 'ok' row without a score (not counted, as in analysis.summarize)
     rows += [("single", "m1", "ok", 0.5)]
     rows += [("constant", "m1", "ok", 0.5)] * 5 + [("zeros", "m1", "ok", 0.0)] * 4
-    rows += [("failing", "m1", "failed", None)] * 3 + [("nulls", "m1", "ok", None), ("nulls", "m1", "ok", 1.0)]
+    rows += [("failing", "m1", "failed", None)] * 3 + [
+        ("nulls", "m1", "ok", None),
+        ("nulls", "m1", "ok", 1.0),
+    ]
     return rows
 
 
@@ -53,8 +56,18 @@ def test_sql_summary_equals_the_per_decision_summary(tmp_path: Path) -> None:
     slow = slow.sort_values(["bias", "model"]).reset_index(drop=True)
     assert list(fast.columns) == COLUMNS == list(slow.columns)
     assert fast[["bias", "model", "n", "failures"]].equals(slow[["bias", "model", "n", "failures"]])
-    for column in ("mean", "mean_abs", "failure_rate", "ci_low", "ci_high", "p_value", "p_adjusted"):
-        np.testing.assert_allclose(fast[column], slow[column], rtol=1e-9, atol=1e-12, err_msg=column)
+    for column in (
+        "mean",
+        "mean_abs",
+        "failure_rate",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_adjusted",
+    ):
+        np.testing.assert_allclose(
+            fast[column], slow[column], rtol=1e-9, atol=1e-12, err_msg=column
+        )
     assert fast["significant"].tolist() == slow["significant"].tolist()
     pd.testing.assert_frame_equal(fast, by_run)
 
@@ -140,7 +153,9 @@ def test_selected_cell_reads_streamlit_selection_events() -> None:
     event = {"selection": {"cell": [{"bias": "a", "model": "m2"}]}}
     assert charts_explore.selected_cell(event) == ("a", "m2")
     assert charts_explore.selected_cell({"selection": {"cell": {}}}) is None
-    assert charts_explore.selected_cell({"selection": {"cell": {"bias": ["a"], "model": ["m"]}}}) == ("a", "m")
+    assert charts_explore.selected_cell(
+        {"selection": {"cell": {"bias": ["a"], "model": ["m"]}}}
+    ) == ("a", "m")
     assert charts_explore.selected_cell(None) is None
 
 

@@ -54,7 +54,9 @@ def test_gaps_are_coloured_and_text_is_escaped() -> None:
 
 def test_diff_marks_only_the_sides_own_words_and_nests_properly() -> None:
     control = "You are [[a/an]] manager. The success rate is {{share}}%."
-    treatment = "You are [[a/an]] manager. The [[failure: opposite of success]] rate is {{opposite}}%."
+    treatment = (
+        "You are [[a/an]] manager. The [[failure: opposite of success]] rate is {{opposite}}%."
+    )
     out = present.diff_html(treatment, control, "treatment")
     assert well_formed(out) and visible(out) == treatment
     marked = re.findall(r"<mark[^>]*>(.*?)</mark>", out)
@@ -138,7 +140,9 @@ def test_key_status_reports_names_never_values() -> None:
 
 def test_custom_models_are_added_replaced_and_removed() -> None:
     path = settings.add_custom_model("openai/llama3", "Llama", "http://127.0.0.1:8000/v1/")
-    settings.add_custom_model("openai/llama3", "Llama 3", "http://127.0.0.1:8001/v1", json_schema=True)
+    settings.add_custom_model(
+        "openai/llama3", "Llama 3", "http://127.0.0.1:8001/v1", json_schema=True
+    )
     settings.add_custom_model("openai/qwen", "Qwen", "https://example.org/v1")
     entries = tomllib.loads(path.read_text())["models"]
     assert [e["id"] for e in entries] == ["openai/llama3", "openai/qwen"]
@@ -210,3 +214,12 @@ def test_the_committed_demo_snapshot_is_small_real_and_loadable(tmp_path: Path) 
     with Store(tmp_path / "d.db") as store:
         store.load_tables(data)
         assert store.score_aggregates()
+
+
+def test_key_for_model_names_the_variable_or_none() -> None:
+    assert settings.key_for_model("openai/gpt-4o") == "OPENAI_API_KEY"
+    assert settings.key_for_model("deepinfra/meta-llama/x") == "DEEPINFRA_API_KEY"
+    assert settings.key_for_model("random") is None
+    assert settings.key_for_model("local/smollm2") is None
+    assert settings.key_for_model("openai/mine", "http://127.0.0.1:8000/v1") is None
+    assert settings.key_for_model("newco/model") == "NEWCO_API_KEY"

@@ -12,6 +12,7 @@ The model is weak; constrain it. Decisions: send the GBNF grammar
 `root ::= "Option " [1-7]` (`LLMRequest.grammar`). Gap fills: send
 `response_format={"type": "json_schema", "json_schema": {"schema": ...}}` with
 `maxLength` on strings, or strings run on until `max_tokens` cuts the JSON short.
+Send one or the other: given both, llama.cpp follows `response_format` and ignores the grammar.
 """
 
 from __future__ import annotations
