@@ -81,13 +81,18 @@ def through_runner(base_url: str, concurrency: int, calls: int, measure: dict[st
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.db") as store:
         rows = []
         for i in range(pairs):
-            instance = pipeline.generate_offline(cases[i % len(cases)], f"bench scenario {i}", seed=i)
+            instance = pipeline.generate_offline(
+                cases[i % len(cases)], f"bench scenario {i}", seed=i
+            )
             instance.id, instance.dataset = f"bench-{i}", "bench"
             rows.append(instance.to_row())
         store.save_instances(rows)
         spec = runner.RunSpec(models=["openai/fake"], dataset="bench", api_base=base_url)
         plan = runner.plan(spec, store)
-        measure["cpu0"], measure["wall0"] = time.process_time(), time.perf_counter()  # setup excluded
+        measure["cpu0"], measure["wall0"] = (
+            time.process_time(),
+            time.perf_counter(),
+        )  # setup excluded
         result = runner.execute(plan, store, concurrency=concurrency)
         assert result["status"] == "done", result
         return pairs * 4
@@ -115,9 +120,13 @@ def worker(mode: str, base_url: str, concurrency: int, calls: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--concurrency", default="1,16,64,256")
-    parser.add_argument("--seconds", type=float, default=8.0, help="target duration of each measurement")
+    parser.add_argument(
+        "--seconds", type=float, default=8.0, help="target duration of each measurement"
+    )
     parser.add_argument("--modes", default="openai,litellm,runner")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
@@ -130,11 +139,16 @@ def main() -> None:
         return worker(args.worker, args.base_url, int(args.concurrency), args.calls)
 
     server = subprocess.Popen(
-        [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, __file__, "--serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     base_url = server.stdout.readline().strip()
     print(f"server {base_url}, latency {LATENCY:.1f} s; each row is its own process\n")
-    print(f"{'C':>5} {'mode':<8} {'calls':>6} {'calls/s':>8} {'ideal':>7} {'ratio':>6} {'RSS MB':>7} {'CPU ms/call':>11}")
+    print(
+        f"{'C':>5} {'mode':<8} {'calls':>6} {'calls/s':>8} {'ideal':>7} {'ratio':>6} {'RSS MB':>7} {'CPU ms/call':>11}"
+    )
     try:
         for c in (int(x) for x in args.concurrency.split(",")):
             calls = max(int(c * args.seconds / LATENCY), 8)

@@ -314,7 +314,9 @@ async def _ask_for_fills(
                 "strict": True,
                 "schema": {
                     "type": "object",
-                    "properties": {k: {"type": "string", "minLength": 1} for k in keys},
+                    "properties": {
+                        k: {"type": "string", "minLength": 1, "maxLength": 160} for k in keys
+                    },
                     "required": keys,
                     "additionalProperties": False,
                 },

@@ -97,7 +97,6 @@ event = st.altair_chart(
     key="explore_heatmap",
     on_select="rerun",
     selection_mode=[charts_explore.SELECTION],
-    width="content",  # the chart sizes its cells; stretching one column to the page is odd
 )
 st.caption(
     "Scores run from -1 to 1: positive (red) means the model shows the bias, negative (blue) the "
