@@ -23,11 +23,11 @@ def secret_values() -> list[str]:
     ]
 
 
-def redact(text: str | None) -> str | None:
-    """Replace secret values and anything shaped like an API key with '***'."""
+def redact(text: str | None, extra: tuple[str | None, ...] = ()) -> str | None:
+    """Replace secret values (env secrets and `extra`) and key-shaped strings with '***'."""
     if not text:
         return text
-    for value in secret_values():
+    for value in [*secret_values(), *(v for v in extra if v and len(v) >= 4)]:
         if value in text:
             text = text.replace(value, "***")
     return _KEY_SHAPES.sub("***", text)

@@ -398,3 +398,23 @@ def test_a_missing_key_is_named_with_what_to_do(db: Path, monkeypatch) -> None:
     assert_clean(at)
     (error,) = [e.value for e in at.error]
     assert "OPENAI_API_KEY is not set" in error and "What to do" in error
+
+
+def test_explore_filters_by_an_imported_dataset(db: Path) -> None:
+    from cogbias import runner
+    from cogbias.datasets import import_hub
+    from tests.dataset_helpers import HUB_CSV
+
+    if not HUB_CSV.is_file():
+        pytest.skip(f"dataset fixture missing: {HUB_CSV}")
+    with Store(db) as store:
+        import_hub(store, HUB_CSV)
+        spec = runner.RunSpec(models=["random"], dataset="malberg2024-hub")
+        runner.execute(runner.plan(spec, store), store)
+    at = open_page("explore")
+    assert "Dataset malberg2024-hub" in at.selectbox(key="explore_source").options
+    at.selectbox(key="explore_source").set_value("dataset:malberg2024-hub").run()
+    assert_clean(at)
+    data = chart_specs(at)[0]["datasets"]
+    rows = next(iter(data.values())) if isinstance(data, dict) else []
+    assert {r["bias"] for r in rows} == {"anchoring", "framing_effect", "loss_aversion"}

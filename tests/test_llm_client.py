@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from cogbias.llm import FatalLLMError, LLMClient, LLMError, LLMRequest, cache_key
-from cogbias.llm.errors import classify, scrub_secrets
+from cogbias.llm.errors import classify
+from cogbias.redact import redact
 from tests.fake_llm_server import FakeHTTPError, FakeLLMServer
 
 SENTINEL = "sk-test-SENTINEL-123"
@@ -331,7 +332,9 @@ def test_missing_openai_key_is_classified_as_fatal_auth() -> None:
     assert "OPENAI_API_KEY" in str(error)
 
 
-def test_scrub_secrets_removes_env_values_and_key_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_redact_removes_env_values_extra_values_and_key_shapes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("SOME_PROVIDER_TOKEN", "plain-secret-value")
-    text = "key plain-secret-value and sk-proj-abcdef123456 and xyz"
-    assert scrub_secrets(text) == "key *** and sk-*** and xyz"
+    text = "key plain-secret-value and sk-proj-abcdef123456 and hunter22 and xyz"
+    assert redact(text, ("hunter22",)) == "key *** and *** and *** and xyz"

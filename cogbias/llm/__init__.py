@@ -22,7 +22,7 @@ from cogbias.llm.client import (  # noqa: E402
     cache_key,
     get_litellm,
 )
-from cogbias.llm.errors import FatalLLMError, LLMError, scrub_secrets  # noqa: E402
+from cogbias.llm.errors import FatalLLMError, LLMError  # noqa: E402
 from cogbias.llm.local import (  # noqa: E402
     LOCAL_MODELS,
     ensure_local_server,
@@ -43,6 +43,5 @@ __all__ = [
     "ensure_local_server",
     "get_litellm",
     "resolve_model",
-    "scrub_secrets",
     "smollm2_gguf_path",
 ]

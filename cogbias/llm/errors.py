@@ -10,9 +10,9 @@ chained or kept (a traceback would print it).
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Any, Literal
+
+from cogbias.redact import redact
 
 ErrorKind = Literal[
     "auth", "quota", "not_found", "bad_request", "timeout", "server", "rate_limit", "empty", "other"
@@ -51,24 +51,6 @@ class FatalLLMError(LLMError):
     so the runner stops the whole run instead of recording thousands of identical errors."""
 
 
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-_KEY_LIKE = re.compile(r"\b(sk|pk|gsk|xai|hf)[-_][A-Za-z0-9_\-\.]{6,}|\b(AIza)[0-9A-Za-z_\-]{20,}")
-
-
-def scrub_secrets(text: str, extra: tuple[str, ...] = ()) -> str:
-    """Remove API-key-like strings and the values of secret-looking env vars from text.
-
-    Belt and braces: providers often repeat the key they received in their error body.
-    """
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
-            text = text.replace(value, "***")
-    for value in extra:
-        if value and len(value) >= 4 and value in text:
-            text = text.replace(value, "***")
-    return _KEY_LIKE.sub(lambda m: (m.group(1) or m.group(2)) + "-***", text)
-
-
 def key_env_hint(model: str) -> str:
     """Name the environment variable that probably holds the key for `model`."""
     import litellm
@@ -102,7 +84,7 @@ def classify(exc: BaseException, model: str, api_base: str | None, api_key: str 
 
     ex = litellm.exceptions
     status = _status_of(exc)
-    raw = scrub_secrets(str(exc), (api_key,))
+    raw = redact(str(exc), (api_key,)) or ""
     low = raw.lower()
     where = f" at {api_base}" if api_base else ""
     detail = raw[:500]
