@@ -274,10 +274,12 @@ class TerminalProgress:
         if not final and t - self.last < (0.2 if self.tty else 2.0):
             return
         self.last = t
-        planned, done = run["planned"] or 1, run["done"]
-        bar = "#" * int(30 * done / planned)
-        rate = done / max(t - self.started, 1e-6)
-        line = f"[{bar:<30}] {done}/{planned} pairs, {run['failed']} failed, {rate:.1f}/s"
+        if run.get("generated", 0) < run.get("to_generate", 0):
+            done, planned, what = run["generated"], run["to_generate"], "instances generated"
+        else:
+            done, planned, what = run["done"], run["planned"] or 1, f"pairs, {run['failed']} failed"
+        bar = "#" * int(30 * done / max(planned, 1))
+        line = f"[{bar:<30}] {done}/{planned} {what}, {time.monotonic() - self.started:.0f} s"
         print(
             ("\r" + line) if self.tty else line,
             end="" if self.tty and not final else "\n",
@@ -313,7 +315,8 @@ class _Writer:
             self.store.save_instances(self.instances)
             self.store.save_decisions(self.decisions)
             self.store.put_llm_calls(self.cache.drain())
-            fields = {k: self.run[k] for k in ("done", "failed", "tokens", "cost")}
+            keys = ("done", "failed", "tokens", "cost", "generated", "to_generate")
+            fields = {k: self.run[k] for k in keys if k in self.run}
             self.store.update_run(self.run["id"], **fields, heartbeat_at=now())
         self.instances, self.decisions = [], []
         current = self.store.run(self.run["id"])
@@ -454,8 +457,11 @@ async def _instances(
             instance = _failed_instance(job, spec, f"{exc.kind}: {exc}")
         made[job.id] = instance
         writer.instances.append(instance.to_row())
+        writer.run["generated"] += 1
 
-    await _pool(iter([j for j in plan.jobs if j.id not in existing]), make, concurrency, writer)
+    missing = [j for j in plan.jobs if j.id not in existing]
+    writer.run.update(generated=0, to_generate=len(missing))
+    await _pool(iter(missing), make, concurrency, writer)
     writer.flush()
     rows = {r["id"]: r for r in store.instances(existing)}
     return [

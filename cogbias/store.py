@@ -20,7 +20,7 @@ import sqlite_utils
 
 from .redact import redact
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def now() -> str:
@@ -149,7 +149,13 @@ def _schema_v2(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = {1: _schema_v1, 2: _schema_v2}
+def _schema_v3(db: sqlite_utils.Database) -> None:
+    """Runs also report instance generation, so progress moves before the first decision."""
+    db["runs"].add_column("generated", int)
+    db["runs"].add_column("to_generate", int)
+
+
+MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3}
 
 
 class SchemaError(RuntimeError):

@@ -94,3 +94,17 @@ def test_secrets_are_redacted_before_writing(tmp_path, monkeypatch):
 
 def test_dumps_is_canonical():
     assert store_module.dumps({"b": 1, "a": [1, 2]}) == '{"a":[1,2],"b":1}'
+
+
+def test_a_version_1_file_is_migrated_in_place(tmp_path):
+    path = tmp_path / "old.db"
+    db = store_module.sqlite_utils.Database(path)
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    store_module._schema_v1(db)
+    db["meta"].insert({"key": "schema_version", "value": "1"})
+    db["runs"].insert({"id": "r1", "status": "done", "planned": 3})
+    db.close()
+    with Store(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        [run] = store.runs()
+        assert run["id"] == "r1" and run["planned"] == 3 and "generated" in run
