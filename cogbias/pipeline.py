@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from .llm import LLMClient
 
 RANDOM_MODEL = "random"
+ANSWER_TOKENS = 300  # room to reason before choosing, as in the paper's free-answer step
+LOCAL_ANSWER_TOKENS = 120  # a 135M model's reasoning adds time, not accuracy, on 2 cores
 OPTION_RE = re.compile(r"\b[Oo]ption (\d+)\b")
 T = TypeVar("T")
 
@@ -434,7 +436,7 @@ async def decide_half(
             messages=(("user", DEC_PROMPT.format(task=task)),),
             temperature=temperature,
             seed=seed,
-            max_tokens=300,
+            max_tokens=LOCAL_ANSWER_TOKENS if model.startswith("local/") else ANSWER_TOKENS,
             repeat=repeat,
         )
     )

@@ -230,12 +230,18 @@ def progress(run_id: str) -> None:
     assert run is not None
     planned = max(run["planned"] or 0, 1)
     st.markdown(f"**{run_label(run)}**")
+    generated, to_generate = run.get("generated") or 0, run.get("to_generate") or 0
+    if run["status"] in ACTIVE and generated < to_generate:  # gaps are filled before deciding
+        st.progress(
+            generated / to_generate,
+            text=f"Filling gaps: {generated:,} of {to_generate:,} instances generated",
+        )
     st.progress(
         min(run["done"] / planned, 1.0), text=f"{run['done']:,} of {run['planned']:,} pairs"
     )
     st.caption(f"{run['failed']:,} failed · {run['tokens'] or 0:,} tokens · ${run['cost']:.4f}")
     if run["status"] in ACTIVE:
-        if run["done"] == 0:
+        if run["done"] == 0 and not to_generate:
             st.caption("Filling gaps first (the local model may take a while per instance)…")
         if st.button("Cancel run", key="run_cancel"):
             store.request_cancel(run_id)

@@ -198,9 +198,18 @@ def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
     page.get_by_test_id("stMetricValue").first.filter(has_text="2").wait_for()  # type: ignore[attr-defined]
     page.get_by_role("button", name="Start run").click()  # type: ignore[attr-defined]
     page.get_by_text("Progress").wait_for()  # type: ignore[attr-defined]
-    page.get_by_test_id("stProgress").wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
+    page.get_by_test_id("stProgress").first.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
     shot(page, "4a_run_progress")
-    page.get_by_text("2 of 2 pairs, 0 failed").wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
+    done = page.get_by_text("2 of 2 pairs, 0 failed")  # type: ignore[attr-defined]
+    seen: list[str] = []  # what the polling fragment showed, in order
+    deadline = time.monotonic() + LOCAL_MODEL_TIMEOUT_MS / 1000
+    while not done.is_visible() and time.monotonic() < deadline:
+        states = page.get_by_test_id("stProgress").all_inner_texts()  # type: ignore[attr-defined]
+        if states and (not seen or seen[-1] != " | ".join(states)):
+            seen.append(" | ".join(states))
+        time.sleep(0.3)
+    done.wait_for(timeout=10_000)
+    assert len(seen) >= 2, f"progress never moved: {seen}"
     shot(page, "4b_run_done")
     page.get_by_role("button", name="Open this run in Explore").click()  # type: ignore[attr-defined]
     cells = page.get_by_test_id("stVegaLiteChart").locator("g.mark-rect path[aria-label]")  # type: ignore[attr-defined]
