@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cogbias.llm.errors import FatalLLMError, LLMError, classify, retry_after_seconds
-from cogbias.llm.local import LOCAL_PREFIX, N_PARALLEL, local_server_started, resolve_model
+from cogbias.llm.local import (
+    LOCAL_CONCURRENCY,
+    LOCAL_PREFIX,
+    LOCAL_TIMEOUT_S,
+    local_server_started,
+    resolve_model,
+)
 
 Message = tuple[str, str]
 DUMMY_API_KEY = "sk-no-key-required"
@@ -196,12 +202,12 @@ class LLMClient:
 
     def _slots(self, local: bool) -> tuple[asyncio.Semaphore, ...]:
         # One set of semaphores per event loop: the CLI and tests may call asyncio.run
-        # repeatedly. Local models also get at most N_PARALLEL requests in flight: more
+        # repeatedly. Local models also get at most LOCAL_CONCURRENCY requests in flight: more
         # would only queue inside llama.cpp, where the wait counts against our timeout.
         loop = asyncio.get_running_loop()
         if self._semaphore is None or self._local_semaphore is None or self._loop is not loop:
             self._semaphore = asyncio.Semaphore(self.concurrency)
-            self._local_semaphore = asyncio.Semaphore(min(self.concurrency, N_PARALLEL))
+            self._local_semaphore = asyncio.Semaphore(min(self.concurrency, LOCAL_CONCURRENCY))
             self._loop = loop
         return (self._local_semaphore, self._semaphore) if local else (self._semaphore,)
 
@@ -267,7 +273,9 @@ class LLMClient:
             "model": model,
             "messages": req.message_dicts(),
             "temperature": req.temperature,
-            "timeout": self.timeout,
+            "timeout": max(self.timeout, LOCAL_TIMEOUT_S)
+            if req.model.startswith(LOCAL_PREFIX)
+            else self.timeout,
             "num_retries": 0,  # we retry ourselves, see module docstring
             "drop_params": True,  # e.g. `seed` for providers without it, instead of a 400
         }

