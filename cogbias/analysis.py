@@ -37,11 +37,16 @@ def t_interval(scores: np.ndarray, confidence: float = 0.95) -> tuple[float, flo
 
 
 def one_sample_p(scores: np.ndarray) -> float:
-    """p-value of a one-sample t-test against 0 (1.0 when the scores cannot differ from 0)."""
+    """p-value of a one-sample t-test against 0.
+
+    Identical scores have no variance, so the t-test is undefined; then the exact two-sided
+    sign test applies (all n on one side of 0: p = 2 * 0.5**n), so two identical answers
+    are not "significant" while a thousand are.
+    """
     if len(scores) < 2:
         return float("nan")
     if np.all(scores == scores[0]):
-        return 1.0 if scores[0] == 0 else 0.0
+        return 1.0 if scores[0] == 0 else min(1.0, 2 * 0.5 ** len(scores))
     return float(stats.ttest_1samp(scores, 0.0).pvalue)
 
 

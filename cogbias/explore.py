@@ -60,8 +60,8 @@ def summarize_aggregates(
     few = n < 2
     ci_low = np.where(few, np.nan, np.where(degenerate, mean, mean - half))
     ci_high = np.where(few, np.nan, np.where(degenerate, mean, mean + half))
-    # As in `analysis.one_sample_p`: identical scores are certainly (not) different from 0.
-    p = np.where(degenerate, np.where(mean == 0, 1.0, 0.0), p)
+    # As in `analysis.one_sample_p`: identical scores fall back to the exact sign test.
+    p = np.where(degenerate, np.where(mean == 0, 1.0, np.minimum(1.0, 2 * 0.5**n)), p)
     p = np.where(few, np.nan, p)
     total = n + failures
     table = pd.DataFrame(

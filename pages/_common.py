@@ -31,9 +31,11 @@ def _leave_pages_directory_mode() -> None:
     first page script to import this module switches that mode off and reruns, and the rerun
     goes through app.py like every other request.
     """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
+    try:  # a Streamlit internal: if it moves, we only lose this first-visit nicety
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:
+        return
+    if getattr(PagesManager, "uses_pages_directory", False):
         PagesManager.uses_pages_directory = False
         st.rerun()
 

@@ -34,6 +34,9 @@ def test_one_sample_p_matches_the_closed_form():
     expected = 1 - math.sqrt(12) / math.sqrt(14)  # 0.07418
     assert analysis.one_sample_p(np.array([0.2, 0.4, 0.6])) == pytest.approx(expected, abs=1e-12)
     assert analysis.one_sample_p(np.zeros(5)) == 1.0
+    # no variance: the exact sign test
+    assert analysis.one_sample_p(np.full(2, -1.0)) == 0.5
+    assert analysis.one_sample_p(np.full(10, 0.5)) == pytest.approx(2 / 1024)
 
 
 def test_benjamini_hochberg_by_hand_and_against_scipy():
