@@ -19,7 +19,15 @@ from . import metrics
 from .library import TestCase
 from .metrics import MetricParams
 from .store import dumps
-from .templates import Filled, LLMGap, Template, fill, render_decision_text, render_options
+from .templates import (
+    Filled,
+    LLMGap,
+    Template,
+    fill,
+    render_decision_text,
+    render_options,
+    show_value,
+)
 
 if TYPE_CHECKING:
     from .llm import LLMClient
@@ -169,14 +177,10 @@ def _sample(case: TestCase, scenario: str, seed: int, index: int) -> dict[str, A
 def _value_insertions(case: TestCase, values: Mapping[str, Any]) -> list[dict[str, str]]:
     used = {g.name for t in (case.control, case.treatment) for g in t.value_gaps()}
     return [
-        {"gap": name, "source": "value", "text": _show(values[name])}
+        {"gap": name, "source": "value", "text": show_value(values[name])}
         for name in values
         if name in used and name not in case.named_gaps()
     ]
-
-
-def _show(value: Any) -> str:
-    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 GEN_PROMPT = """Fill the gaps of a decision-task template so that it fits the scenario.

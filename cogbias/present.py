@@ -17,7 +17,7 @@ import pandas as pd
 
 from .library import TestCase
 from .pipeline import Instance
-from .templates import Filled, LLMGap, ValueGap, diff, render_decision_text
+from .templates import Filled, LLMGap, ValueGap, diff, render_decision_text, show_value
 
 LLM_COLOR = "#1c7ed6"  # [[gaps]] the generator fills
 VALUE_COLOR = "#e03131"  # {{gaps}} from value generators
@@ -149,7 +149,7 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
 def _value_gap(seg: ValueGap, values: Mapping[str, Any], named: Mapping[str, LLMGap]) -> str:
     if seg.name not in values:
         return highlight_gaps(f"{{{{{seg.name}}}}}")
-    text = _show(values[seg.name])
+    text = show_value(values[seg.name])
     if seg.name in named:
         return _insertion_span(text, "llm", f"generator LLM (named gap '{seg.name}')")
     return _insertion_span(text, "value", f"value generator '{seg.name}'")
@@ -160,14 +160,6 @@ def _llm_gap(seg: LLMGap, values: Mapping[str, Any], fills: Mapping[str, str]) -
     if key not in fills:
         return highlight_gaps(f"[[{key}]]")
     return _insertion_span(fills[key], "llm", f"generator LLM: {key}")
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, list | tuple):
-        return ", ".join(_show(v) for v in value)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def insertions_frame(instance: Instance) -> pd.DataFrame:

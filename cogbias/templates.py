@@ -144,16 +144,17 @@ def _parse_llm_gap(text: str, start: int) -> tuple[LLMGap, int]:
 def substitute(text: str, values: Mapping[str, Any]) -> str:
     """Replace each known `{{name}}` by its value (lists are joined with ', ')."""
     return _REF_RE.sub(
-        lambda m: _show(values[m.group(1)]) if m.group(1) in values else m.group(0), text
+        lambda m: show_value(values[m.group(1)]) if m.group(1) in values else m.group(0), text
     )
 
 
 _REF_RE = re.compile(r"\{\{\s*([a-z][a-z0-9_]*)\s*\}\}")
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
+    """How a sampled value reads in a template: lists joined, 40.0 as 40."""
     if isinstance(value, list | tuple):
-        return ", ".join(_show(v) for v in value)
+        return ", ".join(show_value(v) for v in value)
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
