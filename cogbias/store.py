@@ -158,6 +158,18 @@ def _schema_v3(db: sqlite_utils.Database) -> None:
 MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3}
 
 
+_PROVIDER_TEXTS = (
+    "error",
+    "control_answer",
+    "treatment_answer",
+    "control_extraction",
+    "treatment_extraction",
+)
+
+
+_INSTANCE_TEXTS = ("error", "control", "treatment", "insertions", "values_json")
+
+
 class SchemaError(RuntimeError):
     pass
 
@@ -257,17 +269,26 @@ class Store:
         if rows:
             with self.atomic():
                 self.db["instances"].insert_all(
-                    [{**r, "error": redact(r.get("error")), "created_at": now()} for r in rows],
+                    [
+                        {**r, **{k: redact(r.get(k)) for k in _INSTANCE_TEXTS}, "created_at": now()}
+                        for r in rows
+                    ],
                     pk="id",
                     ignore=True,
                 )
 
     def save_decisions(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Upsert decisions by id: a resumed run fills the gaps and never duplicates."""
+        """Upsert decisions by id: a resumed run fills the gaps and never duplicates.
+
+        Texts that came from a provider are redacted too: a careless endpoint may echo a key.
+        """
         with self.atomic():
             if rows:
                 self.db["decisions"].insert_all(
-                    [{**r, "error": redact(r.get("error")), "created_at": now()} for r in rows],
+                    [
+                        {**r, **{k: redact(r.get(k)) for k in _PROVIDER_TEXTS}, "created_at": now()}
+                        for r in rows
+                    ],
                     pk="id",
                     replace=True,
                 )
@@ -276,7 +297,15 @@ class Store:
         with self.atomic():
             if rows:
                 self.db["llm_calls"].insert_all(
-                    [{**r, "response": redact(r["response"]), "created_at": now()} for r in rows],
+                    [
+                        {
+                            **r,
+                            "response": redact(r["response"]),
+                            "request": redact(r.get("request")),
+                            "created_at": now(),
+                        }
+                        for r in rows
+                    ],
                     pk="key",
                     replace=True,
                 )

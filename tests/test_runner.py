@@ -133,6 +133,41 @@ def test_an_auth_error_stops_the_run_and_no_key_value_is_stored(tmp_path, monkey
             assert sentinel.encode() not in path.read_bytes(), path
 
 
+def test_a_key_echoed_by_the_provider_never_reaches_the_store_or_exports(tmp_path):
+    sentinel = "sk-test-SENTINEL-fedcba9876543210"
+    db = tmp_path / "x.db"
+
+    def echo(request):
+        fmt = request.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            keys = fmt["json_schema"]["schema"]["required"]
+            return json.dumps({k: f"text {sentinel}" for k in keys})
+        return f"Option 1, said the model holding {sentinel}"
+
+    env = {**os.environ, "OPENAI_API_KEY": sentinel}
+    with FakeLLMServer(echo) as server:
+        run = subprocess.run(
+            [sys.executable, "-m", "cogbias", *spec(server.base_url).to_cli_args(db)],
+            cwd=ROOT, capture_output=True, text=True, env=env,
+        )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    with Store(db) as store:
+        [row] = store.runs()
+        assert store.query("select count(*) as n from decisions where status = 'ok'")[0]["n"] > 0
+    for fmt in ("csv", "jsonl", "parquet"):
+        out = subprocess.run(
+            [sys.executable, "-m", "cogbias", "export", "--db", str(db), "--run", row["id"],
+             "-o", str(tmp_path / f"pairs.{fmt}")],
+            cwd=ROOT, capture_output=True, text=True, env=env,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".parquet" for p in files)
+    for path in files:
+        assert sentinel.encode() not in path.read_bytes(), path
+    assert sentinel not in run.stdout + run.stderr
+
+
 def test_cli_results_json_lists_bias_model_n_and_failures(tmp_path):
     db = tmp_path / "x.db"
     with FakeLLMServer() as server:
