@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 RANDOM_MODEL = "random"
 ANSWER_TOKENS = 300  # room to reason before choosing, as in the paper's free-answer step
 LOCAL_ANSWER_TOKENS = 120  # a 135M model's reasoning adds time, not accuracy, on 2 cores
+FILL_CHARS = 160  # a gap fill is a phrase or two; longer runs on until max_tokens
+FILL_TOKENS = 60  # per gap: FILL_CHARS characters with JSON quoting, in tokens
 OPTION_RE = re.compile(r"\b[Oo]ption (\d+)\b")
 T = TypeVar("T")
 
@@ -321,7 +323,7 @@ async def _ask_for_fills(
                 "schema": {
                     "type": "object",
                     "properties": {
-                        k: {"type": "string", "minLength": 1, "maxLength": 160} for k in keys
+                        k: {"type": "string", "minLength": 1, "maxLength": FILL_CHARS} for k in keys
                     },
                     "required": keys,
                     "additionalProperties": False,
@@ -335,7 +337,7 @@ async def _ask_for_fills(
             messages=tuple((m["role"], m["content"]) for m in messages),
             temperature=temperature,
             seed=seed,
-            max_tokens=120 + 80 * len(keys),
+            max_tokens=64 + sum(len(k) // 3 + FILL_TOKENS for k in keys),  # keys are echoed
             response_format=response_format,
             repeat=attempt,
         )
