@@ -9,6 +9,7 @@ tens of milliseconds, so a killed run loses at most the calls that were in fligh
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -17,12 +18,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import library, pipeline
 from .library import Scenario, TestCase
 from .pipeline import Instance
 from .store import Store, dumps, now
+
+if TYPE_CHECKING:
+    from .llm import LLMClient
 
 FLUSH_SECONDS = 0.05
 FLUSH_ROWS = 256
@@ -339,19 +343,13 @@ def execute(
     concurrency: int = 16,
     progress: Progress | None = None,
     name: str = "",
-    client: Any = None,
 ) -> dict[str, Any]:
     """Run (or resume) a plan to completion, cancellation or a fatal error; returns the run row."""
-    return asyncio.run(execute_async(plan, store, concurrency, progress, name, client))
+    return asyncio.run(_execute(plan, store, concurrency, progress, name))
 
 
-async def execute_async(
-    plan: Plan,
-    store: Store,
-    concurrency: int = 16,
-    progress: Progress | None = None,
-    name: str = "",
-    client: Any = None,
+async def _execute(
+    plan: Plan, store: Store, concurrency: int, progress: Progress | None, name: str
 ) -> dict[str, Any]:
     from .llm import FatalLLMError, LLMClient
 
@@ -373,9 +371,7 @@ async def execute_async(
         )
     run = {"id": run_id, "planned": plan.planned, "status": "running", **counts}
     cache = BufferedCache(store)
-    client = client or LLMClient(cache=cache, concurrency=concurrency, api_base=spec.api_base)
-    if getattr(client, "cache", None) is None:
-        client.cache = cache
+    client = LLMClient(cache=cache, concurrency=concurrency, api_base=spec.api_base)
     writer = _Writer(store, run, cache, progress)
     ticker = asyncio.create_task(writer.ticker())
     status, error = "done", None
@@ -424,7 +420,7 @@ async def _pool(
 
 
 async def _instances(
-    plan: Plan, store: Store, client: Any, writer: _Writer, concurrency: int
+    plan: Plan, store: Store, client: LLMClient, writer: _Writer, concurrency: int
 ) -> list[Instance]:
     """Load the run's instances, generating the missing ones first."""
     if plan.dataset_instances:
@@ -491,7 +487,7 @@ def _supports_json_schema(model: str) -> bool:
 async def _decisions(
     plan: Plan,
     store: Store,
-    client: Any,
+    client: LLMClient,
     writer: _Writer,
     instances: list[Instance],
     concurrency: int,
@@ -586,8 +582,6 @@ def spec_of(run: dict[str, Any]) -> RunSpec:
 
 
 def _loads(text: str | None) -> dict[str, Any]:
-    import json
-
     return json.loads(text) if text else {}
 
 
