@@ -10,7 +10,7 @@ mean the same thing in every run; other views show failure rate and n.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 import pandas as pd
@@ -64,17 +64,29 @@ def explore_heatmap(
     view: str = "mean",
     rows: Sequence[str] | None = None,
     columns: Sequence[str] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> alt.LayerChart:
-    """Heatmap of `summary` (as `explore.heatmap_summary` returns it); click selects a cell."""
+    """Heatmap of `summary` (as `explore.heatmap_summary` returns it); click selects a cell.
+
+    Rows are labelled with `names` (bias id -> display name) where given; clicks still
+    report the bias id.
+    """
     frame = heatmap_frame(summary, view)
+    names = names or {}
+    frame["bias_name"] = [names.get(b, b) for b in frame["bias"]]
     rows = list(rows) if rows is not None else sorted(frame["bias"].unique())
     columns = list(columns) if columns is not None else sorted(frame["model"].unique())
     base = alt.Chart(frame).encode(
         x=alt.X("model:N", sort=columns, title=None, axis=alt.Axis(labelAngle=-30, orient="top")),
-        y=alt.Y("bias:N", sort=rows, title=None, axis=alt.Axis(labelLimit=260)),
+        y=alt.Y(
+            "bias_name:N",
+            sort=[names.get(b, b) for b in rows],
+            title=None,
+            axis=alt.Axis(labelLimit=260),
+        ),
     )
     tooltip = [
-        alt.Tooltip("bias:N"),
+        alt.Tooltip("bias_name:N", title="bias"),
         alt.Tooltip("model:N"),
         alt.Tooltip("mean:Q", format="+.3f"),
         alt.Tooltip("n:Q"),

@@ -7,7 +7,7 @@ import streamlit as st
 
 from cogbias import charts_explore, explore, present
 from cogbias.store import Store
-from pages._common import db_path, friendly, open_store_or_stop, run_label
+from pages._common import db_path, friendly, open_store_or_stop, run_label, test_cases
 
 PAGE_SIZE = 20
 EXPORT_LIMIT = 20000
@@ -91,7 +91,8 @@ if table.empty:
 
 rows = explore.row_order(table, order)
 columns = sorted(table["model"].unique())
-chart = charts_explore.explore_heatmap(table, view, rows, columns)
+names = {case_id: case.name for case_id, case in test_cases().items()}
+chart = charts_explore.explore_heatmap(table, view, rows, columns, names)
 event = st.altair_chart(
     chart,
     key="explore_heatmap",
@@ -116,7 +117,13 @@ for key, options in (("explore_bias", rows), ("explore_model", columns)):
 
 st.subheader("Paired responses")
 c1, c2, c3 = st.columns([2, 2, 3])
-bias = c1.selectbox("Bias", rows, key="explore_bias", placeholder="click a cell or choose")
+bias = c1.selectbox(
+    "Bias",
+    rows,
+    key="explore_bias",
+    placeholder="click a cell or choose",
+    format_func=lambda b: names.get(b, b),
+)
 model = c2.selectbox("Model", columns, key="explore_model", placeholder="click a cell or choose")
 search = c3.text_input("Search texts and answers", key="explore_search")
 if not bias or not model:
@@ -129,7 +136,7 @@ if not cell.empty:
     mean = "–" if pd.isna(c["mean"]) else f"{c['mean']:+.3f}"
     ci = "" if pd.isna(c["ci_low"]) else f" (95% CI {c['ci_low']:+.2f} to {c['ci_high']:+.2f})"
     st.markdown(
-        f"**{bias} × {model}**: mean {mean}{ci}, n = {c['n']}, {c['failures']} failed"
+        f"**{names.get(bias, bias)} × {model}**: mean {mean}{ci}, n = {c['n']}, {c['failures']} failed"
         + (", significant" if c["significant"] else "")
     )
 total = store.pair_count(bias, model, run_id, dataset, search or None)

@@ -136,9 +136,12 @@ def test_explore_views_filters_and_row_order(results: str, db: Path) -> None:
     at.radio(key="explore_view").set_value("n").run()
     at.selectbox(key="explore_order").set_value("name").run()
     spec = chart_specs(at)[0]
-    assert spec["layer"][0]["encoding"]["y"]["sort"] == sorted(
-        ["framing_effect", "anchoring", "loss_aversion"]
-    )
+    # rows sorted by id, labelled with display names
+    assert spec["layer"][0]["encoding"]["y"]["sort"] == [
+        "Anchoring",
+        "Framing Effect",
+        "Loss Aversion",
+    ]
     at.selectbox(key="explore_source").set_value(f"run:{results}").run()
     assert_clean(at)
     assert chart_specs(at)
@@ -417,4 +420,4 @@ def test_explore_filters_by_an_imported_dataset(db: Path) -> None:
     assert_clean(at)
     assert chart_specs(at)
     biases = set(at.selectbox(key="explore_bias").options)  # the heatmap's rows
-    assert biases == {"anchoring", "framing_effect", "loss_aversion"}
+    assert biases == {"Anchoring", "Framing Effect", "Loss Aversion"}  # shown by display name

@@ -215,7 +215,7 @@ def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
     cells = page.get_by_test_id("stVegaLiteChart").locator("g.mark-rect path[aria-label]")  # type: ignore[attr-defined]
     cells.first.wait_for()
     labels = [cells.nth(i).get_attribute("aria-label") or "" for i in range(cells.count())]
-    assert any("social_desirability_bias" in x for x in labels)
-    assert all("social_desirability_bias" in x for x in labels if "bias:" in x)
+    assert any("Social Desirability Bias" in x for x in labels)  # rows show display names
+    assert all("Social Desirability Bias" in x for x in labels if "bias:" in x)
     no_exception(page)
     shot(page, "4c_explore_run")
