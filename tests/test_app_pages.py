@@ -155,7 +155,7 @@ def test_explore_cell_lists_paired_responses_paginated_searchable_and_downloadab
     at.selectbox(key="explore_model").set_value("random").run()
     assert_clean(at)
     shown = texts(at)
-    assert "anchoring × random" in shown and "30 pair(s) · page 1 of 2" in shown
+    assert "Anchoring × random" in shown and "30 pair(s) · page 1 of 2" in shown
     pairs = [e for e in at.expander if e.label.startswith("Pair ")]
     assert len(pairs) == 20
     frame = at.dataframe[0].value
