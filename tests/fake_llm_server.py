@@ -277,6 +277,11 @@ class FakeLLMServer:
         loop.run_forever()
         if self._runner is not None:
             loop.run_until_complete(self._runner.cleanup())
+        # Requests still sleeping (e.g. from a client that was killed) end here, quietly.
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         loop.close()
 
     def start(self) -> FakeLLMServer:
