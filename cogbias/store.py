@@ -474,27 +474,36 @@ class Store:
         offset: int = 0,
     ) -> list[dict[str, Any]]:
         """Paired responses with their instance texts, for reading what a model actually said."""
+        where, params = self._pair_filter(bias, model, run_id, dataset, search)
+        sql = (
+            "select d.*, i.scenario, i.control as control_template, i.treatment as treatment_template, "
+            "i.metric, i.n_options, i.dataset from decisions d join instances i on i.id = d.instance_id"
+            f"{where} order by d.rowid limit ? offset ?"
+        )
+        return self.query(sql, [*params, limit, offset])
+
+    def _pair_filter(
+        self,
+        bias: str | None,
+        model: str | None,
+        run_id: str | None,
+        dataset: str | None,
+        search: str | None,
+    ) -> tuple[str, list[Any]]:
+        """The WHERE clause shared by `pairs` and `pair_count` (search needs `i` joined)."""
         where, params = self._filter(run_id, dataset)
         clauses = [where.removeprefix("where ")] if where else []
-        if bias:
-            clauses.append("d.test_case = ?")
-            params.append(bias)
-        if model:
-            clauses.append("d.model = ?")
-            params.append(model)
+        for column, value in (("d.test_case", bias), ("d.model", model)):
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
         if search:
             clauses.append(
                 "(i.control like ? or i.treatment like ? or d.control_answer like ? "
                 "or d.treatment_answer like ? or i.scenario like ?)"
             )
             params += [f"%{search}%"] * 5
-        sql = (
-            "select d.*, i.scenario, i.control as control_template, i.treatment as treatment_template, "
-            "i.metric, i.n_options, i.dataset from decisions d join instances i on i.id = d.instance_id"
-            + (" where " + " and ".join(clauses) if clauses else "")
-            + " order by d.rowid limit ? offset ?"
-        )
-        return self.query(sql, [*params, limit, offset])
+        return (" where " + " and ".join(clauses) if clauses else ""), params
 
     @staticmethod
     def _filter(run_id: str | None, dataset: str | None) -> tuple[str, list[Any]]:
@@ -705,21 +714,7 @@ class Store:
         search: str | None = None,
     ) -> int:
         """How many rows `pairs` would return without a limit (for paging)."""
-        where, params = self._filter(run_id, dataset)
-        clauses = [where.removeprefix("where ")] if where else []
-        for column, value in (("d.test_case", bias), ("d.model", model)):
-            if value:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        join = ""
-        if search:
-            join = " join instances i on i.id = d.instance_id"
-            clauses.append(
-                "(i.control like ? or i.treatment like ? or d.control_answer like ? "
-                "or d.treatment_answer like ? or i.scenario like ?)"
-            )
-            params += [f"%{search}%"] * 5
-        sql = f"select count(*) from decisions d{join}" + (
-            " where " + " and ".join(clauses) if clauses else ""
-        )
+        where, params = self._pair_filter(bias, model, run_id, dataset, search)
+        join = " join instances i on i.id = d.instance_id" if search else ""
+        sql = f"select count(*) from decisions d{join}{where}"
         return int(self.db.execute(sql, params).fetchone()[0])
