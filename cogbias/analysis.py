@@ -60,6 +60,29 @@ def benjamini_hochberg(p_values: Iterable[float]) -> np.ndarray:
     return adjusted
 
 
+SUMMARY_COLUMNS = [
+    "bias",
+    "model",
+    "mean",
+    "mean_abs",
+    "n",
+    "failures",
+    "failure_rate",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_adjusted",
+    "significant",
+]
+
+
+def with_significance(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """Add BH-adjusted p-values across the whole table and the significance flag."""
+    table["p_adjusted"] = benjamini_hochberg(table["p_value"])
+    table["significant"] = table["p_adjusted"] < alpha
+    return table
+
+
 def summarize(scores: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Per bias x model: mean, n, failures, failure rate, 95% CI, p (t-test vs 0), BH-adjusted p."""
     records = []
@@ -81,24 +104,8 @@ def summarize(scores: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
                 "p_value": one_sample_p(ok),
             }
         )
-    table = pd.DataFrame.from_records(
-        records,
-        columns=[
-            "bias",
-            "model",
-            "mean",
-            "mean_abs",
-            "n",
-            "failures",
-            "failure_rate",
-            "ci_low",
-            "ci_high",
-            "p_value",
-        ],
-    )
-    table["p_adjusted"] = benjamini_hochberg(table["p_value"])
-    table["significant"] = table["p_adjusted"] < alpha
-    return table
+    table = pd.DataFrame.from_records(records, columns=SUMMARY_COLUMNS[:-2])
+    return with_significance(table, alpha)
 
 
 # ---------------------------------------------------------------------------- the paper's views

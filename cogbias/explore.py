@@ -4,7 +4,7 @@
 SQLite into pandas dominates. A mean, a t-interval and a one-sample t-test need only n, the sum
 and the sum of squares, so SQLite aggregates per cell (`Store.score_aggregates`) and this
 module turns those sufficient statistics into the same table `summarize` returns (a test checks
-the two agree). Multiple-testing correction reuses `analysis.benjamini_hochberg`.
+the two agree). Multiple-testing correction reuses `analysis.with_significance`.
 """
 
 from __future__ import annotations
@@ -16,23 +16,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .analysis import ALPHA, benjamini_hochberg
+from .analysis import ALPHA, with_significance
 from .store import Store
-
-SUMMARY_COLUMNS = [
-    "bias",
-    "model",
-    "mean",
-    "mean_abs",
-    "n",
-    "failures",
-    "failure_rate",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_adjusted",
-    "significant",
-]
 
 
 def summarize_aggregates(
@@ -78,9 +63,11 @@ def summarize_aggregates(
             "p_value": p,
         }
     )
-    table["p_adjusted"] = benjamini_hochberg(table["p_value"])
-    table["significant"] = table["p_adjusted"] < alpha
-    return table.sort_values(["bias", "model"], kind="stable").reset_index(drop=True)
+    return (
+        with_significance(table, alpha)
+        .sort_values(["bias", "model"], kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def cells_from_status_groups(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

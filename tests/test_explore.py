@@ -14,7 +14,7 @@ from cogbias import analysis, charts_explore, explore
 from cogbias.store import SCHEMA_VERSION, Store
 from tests.app_helpers import make_results_db
 
-COLUMNS = explore.SUMMARY_COLUMNS
+COLUMNS = analysis.SUMMARY_COLUMNS
 
 
 def _fill(store: Store, rows: list[tuple[str, str, str | None, float | None]]) -> None:
