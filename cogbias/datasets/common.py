@@ -91,6 +91,11 @@ class CsvRecord:
     row: int  # 1-based data row (the header is row 0)
     line: int  # physical line where the record starts
     values: dict[str, str]
+    file: str = ""
+
+    def fail(self, column: str, message: str) -> DatasetError:
+        """An error naming this record's file, row, line and `column`."""
+        return DatasetError(self.file, message, row=self.row, column=column, line=self.line)
 
 
 class CsvFile:
@@ -141,7 +146,7 @@ class CsvFile:
                         row=row,
                         line=start,
                     )
-                yield CsvRecord(row, start, dict(zip(self.header, fields, strict=True)))
+                yield CsvRecord(row, start, dict(zip(self.header, fields, strict=True)), self.name)
                 start = reader.line_num + 1
                 if self.progress and row % 2000 == 0 and handle is not None:
                     self.progress(self.name, handle.buffer.tell(), self.size)

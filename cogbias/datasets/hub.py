@@ -102,9 +102,7 @@ def read_instances(path: Path, name: str, progress: Progress | None = None) -> I
     for record in csv_file.records():
         values, row, line = record.values, record.row, record.line
 
-        def fail(column: str, message: str, row: int = row, line: int = line) -> DatasetError:
-            return DatasetError(csv_file.name, message, row=row, column=column, line=line)
-
+        fail = record.fail
         bias = values["bias"].strip()
         if not bias:
             raise fail("bias", "is empty")

@@ -87,9 +87,7 @@ def read_test_cases(
     for record in csv_file.records():
         values, row, line = record.values, record.row, record.line
 
-        def fail(column: str, message: str, row: int = row, line: int = line) -> DatasetError:
-            return DatasetError(csv_file.name, message, row=row, column=column, line=line)
-
+        fail = record.fail
         test_id = values["id"].strip()
         if not test_id:
             raise fail("id", "is empty")
@@ -229,9 +227,7 @@ def read_decisions(
     for record in csv_file.records():
         values, row, line = record.values, record.row, record.line
 
-        def fail(column: str, message: str, row: int = row, line: int = line) -> DatasetError:
-            return DatasetError(file, message, row=row, column=column, line=line)
-
+        fail = record.fail
         test_id = values["id"].strip()
         case = cases.get(test_id)
         if case is None:
