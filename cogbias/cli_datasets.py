@@ -215,17 +215,16 @@ def _export(args: argparse.Namespace) -> int:
 def _analyze(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from . import analysis
+    from . import analysis, explore
     from .store import Store
 
     with Store(args.db) as store:
-        frame = analysis.scores_frame(store.scores(run_id=args.run, dataset=args.dataset))
-    if frame.empty:
+        summary = explore.heatmap_summary(store, run_id=args.run, dataset=args.dataset)
+    if summary.empty:
         print(
             "no decisions to analyze (run a dataset or import published results)", file=sys.stderr
         )
         return 0
-    summary = analysis.summarize(frame)
     if args.view == "table":
         out = analysis.figure7_table(summary).reset_index(names="bias")
     elif args.view == "clusters":

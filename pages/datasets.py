@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from cogbias import analysis, charts, runner
+from cogbias import analysis, charts, explore, runner
 from cogbias.datasets import (
     FIELDS,
     ColumnMapping,
@@ -130,7 +130,7 @@ def _half_text(stored: str) -> str:
 def _summary(db: str, dataset: str, version: tuple[Any, ...]) -> pd.DataFrame:
     """Bias x model statistics, recomputed only when decisions were added."""
     with Store(db) as fresh:
-        return analysis.summarize(analysis.scores_frame(fresh.scores(dataset=dataset)))
+        return explore.heatmap_summary(fresh, dataset=dataset)
 
 
 # ------------------------------------------------------------------ imported
