@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlite_utils
 
-from .redact import redact
+from .redact import redact, redactor
 
 SCHEMA_VERSION = 3
 
@@ -267,10 +267,11 @@ class Store:
     def save_instances(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert instances; an existing id keeps its row (instances are immutable once made)."""
         if rows:
+            clean = redactor()
             with self.atomic():
                 self.db["instances"].insert_all(
                     [
-                        {**r, **{k: redact(r.get(k)) for k in _INSTANCE_TEXTS}, "created_at": now()}
+                        {**r, **{k: clean(r.get(k)) for k in _INSTANCE_TEXTS}, "created_at": now()}
                         for r in rows
                     ],
                     pk="id",
@@ -282,11 +283,12 @@ class Store:
 
         Texts that came from a provider are redacted too: a careless endpoint may echo a key.
         """
+        clean = redactor()
         with self.atomic():
             if rows:
                 self.db["decisions"].insert_all(
                     [
-                        {**r, **{k: redact(r.get(k)) for k in _PROVIDER_TEXTS}, "created_at": now()}
+                        {**r, **{k: clean(r.get(k)) for k in _PROVIDER_TEXTS}, "created_at": now()}
                         for r in rows
                     ],
                     pk="id",
@@ -294,14 +296,15 @@ class Store:
                 )
 
     def put_llm_calls(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        clean = redactor()
         with self.atomic():
             if rows:
                 self.db["llm_calls"].insert_all(
                     [
                         {
                             **r,
-                            "response": redact(r["response"]),
-                            "request": redact(r.get("request")),
+                            "response": clean(r["response"]),
+                            "request": clean(r.get("request")),
                             "created_at": now(),
                         }
                         for r in rows

@@ -276,7 +276,7 @@ def read_decisions(
                 raise fail("individual_score", f"{score} is outside [-1, 1]")
         else:
             error = (
-                redact(values.get("error_message", "").strip()) or "ERROR (no message published)"
+                _redact(values.get("error_message", "").strip()) or "ERROR (no message published)"
             )
         temperature = _optional_float(values.get("temperature", ""), file, row, line)
         control_order, treatment_order = orders
