@@ -359,6 +359,8 @@ async def _execute(
     with store.atomic():
         for case in plan.cases.values():
             store.save_test_case(case.id, case.name, case.content_hash, library.to_toml(case))
+        scenarios = {job.scenario.id: job.scenario for job in plan.jobs}
+        store.save_scenarios([{**asdict(s), "text": s.text} for s in scenarios.values()])
         counts = store.refresh_run_counts(run_id)
         store.update_run(
             run_id,

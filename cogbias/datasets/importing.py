@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline import Instance
-from ..store import Store, dumps, now
+from ..store import Store, now
 from .common import DatasetError, ImportSummary, chunked, file_digest
 
 BATCH = 2000
@@ -173,7 +173,3 @@ def _digest_of(meta: str) -> str | None:
         return json.loads(meta).get("digest")
     except ValueError:
         return None
-
-
-def dumps_list(values: Sequence[Any]) -> str:
-    return dumps(list(values))
