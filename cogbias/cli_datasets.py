@@ -34,6 +34,14 @@ def add_commands(commands: Any) -> None:
     _common_import_args(p, "malberg2024")
     p.set_defaults(handler=_import_malberg)
 
+    p = kinds.add_parser(
+        "mohr2025",
+        help="the Mohr 2025 thesis' data: bias_detections.csv (+ experiments.csv, models.csv)",
+    )
+    p.add_argument("directory", help="folder with the thesis' CSV files (its 04_Datasets/)")
+    _common_import_args(p, "mohr2025")
+    p.set_defaults(handler=_import_mohr)
+
     fields = "\n".join(f"  {name:<20} {text}" for name, text in FIELDS.items())
     p = kinds.add_parser(
         "generic",
@@ -145,6 +153,18 @@ def _import_malberg(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         return _report(
             import_malberg(
+                store, args.directory, name=args.name, replace=args.replace, progress=ByteProgress()
+            )
+        )
+
+
+def _import_mohr(args: argparse.Namespace) -> int:
+    from .datasets.mohr_format import import_mohr
+    from .store import Store
+
+    with Store(args.db) as store:
+        return _report(
+            import_mohr(
                 store, args.directory, name=args.name, replace=args.replace, progress=ByteProgress()
             )
         )
