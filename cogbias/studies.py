@@ -23,6 +23,7 @@ caught when the file is loaded, not in the middle of a run. Format: `docs/studie
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import random
 import re
@@ -31,6 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import tomlkit
 
 from .answers import Answer, parse_admit_reject, parse_letter, parse_number, parse_yes_no
 from .library import (
@@ -659,3 +662,66 @@ def code_answer(test: StudyTest, value: Any) -> float:
     if test.target in ("no", "reject"):
         return 0.0 if value else 1.0
     return 1.0 if value else 0.0
+
+
+# --------------------------------------------------------------------------- imported prompts
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "x"
+
+
+def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
+    """A runnable study from imported thesis prompts (`study_prompts` rows of one dataset).
+
+    One test per bias × scenario; part 1 is the control, part 2 the treatment. Variable names
+    that stand bare in the text (`anchor_value`) become `{{anchor_value}}` gaps with their
+    published values; `__` stays where the answer goes. Numerical prompts read a number;
+    choice prompts read yes/no when the target is yes or no, otherwise a letter, and Cohen's d
+    codes the `target_response` as 1. The generated definition goes through the same
+    validation as a study file.
+    """
+    doc = tomlkit.document()
+    doc["id"] = _slug(name)
+    doc["name"] = f"Prompts of dataset {name}"
+    doc["description"] = "The published prompts of an imported dataset, run as they are."
+    values, tests = tomlkit.table(), tomlkit.table()
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in sorted(rows, key=lambda r: (r["bias"], r["scenario"], r["part"])):
+        groups.setdefault(f"{_slug(row['bias'])}__{_slug(row['scenario'])}", []).append(row)
+    for test_id, parts in groups.items():
+        first = parts[0]
+        test = tomlkit.table()
+        test["bias"] = first["bias"]
+        test["name"] = f"{first['bias_name']} ({first['scenario']})"
+        test["design"] = "conditions"
+        test["metric"] = "cohens_d"
+        target = (first.get("target_response") or "").strip().lower()
+        if first["response_type"] == "numerical":
+            test["answer"] = "number"
+        elif target in ("yes", "no"):
+            test["answer"], test["target"] = "yes_no", target
+        else:
+            letters = "abcdefgh"[: max(2, "abcdefgh".find(target[:1]) + 1 if target else 2)]
+            test["answer"], test["letters"] = "letter", letters
+            test["target"] = target[:1] or "b"
+        conditions = tomlkit.table()
+        for part in parts:
+            text = part["content"]
+            variables = part["variables"]
+            if isinstance(variables, str):
+                variables = json.loads(variables or "{}")
+            for key, value in variables.items():
+                slot = f"{test_id}_{_slug(key)}_{part['part']}"
+                text = re.sub(rf"(?<![\w{{]){re.escape(key)}(?![\w}}])", "{{" + slot + "}}", text)
+                values[slot] = {"type": "choice", "options": [value]}
+            label = "control" if part["part"] == 1 else f"treatment_{part['part']}"
+            if part["part"] == 2 and len(parts) == 2:
+                label = "treatment"
+            conditions[label] = {"prompt": text}
+        test["conditions"] = conditions
+        tests[test_id] = test
+    if values:
+        doc["values"] = values
+    doc["tests"] = tests
+    return parse_study(tomlkit.dumps(doc), f"<dataset {name}>")

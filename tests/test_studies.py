@@ -239,3 +239,34 @@ def test_options_design_needs_its_gap_and_items():
 
 def test_builtin_files_are_named_by_id():
     assert sorted(p.stem for p in STUDY_DIR.glob("*.toml")) == ["biasbuster", "mohr8"]
+
+
+def test_imported_thesis_prompts_become_a_runnable_study(tmp_path):
+    import shutil
+
+    from cogbias.datasets.mohr_format import import_mohr
+    from cogbias.store import Store
+    from cogbias.studies import study_from_prompts
+
+    shutil.copytree("/work/shared/fixtures/mohr2025-format", tmp_path / "m")
+    with Store(tmp_path / "r.db") as store:
+        import_mohr(store, tmp_path / "m")
+        rows = store.query("select * from study_prompts where dataset = 'mohr2025'")
+    study = study_from_prompts(rows, "mohr2025")
+    assert list(study.tests) == ["anchoring__0_normal", "framing_effect__0_normal"]
+    anchoring = study.tests["anchoring__0_normal"]
+    assert anchoring.answer == "number" and [c.name for c in anchoring.conditions] == [
+        "control",
+        "treatment",
+    ]
+    values = study.sample_values(random.Random(0))
+    control = question(study, anchoring, anchoring.conditions[0], values)
+    treatment = question(study, anchoring, anchoring.conditions[1], values)
+    assert control == (
+        "A used bicycle was first listed at $ 900. How much would you pay for it? $ __"
+    )
+    assert "$ 150." in treatment
+    framing = study.tests["framing_effect__0_normal"]
+    assert framing.answer == "yes_no" and framing.target == "yes"
+    assert code_answer(framing, read_answer(framing, "yes").value) == 1.0
+    assert code_answer(framing, read_answer(framing, "No.").value) == 0.0
