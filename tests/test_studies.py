@@ -7,18 +7,14 @@ import pytest
 
 from cogbias.answers import permuted_orders
 from cogbias.library import LibraryError
-from cogbias.studies import (
-    STUDY_DIR,
+from cogbias.studies import STUDY_DIR, get_study, load_studies, parse_study, render, show
+from cogbias.study_questions import (
     code_answer,
-    get_study,
-    load_studies,
     option_list,
-    parse_study,
     question,
     read_answer,
-    render,
     sequence_turns,
-    show,
+    study_from_prompts,
 )
 
 MINIMAL = """\
@@ -246,7 +242,6 @@ def test_imported_thesis_prompts_become_a_runnable_study(tmp_path):
 
     from cogbias.datasets.mohr_format import import_mohr
     from cogbias.store import Store
-    from cogbias.studies import study_from_prompts
 
     shutil.copytree("/work/shared/fixtures/mohr2025-format", tmp_path / "m")
     with Store(tmp_path / "r.db") as store:
