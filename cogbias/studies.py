@@ -15,9 +15,10 @@ aggregate metric turns many answers into a figure (`metric`):
   turn seeing the earlier items and answers; the same items are presented in `orders`
   different orders (anchoring).
 
-Presenting tests and reading answers: `study_questions`. Validation reports every problem as `file:line:col: message`, like test case files, and
+Validation reports every problem as `file:line:col: message`, like test case files, and
 samples each test a few times so that a template referring to a value that does not exist is
-caught when the file is loaded, not in the middle of a run. Format: `docs/studies.md`.
+caught when the file is loaded, not in the middle of a run. Format: `docs/studies.md`;
+presenting tests and reading answers: `study_questions`.
 """
 
 from __future__ import annotations
