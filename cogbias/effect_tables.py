@@ -37,7 +37,7 @@ EFFECT_COLUMNS = [
 PIVOTS = ("model", "temperature", "scenario")
 
 
-class NoEffectSizes(LookupError):
+class NoEffectSizes(KeyError):
     """The store holds no effect sizes for the dataset asked about."""
 
 
@@ -133,12 +133,13 @@ def heatmap_frame(
         table = table.loc[[b for b in biases if b in table.index]]
     homogeneity = homogeneity_by_bias(frame)
     long = table.reset_index().melt(id_vars="bias", var_name=by, value_name="value")
-    long["column"] = long[by].map(_label)
+    long["column"] = long[by].map(column_label)
     long["homogeneity"] = long["bias"].map(homogeneity)
     return long[["bias", "column", "value", "homogeneity"]]
 
 
-def _label(value: object) -> str:
+def column_label(value: object) -> str:
+    """A pivot column as text: temperatures 0.2 and 1.0 read "0.2" and "1"."""
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)

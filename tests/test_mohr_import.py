@@ -1,5 +1,6 @@
 """Importing the Mohr thesis' published data; tables, pivots and homogeneity from it."""
 
+import io
 import json
 import shutil
 import sqlite3
@@ -211,3 +212,30 @@ def test_cli_import(tmp_path, folder):
     assert run.returncode != 0
     assert "bias_detections.csv, header (line 1), column 'model': missing column" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_cli_effects_views(tmp_path, folder):
+    db = tmp_path / "cli.db"
+
+    def cogbias(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "cogbias", *args], capture_output=True, text=True, timeout=120
+        )
+
+    assert cogbias("effects", "--db", str(db)).stderr.startswith(
+        "error: this database has no published effect sizes yet"
+    )
+    assert cogbias("import", "mohr2025", str(folder), "--db", str(db)).returncode == 0
+    run = cogbias("effects", "--db", str(db), "--by", "temperature", "--format", "csv")
+    assert run.returncode == 0, run.stderr
+    table = pd.read_csv(io.StringIO(run.stdout)).set_index("bias")
+    published = pd.read_csv(f"{FIXTURE}/bias_detections.csv")
+    expected = published[published.bias == "anchoring"].groupby("temperature")["bias_detected_mod"]
+    assert table.loc["anchoring", "0.2"] == pytest.approx(expected.mean()[0.2])
+    assert table.loc["anchoring", "1"] == pytest.approx(expected.mean()[1.0])
+    assert 0 <= table.loc["anchoring", "homogeneity"] <= 1
+    run = cogbias("effects", "--db", str(db), "--view", "ols", "--format", "json")
+    assert run.returncode == 0, run.stderr
+    terms = [row["term"] for row in json.loads(run.stdout)]
+    assert terms[0] == "Intercept" and "temperature" in terms
+    assert "n = 16" in run.stderr
