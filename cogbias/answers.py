@@ -54,7 +54,7 @@ _WRAPPING = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_]+$")
 def _core(text: str) -> str:
     """The answer without surrounding whitespace, quotes, Markdown emphasis, one final '.'."""
     core = _WRAPPING.sub("", text)
-    if core.endswith(".") and not re.search(r"\d\.$", core):
+    if core.endswith("."):
         core = _WRAPPING.sub("", core[:-1])
     return core
 

@@ -60,6 +60,8 @@ def test_strict_mode_wants_the_token_alone():
     assert not parse_letter("I pick c)", strict=True).ok
     assert parse_number("$ 1,250.50", strict=True).value == 1250.5
     assert parse_number("45%", strict=True).value == 45
+    assert parse_number("150.", strict=True).value == 150
+    assert parse_number("**12.5**", strict=True).value == 12.5
     assert not parse_number("about 45", strict=True).ok
 
 
