@@ -41,7 +41,7 @@ def _import_sqlite_utils() -> Any:
 
 sqlite_utils = _import_sqlite_utils()
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def cogbias_home() -> Path:
@@ -202,7 +202,16 @@ def _schema_v4(db: sqlite_utils.Database) -> None:
     db["llm_calls"].create_index(["created_at"], if_not_exists=True)
 
 
-MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3, 4: _schema_v4}
+def _schema_v5(db: sqlite_utils.Database) -> None:
+    """Requests handed to a batch engine, so that its answers can be checked and cached."""
+    db["batch_requests"].create(
+        {"key": str, "run_id": str, "model": str, "api_base": str, "request": str,
+         "round": str, "created_at": str},
+        pk="key",
+    )  # fmt: skip
+
+
+MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3, 4: _schema_v4, 5: _schema_v5}
 
 
 _PROVIDER_TEXTS = (
@@ -571,6 +580,23 @@ class Store:
                 )
 
     # ---- the response cache
+
+    def save_batch_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        with self.atomic():
+            if rows:
+                self.db["batch_requests"].insert_all(
+                    [{**r, "created_at": now()} for r in rows], pk="key", replace=True
+                )
+
+    def batch_requests(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Exported batch requests by key (those among `keys`)."""
+        found: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(f"select * from batch_requests where key in ({marks})", chunk):
+                found[row["key"]] = row
+        return found
 
     def cache_stats(self) -> list[dict[str, Any]]:
         """Per model: cached answers, tokens, what they cost, oldest and newest."""
