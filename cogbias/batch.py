@@ -22,7 +22,7 @@ from typing import Any
 from . import pipeline, records
 from .llm import LLMClient, LLMRequest, cache_key
 from .llm.direct import close_sessions
-from .llm.profiles import ModelProfile
+from .llm.profiles import ModelProfile, resolve
 from .records import Instance, dumps
 from .runner import BufferedCache, Plan
 from .store import Store
@@ -168,9 +168,11 @@ def export_requests(
 class ImportSummary:
     answers: int = 0
     errors: list[str] = field(default_factory=list)  # requests the engine could not answer
+    cost: float = 0.0  # what the answers were charged (batch prices; 0 for own engines)
+    tokens: int = 0
 
 
-def import_results(store: Store, path: str | Path) -> ImportSummary:
+def import_results(store: Store, path: str | Path, charged: bool = False) -> ImportSummary:
     """Store an engine's answers in the response cache (one transaction).
 
     Refused whole, naming each line, when a line is not JSON, lacks a `custom_id`, or
@@ -216,20 +218,32 @@ def import_results(store: Store, path: str | Path) -> ImportSummary:
         raise BatchError(
             "\n".join(shown) + (f"\n… and {more} more" if more else "") + "\nnothing was imported"
         )
-    rows = [
-        {
-            "key": custom_id,
-            "model": known[custom_id]["model"],
-            "api_base": known[custom_id]["api_base"],
-            "request": known[custom_id]["request"],
-            "response": records.cap_text(text)[0],
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "cost": 0.0,
-            "latency_s": 0.0,
-        }
-        for _, custom_id, text, prompt_tokens, completion_tokens in answers
-    ]
+    profiles: dict[tuple[str, str | None], ModelProfile] = {}
+    rows = []
+    for _, custom_id, text, prompt_tokens, completion_tokens in answers:
+        asked = known[custom_id]
+        cost = 0.0
+        if charged:  # a provider's batch: its batch price
+            where = (asked["model"], asked["api_base"])
+            if where not in profiles:
+                profiles[where] = resolve(asked["model"], asked["api_base"])
+            cost = profiles[where].batch_price_per_call(prompt_tokens, completion_tokens) or 0.0
+        rows.append(
+            {
+                "key": custom_id,
+                "model": asked["model"],
+                "api_base": asked["api_base"],
+                "request": asked["request"],
+                "response": records.cap_text(text)[0],
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "cost": cost,
+                "latency_s": 0.0,
+                "source": "batch",
+            }
+        )
+        summary.cost += cost
+        summary.tokens += prompt_tokens + completion_tokens
     store.put_llm_calls(rows)
     summary.answers = len(rows)
     return summary
