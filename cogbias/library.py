@@ -11,6 +11,8 @@ import csv
 import difflib
 import functools
 import hashlib
+import itertools
+import math
 import os
 import random
 import re
@@ -157,27 +159,104 @@ class TestCase:
             if g.name is not None
         }
 
-    def sample_values(self, rng: random.Random) -> dict[str, Any]:
-        """Draw every value generator once, in file order, after the variant."""
+    def sample_values(
+        self, rng: random.Random, fixed: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Draw every value generator once, in file order, after the variant.
+
+        `fixed` gives some values instead of drawing them (the checker uses it to walk a
+        domain). Raises `SamplingError` (naming this test case, the value and the values
+        drawn so far) when a derived value fails for the drawn values.
+        """
+        fixed = fixed or {}
         values: dict[str, Any] = {
-            "variant": rng.choice(self.variants) if self.variants else "default"
+            "variant": fixed.get("variant")
+            or (rng.choice(self.variants) if self.variants else "default")
         }
         for spec in self.values.values():
-            values[spec.name] = spec.sample(rng, values)
+            values[spec.name] = (
+                fixed[spec.name] if spec.name in fixed else self.draw(spec, rng, values)
+            )
         return values
 
-    def metric_params(self, values: Mapping[str, Any]) -> MetricParams:
-        def num(key: str, default: float) -> float:
-            raw = self.metric.get(key, default)
-            return float(expressions.evaluate(raw, values) if isinstance(raw, str) else raw)
+    def draw(self, spec: ValueSpec, rng: random.Random, known: dict[str, Any]) -> Any:
+        """One value generator; its failure is this instance's, reported with the values."""
+        try:
+            return spec.sample(rng, known)
+        except expressions.ExpressionError as exc:
+            raise SamplingError(self.id, spec.name, known, exc.message, exc.offset) from None
 
+    def metric_params(self, values: Mapping[str, Any]) -> MetricParams:
+        """The metric parameters for drawn values; `SamplingError` when one is unusable."""
+        resolved: dict[str, float] = {}
+        for key, default in (("k", 1), ("y1", 0), ("y2", 0)):
+            raw = self.metric.get(key, default)
+            try:
+                value = expressions.evaluate(raw, values) if isinstance(raw, str) else raw
+            except expressions.ExpressionError as exc:
+                raise SamplingError(
+                    self.id, f"metric.{key}", values, exc.message, exc.offset
+                ) from None
+            problem = metric_problem(key, value, self.n_options)
+            if problem:
+                raise SamplingError(self.id, f"metric.{key}", values, problem)
+            resolved[key] = float(value)
         return MetricParams(
-            k=num("k", 1),
-            y1=num("y1", 0),
-            y2=num("y2", 0),
+            k=resolved["k"],
+            y1=resolved["y1"],
+            y2=resolved["y2"],
             flip_control=bool(self.metric.get("flip_control", False)),
             flip_treatment=bool(self.metric.get("flip_treatment", False)),
         )
+
+
+class SamplingError(ValueError):
+    """A value or metric parameter that fails for one drawn instance (not for the file).
+
+    The runner catches it to fail *that instance* and go on; the message names the test
+    case, the value and the values drawn, so the failure can be reproduced.
+    """
+
+    def __init__(
+        self,
+        test_case: str,
+        name: str,
+        values: Mapping[str, Any],
+        message: str,
+        offset: int | None = None,
+    ) -> None:
+        self.test_case = test_case
+        self.name = name
+        self.values = dict(values)
+        self.message = message
+        self.offset = offset
+        drawn = ", ".join(f"{k}={_short(v)}" for k, v in self.values.items())
+        super().__init__(f"test case '{test_case}': {name} fails with {drawn}: {message}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def metric_problem(key: str, value: Any, n_options: int) -> str | None:
+    """Why a metric parameter value is unusable (None when fine): the documented bounds.
+
+    k scales the score and must lie in [-1, 1]; y1 and y2 are 0-based option indices, so
+    they lie in [0, n_options - 1]. Every value must be a finite number.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{key} must be a number, not {value!r}"[:200]
+    if not math.isfinite(value):
+        return f"{key} must be a finite number, not {value}"
+    if key == "k" and not -1 <= value <= 1:
+        return f"k must lie in [-1, 1], not {_short(value)}"
+    if key in ("y1", "y2") and not 0 <= value <= max(n_options - 1, 0):
+        return (
+            f"{key} = {_short(value)} is not an option index between 0 and "
+            f"{max(n_options - 1, 0)} (0-based)"
+        )
+    return None
 
 
 # --------------------------------------------------------------------------- parsing
@@ -243,6 +322,7 @@ def _kind_name(kinds: Any) -> str:
 
 def parse_test_case(text: str, file: str = "<string>") -> TestCase:
     """Parse and fully validate a test case; raises LibraryError listing every problem."""
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark, as some editors write
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -396,6 +476,13 @@ def _check_value_params(
     known: set[str],
     check: _Checker,
 ) -> None:
+    if vtype == "float":
+        for key in ("min", "max"):
+            if not math.isfinite(p[key]):
+                check.add((*path, key), f"value '{name}': {key} must be a finite number")
+                return
+        if not 0 <= p.get("decimals", 0) <= 15:
+            check.add((*path, "decimals"), f"value '{name}': decimals must be between 0 and 15")
     if vtype in ("int", "float") and p["min"] > p["max"]:
         check.add(
             (*path, "min"), f"value '{name}': min ({p['min']}) is greater than max ({p['max']})"
@@ -404,15 +491,29 @@ def _check_value_params(
         check.add((*path, "step"), f"value '{name}': step must be at least 1")
     if vtype in ("choice", "sample") and not p["options"]:
         check.add((*path, "options"), f"value '{name}': options must not be empty")
-    if vtype == "choice" and "weights" in p and len(p["weights"]) != len(p["options"]):
-        check.add(
-            (*path, "weights"),
-            f"value '{name}': {len(p['weights'])} weights for {len(p['options'])} options",
-        )
+    if vtype == "choice" and "weights" in p:
+        _check_weights(name, p["weights"], len(p["options"]), (*path, "weights"), check)
     if vtype == "sample" and not 1 <= p["k"] <= len(p["options"]):
         check.add((*path, "k"), f"value '{name}': k must be between 1 and {len(p['options'])}")
     if vtype == "derived":
         _check_expression(p["expr"], (*path, "expr"), known, check, f"value '{name}'")
+
+
+def _check_weights(
+    name: str, weights: list[Any], n_options: int, path: tuple[str, ...], check: _Checker
+) -> None:
+    if len(weights) != n_options:
+        check.add(path, f"value '{name}': {len(weights)} weights for {n_options} options")
+        return
+    for i, weight in enumerate(weights):
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            check.add(path, f"value '{name}': weight {i + 1} should be a number, not {weight!r}")
+            return
+        if not (math.isfinite(weight) and weight >= 0):
+            check.add(path, f"value '{name}': weight {i + 1} must be a finite number >= 0")
+            return
+    if sum(weights) <= 0:
+        check.add(path, f"value '{name}': at least one weight must be greater than 0")
 
 
 def _check_expression(
@@ -497,6 +598,10 @@ def _check_references(case: TestCase, check: _Checker) -> None:
             _check_expression(
                 raw, ("metric", key), metric_known, check, f"metric parameter '{key}'"
             )
+        elif isinstance(raw, int | float) and not isinstance(raw, bool):
+            problem = metric_problem(key, raw, case.n_options)
+            if problem:
+                check.add(("metric", key), problem)
 
 
 def _field_source(
@@ -511,33 +616,103 @@ def _field_source(
     return (half, "options"), index
 
 
-def _dry_run(case: TestCase, check: _Checker, samples: int = 25) -> None:
-    """Sample a few instances so that errors that only show up with values are caught now."""
+PROOF_LIMIT = 5_000  # combinations: up to this many, the check walks them all (a proof)
+SAMPLES = 1_000  # otherwise this many draws: edges, every small domain's values, random
+
+
+def _dry_run(case: TestCase, check: _Checker) -> None:
+    """Evaluate derived values and metric parameters over the values they can take.
+
+    Only the values an expression reads matter. When their domain (int ranges, choices,
+    samples, variants) has at most PROOF_LIMIT combinations, every combination is tried, so a
+    file that passes cannot fail at run time; otherwise SAMPLES draws cover the edges, each
+    value of every small domain, and random points. Each failing value is reported once.
+    """
+    reported: set[str] = set()
     rng = random.Random(0)
-    n = case.n_options
-    for _ in range(samples):
+    for fixed in _assignments(case):
         try:
-            values = case.sample_values(rng)
-        except expressions.ExpressionError as exc:
-            check.add(("values",), f"a derived value fails when sampled: {exc.message}")
-            return
-        try:
-            params = case.metric_params(values)
-        except (expressions.ExpressionError, TypeError, ValueError) as exc:
-            check.add(("metric",), f"a metric parameter fails with sampled values: {exc}")
-            return
-        if not -1 <= params.k <= 1:
-            check.add(("metric", "k"), f"k must lie in [-1, 1] (got {params.k} with {values})")
-            return
-        for key in ("y1", "y2"):
-            y = getattr(params, key)
-            if not 0 <= y <= n - 1:
-                check.add(
-                    ("metric", key),
-                    f"{key} = {y} is not an option index between 0 and {n - 1} (0-based) "
-                    f"for values {values}",
-                )
+            values = case.sample_values(rng, fixed)
+            case.metric_params(values)
+        except SamplingError as exc:
+            if exc.name in reported:
+                continue
+            reported.add(exc.name)
+            drawn = ", ".join(f"{k} = {_short(v)}" for k, v in exc.values.items())
+            if exc.name.startswith("metric."):
+                key = exc.name.removeprefix("metric.")
+                path: tuple[str, ...] = ("metric", key)
+                what = f"metric parameter '{key}'"
+            else:
+                path, what = ("values", exc.name, "expr"), f"value '{exc.name}'"
+            check.add(path, f"{what} fails for {drawn}: {exc.message}", offset=exc.offset)
+            if len(reported) > len(case.values) + 3:
                 return
+
+
+def _assignments(case: TestCase) -> Iterable[dict[str, Any]]:
+    """The values to fix for each checked instance (see `_dry_run`)."""
+    read: set[str] = set()
+    for spec in case.values.values():
+        if spec.type == "derived":
+            read |= _names(spec.params["expr"])
+    for key in ("k", "y1", "y2"):
+        if isinstance(case.metric.get(key), str):
+            read |= _names(case.metric[key])
+    domains: dict[str, Any] = {}
+    if "variant" in read:
+        domains["variant"] = list(case.variants) or ["default"]
+    endless: dict[str, ValueSpec] = {}
+    for spec in case.values.values():
+        if spec.name in read and spec.type != "derived":
+            domain = _domain(spec)
+            if domain is None:
+                endless[spec.name] = spec
+            else:
+                domains[spec.name] = domain
+    sizes = [len(d) for d in domains.values()]
+    if not endless and math.prod(sizes) <= PROOF_LIMIT:
+        names = list(domains)
+        for combo in itertools.product(*domains.values()):
+            yield dict(zip(names, combo, strict=True))
+        return
+    rng = random.Random(0)
+    offsets = {name: rng.randrange(len(d)) if len(d) else 0 for name, d in domains.items()}
+    for i in range(SAMPLES):
+        fixed: dict[str, Any] = {}
+        for name, domain in domains.items():
+            if not domain:
+                continue
+            if i < 2:  # all lowest, then all highest
+                fixed[name] = domain[0 if i == 0 else -1]
+            elif i % 2 == 0:  # walk each domain, shifted so domains do not move in lockstep
+                fixed[name] = domain[(i // 2 + offsets[name]) % len(domain)]
+        for name, spec in endless.items():
+            if i < 2 and spec.type in ("int", "float"):
+                fixed[name] = spec.params["min" if i == 0 else "max"]
+        yield fixed
+
+
+def _names(expr: Any) -> set[str]:
+    try:
+        return expressions.referenced_names(expr)
+    except expressions.ExpressionError:
+        return set()
+
+
+def _domain(spec: ValueSpec) -> Any:
+    """Every value a generator can draw, when that is a finite, indexable sequence."""
+    p = spec.params
+    if spec.type == "int":
+        if (p["max"] - p["min"]) // p.get("step", 1) > 10**6:
+            return None
+        return range(p["min"], p["max"] + 1, p.get("step", 1))
+    if spec.type == "choice":
+        weights = p.get("weights") or [1] * len(p["options"])
+        return [o for o, w in zip(p["options"], weights, strict=True) if w > 0]
+    if spec.type == "sample" and math.perm(len(p["options"]), p["k"]) <= PROOF_LIMIT:
+        return [list(drawn) for drawn in itertools.permutations(p["options"], p["k"])]
+    return None
 
 
 def load_test_case(path: str | Path) -> TestCase:
