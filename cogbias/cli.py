@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from . import library
+from .redact import redact
+from .store import StoreError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,17 +23,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args) or 0
     except KeyError as exc:
-        print(f"error: {exc.args[0]}", file=sys.stderr)
-        return 2
+        return _fail(str(exc.args[0]) if exc.args else "not found", 2)
     except library.LibraryError as exc:
-        print(exc, file=sys.stderr)
-        return 1
+        return _fail(str(exc), 1, prefix="")
+    except StoreError as exc:
+        return _fail(str(exc), 1)
+    except sqlite3.Error as exc:  # a file that broke after it was opened (truncated, locked)
+        return _fail(f"the database cannot be used: {exc}", 1)
     except ValueError as exc:  # bad input (e.g. a malformed imported file): say what, no traceback
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc), 2)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return _fail(f"{exc.strerror or exc}{where}", 1)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _fail("interrupted", 130, prefix="")
+    except Exception as exc:  # a bug: still one line (and no secrets); COGBIAS_DEBUG shows it all
+        if os.environ.get("COGBIAS_DEBUG"):
+            raise
+        return _fail(f"unexpected {type(exc).__name__}: {exc} (set COGBIAS_DEBUG=1 for details)", 1)
+
+
+def _fail(message: str, code: int, prefix: str = "error: ") -> int:
+    """Print an error for a person (secrets redacted) and return the exit code."""
+    print(prefix + (redact(message) or ""), file=sys.stderr)
+    return code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,9 +83,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _library_list(args: argparse.Namespace) -> int:
-    for case in library.load_library().values():
+    """The valid test cases; files with problems are listed after them (exit 1)."""
+    report = library.load_library_report()
+    for case in report.cases.values():
         origin = "" if case.is_builtin else "  (user)"
         print(f"{case.name:<32} {case.id}{origin}")
+    if report.problems:
+        files = report.broken_files()
+        print(f"\n{len(files)} file(s) skipped because of problems:", file=sys.stderr)
+        for problem in report.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -115,7 +115,15 @@ def _results(args: argparse.Namespace) -> int:
     from .store import Store
 
     with Store(args.db) as store:
+        if args.run and store.run(args.run) is None:
+            raise KeyError(f"no run '{args.run}' in {args.db}; list them with `cogbias runs`")
+        if args.dataset and store.dataset(args.dataset) is None:
+            raise KeyError(
+                f"no dataset '{args.dataset}' in {args.db}; list them with `cogbias datasets`"
+            )
         rows = store.results(run_id=args.run, dataset=args.dataset)
+    if not rows:
+        print("no results yet: start a run with `cogbias run`", file=sys.stderr)
     for row in rows:
         total = (row["n"] or 0) + (row["failures"] or 0)
         row["failure_rate"] = round(row["failures"] / total, 4) if total else 0.0
@@ -136,7 +144,7 @@ def _results(args: argparse.Namespace) -> int:
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     shown = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(r[i]) for r in shown)) for i, c in enumerate(columns)]
+    widths = [max([len(c), *(len(r[i]) for r in shown)]) for i, c in enumerate(columns)]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     for r in shown:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))

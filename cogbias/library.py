@@ -792,12 +792,25 @@ def _list(items: Iterable[Any]) -> Any:
     return array
 
 
-def save_test_case(case: TestCase, path: str | Path | None = None) -> Path:
-    """Write atomically to the user library (never over a built-in file)."""
+class AlreadyExistsError(FileExistsError):
+    """Saving would replace an existing file; the caller must ask and pass overwrite=True."""
+
+
+def save_test_case(case: TestCase, path: str | Path | None = None, overwrite: bool = False) -> Path:
+    """Write atomically to the user library (never over a built-in file).
+
+    An existing file is only replaced with `overwrite=True`: the app asks first and the CLI
+    needs `--force`, so a user's work is never replaced without a word.
+    """
     target = Path(path) if path is not None else user_dir() / f"{case.id}.toml"
     if target.resolve().parent == BUILTIN_DIR.resolve() and target.exists():
         raise PermissionError(
             f"{target} is a built-in test case; save a copy under a new id in {user_dir()}"
+        )
+    if target.exists() and not overwrite:
+        raise AlreadyExistsError(
+            f"you already have a test case '{case.id}' ({target}); replacing it needs "
+            "confirmation (overwrite=True, or --force on the command line)"
         )
     text = to_toml(case)
     parse_test_case(text, str(target))  # never write a file that would not load back
@@ -812,21 +825,73 @@ def save_test_case(case: TestCase, path: str | Path | None = None) -> Path:
 # --------------------------------------------------------------------------- the library
 
 
-def load_library(include_user: bool = True) -> dict[str, TestCase]:
-    """All test cases by id: built-ins first, then the user's (which cannot shadow a built-in)."""
+@dataclass(frozen=True)
+class LibraryReport:
+    """What loading the library found: the valid test cases and, apart, every problem.
+
+    One bad file never hides the others: it is left out of `cases` and its problems (with
+    file, line and column) are listed, so every page and command can still work and say
+    what to fix.
+    """
+
+    cases: dict[str, TestCase]
+    problems: list[Problem]
+
+    def broken_files(self) -> list[str]:
+        return sorted({p.file for p in self.problems})
+
+
+def load_library_report(include_user: bool = True) -> LibraryReport:
+    """Built-ins first, then the user's (which cannot shadow a built-in); see LibraryReport."""
     cases: dict[str, TestCase] = {}
+    problems: list[Problem] = []
     dirs = [BUILTIN_DIR] + ([user_dir()] if include_user else [])
     for directory in dirs:
         for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
-            case = load_test_case(path)
-            if case.id not in cases:
-                cases[case.id] = case
-    return cases
+            try:
+                case = load_test_case(path)
+            except LibraryError as exc:
+                problems.extend(exc.problems)
+                continue
+            if case.id in cases:
+                line, col = SourceMap(_read_quietly(path)).locate(("id",))
+                problems.append(
+                    Problem(
+                        str(path),
+                        line,
+                        col,
+                        f"id '{case.id}' is already used by {cases[case.id].path}; this file "
+                        "is ignored (give it another id)",
+                    )
+                )
+                continue
+            cases[case.id] = case
+    return LibraryReport(cases, problems)
+
+
+def _read_quietly(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").removeprefix("\ufeff")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def load_library(include_user: bool = True) -> dict[str, TestCase]:
+    """All valid test cases by id (files with problems are left out: see
+    `load_library_report` for what they are)."""
+    return load_library_report(include_user).cases
 
 
 def get_test_case(case_id: str) -> TestCase:
-    cases = load_library()
+    report = load_library_report()
+    cases = report.cases
     if case_id not in cases:
+        broken = [p for p in report.problems if Path(p.file).stem == case_id]
+        if broken:
+            raise KeyError(
+                f"test case '{case_id}' cannot be used until its file is fixed: "
+                + "; ".join(str(p) for p in broken[:3])
+            )
         hint = difflib.get_close_matches(case_id, list(cases), n=3)
         extra = f"; did you mean {', '.join(hint)}?" if hint else "; see `cogbias library list`"
         raise KeyError(f"no test case with id '{case_id}'{extra}")
