@@ -25,7 +25,7 @@ from typing import Any
 
 import tomlkit
 
-from . import expressions
+from . import expressions, metrics
 from .metrics import MetricParams
 from .sourcemap import SourceMap
 from .templates import NAME_RE, LLMGap, Template, TemplateSyntaxError
@@ -197,7 +197,7 @@ class TestCase:
                 raise SamplingError(
                     self.id, f"metric.{key}", values, exc.message, exc.offset
                 ) from None
-            problem = metric_problem(key, value, self.n_options)
+            problem = metrics.param_problem(key, value, self.n_options)
             if problem:
                 raise SamplingError(self.id, f"metric.{key}", values, problem)
             resolved[key] = float(value)
@@ -237,26 +237,6 @@ class SamplingError(ValueError):
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def metric_problem(key: str, value: Any, n_options: int) -> str | None:
-    """Why a metric parameter value is unusable (None when fine): the documented bounds.
-
-    k scales the score and must lie in [-1, 1]; y1 and y2 are 0-based option indices, so
-    they lie in [0, n_options - 1]. Every value must be a finite number.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"{key} must be a number, not {value!r}"[:200]
-    if not math.isfinite(value):
-        return f"{key} must be a finite number, not {value}"
-    if key == "k" and not -1 <= value <= 1:
-        return f"k must lie in [-1, 1], not {_short(value)}"
-    if key in ("y1", "y2") and not 0 <= value <= max(n_options - 1, 0):
-        return (
-            f"{key} = {_short(value)} is not an option index between 0 and "
-            f"{max(n_options - 1, 0)} (0-based)"
-        )
-    return None
 
 
 # --------------------------------------------------------------------------- parsing
@@ -599,7 +579,7 @@ def _check_references(case: TestCase, check: _Checker) -> None:
                 raw, ("metric", key), metric_known, check, f"metric parameter '{key}'"
             )
         elif isinstance(raw, int | float) and not isinstance(raw, bool):
-            problem = metric_problem(key, raw, case.n_options)
+            problem = metrics.param_problem(key, raw, case.n_options)
             if problem:
                 check.add(("metric", key), problem)
 
