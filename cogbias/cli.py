@@ -9,9 +9,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import library
+from . import library, settings
+from .errors import StoreError
 from .redact import redact
-from .store import StoreError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -134,12 +134,13 @@ def _preview(args: argparse.Namespace) -> int:
 
     case = library.get_test_case(args.id)
     scenario = _scenario(args.scenario)
+    api_base = settings.check_api_base(args.api_base) if args.api_base else None
     if args.generator:
         from .llm import LLMClient
 
         instance = pipeline.run_sync(
             pipeline.generate(
-                LLMClient(api_base=args.api_base),
+                LLMClient(api_base=api_base),
                 case,
                 scenario.text,
                 generator=args.generator,
@@ -149,15 +150,15 @@ def _preview(args: argparse.Namespace) -> int:
         )
     else:
         instance = pipeline.generate_offline(case, scenario.text, seed=args.seed)
-    print(f"{case.name} — scenario {scenario.id}: {scenario.text}\n")
+    lines = [f"{case.name} — scenario {scenario.id}: {scenario.text}\n"]
     for half in ("control", "treatment"):
-        print(f"=== {half.upper()} ===")
-        print(instance.decision_text(half))
-        print()
+        lines += [f"=== {half.upper()} ===", instance.decision_text(half), ""]
     if instance.insertions:
-        print("Insertions:")
+        lines.append("Insertions:")
         for ins in instance.insertions:
-            print(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}")
+            lines.append(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}")
+    # A generator may echo a key it was tricked into revealing: never print one.
+    print(redact("\n".join(lines)))
     return 0
 
 

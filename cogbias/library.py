@@ -270,7 +270,13 @@ class _Checker:
         where = ".".join(path) or "the top level"
         for key, value in table.items():
             if key not in schema:
-                hint = difflib.get_close_matches(key, list(schema), n=1)
+                # Spelling hints help with a typo or two; a file of thousands of unknown keys
+                # gets the list of allowed keys instead (difflib is the slow part of that).
+                hint = (
+                    difflib.get_close_matches(key, list(schema), n=1)
+                    if len(self.problems) < 100
+                    else []
+                )
                 extra = (
                     f"; did you mean '{hint[0]}'?" if hint else f"; allowed: {', '.join(schema)}"
                 )

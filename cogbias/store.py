@@ -19,7 +19,10 @@ from typing import Any
 
 import sqlite_utils
 
+from .errors import SchemaError, StoreError
 from .redact import redact, redactor
+
+__all__ = ["SchemaError", "Store", "StoreError"]
 
 SCHEMA_VERSION = 3
 
@@ -169,14 +172,6 @@ _PROVIDER_TEXTS = (
 
 
 _INSTANCE_TEXTS = ("error", "control", "treatment", "insertions", "values_json")
-
-
-class StoreError(RuntimeError):
-    """The database file cannot be used; the message says why and what to do."""
-
-
-class SchemaError(StoreError):
-    pass
 
 
 class Store:
