@@ -29,7 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StoreError as exc:
         return _fail(str(exc), 1)
     except sqlite3.Error as exc:  # a file that broke after it was opened (truncated, locked)
-        return _fail(f"the database cannot be used: {exc}", 1)
+        from .store import describe_error
+
+        return _fail(describe_error(getattr(args, "db", None) or "the database", exc), 1)
     except ValueError as exc:  # bad input (e.g. a malformed imported file): say what, no traceback
         return _fail(str(exc), 2)
     except OSError as exc:

@@ -25,6 +25,7 @@ from .redact import redact, redactor
 __all__ = ["SchemaError", "Store", "StoreError"]
 
 SCHEMA_VERSION = 3
+LOCK_TIMEOUT = 30.0  # seconds to wait for another process's write lock before giving up
 
 
 def now() -> str:
@@ -188,7 +189,7 @@ class Store:
         try:
             conn = self._connect()
         except sqlite3.Error as exc:
-            raise StoreError(_open_problem(self.path, exc)) from None
+            raise StoreError(describe_error(self.path, exc)) from None
         self.db = sqlite_utils.Database(conn)
         try:
             self._check_readable()
@@ -200,7 +201,7 @@ class Store:
             self._migrate()
         except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(_open_problem(self.path, exc)) from None
+            raise StoreError(describe_error(self.path, exc)) from None
         except StoreError:
             conn.close()
             raise
@@ -227,10 +228,23 @@ class Store:
                 )
         writable = os.access(path, os.W_OK) if path.exists() else True
         if writable and os.access(folder, os.W_OK):
-            return sqlite3.connect(path, timeout=30, check_same_thread=False)
+            return sqlite3.connect(path, timeout=LOCK_TIMEOUT, check_same_thread=False)
         self.read_only = True
-        uri = f"{path.resolve().as_uri()}?mode=ro"
-        return sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
+        uri = path.resolve().as_uri()
+        conn = sqlite3.connect(
+            f"{uri}?mode=ro", uri=True, timeout=LOCK_TIMEOUT, check_same_thread=False
+        )
+        try:
+            conn.execute("select count(*) from sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            # A WAL database in a folder we cannot write: SQLite cannot create the shared
+            # memory file a reader needs. Nobody can write the folder's files through us,
+            # so read the file as it stands (`immutable`: no locks, no WAL index).
+            conn.close()
+            return sqlite3.connect(
+                f"{uri}?immutable=1", uri=True, timeout=LOCK_TIMEOUT, check_same_thread=False
+            )
 
     def _check_readable(self) -> None:
         """Touch the schema now, so a file that is not a database fails on open, not later."""
@@ -778,8 +792,8 @@ class Store:
         return int(self.db.execute(sql, params).fetchone()[0])
 
 
-def _open_problem(path: Path, exc: sqlite3.Error) -> str:
-    """What went wrong opening `path`, in words, with what to do."""
+def describe_error(path: str | Path, exc: sqlite3.Error) -> str:
+    """What went wrong with the database at `path`, in words, with what to do."""
     text = str(exc)
     if "locked" in text or "busy" in text:
         return (
