@@ -210,11 +210,12 @@ class TestCase:
         )
 
 
-class SamplingError(ValueError):
+class SamplingError(expressions.ExpressionError):
     """A value or metric parameter that fails for one drawn instance (not for the file).
 
-    The runner catches it to fail *that instance* and go on; the message names the test
-    case, the value and the values drawn, so the failure can be reproduced.
+    The runner catches it (as any `ExpressionError`) to fail *that instance* and go on; the
+    message names the test case, the value and the values drawn, so the failure can be
+    reproduced. `message` is the bare reason, `offset` its position in the expression.
     """
 
     def __init__(
@@ -225,13 +226,13 @@ class SamplingError(ValueError):
         message: str,
         offset: int | None = None,
     ) -> None:
+        drawn = ", ".join(f"{k}={_short(v)}" for k, v in values.items())
+        super().__init__(f"test case '{test_case}': {name} fails with {drawn}: {message}")
         self.test_case = test_case
         self.name = name
         self.values = dict(values)
         self.message = message
         self.offset = offset
-        drawn = ", ".join(f"{k}={_short(v)}" for k, v in self.values.items())
-        super().__init__(f"test case '{test_case}': {name} fails with {drawn}: {message}")
 
 
 def _short(value: Any) -> str:
