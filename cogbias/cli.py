@@ -69,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     p = lib_commands.add_parser("check", help="validate test case files (exit 1 on any problem)")
     p.add_argument("paths", nargs="+", type=Path)
     p.set_defaults(handler=_library_check)
+    p = lib_commands.add_parser("add", help="validate a test case file and add it to your library")
+    p.add_argument("path", type=Path)
+    p.add_argument("--force", action="store_true", help="replace your test case with that id")
+    p.set_defaults(handler=_library_add)
 
     p = commands.add_parser("preview", help="fill a test case for a scenario and print the pair")
     p.add_argument("id")
@@ -133,6 +137,25 @@ def _library_check(args: argparse.Namespace) -> int:
     if failed:
         print(f"{failed} of {len(args.paths)} file(s) have problems", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _library_add(args: argparse.Namespace) -> int:
+    """Copy a valid file into the user library; an existing id of the user's needs --force."""
+    case = library.load_test_case(args.path)
+    builtin = library.load_library(include_user=False)
+    if case.id in builtin:
+        raise ValueError(
+            f"'{case.id}' is a built-in test case; give your copy another id in {args.path}"
+        )
+    try:
+        target = library.save_test_case(case, overwrite=args.force)
+    except library.AlreadyExistsError:
+        raise ValueError(
+            f"you already have a test case '{case.id}' ({library.user_dir() / case.id}.toml); "
+            "add --force to replace it"
+        ) from None
+    print(f"added '{case.id}' to your library: {target}")
+    return 0
 
 
 def _preview(args: argparse.Namespace) -> int:

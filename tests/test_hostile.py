@@ -360,6 +360,26 @@ def test_saving_onto_a_users_own_id_needs_overwrite(isolated_home: Path) -> None
     assert library.get_test_case("mine").name == "Renamed"
 
 
+def test_library_add_needs_force_to_replace_a_users_own_test_case(tmp_path: Path) -> None:
+    source = tmp_path / "mine.toml"
+    source.write_text(hostile_case("mine"), encoding="utf-8")
+    added = cli("library", "add", str(source))
+    assert added.returncode == 0, added.stderr
+    target = library.user_dir() / "mine.toml"
+    before = target.read_bytes()
+    source.write_text(hostile_case("mine").replace('name = "Anchoring"', 'name = "Mine"'))
+    again = cli("library", "add", str(source))
+    no_traceback(again)
+    assert again.returncode == 2 and "add --force to replace it" in again.stderr
+    assert target.read_bytes() == before
+    forced = cli("library", "add", str(source), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert library.load_test_case(target).name == "Mine"
+    builtin = cli("library", "add", str(library.BUILTIN_DIR / "anchoring.toml"))
+    no_traceback(builtin)
+    assert builtin.returncode == 2 and "is a built-in test case" in builtin.stderr
+
+
 def test_the_templates_page_asks_before_replacing(
     isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
