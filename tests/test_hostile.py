@@ -727,6 +727,8 @@ def test_preview_never_prints_a_key_the_generator_echoes(echoing_server: FakeLLM
     [
         f"http://user:{SENTINEL}@127.0.0.1:9/v1",
         f"http://127.0.0.1:9/v1?api_key={SENTINEL}",
+        f"ftp://user:{SENTINEL}@127.0.0.1:9/v1",
+        f"http://user:{SENTINEL}@127.0.0.1:port/v1",
     ],
 )
 def test_preview_refuses_credentials_in_the_endpoint_url(url: str) -> None:
