@@ -29,7 +29,7 @@ from cogbias.expressions import ExpressionError
 from cogbias.library import LibraryError, SamplingError, ValueSpec
 from cogbias.store import Store, StoreError
 from tests.app_helpers import make_results_db
-from tests.dataset_helpers import HUB_CSV, edited_csv, snapshot
+from tests.dataset_helpers import HUB_CSV, edited_csv, format_copy, snapshot
 from tests.fake_llm_server import FakeLLMServer, default_responder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -467,6 +467,33 @@ def test_hub_import_range_checks_metric_parameters(
     assert done.returncode == 2
     assert f"{case}.csv, {row}" in done.stderr and "column 'metric_params'" in done.stderr
     assert fragment in done.stderr
+    assert (file_hash(imported_db), snapshot(imported_db)) == before
+
+
+MALBERG_EDITS = {
+    "remarks": ("remarks", "{'k': 1000, 'x_1': 0, 'x_2': 0}", "k must lie in [-1, 1]"),
+    "remarks nan": ("remarks", "{'k': 1, 'x_1': float('nan'), 'x_2': 0}", "cannot be read"),
+    "remarks inf": ("remarks", '{"k": 1, "x_1": 1e400, "x_2": 0}', "x_1 must be a finite"),
+    "seed": ("seed", "9" * 400, "expected a whole number of at most 18 digits"),
+    "temperature": ("temperature", "1e400", "expected a finite number"),
+    "hot": ("temperature", "50", "50.0 is outside [0, 2]"),
+}
+
+
+@pytest.mark.parametrize("case", list(MALBERG_EDITS))
+def test_paper_format_import_range_checks_its_numbers(
+    case: str, imported_db: Path, tmp_path: Path
+) -> None:
+    column, value, fragment = MALBERG_EDITS[case]
+    folder = format_copy(tmp_path / "output")
+    tests = folder / "full_dataset.csv"
+    edited_csv(tests, tests, lambda header, rows: rows[4].update({column: value}))
+    before = (file_hash(imported_db), snapshot(imported_db))
+    done = cli("import", "malberg2024", str(folder), "--db", str(imported_db))
+    no_traceback(done)
+    assert done.returncode == 2, done.stderr
+    assert "full_dataset.csv, row 5" in done.stderr and f"column '{column}'" in done.stderr
+    assert fragment in done.stderr, done.stderr
     assert (file_hash(imported_db), snapshot(imported_db)) == before
 
 
