@@ -319,6 +319,10 @@ def parse_test_case(text: str, file: str = "<string>") -> TestCase:
         raise LibraryError(
             [Problem(file, line, col, f"this is not valid TOML: {message}")]
         ) from None
+    except (RecursionError, MemoryError):
+        raise LibraryError(
+            [Problem(file, 1, 1, "this file nests arrays or tables too deeply to be read")]
+        ) from None
     check = _Checker(text, file)
     if not check.fields(data, _TOP, ()):
         raise LibraryError(check.problems)
@@ -338,7 +342,7 @@ def _build(data: dict[str, Any], check: _Checker) -> TestCase:
         for i, item in enumerate(data.get(key, [])):
             if not isinstance(item, str) or not item.strip():
                 check.add((key,), f"{key}[{i}] should be a non-empty string", index=i)
-    variants = tuple(data.get("variants", []))
+    variants = tuple(v for v in data.get("variants", []) if isinstance(v, str))
     if len(set(variants)) != len(variants):
         check.add(("variants",), "variants must have distinct names")
 
@@ -349,6 +353,8 @@ def _build(data: dict[str, Any], check: _Checker) -> TestCase:
     if isinstance(kind, str) and kind not in SCALES:
         check.add(("scale", "kind"), f"unknown scale kind '{kind}'; use one of {', '.join(SCALES)}")
     options = scale.get("options")
+    if not isinstance(options, list):  # a wrong type is reported by check.fields above
+        options = None
     if options is None and kind == "percent11":
         options = list(PERCENT_OPTIONS)
     if options is None and kind in ("likert7", "custom") and "control" in data:
@@ -408,7 +414,7 @@ def _build(data: dict[str, Any], check: _Checker) -> TestCase:
         references=tuple(data.get("references", [])),
         variants=variants,
         scale_kind=kind,
-        scale_options=tuple(scale["options"]) if "options" in scale else None,
+        scale_options=tuple(options) if isinstance(scale.get("options"), list) else None,
         values=values,
         control=templates.get("control", Template("", "", ())),
         treatment=templates.get("treatment", Template("", "", ())),
@@ -436,7 +442,7 @@ def _build_values(
             check.add(path, f"value '{name}' should be a table like [values.{name}] with a 'type'")
             continue
         vtype = spec.get("type")
-        if vtype not in VALUE_TYPES:
+        if not isinstance(vtype, str) or vtype not in VALUE_TYPES:
             hint = difflib.get_close_matches(str(vtype), list(VALUE_TYPES), n=1)
             extra = f" (did you mean '{hint[0]}'?)" if hint else ""
             check.add(

@@ -220,6 +220,27 @@ def test_library_check_locates_every_hostile_file_without_a_traceback(tmp_path: 
     assert f"{len(HOSTILE_FILES)} of {len(HOSTILE_FILES)} file(s) have problems" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "fragment"),
+    [
+        ('kind = "percent11"', 'kind = "percent11"\noptions = 1979-05-27', "should be a list"),
+        ('kind = "percent11"', 'kind = "percent11"\noptions = nan', "should be a list"),
+        ("references = [", "variants = [[1], {a = 1}]\nreferences = [", "variants[0] should be"),
+        ('type = "int"', "type = [1]", "unknown generator type"),
+        ('type = "int"', "type = {a = 1}", "unknown generator type"),
+        ('name = "Anchoring"', "name = " + "[" * 5000 + "]" * 5000, "nests arrays or tables"),
+    ],
+    ids=["date options", "nan options", "list variants", "list type", "table type", "deep"],
+)
+def test_values_of_the_wrong_shape_are_problems_not_crashes(
+    old: str, new: str, fragment: str
+) -> None:
+    with pytest.raises(LibraryError) as caught:
+        library.parse_test_case(ANCHORING.replace(old, new, 1), "shape.toml")
+    assert fragment in str(caught.value)
+    assert re.match(r"shape\.toml:\d+:\d+: ", str(caught.value))
+
+
 def test_check_walks_small_domains_whole_and_samples_large_ones_widely() -> None:
     two_ranges = hostile_case("wide", 'expr = "1000 // (x - 50) + y"').replace(
         "[values.anchor]", '[values.x]\ntype = "int"\nmin = 0\nmax = 100\n'
