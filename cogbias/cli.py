@@ -25,7 +25,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         args.db = default_path()
     try:
-        return args.handler(args) or 0
+        code = args.handler(args) or 0
+        if getattr(args, "exit_at_once", False):
+            _exit_at_once(code)
+        return code
     except KeyError as exc:
         return _fail(str(exc.args[0]) if exc.args else "not found", 2)
     except library.LibraryError as exc:
@@ -53,6 +56,18 @@ def _fail(message: str, code: int, prefix: str = "error: ") -> int:
     """Print an error for a person (secrets redacted) and return the exit code."""
     print(prefix + (redact(message) or ""), file=sys.stderr)
     return code
+
+
+def _exit_at_once(code: int) -> None:
+    """Leave without the interpreter's teardown once a run's results are committed and its
+    database closed: litellm's exit hooks flush logging we do not use and take seconds,
+    which would delay a cancelled worker's exit and every finished run."""
+    from .llm.local import stop_local_servers
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    stop_local_servers()
+    os._exit(code)
 
 
 def _parser() -> argparse.ArgumentParser:
