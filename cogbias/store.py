@@ -603,19 +603,22 @@ class Store:
         return self.run(run_id)
 
     def request_cancel(self, run_id: str) -> None:
-        """Ask the run's worker to stop; a run that no worker holds is cancelled at once."""
+        """Ask the run's worker to stop. A worker that holds the run, or is starting to (its
+        process exists but has not claimed the run yet), sees the request within a second;
+        a run that no worker holds is marked cancelled at once."""
         with self.atomic():
-            self.db["runs"].update(run_id, {"cancel_requested": 1})
             row = self.run(run_id)
-            if (
-                row
-                and row["status"] in ("planned", "running")
-                and not (
-                    row.get("lease_owner")
-                    and lease_alive(row["lease_owner"], row.get("heartbeat_at"), LEASE_STALE_S)
+            if row is None:
+                return
+            holder = row.get("lease_owner")
+            working = bool(holder) and lease_alive(holder, row.get("heartbeat_at"), LEASE_STALE_S)
+            starting = not working and row["status"] != "running" and pid_alive(row.get("pid"))
+            if working or starting:
+                self.db["runs"].update(run_id, {"cancel_requested": 1})
+            elif row["status"] in ("planned", "running"):
+                self.db["runs"].update(
+                    run_id, {"status": "cancelled", "lease_owner": None, "finished_at": now()}
                 )
-            ):
-                self.db["runs"].update(run_id, {"status": "cancelled", "lease_owner": None})
 
     # ---- the response cache
 
