@@ -160,3 +160,35 @@ def test_retry_failed_asks_again_and_resume_alone_only_retries_transient(tmp_pat
             assert again["failed"] == first["failed"]
             third = runner.execute(runner.plan(s, store), store, concurrency=1, retry_failed=True)
             assert third["status"] == "done" and third["failed"] == 0
+
+
+def test_the_lean_path_and_litellm_store_identical_runs(tmp_path, monkeypatch):
+    """Model profiles pick the lean OpenAI-compatible client for own endpoints; a run made
+    through litellm instead stores exactly the same rows (a scripted, deterministic server)."""
+    stored = {}
+    server = FakeLLMServer().start()
+    for transport in ("litellm", "auto"):
+        monkeypatch.setenv("COGBIAS_LLM_TRANSPORT", transport)
+        server.reset_counts()
+        with Store(tmp_path / f"{transport}.db") as store:
+            s = spec(server.base_url, scenarios=3)
+            assert (
+                runner.plan(s, store)
+                and (transport == "auto") == runner.resolve("openai/fake", server.base_url).direct
+            )
+            run = runner.execute(runner.plan(s, store), store, concurrency=4)
+            assert run["status"] == "done" and server.calls > 0
+            stored[transport] = {
+                "decisions": store.query(
+                    "select id, instance_id, model, control_order, control_answer, "
+                    "treatment_answer, control_extraction, treatment_extraction, control_choice, "
+                    "treatment_choice, score, status, tokens from decisions order by id"
+                ),
+                "instances": store.query(
+                    "select id, control, treatment, insertions from instances order by id"
+                ),
+                "cache": store.query("select key, response from llm_calls order by key"),
+            }
+    server.stop()
+    assert stored["litellm"] == stored["auto"]
+    assert len(stored["auto"]["decisions"]) == 12

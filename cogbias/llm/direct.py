@@ -20,15 +20,15 @@ import os
 import time
 from typing import Any
 
-import aiohttp
-
 from cogbias.llm.errors import LLMError, classify_failure, retry_after_of
 
 DUMMY_API_KEY = "sk-no-key-required"
-_sessions: dict[int, aiohttp.ClientSession] = {}
+_sessions: dict[int, Any] = {}  # event loop id -> aiohttp.ClientSession
 
 
-def _session() -> aiohttp.ClientSession:
+def _session() -> Any:
+    import aiohttp  # on first use: the import costs ~0.25 s, which `cogbias --help` must not pay
+
     loop = asyncio.get_running_loop()
     session = _sessions.get(id(loop))
     if session is None or session.closed:
@@ -60,6 +60,8 @@ async def chat(
 ) -> tuple[dict[str, Any], float]:
     """One attempt: (the parsed JSON answer, its latency). Raises `LLMError` with the
     provider's Retry-After in `retry_after`."""
+    import aiohttp
+
     url = api_base.rstrip("/") + "/chat/completions"
     headers = {"Authorization": f"Bearer {api_key}"}
     started = time.perf_counter()
