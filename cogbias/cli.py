@@ -26,7 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.db = default_path()
     try:
         code = args.handler(args) or 0
-        if getattr(args, "exit_at_once", False):
+        # Only a real command line (argv from sys.argv) may end the process: a caller that
+        # passes argv (a test, a script) keeps its interpreter.
+        if argv is None and getattr(args, "exit_at_once", False):
             _exit_at_once(code)
         return code
     except KeyError as exc:
