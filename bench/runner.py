@@ -10,7 +10,9 @@ For each concurrency C it measures, each in a fresh process so peak RSS and CPU 
            OpenAI-compatible path the model profile chooses,
   runner-litellm  the same command with COGBIAS_LLM_TRANSPORT=litellm,
   cached   the same command again on a copy of the database whose runs were removed but whose
-           response cache was kept: every answer comes from the cache (0 HTTP calls).
+           response cache was kept: every answer comes from the cache (0 HTTP calls),
+  library  `cogbias run --biases ... --generator openai/fake`: a library run whose instances
+           are generated first (two gap-filling calls each), then decided.
 It prints calls/s, the ratio to the ideal C / L, the whole process's CPU milliseconds per call
 (start-up included: it is what a user waits for) and its peak RSS. The server runs in its own
 process (async, sleeping); its own CPU is not counted.
@@ -95,9 +97,12 @@ def setup_dataset(db: Path, pairs: int) -> None:
         store.save_dataset("bench", "bench", "bench/runner.py", pairs, {})
 
 
-def run_command(db: Path, base_url: str, concurrency: int, env: dict[str, str]) -> dict[str, float]:
-    """`cogbias run` on the dataset as a child process: wall time, its CPU and peak RSS."""
-    cmd = [sys.executable, "-m", "cogbias", "run", "--dataset", "bench", "--models", "openai/fake",
+def run_command(
+    db: Path, base_url: str, concurrency: int, env: dict[str, str], what: list[str] | None = None
+) -> dict[str, float]:
+    """`cogbias run` (on the dataset, or `what`) as a child process: wall, CPU and peak RSS."""
+    what = what or ["--dataset", "bench"]
+    cmd = [sys.executable, "-m", "cogbias", "run", *what, "--models", "openai/fake",
            "--api-base", base_url, "--concurrency", str(concurrency), "--db", str(db)]  # fmt: skip
     started = time.perf_counter()
     proc = subprocess.Popen(
@@ -151,6 +156,14 @@ def measure_commands(base_url: str, c: int, calls: int, modes: list[str]) -> dic
             if mode == "runner" and "cached" in modes:
                 forget_runs(db)
                 out["cached"] = {"calls": pairs * 4, **run_command(db, base_url, c, env)}
+        if "library" in modes:
+            instances = max(calls // 6 // 30, 1)  # 30 biases; 2 fills + 4 decision calls each
+            what = ["--generator", "openai/fake", "--scenarios", str(instances)]
+            db = Path(tmp) / "library.db"
+            out["library"] = {
+                "calls": instances * 30 * 6,
+                **run_command(db, base_url, c, {**os.environ}, what),
+            }
     return out
 
 
@@ -162,7 +175,7 @@ def main() -> None:
     parser.add_argument(
         "--seconds", type=float, default=8.0, help="target duration of each measurement"
     )
-    parser.add_argument("--modes", default="openai,litellm,runner,runner-litellm,cached")
+    parser.add_argument("--modes", default="openai,litellm,runner,runner-litellm,cached,library")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--calls", type=int, help=argparse.SUPPRESS)
