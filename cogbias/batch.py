@@ -14,7 +14,7 @@ without a single interactive call: a batch run and an interactive run store the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,12 +40,16 @@ class _Pending(Exception):
     """The call is not in the cache: recorded for the batch, and this path stops here."""
 
 
-class CollectingClient(LLMClient):
-    """Answers from the cache only; every other request is recorded under its cache key."""
+Collect = Callable[[str, LLMRequest, ModelProfile], None]
 
-    def __init__(self, cache: BufferedCache, api_base: str | None) -> None:
+
+class CollectingClient(LLMClient):
+    """Answers from the cache only; every other request goes to `collect` once per key."""
+
+    def __init__(self, cache: BufferedCache, api_base: str | None, collect: Collect) -> None:
         super().__init__(cache=cache, api_base=api_base)
-        self.pending: dict[str, tuple[LLMRequest, ModelProfile]] = {}
+        self.collect = collect
+        self.seen: set[str] = set()
 
     async def complete(self, req: LLMRequest) -> Any:
         profile = self.profile(req.model)
@@ -53,7 +57,9 @@ class CollectingClient(LLMClient):
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             return self._saved(hit, key)
-        self.pending[key] = (req, profile)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.collect(key, req, profile)
         raise _Pending(key)
 
 
@@ -65,9 +71,15 @@ def round_of(req: LLMRequest) -> str:
 
 def pending_requests(plan: Plan, store: Store) -> dict[str, tuple[LLMRequest, ModelProfile]]:
     """The calls the run would make next that the cache cannot answer yet."""
-    client = CollectingClient(BufferedCache(store), plan.spec.api_base)
+    pending: dict[str, tuple[LLMRequest, ModelProfile]] = {}
+    collect_pending(plan, store, lambda key, req, profile: pending.setdefault(key, (req, profile)))
+    return pending
+
+
+def collect_pending(plan: Plan, store: Store, collect: Collect) -> None:
+    """Hand each call the run would make next, not answerable from the cache, to `collect`."""
+    client = CollectingClient(BufferedCache(store), plan.spec.api_base, collect)
     pipeline.run_sync(_collect(plan, store, client))
-    return client.pending
 
 
 async def _collect(plan: Plan, store: Store, client: CollectingClient) -> None:
@@ -136,16 +148,16 @@ def export_requests(
     number written per round. The requests are remembered so their answers can be imported."""
     if round_name is not None and round_name not in ROUNDS:
         raise ValueError(f"--round must be one of {', '.join(ROUNDS)}, not {round_name!r}")
-    pending = pending_requests(plan, store)
     counts = dict.fromkeys(ROUNDS, 0)
-    rows = []
+    rows: list[dict[str, Any]] = []
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:
-        for key, (req, profile) in pending.items():
+
+        def write(key: str, req: LLMRequest, profile: ModelProfile) -> None:
             kind = round_of(req)
             if round_name is not None and kind != round_name:
-                continue
+                return
             counts[kind] += 1
             line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions"}
             line["body"] = request_body(req, profile)
@@ -160,6 +172,11 @@ def export_requests(
                     "round": kind,
                 }
             )
+            if len(rows) >= 10_000:  # memory stays flat at paper scale
+                store.save_batch_requests(rows)
+                rows.clear()
+
+        collect_pending(plan, store, write)
     store.save_batch_requests(rows)
     return counts
 

@@ -76,7 +76,7 @@ def execute(
             f"or cancel it with `cogbias cancel {run_id}`"
         )
     try:
-        _batches(plan, store, run_id, poll_seconds, fallback, progress)
+        _batches(plan, store, run_id, owner, poll_seconds, fallback, progress)
     finally:
         store.release_run(run_id, owner)
     return runner.execute(plan, store, progress=progress, **interactive)
@@ -86,6 +86,7 @@ def _batches(
     plan: runner.Plan,
     store: Store,
     run_id: str,
+    owner: str,
     poll_seconds: float,
     fallback: str,
     progress: Any,
@@ -93,7 +94,8 @@ def _batches(
     folder = Path(tempfile.mkdtemp(prefix=f"cogbias-{run_id}-"))
     store.update_run(run_id, status="running", pid=os.getpid())
     while True:
-        if (store.run(run_id) or {}).get("cancel_requested"):
+        current = store.heartbeat_run(run_id, owner)  # the lease says we are alive
+        if current is None or current.get("cancel_requested"):
             _cancel_open(store, run_id)  # the interactive pass that follows sees the request
             return
         if _poll(store, run_id):  # batches still running: wait for them
