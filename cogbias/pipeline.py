@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import metrics
 from .library import TestCase
 from .metrics import MetricParams
+from .prompting import BASELINE, decision_messages
 from .store import dumps
 from .templates import (
     Filled,
@@ -423,8 +424,13 @@ async def decide_half(
     temperature: float,
     seed: int,
     repeat: int,
+    prompting: str = BASELINE,
 ) -> HalfResult:
-    """Free answer, then extraction of "Option N", mapped back to the original order."""
+    """Free answer, then extraction of "Option N", mapped back to the original order.
+
+    `prompting` (see `cogbias.prompting`) shapes only the first question; the random model
+    ignores it and the extraction step is the same for every method.
+    """
     from .llm import LLMRequest
 
     n = len(filled.options)
@@ -439,7 +445,7 @@ async def decide_half(
     first = await client.complete(
         LLMRequest(
             model=model,
-            messages=(("user", DEC_PROMPT.format(task=task)),),
+            messages=decision_messages(task, prompting, DEC_PROMPT),
             temperature=temperature,
             seed=seed,
             max_tokens=LOCAL_ANSWER_TOKENS if model.startswith("local/") else ANSWER_TOKENS,
@@ -493,6 +499,7 @@ async def decide_pair(
     temperature: float = 0.0,
     repeat: int = 0,
     seed: int = 0,
+    prompting: str = BASELINE,
 ) -> dict[str, Any]:
     """Answer both halves (same option order for both) and score: one decisions row."""
     from .llm import FatalLLMError, LLMError
@@ -502,7 +509,9 @@ async def decide_pair(
     halves: dict[str, HalfResult] = {}
     outcomes = await asyncio.gather(
         *(
-            decide_half(client, instance.half(h), order, model, temperature, seed, repeat)
+            decide_half(
+                client, instance.half(h), order, model, temperature, seed, repeat, prompting
+            )
             for h in ("control", "treatment")
         ),
         return_exceptions=True,
@@ -528,16 +537,48 @@ async def decide_pair(
         halves["control"],
         halves["treatment"],
         errors,
+        prompting,
     )
 
 
+def decision_id(
+    run_id: str,
+    instance_id: str,
+    model: str,
+    repeat: int,
+    temperature: float,
+    prompting: str = BASELINE,
+) -> str:
+    """The key of one decisions row; a non-baseline prompting method is part of it (baseline
+    keys stay what they were before prompting methods existed)."""
+    parts: list[Any] = [run_id, instance_id, model, repeat, temperature]
+    if prompting != BASELINE:
+        parts.append(prompting)
+    return stable_id("decision", *parts)
+
+
 def failed_decision(
-    instance: Instance, model: str, run_id: str, temperature: float, repeat: int, error: str
+    instance: Instance,
+    model: str,
+    run_id: str,
+    temperature: float,
+    repeat: int,
+    error: str,
+    prompting: str = BASELINE,
 ) -> dict[str, Any]:
     """A decisions row for a pair that could not be asked (e.g. its generation failed)."""
     order = list(range(instance.n_options))
     return _decision_row(
-        instance, model, run_id, temperature, repeat, order, HalfResult(), HalfResult(), [error]
+        instance,
+        model,
+        run_id,
+        temperature,
+        repeat,
+        order,
+        HalfResult(),
+        HalfResult(),
+        [error],
+        prompting,
     )
 
 
@@ -551,12 +592,13 @@ def _decision_row(
     c: HalfResult,
     t: HalfResult,
     errors: list[str],
+    prompting: str = BASELINE,
 ) -> dict[str, Any]:
     score = None
     if not errors and c.choice is not None and t.choice is not None:
         score = score_instance(instance, c.choice, t.choice)
     return {
-        "id": stable_id("decision", run_id, instance.id, model, repeat, temperature),
+        "id": decision_id(run_id, instance.id, model, repeat, temperature, prompting),
         "run_id": run_id,
         "instance_id": instance.id,
         "test_case": instance.test_case,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import library, pipeline
+from . import prompting as prompting_methods
 from .library import Scenario, TestCase
 from .pipeline import Instance
 from .store import Store, dumps, now
@@ -51,10 +52,14 @@ class RunSpec:
     api_base: str | None = None
     dataset: str | None = None
     per_bias: int | None = None
+    prompting: str = prompting_methods.BASELINE  # see cogbias.prompting: one method per run
 
     @property
     def run_id(self) -> str:
-        return "run-" + pipeline.stable_id("run", asdict(self))[:12]
+        fields = asdict(self)
+        if self.prompting == prompting_methods.BASELINE:
+            del fields["prompting"]  # runs from before prompting methods keep their ids
+        return "run-" + pipeline.stable_id("run", fields)[:12]
 
     def to_cli_args(self, db: str | Path) -> list[str]:
         args = ["run", "--db", str(db), "--models", ",".join(self.models)]
@@ -69,6 +74,8 @@ class RunSpec:
             args += ["--dataset", self.dataset]
         if self.per_bias:
             args += ["--per-bias", str(self.per_bias)]
+        if self.prompting != prompting_methods.BASELINE:
+            args += ["--prompting", self.prompting]
         return args
 
 
@@ -138,6 +145,8 @@ class Plan:
                 f"{len(self.cases)} biases x {self.spec.scenarios} scenarios x {self.spec.instances} instances"
             )
         )
+        if self.spec.prompting != prompting_methods.BASELINE:
+            source += f" (prompting {self.spec.prompting})"
         return (
             f"run {self.spec.run_id}: {source} x {len(self.spec.models)} models x {self.spec.repeats} repeats "
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
@@ -167,6 +176,7 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
         raise ValueError("no decision models given (e.g. --models random,local/smollm2)")
     if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
         raise ValueError("scenarios, instances and repeats must be at least 1")
+    prompting_methods.parse(spec.prompting)
     if spec.dataset:
         if store is None:
             raise ValueError("a dataset run needs a store")
@@ -501,8 +511,8 @@ async def _decisions(
         for instance in instances:
             for model in spec.models:
                 for repeat in range(spec.repeats):
-                    key = pipeline.stable_id(
-                        "decision", spec.run_id, instance.id, model, repeat, spec.temperature
+                    key = pipeline.decision_id(
+                        spec.run_id, instance.id, model, repeat, spec.temperature, spec.prompting
                     )
                     if key not in done:
                         yield instance, model, repeat
@@ -517,6 +527,7 @@ async def _decisions(
                 spec.temperature,
                 repeat,
                 instance.error or "instance failed",
+                spec.prompting,
             )
         else:
             row = await pipeline.decide_pair(
@@ -527,6 +538,7 @@ async def _decisions(
                 temperature=spec.temperature,
                 repeat=repeat,
                 seed=spec.seed,
+                prompting=spec.prompting,
             )
         writer.add_decision(row)
 
