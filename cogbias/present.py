@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from .library import TestCase
-from .pipeline import Instance
+from .records import Instance
 from .templates import Filled, LLMGap, ValueGap, diff, render_decision_text, show_value
 
 LLM_COLOR = "#1c7ed6"  # [[gaps]] the generator fills

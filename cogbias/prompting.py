@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .library import DATA_DIR
+from .records import BASELINE_PROMPTING
 from .templates import Filled, render_decision_text
 
-BASELINE = "baseline"
+BASELINE = BASELINE_PROMPTING
 METHODS = ("baseline", "zs_cot", "one_shot", "few_shot", "one_shot_cot", "few_shot_cot")
 SHOTS = {"one_shot": 1, "few_shot": 3, "one_shot_cot": 1, "few_shot_cot": 3}
 COT_LINE = "Let's think step by step."

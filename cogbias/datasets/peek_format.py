@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import analysis
 from ..metrics import MetricParams
-from ..pipeline import Instance
+from ..records import Instance, stable_id
 from ..store import Store
 from ..templates import Filled
 from . import importing
@@ -144,7 +144,7 @@ def _pair(dataset: str, test_case: str, family: str, p: Item, q: Item | None) ->
     paired = q is not None
     q = q or p
     return Instance(
-        id=importing.row_id(KIND, dataset, family, p.index, paired),
+        id=stable_id("dataset", dataset, KIND, family, p.index, paired),
         test_case=test_case,
         test_case_hash="",
         scenario=family,

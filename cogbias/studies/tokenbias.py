@@ -29,7 +29,7 @@ import pandas as pd
 from .. import analysis
 from ..library import DATA_DIR
 from ..metrics import MetricParams
-from ..pipeline import Instance, stable_id
+from ..records import Instance, stable_id
 from ..store import Store
 from ..templates import substitute
 from . import items
