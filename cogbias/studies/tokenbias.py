@@ -29,9 +29,9 @@ import pandas as pd
 from .. import analysis
 from ..library import DATA_DIR
 from ..metrics import MetricParams
-from ..records import Instance, stable_id
+from ..records import Instance, decode_filled, stable_id
 from ..store import Store
-from ..templates import substitute
+from ..templates import render_decision_text, substitute
 from . import items
 
 STUDY_FILE = DATA_DIR / "studies" / "tokenbias.toml"
@@ -355,3 +355,47 @@ def results(
     alternatives = json.loads(stored["meta"] or "{}").get("alternatives", {})
     frame = correctness_frame(store, dataset)
     return analysis.hypothesis_table(frame, alternatives, alpha, normal_above)
+
+
+def token_bias_datasets(store: Store) -> list[str]:
+    """Datasets in the store that carry hypothesis alternatives (studies and paper imports)."""
+    return [d["name"] for d in store.datasets() if "alternatives" in (d.get("meta") or {})]
+
+
+def pair_views(
+    store: Store, dataset: str, hypothesis: str, model: str, limit: int = 20, offset: int = 0
+) -> list[dict[str, Any]]:
+    """Answered pairs side by side: P and P' as the model read them, answers, correctness."""
+    prompting = {
+        r["id"]: json.loads(r["spec"] or "{}").get("prompting", "baseline") for r in store.runs()
+    }
+    views = []
+    for row in store.pairs(
+        bias=hypothesis, model=model, dataset=dataset, limit=limit, offset=offset
+    ):
+        metric = json.loads(row["metric"]) if row["metric"] else {}
+        order = json.loads(row["control_order"] or "null")
+        halves = {}
+        for half, key in (("control", "y1"), ("treatment", "y2")):
+            filled = decode_filled(row[f"{half}_half"])
+            choice = row[f"{half}_choice"]
+            halves[half] = {
+                "text": render_decision_text(filled, order),
+                "answer": row[f"{half}_answer"] or "",
+                "chosen": None if choice is None else filled.options[choice],
+                "correct_option": filled.options[int(metric[key])] if key in metric else None,
+                "correct": None
+                if choice is None or key not in metric
+                else choice == int(metric[key]),
+            }
+        views.append(
+            {
+                "decision_id": row["id"],
+                "prompting": prompting.get(row["run_id"], "published"),
+                "status": row["status"],
+                "error": row["error"],
+                "original": halves["control"],
+                "perturbed": halves["treatment"],
+            }
+        )
+    return views
