@@ -264,6 +264,7 @@ HYPOTHESIS_COLUMNS = [
     "p_value",
     "p_adjusted",
     "reject",
+    "alternative",
 ]
 
 
@@ -366,9 +367,10 @@ def hypothesis_table(
                 "p_value": p,
             }
         )
-    frame = pd.DataFrame.from_records(records, columns=HYPOTHESIS_COLUMNS[:-2])
+    frame = pd.DataFrame.from_records(records, columns=HYPOTHESIS_COLUMNS[:-3])
     frame["p_adjusted"] = np.nan
     for _, index in frame.groupby("hypothesis", sort=False).groups.items():
         frame.loc[index, "p_adjusted"] = benjamini_hochberg(frame.loc[index, "p_value"])
     frame["reject"] = frame["p_adjusted"] < alpha
+    frame["alternative"] = [alternatives.get(str(h), TWO_SIDED) for h in frame["hypothesis"]]
     return frame

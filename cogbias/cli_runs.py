@@ -345,6 +345,13 @@ STUDY_COLUMNS = [
 ]
 
 
+SIDES = {
+    "perturbed_better": "pi12 < pi21, P' answered better",
+    "original_better": "pi12 > pi21, the perturbation hurts",
+    "two_sided": "pi12 != pi21",
+}
+
+
 def _study_results(args: argparse.Namespace) -> int:
     """The paper's layout: per hypothesis, one row per model and prompting method."""
     from .store import Store
@@ -370,8 +377,12 @@ def _study_results(args: argparse.Namespace) -> int:
         shown[column] = shown[column].map(lambda v: f"{v:.6f}")
     for hypothesis, rows in shown.groupby("hypothesis", sort=False):
         tests = table.loc[rows.index, "test"]
+        side = table.loc[rows.index, "alternative"].iloc[0]
+        exact = int((tests == "exact").sum())
         print(
-            f"{hypothesis}  (exact binomial for n* <= {args.normal_above}: {int((tests == 'exact').sum())} of {len(rows)} rows; alpha {args.alpha})"
+            f"{hypothesis}  (H_a: {SIDES.get(side, side)}; exact binomial test for n* <= "
+            f"{args.normal_above}: {exact} of {len(rows)} rows; BH within the hypothesis; "
+            f"alpha {args.alpha})"
         )
         _table(rows.drop(columns="hypothesis").to_dict("records"), STUDY_COLUMNS[1:])
         print()
