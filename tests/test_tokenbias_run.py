@@ -155,3 +155,25 @@ def test_a_random_run_gives_the_table_its_exported_answers_give(tmp_path: Path, 
 def test_results_of_an_unknown_study_say_what_exists(tmp_path: Path, capsys):
     code = main(["results", "--study", "nope", "--db", str(tmp_path / "r.db")])
     assert code == 2 and "no study or dataset 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.local_model
+def test_the_study_runs_offline_on_the_local_model(tmp_path: Path, capsys):
+    """The acceptance command, on one pair per hypothesis to keep a 2-core machine usable."""
+    pytest.importorskip("xllamacpp")
+    db = tmp_path / "r.db"
+    args = ["--models", "random,local/smollm2", "--prompting", "zs_cot", "--per-bias", "1"]
+    assert main(["run", "--study", "tokenbias", *args, "--db", str(db)]) == 0
+    with Store(db) as store:
+        rows = store.query("select model, status, failure_kind from decisions")
+    assert len(rows) == 12 and {r["model"] for r in rows} == {"random", "local/smollm2"}
+    # the grammar-constrained extraction always yields an option: nothing is unreadable
+    assert all(r["status"] == "ok" for r in rows), rows
+    capsys.readouterr()
+    assert main(["results", "--study", "tokenbias", "--db", str(db), "--format", "json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    assert {(r["model"], r["prompting"]) for r in table} == {
+        ("random", "zs_cot"),
+        ("local/smollm2", "zs_cot"),
+    }
+    assert all(r["n"] == 1 for r in table)
