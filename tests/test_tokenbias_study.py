@@ -162,6 +162,7 @@ def test_pairs_are_seeded_and_chained():
             ('distractor = "hobbies"', 'distractor = "pastimes"'),
             r"families\[0\].sample.distractor: no entity list 'pastimes'",
         ),
+        (("items = 12", 'items = "many"'), r"items: a whole number, at least 1"),
         (
             ('old = "Linda"', 'old = "Lindy"'),
             r"hypothesis tb_h2_exemplar_name, item 0: .*changed nothing",

@@ -140,8 +140,8 @@ def load_study(path: str | Path | None = None) -> Study:
         id=check.text(data, "id", "file"),
         name=check.text(data, "name", "file"),
         description=str(data.get("description", "")).strip(),
-        seed=int(data.get("seed", 0)),
-        items=int(data.get("items", 10)),
+        seed=check.whole(data, "seed", 0),
+        items=check.whole(data, "items", 10, minimum=1),
         hypotheses=hypotheses,
         families=families,
         lists=lists,
@@ -160,6 +160,12 @@ class _Checker:
         value = entry.get(key)
         if not isinstance(value, str) or not value.strip():
             raise StudyError(self.path, f"{where}.{key}", "a non-empty text is required")
+        return value
+
+    def whole(self, entry: Mapping[str, Any], key: str, default: int, minimum: int = 0) -> int:
+        value = entry.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise StudyError(self.path, key, f"a whole number, at least {minimum}, is required")
         return value
 
     def table(self, entry: Mapping[str, Any], key: str, where: str, default: Any = None) -> Any:
@@ -187,6 +193,8 @@ def _check_hypothesis(
         raise StudyError(
             path, f"{where}.alternative", f"use one of {', '.join(analysis.ALTERNATIVES)}"
         )
+    if h.items is not None and (not isinstance(h.items, int) or h.items < 1):
+        raise StudyError(path, f"{where}.items", "a whole number of pairs, at least 1")
     if h.base is not None and h.base not in earlier:
         raise StudyError(path, f"{where}.base", f"no earlier hypothesis {h.base!r} to chain from")
     if h.base is None and not h.families:
