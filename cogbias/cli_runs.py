@@ -144,11 +144,13 @@ def _run(args: argparse.Namespace) -> int:
 
 def _materialise_study(args: argparse.Namespace) -> str:
     """Store a built-in study's pairs like an imported dataset (a no-op when unchanged)."""
+    from . import tokenbias
     from .store import Store
-    from .studies import tokenbias
 
     if args.study != "tokenbias":
-        raise KeyError(f"unknown study '{args.study}'; built-in studies: tokenbias")
+        raise KeyError(
+            f"--study runs the token-bias study; '{args.study}' is not one (use tokenbias)"
+        )
     if args.dataset:
         raise ValueError("--study and --dataset are alternatives: give one")
     study = tokenbias.load_study()
@@ -359,8 +361,8 @@ SIDES = {
 
 def _study_results(args: argparse.Namespace) -> int:
     """The paper's layout: per hypothesis, one row per model and prompting method."""
+    from . import tokenbias
     from .store import Store
-    from .studies import tokenbias
 
     with Store(args.db) as store:
         table = tokenbias.results(store, args.study, args.alpha, args.normal_above)

@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias import runner
+from cogbias import runner, tokenbias
 from cogbias.records import decode_filled
 from cogbias.store import Store
-from cogbias.studies import tokenbias
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "tokenbias.py")
 

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 from fake_llm_server import FakeLLMServer, default_responder
 
-from cogbias import pipeline, prompting, records, runner
+from cogbias import pipeline, prompting, records, runner, tokenbias
 from cogbias.cli import main
 from cogbias.store import Store
-from cogbias.studies import tokenbias
 
 QUESTION = pipeline.DEC_PROMPT
 

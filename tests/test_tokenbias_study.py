@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cogbias import pipeline, runner
+from cogbias import pipeline, runner, tokenbias
+from cogbias import tokenbias_items as items
 from cogbias.store import Store
-from cogbias.studies import items, tokenbias
-from cogbias.studies.items import Context, PerturbationError, ReasoningItem
+from cogbias.tokenbias_items import Context, PerturbationError, ReasoningItem
 
 
 def _ctx(values=None, lists=None, seed=0) -> Context:

@@ -5,7 +5,7 @@ keyed "0", "1", … whose items hold `question_idx`, `question`, `target_answer`
 answer), `incorrect_answer` and `generation_mode`. A `…_gold.json` / `…_random.json` pair of
 one family holds original and perturbed items that pair up by `question_idx`: each pair
 becomes one instance with P as the control half and P' as the treatment half, exactly like the
-built-in study (`cogbias.studies.tokenbias`), so it runs on any model and its 2x2 tables come
+built-in study (`cogbias.tokenbias`), so it runs on any model and its 2x2 tables come
 out of `cogbias results --study NAME`. A file without a partner imports as plain reasoning
 items (the same item in both halves, variant `unpaired`, left out of the hypothesis tables).
 

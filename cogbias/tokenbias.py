@@ -8,8 +8,8 @@ model sees. The runner, the decisions table, exports and Explore therefore work 
 the 2x2 table of a hypothesis is recomputed from any export's `control_answer`,
 `treatment_answer` and `y1`/`y2` columns.
 
-The study is data (`data/studies/tokenbias.toml`): entity lists, item families, hypotheses
-with declarative perturbations (`cogbias.studies.items`). `materialise` writes its instances
+The study is data (`data/tokenbias.toml`): entity lists, item families, hypotheses
+with declarative perturbations (`cogbias.tokenbias_items`). `materialise` writes its instances
 into the store as the dataset `tokenbias` (one transaction, a no-op when unchanged).
 """
 
@@ -26,15 +26,15 @@ from typing import Any
 
 import pandas as pd
 
-from .. import analysis
-from ..library import DATA_DIR
-from ..metrics import MetricParams
-from ..records import Instance, decode_filled, stable_id
-from ..store import Store
-from ..templates import render_decision_text, substitute
-from . import items
+from . import analysis
+from . import tokenbias_items as items
+from .library import DATA_DIR
+from .metrics import MetricParams
+from .records import Instance, decode_filled, stable_id
+from .store import Store
+from .templates import render_decision_text, substitute
 
-STUDY_FILE = DATA_DIR / "studies" / "tokenbias.toml"
+STUDY_FILE = DATA_DIR / "tokenbias.toml"
 KIND = "tokenbias-study"
 
 
@@ -302,7 +302,7 @@ def materialise(store: Store, study: Study | None = None) -> Any:
     A changed study file replaces the stored pairs (decisions of earlier runs stay with their
     runs); everything is built before the transaction opens, so a bad file writes nothing.
     """
-    from ..datasets import importing
+    from .datasets import importing
 
     study = study or load_study()
     built = list(build_instances(study))

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..templates import Filled, substitute
+from .templates import Filled, substitute
 
 FIELDS = ("situation", "prompt", "options")
 OPS = ("replace", "swap_name", "quantifiers", "frame_source", "hint")
