@@ -12,16 +12,34 @@ import json
 import os
 import socket
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from .records import dumps
 from .redact import redact, redactor
+
+
+def _import_sqlite_utils() -> Any:
+    """sqlite-utils imports pandas and numpy at import time when they are installed, only to
+    recognise their value types in inserted rows (we never insert any). That costs ~0.5 s on
+    every `cogbias` command, so when neither is loaded yet they are hidden during the import
+    (pandas still imports normally afterwards)."""
+    hidden = [m for m in ("pandas", "numpy") if m not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` fail
+    try:
+        import sqlite_utils
+    finally:
+        for name in hidden:
+            del sys.modules[name]
+    return sqlite_utils
+
+
+sqlite_utils = _import_sqlite_utils()
 
 SCHEMA_VERSION = 4
 
@@ -535,19 +553,22 @@ class Store:
         return self.run(run_id)
 
     def request_cancel(self, run_id: str) -> None:
-        """Ask the run's worker to stop; a run that no worker holds is cancelled at once."""
+        """Ask the run's worker to stop. A worker that holds the run, or is starting to (its
+        process exists but has not claimed the run yet), sees the request within a second;
+        a run that no worker holds is marked cancelled at once."""
         with self.atomic():
-            self.db["runs"].update(run_id, {"cancel_requested": 1})
             row = self.run(run_id)
-            if (
-                row
-                and row["status"] in ("planned", "running")
-                and not (
-                    row.get("lease_owner")
-                    and lease_alive(row["lease_owner"], row.get("heartbeat_at"), LEASE_STALE_S)
+            if row is None:
+                return
+            holder = row.get("lease_owner")
+            working = bool(holder) and lease_alive(holder, row.get("heartbeat_at"), LEASE_STALE_S)
+            starting = not working and row["status"] != "running" and pid_alive(row.get("pid"))
+            if working or starting:
+                self.db["runs"].update(run_id, {"cancel_requested": 1})
+            elif row["status"] in ("planned", "running"):
+                self.db["runs"].update(
+                    run_id, {"status": "cancelled", "lease_owner": None, "finished_at": now()}
                 )
-            ):
-                self.db["runs"].update(run_id, {"status": "cancelled", "lease_owner": None})
 
     # ---- the response cache
 
