@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import analysis
 from ..metrics import MetricParams
 from ..records import Instance, stable_id
 from ..store import Store
@@ -87,7 +86,9 @@ def import_peek(
         if job.unchanged:
             return job.summary
         job.add_instances((instance, True) for instance in built)
-        alternatives = {i.test_case: analysis.TWO_SIDED for i in built}
+        from ..analysis import TWO_SIDED  # lazily: the CLI starts without pandas and SciPy
+
+        alternatives = {i.test_case: TWO_SIDED for i in built}
         job.finish(source=", ".join(str(f) for f in files), alternatives=alternatives)
     job.summary.seconds = time.monotonic() - started
     return job.summary
