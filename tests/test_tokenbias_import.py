@@ -129,3 +129,19 @@ def test_invalid_json_is_located_by_line(tmp_path: Path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert f"{GOLD}, line 3: is not valid JSON" in err and "Traceback" not in err
+
+
+def test_the_command_line_still_starts_without_pandas_or_scipy():
+    """The importer and prompting methods are wired into the CLI without slowing its start."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cogbias.cli, cogbias.runner, cogbias.prompting; cogbias.cli._parser(); "
+        "print(sorted(m for m in ('pandas', 'scipy') if m in sys.modules))"
+    )
+    root = Path(__file__).resolve().parent.parent  # `-c` puts the working directory first
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    assert out.stdout.strip() == "[]"
