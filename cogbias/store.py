@@ -41,7 +41,7 @@ def _import_sqlite_utils() -> Any:
 
 sqlite_utils = _import_sqlite_utils()
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def cogbias_home() -> Path:
@@ -202,7 +202,25 @@ def _schema_v4(db: sqlite_utils.Database) -> None:
     db["llm_calls"].create_index(["created_at"], if_not_exists=True)
 
 
-MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3, 4: _schema_v4}
+def _schema_v5(db: sqlite_utils.Database) -> None:
+    """Requests handed to a batch engine, so that its answers can be checked and cached."""
+    db["batch_requests"].create(
+        {"key": str, "run_id": str, "model": str, "api_base": str, "request": str,
+         "round": str, "batch_id": str, "attempts": int, "created_at": str},
+        pk="key",
+    )  # fmt: skip
+    db["batches"].create(
+        {"id": str, "run_id": str, "model": str, "api_base": str, "round": str, "status": str,
+         "total": int, "completed": int, "failed": int, "input_file": str, "output_file": str,
+         "error_file": str, "expected_at": str, "created_at": str, "updated_at": str},
+        pk="id",
+    )  # fmt: skip
+    db["batches"].create_index(["run_id", "status"])
+    # where an answer came from: NULL (an interactive call) or "batch" (charged at batch prices)
+    db["llm_calls"].add_column("source", str)
+
+
+MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3, 4: _schema_v4, 5: _schema_v5}
 
 
 _PROVIDER_TEXTS = (
@@ -407,19 +425,14 @@ class Store:
 
     def get_llm_call(self, key: str) -> dict[str, Any] | None:
         row = self.db.execute(
-            "select response, prompt_tokens, completion_tokens, cost, latency_s "
+            "select response, prompt_tokens, completion_tokens, cost, latency_s, source "
             "from llm_calls where key = ?",
             (key,),
         ).fetchone()
         if row is None:
             return None
-        return dict(
-            zip(
-                ("text", "prompt_tokens", "completion_tokens", "cost", "latency_s"),
-                row,
-                strict=True,
-            )
-        )
+        names = ("text", "prompt_tokens", "completion_tokens", "cost", "latency_s", "source")
+        return dict(zip(names, row, strict=True))
 
     def create_run(
         self,
@@ -571,6 +584,46 @@ class Store:
                 )
 
     # ---- the response cache
+
+    def save_batch_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        with self.atomic():
+            if rows:
+                self.db["batch_requests"].insert_all(
+                    [{**r, "created_at": now()} for r in rows], pk="key", replace=True
+                )
+
+    def save_batch(self, row: Mapping[str, Any]) -> None:
+        """Insert or update a provider batch (by its id)."""
+        with self.atomic():
+            self.db["batches"].upsert({**row, "updated_at": now()}, pk="id")
+
+    def batches(self, run_id: str | None = None, open_only: bool = False) -> list[dict[str, Any]]:
+        clauses, params = [], []
+        if run_id:
+            clauses.append("run_id = ?")
+            params.append(run_id)
+        if open_only:
+            clauses.append("status in ('validating', 'in_progress', 'finalizing', 'cancelling')")
+        where = f" where {' and '.join(clauses)}" if clauses else ""
+        return self.query(f"select * from batches{where} order by created_at", params)
+
+    def add_run_cost(self, run_id: str, cost: float, tokens: int) -> None:
+        with self.atomic():
+            self.db.execute(
+                "update runs set cost = coalesce(cost, 0) + ?, tokens = coalesce(tokens, 0) + ? "
+                "where id = ?",
+                (cost, tokens, run_id),
+            )
+
+    def batch_requests(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Exported batch requests by key (those among `keys`)."""
+        found: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(f"select * from batch_requests where key in ({marks})", chunk):
+                found[row["key"]] = row
+        return found
 
     def cache_stats(self) -> list[dict[str, Any]]:
         """Per model: cached answers, tokens, what they cost, oldest and newest."""
