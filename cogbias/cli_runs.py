@@ -501,7 +501,7 @@ def _study_results(args: argparse.Namespace) -> int:
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     shown = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(r[i]) for r in shown)) for i, c in enumerate(columns)]
+    widths = [max([len(c), *(len(r[i]) for r in shown)]) for i, c in enumerate(columns)]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     for r in shown:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))

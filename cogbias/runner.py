@@ -752,7 +752,7 @@ async def _instances(
         except pipeline.GenerationError as exc:
             instance = _failed_instance(job, spec, str(exc), "unparseable")
         except expressions.ExpressionError as exc:
-            instance = _failed_instance(job, spec, f"{job.case.id}: {exc}", "invalid")
+            instance = _failed_instance(job, spec, str(exc), "invalid")  # names case and values
         made[job.id] = instance
         if instance.failure_kind != "transient":
             writer.instances.append(instance.to_row())
