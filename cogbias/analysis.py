@@ -23,8 +23,18 @@ def scores_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     return frame
 
 
+SCORE_RANGE = (-1.0, 1.0)
+CI_METHOD = "Student-t interval of the mean, truncated to the score range [-1, 1]"
+
+
 def t_interval(scores: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
-    """Two-sided t confidence interval of the mean (NaN when fewer than 2 scores)."""
+    """Two-sided t confidence interval of the mean, truncated to [-1, 1] (NaN below 2 scores).
+
+    Scores lie in [-1, 1], so their mean does too: cutting the interval at the range loses no
+    coverage and never shows an impossible bound (with n = 2 the plain t-interval can reach
+    ±2). A percentile bootstrap would also stay inside, but with a handful of scores it is
+    far too narrow (for n = 2 it is just [min, max]); the truncated t keeps its width honest.
+    """
     n = len(scores)
     if n < 2:
         return (float("nan"), float("nan"))
@@ -33,7 +43,8 @@ def t_interval(scores: np.ndarray, confidence: float = 0.95) -> tuple[float, flo
     if sem == 0:
         return (mean, mean)
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sem
-    return (mean - half, mean + half)
+    low, high = SCORE_RANGE
+    return (max(mean - half, low), min(mean + half, high))
 
 
 def one_sample_p(scores: np.ndarray) -> float:

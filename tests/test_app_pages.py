@@ -66,6 +66,11 @@ def texts(at: AppTest) -> str:
     return "\n".join(str(p) for p in parts)
 
 
+def shown_text(at: AppTest) -> str:
+    """`texts` plus every plain-text element (answers, options)."""
+    return texts(at) + "\n" + "\n".join(str(t.value) for t in at.text)
+
+
 def chart_specs(at: AppTest) -> list[dict]:
     found = []
     for kind in ("arrow_vega_lite_chart", "vega_lite_chart"):
@@ -158,7 +163,7 @@ def test_explore_cell_lists_paired_responses_paginated_searchable_and_downloadab
     assert "Anchoring × random" in shown and "30 pair(s) · page 1 of 2" in shown
     pairs = [e for e in at.expander if e.label.startswith("Pair ")]
     assert len(pairs) == 20
-    frame = at.dataframe[0].value
+    (frame,) = [d.value for d in at.dataframe if "score" in d.value.columns]
     assert list(frame.columns)[:2] == ["score", "status"] and len(frame) == 20
     at.number_input(key="explore_page").set_value(2).run()
     assert len([e for e in at.expander if e.label.startswith("Pair ")]) == 10
@@ -187,8 +192,13 @@ def test_learn_runs_the_pair_live_and_explains_the_score(db: Path, fake_model: s
     at.button(key="learn_run").click().run()
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
-    (explanation,) = [i.value for i in at.info]
-    assert "Score" in explanation and "control" in explanation
+    (explanation,) = [i.value for i in at.info if "Score" in i.value]
+    assert "control" in explanation
+    shown = shown_text(at)
+    assert "◀ chosen" in shown and "Chose “" in shown  # options as presented, choice marked
+    # switching the decision model hides the result instead of showing it under the new name
+    at.selectbox(key="learn_model").set_value("random").run()
+    assert not [i for i in at.info if "Score" in i.value] and "◀ chosen" not in shown_text(at)
 
 
 def test_learn_with_a_failing_model_says_what_to_do(db: Path) -> None:
@@ -197,10 +207,14 @@ def test_learn_with_a_failing_model_says_what_to_do(db: Path) -> None:
         at = open_page("learn")
         at.selectbox(key="learn_generator").set_value("openai/locked").run()
         at.button(key="learn_run").click().run()
-    assert_clean(at)
-    (error,) = [e.value for e in at.error]
-    assert "Filling the gaps failed" in error and "What to do" in error
-    assert "the-right-key" not in error
+        assert_clean(at)
+        (error,) = [e.value for e in at.error]
+        assert "Filling the gaps failed" in error and "What to do" in error
+        assert "the-right-key" not in error
+        # shown in the open, not inside a collapsed "The pair could not be run" box
+        assert all("could not be run" not in e.label for e in at.expander)
+        at.selectbox(key="learn_generator").set_value("local/smollm2").run()
+        assert not at.error, "a stale error survived the model switch"
 
 
 # --------------------------------------------------------------------------- templates

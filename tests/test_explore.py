@@ -162,3 +162,14 @@ def test_selected_cell_reads_streamlit_selection_events() -> None:
 def test_unknown_view_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown view"):
         charts_explore.heatmap_frame(_summary(), "median")
+
+
+def test_sql_summary_intervals_stay_within_the_score_range(tmp_path: Path) -> None:
+    rows = [("two", "random", "ok", 0.75), ("two", "random", "ok", -0.5)]
+    rows += [("edge", "m", "ok", 1.0)] * 3 + [("edge", "m", "ok", 0.6)]
+    with Store(tmp_path / "b.db") as store:
+        _fill(store, rows)
+        table = explore.heatmap_summary(store).set_index("bias")
+    assert (table.loc["two", "ci_low"], table.loc["two", "ci_high"]) == (-1.0, 1.0)
+    assert table.loc["edge", "ci_high"] == 1.0 and -1 < table.loc["edge", "ci_low"] < 0.9
+    assert table[["ci_low", "ci_high"]].abs().max().max() <= 1.0
