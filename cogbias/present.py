@@ -304,7 +304,8 @@ def _one_based(choice: Any) -> int | None:
 # raw answer, the extracted option and the scored choice can never disagree on screen.
 
 _OPTION_MENTION = re.compile(r"\b[Oo]ption\s+(\d+)\b")
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=^&\"'])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>~$:&])")
+_LINE_START = re.compile(r"^(\s*|\s*\d+)([#>+\-=|.)])")  # a heading, quote, list item
 
 
 def escape_markdown(text: Any) -> str:
@@ -312,10 +313,13 @@ def escape_markdown(text: Any) -> str:
 
     For untrusted text (answers, names, imported fields) that must sit inside a Streamlit
     caption, label or header: `![x](http://host/p.png)` then shows as those characters and
-    the browser fetches nothing. Newlines become spaces (a label is one line).
+    the browser fetches nothing. Escaped: brackets (links, images, Streamlit's `:red[...]`),
+    `<` `>` (HTML), emphasis and code marks, `$` (math), `:` (icon and emoji codes), `&`
+    (entities), and a block marker at the start. Newlines become spaces (a label is one line).
     """
     flat = " ".join(str(text if text is not None else "").split())
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
+    return _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), escaped)
 
 
 def escape_paragraphs(text: Any) -> str:

@@ -721,3 +721,74 @@ class Store:
         join = " join instances i on i.id = d.instance_id" if search else ""
         sql = f"select count(*) from decisions d{join}{where}"
         return int(self.db.execute(sql, params).fetchone()[0])
+
+    # ---- deleting a run or a dataset (`cogbias.deletion` plans and confirms; this executes)
+    # A run's instances are shared by id with any other run that drew the same pairs, so only
+    # instances no other decision uses (and no dataset owns) go with the run.
+
+    _RUN_ONLY_INSTANCES = (
+        "select id from instances where dataset is null and id in "
+        "(select instance_id from decisions where run_id = :run) and id not in "
+        "(select instance_id from decisions where run_id != :run)"
+    )
+
+    def run_footprint(self, run_id: str) -> dict[str, int]:
+        """What deleting a run removes: its decisions and the instances only it uses."""
+        decisions = self.db.execute(
+            "select count(*) from decisions where run_id = ?", (run_id,)
+        ).fetchone()[0]
+        instances = self.db.execute(
+            f"select count(*) from ({self._RUN_ONLY_INSTANCES})", {"run": run_id}
+        ).fetchone()[0]
+        return {"decisions": int(decisions), "instances": int(instances)}
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove a run, its decisions and the instances only it used, in one transaction."""
+        with self.atomic():
+            self.db.execute(
+                f"delete from instances where id in ({self._RUN_ONLY_INSTANCES})", {"run": run_id}
+            )
+            self.db.execute("delete from decisions where run_id = ?", (run_id,))
+            self.db.execute("delete from runs where id = ?", (run_id,))
+
+    def dataset_footprint(self, name: str) -> dict[str, Any]:
+        """What deleting a dataset removes: its instances, every decision on them (published
+        and from runs) and the runs whose decisions all lie on it."""
+        instances = self.db.execute(
+            "select count(*) from instances where dataset = ?", (name,)
+        ).fetchone()[0]
+        decisions = self.db.execute(
+            "select count(*) from decisions where instance_id in "
+            "(select id from instances where dataset = ?)",
+            (name,),
+        ).fetchone()[0]
+        return {
+            "instances": int(instances),
+            "decisions": int(decisions),
+            "runs": self._dataset_runs(name),
+        }
+
+    def _dataset_runs(self, name: str) -> list[str]:
+        """Runs with decisions on this dataset and on nothing else."""
+        rows = self.db.execute(
+            "select r.id from runs r where exists (select 1 from decisions d join instances i "
+            "on i.id = d.instance_id where d.run_id = r.id and i.dataset = ?) and not exists "
+            "(select 1 from decisions d join instances i on i.id = d.instance_id "
+            "where d.run_id = r.id and i.dataset is not ?) order by r.created_at",
+            (name, name),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def remove_dataset(self, name: str) -> None:
+        """Remove a dataset with its instances, all decisions on them and its own runs."""
+        with self.atomic():
+            runs = self._dataset_runs(name)
+            self.db.execute(
+                "delete from decisions where instance_id in "
+                "(select id from instances where dataset = ?)",
+                (name,),
+            )
+            self.db.execute("delete from instances where dataset = ?", (name,))
+            self.db.execute("delete from datasets where name = ?", (name,))
+            for run_id in runs:
+                self.db.execute("delete from runs where id = ?", (run_id,))

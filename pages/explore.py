@@ -8,7 +8,7 @@ import streamlit as st
 from cogbias import charts_explore, explore, present
 from cogbias.redact import redactor
 from cogbias.store import Store
-from pages import _pair
+from pages import _delete, _pair
 from pages._common import (
     db_path,
     explore_columns,
@@ -86,6 +86,10 @@ order = c3.selectbox(
     key="explore_order",
 )
 kind, _, name = source.partition(":")
+_delete.flash("explore_delete")
+if kind in ("run", "dataset"):
+    with st.expander(f"Delete this {kind}"):
+        _delete.delete_control(store, kind, name, "explore_delete")
 run_id = name if kind == "run" else None
 dataset = name if kind == "dataset" else None
 path = str(db_path())

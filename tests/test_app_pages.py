@@ -8,6 +8,7 @@ the way the Models page registers one; runs start real worker processes.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,7 +64,7 @@ def texts(at: AppTest) -> str:
     parts = [e.value for kind in ("markdown", "caption", "info", "success", "warning", "error")
              for e in getattr(at, kind)]  # fmt: skip
     parts += [e.label for e in at.expander]
-    return "\n".join(str(p) for p in parts)
+    return re.sub(r"\\(.)", r"\1", "\n".join(str(p) for p in parts))  # as a reader sees it
 
 
 def shown_text(at: AppTest) -> str:

@@ -168,13 +168,15 @@ def _instance() -> pipeline.Instance:
 
 
 def test_markdown_is_escaped_into_plain_characters() -> None:
-    hostile = "![x](http://127.0.0.1:9/p.png) <img src=x> **bold** :red[red] $x$\nnext"
+    hostile = "![x](http://127.0.0.1:9/p.png) <img src=x> **bold** :red[red] $x$ `c`\nnext"
     out = present.escape_markdown(hostile)
     assert "\n" not in out
     unescaped = re.sub(r"\\.", "", out)  # what remains after removing escaped characters
-    assert not set("![]()<>*:$") & set(unescaped)
+    assert not set("[]<>*:$`") & set(unescaped)  # no link, image, HTML, emphasis, math
     assert re.sub(r"\\(.)", r"\1", out) == hostile.replace("\n", " ")
     assert present.escape_paragraphs("one *a*\n\ntwo").split("\n\n") == [r"one \*a\*", "two"]
+    assert present.escape_markdown("1. # not a list") == r"1\. # not a list"
+    assert present.escape_markdown("# x") == r"\# x"
 
 
 def test_long_texts_are_cut_for_the_first_view() -> None:
