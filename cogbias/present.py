@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from .library import TestCase
-from .pipeline import Instance
+from .records import Instance, decode_filled
 from .redact import Redactor, redactor
 from .templates import Filled, LLMGap, ValueGap, diff, render_decision_text, show_value
 
@@ -456,8 +456,7 @@ def _filled_of(raw: Any) -> Filled | None:
     if isinstance(raw, Filled):
         return raw
     try:
-        data = json.loads(raw)
-        return Filled(str(data["situation"]), str(data["prompt"]), tuple(map(str, data["options"])))
+        return decode_filled(raw)
     except (ValueError, KeyError, TypeError):
         return None
 

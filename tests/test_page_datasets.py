@@ -171,10 +171,15 @@ def test_two_imports_in_a_row_then_switching_keeps_the_pair_viewer_in_step(db):
     button(at, "Import").click().run()
     assert not at.exception
     assert at.selectbox(key="ds_current").value == "malberg2024-hub"
-    with Store(db) as store:  # answers on the first dataset
+    with Store(db) as store:  # answers on the first dataset, each recognisable on the page
         runner.execute(
             runner.plan(runner.RunSpec(["random"], dataset="malberg2024-hub"), store), store
         )
+        with store.atomic():
+            store.db.execute(
+                "update decisions set control_answer = 'first dataset answer ' || rowid "
+                "where instance_id in (select id from instances where dataset = 'malberg2024-hub')"
+            )
     # the second import in the same session used to raise StreamlitWidgetAlreadyInstantiatedError
     at.selectbox(key="ds_fmt").set_value("malberg2024").run()
     at.text_input(key="ds_path").set_value(str(FORMAT_DIR)).run()
@@ -187,12 +192,10 @@ def test_two_imports_in_a_row_then_switching_keeps_the_pair_viewer_in_step(db):
     assert first["control_answer"] != second["control_answer"]
 
     def viewer_shows(pair: dict) -> bool:
-        """The pair's own situation and answer are on the page (situations differ between
-        the two datasets; a random answer alone, "Option 2", would prove little)."""
+        """The pair's own answer (distinct in each dataset) is on the page."""
         shown = present.shown_stored_pair(pair)
         assert shown is not None
-        text = _shown_text(at)
-        return shown.control.situation[:150] in text and shown.control.answer[:200] in text
+        return shown.control.answer[:200] in _shown_text(at)
 
     assert viewer_shows(second) and not viewer_shows(first)
     at.selectbox(key="ds_pair").set_value(1).run()  # read another pair, then switch dataset
