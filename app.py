@@ -39,6 +39,7 @@ HERE = Path(__file__).parent
 measure = [
     st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
     st.Page("pages/explore.py", title="Explore", icon=":material/grid_on:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
 ]
 if (HERE / "pages/datasets.py").exists():  # written separately; shown once it exists
     measure.append(st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:"))

@@ -993,3 +993,41 @@ class Store:
             self.db.execute("delete from datasets where name = ?", (name,))
             for run_id in runs:
                 self.db.execute("delete from runs where id = ?", (run_id,))
+
+    # ---- comparing two models on the same instances (`analysis.compare_models`)
+
+    def paired_scores(
+        self,
+        model_a: str,
+        model_b: str,
+        run_id: str | None = None,
+        dataset: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Per instance both models scored: bias, instance_id, score_a, score_b.
+
+        A model with several scored decisions on one instance (repeats, or two runs) counts
+        with their mean, so each instance is one pair in the paired test.
+        """
+        where, params = self._filter(run_id, dataset)
+        clauses = [where.removeprefix("where ")] if where else []
+        clauses += ["d.status = 'ok'", "d.score is not null", "d.model in (?, ?)"]
+        return self.query(
+            "with s as (select d.test_case as bias, d.instance_id, d.model, avg(d.score) as score "
+            f"from decisions d where {' and '.join(clauses)} "
+            "group by d.test_case, d.instance_id, d.model) "
+            "select a.bias, a.instance_id, a.score as score_a, b.score as score_b "
+            "from s a join s b on b.instance_id = a.instance_id and b.bias = a.bias "
+            "where a.model = ? and b.model = ? order by a.bias, a.instance_id",
+            [*params, model_a, model_b, model_a, model_b],
+        )
+
+    def instance_pairs(self, instance_id: str, models: Sequence[str]) -> list[dict[str, Any]]:
+        """Every decision of these models on one instance, joined like `pairs` rows."""
+        marks = ",".join("?" * len(models))
+        return self.query(
+            "select d.*, i.scenario, i.control as control_template, "
+            "i.treatment as treatment_template, i.metric, i.n_options, i.dataset "
+            "from decisions d join instances i on i.id = d.instance_id "
+            f"where d.instance_id = ? and d.model in ({marks}) order by d.rowid",
+            [instance_id, *models],
+        )

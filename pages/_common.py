@@ -199,3 +199,25 @@ def explore_columns() -> dict[str, Any]:
         "significant": st.column_config.CheckboxColumn("significant after BH"),
         "failure_rate": st.column_config.NumberColumn("failure rate", format="percent"),
     }
+
+
+def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
+    """What results can be shown: "all", each run ("run:ID") and each dataset
+    ("dataset:NAME"), with a label function for a selectbox."""
+    runs = {r["id"]: r for r in store.runs()}
+    datasets = [d["name"] for d in store.datasets()]
+    sources = ["all"] + [f"run:{r}" for r in runs] + [f"dataset:{d}" for d in datasets]
+
+    def label(source: str) -> str:
+        if source == "all":
+            return "All results in this database"
+        kind, _, name = source.partition(":")
+        return f"Run {run_label(runs[name])}" if kind == "run" else f"Dataset {name}"
+
+    return sources, label
+
+
+def source_filter(source: str) -> tuple[str | None, str | None]:
+    """(run_id, dataset) for a source from `result_sources`."""
+    kind, _, name = source.partition(":")
+    return (name if kind == "run" else None, name if kind == "dataset" else None)

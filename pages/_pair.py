@@ -65,3 +65,17 @@ def show_pair(pair: present.ShownPair, html: Mapping[str, Mapping[str, str]] | N
             show_half(half, None if html is None else html[half.name])
     if pair.error:
         safe_caption(f"Error: {pair.error}")
+
+
+def show_answers(pair: present.ShownPair) -> None:
+    """A compact view of one model's pair (for side-by-side comparisons): per half, what it
+    chose and its raw answer; the options' order noted when it was not canonical."""
+    note = pair.order_note()
+    if note:
+        st.caption(note)
+    for half in pair.halves:
+        st.markdown(f"**{half.name.capitalize()}**")
+        safe_caption(half.choice_sentence())
+        long_text(half.answer, "(no answer)")
+    if pair.error:
+        safe_caption(f"Error: {pair.error}")

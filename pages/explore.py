@@ -16,7 +16,8 @@ from pages._common import (
     explore_columns,
     friendly,
     open_store_or_stop,
-    run_label,
+    result_sources,
+    source_filter,
     test_cases,
 )
 
@@ -46,25 +47,13 @@ def summary(
         return explore.heatmap_summary(own, run_id=run_id, dataset=dataset)
 
 
-runs = store.runs()
-datasets = [d["name"] for d in store.datasets()]
-if not runs and not datasets:
+sources, _source_label = result_sources(store)
+if sources == ["all"]:
     st.info(
         "This database has no results yet. Start a run on the **Run** page (the random "
         "baseline needs no key and finishes in seconds), or import a published dataset."
     )
     st.stop()
-
-sources = ["all"] + [f"run:{r['id']}" for r in runs] + [f"dataset:{d}" for d in datasets]
-run_by_id = {r["id"]: r for r in runs}
-
-
-def _source_label(source: str) -> str:
-    if source == "all":
-        return "All results in this database"
-    kind, _, name = source.partition(":")
-    return f"Run {run_label(run_by_id[name])}" if kind == "run" else f"Dataset {name}"
-
 
 if st.session_state.get("explore_source") not in sources:
     st.session_state["explore_source"] = "all"
@@ -92,8 +81,7 @@ _delete.flash("explore_delete")
 if kind in ("run", "dataset"):
     with st.expander(f"Delete this {kind}"):
         _delete.delete_control(store, kind, name, "explore_delete")
-run_id = name if kind == "run" else None
-dataset = name if kind == "dataset" else None
+run_id, dataset = source_filter(source)
 path = str(db_path())
 try:
     table = summary(path, _version(path), run_id, dataset)

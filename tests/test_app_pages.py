@@ -436,3 +436,51 @@ def test_explore_filters_by_an_imported_dataset(db: Path) -> None:
     assert chart_specs(at)
     biases = set(at.selectbox(key="explore_bias").options)  # the heatmap's rows
     assert biases == {"Anchoring", "Framing Effect", "Loss Aversion"}  # shown by display name
+
+
+# --------------------------------------------------------------------------- compare, delete
+
+
+def test_compare_two_models_on_shared_instances(results: str, db: Path) -> None:
+    at = open_page("compare")
+    at.selectbox(key="cmp_a").set_value("random_b").run()
+    assert_clean(at)
+    assert at.selectbox(key="cmp_b").value == "random"
+    (spec,) = chart_specs(at)
+    assert "mean score difference: random_b minus random" in json.dumps(spec)
+    shown = texts(at)
+    assert "Wilcoxon signed-rank" in shown
+    assert [s.value for s in at.subheader] == ["Where they disagree most"]
+    pairs = [e for e in at.expander if e.label.startswith("1. A ")]
+    assert len(pairs) == 1, [e.label for e in at.expander]
+    assert "**random_b** · score" in shown and "**Control**" in shown
+    at.selectbox(key="cmp_bias").set_value("loss_aversion").run()
+    assert_clean(at)
+
+
+def test_compare_explains_when_there_is_nothing_to_compare(db: Path) -> None:
+    make_results_db(db, models=("random",), instances=3)
+    at = open_page("compare")
+    assert "at least two models" in texts(at)
+
+
+def test_explore_deletes_a_run_only_after_confirming(db: Path) -> None:
+    keep = make_results_db(db, biases=("anchoring",), instances=3, name="keep")
+    drop = make_results_db(db, biases=("loss_aversion",), instances=3, name="drop")
+    at = open_page("explore")
+    at.selectbox(key="explore_source").set_value(f"run:{drop}").run()
+    at.button(key="explore_delete").click().run()
+    assert f"Delete run {drop}" in texts(at) + "".join(w.value for w in at.warning).replace(
+        "\\", ""
+    )
+    at.button(key="explore_delete_no").click().run()
+    with Store(db) as store:
+        assert {r["id"] for r in store.runs()} == {keep, drop}
+    at.button(key="explore_delete").click().run()
+    at.button(key="explore_delete_yes").click().run()
+    assert_clean(at)
+    with Store(db) as store:
+        assert [r["id"] for r in store.runs()] == [keep]
+        assert store.results(run_id=keep) and not store.results(run_id=drop)
+    assert at.selectbox(key="explore_source").value == "all"
+    assert f"Deleted run {drop}" in texts(at)
