@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from cogbias import library
+from cogbias import library, present
 from cogbias.library import LibraryError, ModelInfo, TestCase
+from cogbias.redact import redact
 from cogbias.store import SchemaError, Store
 
 T = TypeVar("T")
@@ -69,7 +70,7 @@ def open_store_or_stop() -> Store:
     try:
         return get_store()
     except SchemaError as exc:
-        st.error(f"The database cannot be opened: {exc}")
+        st.error(f"The database cannot be opened: {friendly(exc)}")
     except Exception as exc:  # sqlite3 errors: not a database, no permission, disk full
         st.error(
             f"The database {db_path()} cannot be opened ({friendly(exc)}). Point COGBIAS_DB at "
@@ -80,13 +81,15 @@ def open_store_or_stop() -> Store:
 
 
 def friendly(exc: BaseException) -> str:
-    """A one-line message for a user; LLM errors are already scrubbed of secrets."""
+    """A one-line message for a user, safe to put in Markdown: redacted (a provider may echo
+    a key) and escaped (it may quote a model's or a file's text)."""
     if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
-    if isinstance(exc, LibraryError):
-        return "; ".join(f"line {p.line}, column {p.col}: {p.message}" for p in exc.problems)
-    text = str(exc).strip()
-    return text or type(exc).__name__
+        text = str(exc.args[0])
+    elif isinstance(exc, LibraryError):
+        text = "; ".join(f"line {p.line}, column {p.col}: {p.message}" for p in exc.problems)
+    else:
+        text = str(exc).strip() or type(exc).__name__
+    return present.escape_markdown(redact(text))
 
 
 def attempt(what: str, func: Callable[[], T], hint: str = "") -> T | None:

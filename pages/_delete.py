@@ -26,7 +26,7 @@ def delete_control(store: Store, kind: str, name: str, key: str) -> None:
         plan = _plan(store, kind, name)
     except (KeyError, ValueError) as exc:
         st.session_state.pop(pending, None)
-        st.error(present.escape_markdown(f"Cannot delete: {friendly(exc)}"))
+        st.error(f"Cannot delete: {friendly(exc)}")
         return
     st.warning(
         f"Delete {present.escape_markdown(plan.describe())}? This cannot be undone. Nothing "
@@ -37,9 +37,7 @@ def delete_control(store: Store, kind: str, name: str, key: str) -> None:
         try:
             deletion.apply(store, plan)
         except Exception as exc:  # e.g. the database is locked: nothing was deleted
-            st.error(
-                present.escape_markdown(f"Deleting failed, nothing was deleted: {friendly(exc)}")
-            )
+            st.error(f"Deleting failed, nothing was deleted: {friendly(exc)}")
             return
         st.session_state.pop(pending, None)
         st.session_state[f"{key}_done"] = f"Deleted {plan.describe()}."

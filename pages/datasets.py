@@ -103,7 +103,7 @@ def _import(what: str, func: Any) -> None:
         st.error(f"{what} failed: {reason}\n\nThe database was not changed.")
         return
     except Exception as exc:
-        st.error(f"{what} failed: {present.escape_markdown(redact(friendly(exc)))}")
+        st.error(f"{what} failed: {friendly(exc)}")
         return
     st.session_state["ds_flash"] = summary.describe()
     st.session_state["ds_select"] = summary.dataset

@@ -4,7 +4,6 @@ import streamlit as st
 
 from cogbias import present
 from cogbias.pipeline import Instance
-from cogbias.redact import redact
 from pages import _live, _pair
 from pages._common import (
     LOCAL_MODEL,
@@ -83,7 +82,7 @@ def _run_pair() -> tuple[Instance, dict] | str:
         step = "Asking the model"
         return instance, _live.decide(instance, model, infos, seed)
     except Exception as exc:
-        reason = present.escape_markdown(redact(friendly(exc)))
+        reason = friendly(exc)
         return f"{step} failed: {reason}\n\n{_live.FAILURE_HINT}"
 
 

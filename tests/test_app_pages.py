@@ -234,6 +234,8 @@ def test_templates_validate_live_then_save_to_the_library(db: Path) -> None:
     line = _line_of(broken, 'kind = "likert9"')
     assert f"Line {line}, column" in texts(at) and "unknown scale kind" in texts(at)
     assert at.button(key="tpl_save").disabled
+    (export,) = at.get("download_button")
+    assert export.proto.disabled, "an invalid file must not be exportable"
     fixed = present.BLANK_TEST_CASE.replace('"my_bias"', '"peer_pressure"')
     at.text_area(key="tpl_text").input(fixed).run()
     at.button(key="tpl_save").click().run()
@@ -414,7 +416,7 @@ def test_a_missing_key_is_named_with_what_to_do(db: Path, monkeypatch) -> None:
     at.selectbox(key="pv_model").set_value("openai/gpt-4o-mini-2024-07-18")
     at.button(key="pv_decide").click().run()
     assert_clean(at)
-    (error,) = [e.value for e in at.error]
+    (error,) = [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]  # shown unescaped
     assert "OPENAI_API_KEY is not set" in error and "What to do" in error
 
 
