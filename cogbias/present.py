@@ -29,6 +29,20 @@ _OPENERS = {"[[": "llm", "{{": "value"}
 _CLOSERS = {"]]": "llm", "}}": "value"}
 
 
+# Characters Markdown would act on, as numeric entities: the pages pass this HTML through
+# `st.markdown`, which parses Markdown around (and, outside HTML blocks, between) the tags.
+# An entity is never Markdown syntax, and the browser shows it as the character itself.
+_MARKDOWN_ENTITIES = {c: f"&#{ord(c)};" for c in "\\`*_[]!$~:|#"}
+_MARKDOWN_CHARS = re.compile("[" + re.escape("".join(_MARKDOWN_ENTITIES)) + "]")
+
+
+def html_text(text: str) -> str:
+    """`text` safe inside HTML that goes through Markdown: HTML-escaped, and Markdown's
+    characters as entities, so `![x](http://host/p.png)` in an answer is shown, not fetched."""
+    escaped = html.escape(text, quote=False)  # quote=True would add "&#x27;" and its "#"
+    return _MARKDOWN_CHARS.sub(lambda m: _MARKDOWN_ENTITIES[m.group()], escaped)
+
+
 def _span(kind: str) -> str:
     color = LLM_COLOR if kind == "llm" else VALUE_COLOR
     return f'<span class="gap-{kind}" style="color:{color};font-weight:600">'
@@ -53,12 +67,12 @@ def _emit(chunks: Iterable[tuple[str, bool]], stack: list[str] | None = None) ->
         for part in _TOKENS.split(text):
             if part in _OPENERS:
                 stack.append(_OPENERS[part])
-                out.append(_span(stack[-1]) + html.escape(part))
+                out.append(_span(stack[-1]) + html_text(part))
             elif part in _CLOSERS and stack and stack[-1] == _CLOSERS[part]:
-                out.append(html.escape(part) + "</span>")
+                out.append(html_text(part) + "</span>")
                 stack.pop()
             else:
-                out.append(html.escape(part))
+                out.append(html_text(part))
         out.append("</span>" * len(stack))
         if marked:
             out.append("</mark>")
@@ -118,7 +132,7 @@ def _insertion_span(text: str, source: str, title: str) -> str:
     color = LLM_COLOR if source == "llm" else VALUE_COLOR
     return (
         f'<span class="ins-{source}" title="{html.escape(title, quote=True)}" '
-        f'style="background:{color}1f;border-bottom:2px solid {color}">{html.escape(text)}</span>'
+        f'style="background:{color}1f;border-bottom:2px solid {color}">{html_text(text)}</span>'
     )
 
 
@@ -140,7 +154,7 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
         out: list[str] = []
         for seg in template.segments(path):
             if isinstance(seg, str):
-                out.append(html.escape(seg))
+                out.append(html_text(seg))
             elif isinstance(seg, ValueGap):
                 out.append(_value_gap(seg, values, named))
             else:

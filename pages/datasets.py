@@ -354,7 +354,7 @@ with tabs[3]:
             )
             plan = attempt("Planning the run", lambda: runner.plan(spec, store)) if chosen else None
             if plan is not None:
-                st.caption(plan.describe())
+                st.caption(present.escape_markdown(plan.describe()))  # names the dataset
             if st.button("Start the run", disabled=plan is None, key="ds_start"):
                 share_local_server()
                 run_id = attempt("Starting the run", lambda: runner.launch(spec, db_path()))

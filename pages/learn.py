@@ -89,7 +89,8 @@ def _run_pair() -> tuple[Instance, dict] | str:
 # A result belongs to exactly these choices: switching the bias, a model or the seed hides it.
 chosen = (case.content_hash, generator, model, seed)
 if st.button("Run this pair", type="primary", key="learn_run"):
-    with st.spinner(f"Filling the gaps with {label(generator)}, then asking {label(model)}…"):
+    who = f"Filling the gaps with {label(generator)}, then asking {label(model)}…"
+    with st.spinner(present.escape_markdown(who)):
         st.session_state["learn_result"] = (chosen, _run_pair())
 
 held = st.session_state.get("learn_result")

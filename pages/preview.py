@@ -59,7 +59,8 @@ case = cases[case_id]
 
 
 def _fill() -> None:
-    with st.spinner(f"Filling the gaps with {generator or 'value generators only'}…"):
+    what = f"Filling the gaps with {generator or 'value generators only'}…"
+    with st.spinner(present.escape_markdown(what)):
         instance = attempt(
             "Filling the gaps",
             lambda: _live.fill_pair(
@@ -122,7 +123,7 @@ model = c1.selectbox(
     key="pv_model",
 )
 if c2.button("Decide", key="pv_decide"):
-    with st.spinner(f"Asking {model} both versions…"):
+    with st.spinner(present.escape_markdown(f"Asking {model} both versions…")):
         row = attempt(
             "Asking the model", lambda: _live.decide(instance, model, infos), _live.FAILURE_HINT
         )
