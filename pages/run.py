@@ -247,16 +247,17 @@ def progress(run_id: str) -> None:
         st.caption(
             f"{run['waiting']} call(s) waiting to retry: {run.get('wait_reason') or 'error'}"
         )
-    if run["status"] == "cancelling":
-        st.warning("Cancelling… the run stops within a few seconds and keeps what is finished.")
-    elif run["status"] in ACTIVE:
+    if run["status"] not in ACTIVE:
+        st.rerun()  # finished: redraw the whole page (past runs, no more polling)
+    cancelling = run["status"] == "cancelling"
+    if not cancelling:
         if run["done"] == 0 and not to_generate:
             st.caption("Filling gaps first (the local model may take a while per instance)…")
-        if st.button("Cancel run", key="run_cancel"):
+        cancelling = st.button("Cancel run", key="run_cancel")
+        if cancelling:
             store.request_cancel(run_id)
-            st.rerun(scope="fragment")
-    else:
-        st.rerun()  # finished: redraw the whole page (past runs, no more polling)
+    if cancelling:
+        st.warning("cancelling… the run stops within seconds and keeps what is finished.")
 
 
 def _totals(run: dict) -> str:
