@@ -183,3 +183,21 @@ def test_long_texts_are_cut_for_the_first_view() -> None:
     assert present.preview_text("short") == ("short", False)
     start, cut = present.preview_text("x" * 5000, 600)
     assert cut and len(start) < 610
+
+
+def test_filled_html_shows_markdown_in_a_fill_as_characters(monkeypatch) -> None:
+    import html as html_module
+
+    monkeypatch.setenv("GEN_PROVIDER_KEY", "sentinel-in-a-fill-123")
+    case = library.get_test_case("framing_effect")
+    instance = pipeline.generate_offline(case, "A scenario.")
+    fill = "![x](http://127.0.0.1:9/p.png) <img src=x> it's sentinel-in-a-fill-123"
+    instance.insertions = [
+        {"gap": g.resolve(instance.values), "source": "llm", "text": fill}
+        for g in case.control.llm_gaps()
+    ]
+    out = present.filled_html(case, instance, "control")["situation"]
+    assert "![" not in out and "](" not in out and "<img" not in out
+    assert "sentinel-in-a-fill-123" not in out
+    text = html_module.unescape(re.sub(r"<[^>]+>", "", out))
+    assert "![x](http://127.0.0.1:9/p.png) <img src=x> it's ***" in text
