@@ -12,25 +12,21 @@ gap fill it writes live on Learn and Preview.
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, ROOT, choose, go, running_app, settle
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = ROOT / "artifacts" / "screenshots"
 SENTINEL = "sentinel-7d2c9e4a1f3b8e6d"
 
 if not CHROMIUM.exists():
@@ -76,15 +72,16 @@ def app(
         fmt = request.get("response_format") or {}
         if fmt.get("type") == "json_schema":
             keys = fmt["json_schema"]["schema"]["required"]
-            import json
-
             return json.dumps({k: f"{hostile(base, 'fill')} {SENTINEL}" for k in keys})
         if _last_user_text(request).startswith("Below are the answer options"):
             return "Option 1"
         return answer
 
-    fake = FakeLLMServer(responder=responder)
-    fake.__enter__()
+    with FakeLLMServer(responder=responder) as fake:
+        yield from _serve(home, fake, base, answer)
+
+
+def _serve(home: Any, fake: FakeLLMServer, base: str, answer: str) -> Iterator[dict[str, str]]:
     env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
            "COGBIAS_DEMO": "0", "COGBIAS_TEST_API_KEY": SENTINEL,
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(ROOT)}  # fmt: skip
@@ -100,29 +97,8 @@ def app(
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert prepare.returncode == 0, prepare.stderr
-    port = _free_port()
-    log = (home / "streamlit.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((home / "streamlit.log").read_text()) from None
-            time.sleep(0.2)
-    yield {"url": url, **names}
-    server.terminate()
-    server.wait(timeout=20)
-    log.close()
-    fake.__exit__(None, None, None)
+    with running_app(env, home / "streamlit.log") as url:
+        yield {"url": url, **names}
 
 
 # Runs in a child process with the app's environment, so every write goes to its home.
@@ -152,45 +128,19 @@ conn.close()
 """
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     with sync_api.sync_playwright() as p:
         chromium = p.chromium.launch(
             executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+            args=CHROMIUM_ARGS,
         )
         yield chromium
         chromium.close()
 
 
-def _choose(page: Any, label: str, option: str) -> None:
-    _settle(page)
-    box = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text(label, exact=True))
-    box.locator("input").click()
-    box.locator("input").fill(option[:20])
-    page.get_by_role("option", name=option, exact=True).first.click()
-
-
-def _go(page: Any, title: str) -> None:
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
-
-
-def _settle(page: Any) -> None:
-    """Wait until Streamlit has finished running the script (its status widget is gone)."""
-    page.wait_for_timeout(500)
-    page.get_by_test_id("stStatusWidget").wait_for(state="detached", timeout=120_000)
-
-
 def _clean(page: Any, where: str) -> None:
-    _settle(page)
+    settle(page)
     assert page.get_by_test_id("stException").count() == 0, where
     text = page.inner_text("body")
     assert SENTINEL not in text, f"the echoed key is shown on {where}"
@@ -208,49 +158,49 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(
     page.get_by_text("Learn: cognitive biases").wait_for()
 
     # Learn: a hostile test case name, then a live pair with the echoing model
-    _choose(page, "Bias", f"{app['case']} (yours)")
+    choose(page, "Bias", f"{app['case']} (yours)")
     page.get_by_role("heading", name=app["case"]).wait_for()
-    _choose(page, "Bias", "Framing Effect")
+    choose(page, "Bias", "Framing Effect")
     label = f"{app['model']} (openai/hostile)"
-    _choose(page, "Decision model", label)
-    _choose(page, "Generator (fills the blue gaps)", label)
+    choose(page, "Decision model", label)
+    choose(page, "Generator (fills the blue gaps)", label)
     page.get_by_role("button", name="Run this pair").click()
     page.get_by_text("◀ chosen").first.wait_for(timeout=120_000)
     assert page.get_by_text("my key is ***").count() >= 1  # shown, with the key redacted
     _clean(page, "Learn")
 
     # Preview: fill with the hostile generator, decide with it
-    _go(page, "Preview")
-    _choose(page, "Generator model", label)
+    go(page, "Preview")
+    choose(page, "Generator model", label)
     page.get_by_role("button", name="Fill", exact=True).click()
     page.locator(".ins-llm").first.wait_for(timeout=120_000)
-    _choose(page, "Decision model", label)
+    choose(page, "Decision model", label)
     page.get_by_role("button", name="Decide").click()
     page.get_by_text("◀ chosen").first.wait_for(timeout=120_000)
     _clean(page, "Preview")
 
     # Explore: the stored run, a pair of the hostile model opened
-    _go(page, "Explore")
+    go(page, "Explore")
     page.get_by_test_id("stVegaLiteChart").first.wait_for()
-    _choose(page, "Bias", "Anchoring")
-    _choose(page, "Model", app["evil_model"])
+    choose(page, "Bias", "Anchoring")
+    choose(page, "Model", app["evil_model"])
     pair = page.get_by_test_id("stExpander").filter(has_text="Pair 1")
     pair.first.click()
     page.get_by_text("◀ chosen").first.wait_for()
     _clean(page, "Explore")
 
-    _go(page, "Compare")
+    go(page, "Compare")
     page.get_by_text("Where they disagree most").wait_for()
     _clean(page, "Compare")
 
-    _go(page, "Datasets")
-    _choose(page, "Dataset", app["dataset"])
+    go(page, "Datasets")
+    choose(page, "Dataset", app["dataset"])
     page.get_by_role("tab", name="Browse").click()
     page.get_by_text("Read a pair's answers").wait_for()
     _clean(page, "Datasets")
 
     for title in ("Templates", "Run", "Models"):
-        _go(page, title)
+        go(page, title)
         _clean(page, title)
 
     context.close()
