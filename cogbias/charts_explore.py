@@ -20,6 +20,7 @@ VIEWS = {"mean": "Mean score", "failure_rate": "Failure rate", "n": "Scored pair
 MISSING_COLOR = "#e9ecef"  # cells without a scored pair
 FAILURE_RANGE = ["#ffffff", "#ffa94d", "#c92a2a"]  # 0%, 50%, 100% failed
 CI_TITLE = "95% CI (t, truncated to [-1, 1])"
+SMALL_N = 10  # below this many scored pairs a cell's label shows its n
 
 
 def heatmap_frame(summary: pd.DataFrame, view: str = "mean") -> pd.DataFrame:
@@ -32,9 +33,12 @@ def heatmap_frame(summary: pd.DataFrame, view: str = "mean") -> pd.DataFrame:
     ].copy()  # fmt: skip
     frame["value"] = frame[view].astype(float)
     if view == "mean":
+        # A mean of two scores is mostly noise: small cells say their n in the cell itself.
         frame["label"] = [
-            "–" if pd.isna(v) else f"{v:+.2f}" + ("*" if sig else "")
-            for v, sig in zip(frame["mean"], frame["significant"], strict=True)
+            "–"
+            if pd.isna(v)
+            else f"{v:+.2f}" + ("*" if sig else "") + (f"  (n={n})" if n < SMALL_N else "")
+            for v, sig, n in zip(frame["mean"], frame["significant"], frame["n"], strict=True)
         ]
     elif view == "failure_rate":
         frame["label"] = [f"{v:.0%}" for v in frame["failure_rate"]]
@@ -106,7 +110,7 @@ def explore_heatmap(
         alt.Tooltip("verdict:N", title="significant after BH"),
         alt.Tooltip("p_adjusted:Q", format=".3g", title="p (BH-adjusted)"),
         alt.Tooltip("failures:Q"),
-        alt.Tooltip("failure_rate:Q", format=".1%"),
+        alt.Tooltip("failure_rate:Q", format=".1%", title="failure rate"),
     ]
     colored = (
         base.transform_filter("datum.has_value")

@@ -134,6 +134,10 @@ def test_heatmap_chart_layers_labels_and_selection(view: str) -> None:
     labels = {(r["bias"], r["model"]): r["label"] for r in data}
     if view == "mean":
         assert labels[("a", "m1")] == "+0.80*" and labels[("b", "m1")] == "–"
+        assert labels[("b", "m2")] == "+0.10  (n=5)"  # a small cell says how small
+        tips = {r["bias"] + r["model"]: (r["ci"], r["verdict"]) for r in data}
+        assert tips["am1"] == ("+0.70 to +0.90", "yes (BH-adjusted p < 0.05)")
+        assert tips["bm1"][1] == "not tested (n < 2)"
         (scale,) = [
             layer["encoding"]["color"]["scale"]
             for layer in spec["layer"]
@@ -142,6 +146,12 @@ def test_heatmap_chart_layers_labels_and_selection(view: str) -> None:
         assert scale["domain"] == [-1, 1] and scale["domainMid"] == 0
     elif view == "failure_rate":
         assert labels[("b", "m1")] == "100%"
+        (scale,) = [
+            layer["encoding"]["color"]["scale"]
+            for layer in spec["layer"]
+            if "scale" in layer.get("encoding", {}).get("color", {})
+        ]
+        assert scale["domain"][0] == 0 and scale["range"][0] == "#ffffff"  # 0% is white
     else:
         assert labels[("a", "m2")] == "10"
     assert spec["layer"][0]["encoding"]["y"]["sort"] == ["b", "a"]
