@@ -426,44 +426,54 @@ class ShownHalf:
         return f"Chose “{text}” ({where}); the score uses this choice."
 
     def answer_disagreement(self) -> str | None:
-        """A note when the raw answer plainly names another option than the one extracted.
+        """A note when the raw answer plainly disagrees with itself or with the extraction.
 
-        The extraction step is a second LLM call; a small model can misread "100%" as
-        "Option 10". When the answer names exactly one presented option (by its number or
-        its whole text) and that is not the extracted one, say so: the score still uses the
-        extraction, and the reader should know.
+        The extraction step is a second LLM call, and a small model can misread "100%" as
+        "Option 10" or answer "Option 7: Very good" when Option 7 reads "Very poor". When the
+        answer names one option by number and another by text, or names exactly one option
+        and that is not the extracted one, say so: the score still uses the extraction, and
+        the reader should know.
         """
-        named = _named_options(self.answer, self.options)
+        numbers, texts = _named_options(self.answer, self.options)
         picked = self.presented_choice
-        if len(named) != 1 or picked is None:
+        if picked is None:
+            return None
+        if len(numbers) == 1 and len(texts) == 1 and numbers != texts:
+            (number,), (text,) = numbers, texts
+            return (
+                f"The answer says Option {number + 1} but quotes “{self.options[text]}”, "
+                f"which is Option {text + 1} as shown; the extraction step read Option "
+                f"{picked + 1}, and the score uses that."
+            )
+        named = numbers | texts
+        if len(named) != 1 or picked in named:
             return None
         (only,) = named
-        if only == picked:
-            return None
         return (
             f"The answer's text names “{self.options[only]}” (Option {only + 1} as shown), but "
             f"the extraction step read it as Option {picked + 1}; the score uses the extraction."
         )
 
 
-def _named_options(answer: str, options: Sequence[str]) -> set[int]:
-    """Presented positions an answer names, by "Option N" or by an option's whole text.
+def _named_options(answer: str, options: Sequence[str]) -> tuple[set[int], set[int]]:
+    """Presented positions an answer names by "Option N", and by an option's whole text.
 
     An option's text counts only where it is not part of a longer option's match ("Agree"
     inside "Strongly agree"), and only at word edges ("10%" is not inside "100%").
     """
-    named = {int(m) - 1 for m in _OPTION_MENTION.findall(answer) if 1 <= int(m) <= len(options)}
+    numbers = {int(m) - 1 for m in _OPTION_MENTION.findall(answer) if 1 <= int(m) <= len(options)}
     spans: list[tuple[int, int, int]] = []
     for i, text in enumerate(options):
         if not text.strip():
             continue
         pattern = re.compile(rf"(?<!\w){re.escape(text.strip())}(?!\w)", re.IGNORECASE)
         spans += [(m.start(), m.end(), i) for m in pattern.finditer(answer)]
-    for start, end, i in spans:
-        inside = any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in spans)
-        if not inside:
-            named.add(i)
-    return named
+    texts = {
+        i
+        for start, end, i in spans
+        if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in spans)
+    }
+    return numbers, texts
 
 
 def _filled_of(raw: Any) -> Filled | None:

@@ -201,3 +201,23 @@ def test_filled_html_shows_markdown_in_a_fill_as_characters(monkeypatch) -> None
     assert "sentinel-in-a-fill-123" not in out
     text = html_module.unescape(re.sub(r"<[^>]+>", "", out))
     assert "![x](http://127.0.0.1:9/p.png) <img src=x> it's ***" in text
+
+
+def test_an_answer_that_contradicts_itself_is_pointed_out() -> None:
+    # the case: options reversed, "Option 7" is "Very poor", the answer quotes option 1
+    filled = Filled("S.", "P?", ("Very poor", "Poor", "Neutral", "Good", "Very good"))
+    row = {
+        "control_answer": "The answer is Option 5: Very good.",
+        "control_extraction": "Option 5",
+        "control_choice": 0,
+        "control_order": "[4, 3, 2, 1, 0]",
+    }
+    half = present.shown_half(filled, row, "control", redactor())
+    assert half.options[0] == "Very good" and half.presented_choice == 4
+    note = half.answer_disagreement()
+    assert note is not None
+    assert "says Option 5 but quotes “Very good”, which is Option 1 as shown" in note
+    consistent = {**row, "control_answer": "The answer is Option 5: Very poor."}
+    assert (
+        present.shown_half(filled, consistent, "control", redactor()).answer_disagreement() is None
+    )
