@@ -34,6 +34,15 @@ def _prepare(db: str) -> bool:
 
 
 _prepare(str(db_path()))
+# Streamlit keeps a multiselect's chips on one line and scrolls them sideways, so with two
+# models chosen the first chip is cut off; let them wrap onto a second line instead.
+st.html(
+    "<style>[data-testid='stMultiSelectTagsContainer']"
+    "{flex-wrap: wrap; overflow: visible; height: auto}"
+    "[data-testid='stMultiSelect'] div:has(> [data-testid='stMultiSelectTagsContainer']),"
+    "[data-testid='stMultiSelect'] div:has(> div > [data-testid='stMultiSelectTagsContainer'])"
+    "{height: auto; max-height: none}</style>"
+)
 
 HERE = Path(__file__).parent
 measure = [

@@ -171,3 +171,30 @@ def test_compare_shows_paired_differences_and_disagreements(page: Any) -> None:
     assert page.get_by_text("Wilcoxon signed-rank", exact=False).count() >= 1
     shot(page, "8_compare", page.get_by_role("heading", name="Compare two models"))
     shot(page, "8b_compare_disagreements", page.get_by_text("Where they disagree most"))
+
+
+def test_the_first_model_chip_stays_whole_when_two_are_chosen(browser: Any, app_url: str) -> None:
+    context = browser.new_context(viewport={"width": 1100, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(app_url)
+    page.get_by_text("Learn: cognitive biases").wait_for()
+    go(page, "Run")
+    box = page.get_by_test_id("stMultiSelect").filter(
+        has=page.get_by_text("Decision models", exact=True)
+    )
+    box.wait_for()
+    settle(page)
+    box.locator("input").click()
+    box.locator("input").fill("SmolLM2")
+    page.get_by_role("option").first.click()
+    page.keyboard.press("Escape")
+    settle(page)
+    tags = box.get_by_test_id("stMultiSelectTagsContainer")
+    label, whole, scrolled = tags.evaluate(
+        "e => { const label = e.firstElementChild.firstElementChild.firstElementChild;"
+        " return [label.innerText, label.scrollWidth <= label.clientWidth, e.scrollLeft]; }"
+    )
+    assert label == "Random baseline (random)" and whole, "the first chip is cut off"
+    assert scrolled == 0  # nothing scrolled out of sight
+    context.close()
