@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +22,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         args.db = default_path()
     try:
-        return args.handler(args) or 0
+        code = args.handler(args) or 0
+        if getattr(args, "exit_at_once", False):
+            _exit_at_once(code)
+        return code
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 2
@@ -34,6 +38,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _exit_at_once(code: int) -> None:
+    """Leave without the interpreter's teardown once a run's results are committed and its
+    database closed: litellm's exit hooks flush logging we do not use and take seconds,
+    which would delay a cancelled worker's exit and every finished run."""
+    from .llm.local import stop_local_servers
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    stop_local_servers()
+    os._exit(code)
 
 
 def _parser() -> argparse.ArgumentParser:

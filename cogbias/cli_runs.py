@@ -36,6 +36,9 @@ def _add_execution(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--timeout", type=float, help="seconds per attempt (default: per model)")
     p.add_argument(
+        "--max-retries", type=int, default=6, help="retries of a transiently failing call"
+    )
+    p.add_argument(
         "--deadline", type=float, help="seconds per call, retries included (default: per model)"
     )
 
@@ -146,6 +149,7 @@ def _resume(args: argparse.Namespace) -> int:
 def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
     from . import runner
 
+    args.exit_at_once = True  # see cli._exit_at_once
     try:
         outcome = runner.execute(
             plan,
@@ -157,6 +161,7 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
             read_cache=not args.no_cache,
             timeout=args.timeout,
             deadline=args.deadline,
+            max_retries=args.max_retries,
         )
     except runner.RunBusy as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -500,6 +500,7 @@ def execute(
     read_cache: bool = True,
     timeout: float | None = None,
     deadline: float | None = None,
+    max_retries: int = 6,
 ) -> dict[str, Any]:
     """Run (or resume) a plan to completion, cancellation or a fatal error; returns the run row.
 
@@ -507,7 +508,15 @@ def execute(
     """
     return asyncio.run(
         _execute(
-            plan, store, concurrency, progress, name, retry_failed, read_cache, timeout, deadline
+            plan,
+            store,
+            progress,
+            name,
+            retry_failed,
+            read_cache,
+            dict(
+                concurrency=concurrency, timeout=timeout, deadline=deadline, max_retries=max_retries
+            ),
         )
     )
 
@@ -515,13 +524,11 @@ def execute(
 async def _execute(
     plan: Plan,
     store: Store,
-    concurrency: int,
     progress: Progress | None,
     name: str,
     retry_failed: bool,
     read_cache: bool,
-    timeout: float | None,
-    deadline: float | None,
+    client_options: dict[str, Any],
 ) -> dict[str, Any]:
     run_id = create_run(plan, store, name)
     owner = lease_owner(os.getpid(), uuid.uuid4().hex[:8])
@@ -533,9 +540,7 @@ async def _execute(
             f"with `cogbias cancel {run_id}`"
         )
     try:
-        return await _work(
-            plan, store, owner, concurrency, progress, retry_failed, read_cache, timeout, deadline
-        )
+        return await _work(plan, store, owner, progress, retry_failed, read_cache, client_options)
     finally:
         _retrying(lambda: store.release_run(run_id, owner))
 
@@ -544,12 +549,10 @@ async def _work(
     plan: Plan,
     store: Store,
     owner: str,
-    concurrency: int,
     progress: Progress | None,
     retry_failed: bool,
     read_cache: bool,
-    timeout: float | None,
-    deadline: float | None,
+    client_options: dict[str, Any],
 ) -> dict[str, Any]:
     from .llm import FatalLLMError, LLMClient
 
@@ -586,9 +589,8 @@ async def _work(
         "to_generate": 0,
         **counts,
     }
-    options = dict(
-        concurrency=concurrency, api_base=spec.api_base, timeout=timeout, deadline=deadline
-    )
+    options = {**client_options, "api_base": spec.api_base}
+    concurrency = options["concurrency"]
     cache = BufferedCache(store)
     client = LLMClient(cache=cache, read_cache=read_cache, **options)  # type: ignore[arg-type]
     # Answers that were unreadable are asked afresh when retried on request.

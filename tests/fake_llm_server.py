@@ -114,7 +114,8 @@ class FakeLLMServer:
     Args:
         responder: maps the request JSON to the answer text; may raise `FakeHTTPError`.
         latency: seconds to wait (asynchronously) before answering each request.
-        fail_500: fraction of requests answered with HTTP 500 (seeded, random).
+        fail_500: fraction of requests answered with HTTP `server_status` (seeded, random).
+        server_status: the 5xx status of injected server errors (500, 502, 503, ...).
         fail_429: fraction answered with HTTP 429 and a `Retry-After: retry_after` header.
         retry_after: value of the Retry-After header on injected 429s, in seconds.
         script: HTTP statuses for the first requests, in arrival order (e.g. [500, 429]);
@@ -131,6 +132,7 @@ class FakeLLMServer:
         *,
         latency: float = 0.0,
         fail_500: float = 0.0,
+        server_status: int = 500,
         fail_429: float = 0.0,
         retry_after: float = 0.05,
         script: Iterable[int] = (),
@@ -140,6 +142,7 @@ class FakeLLMServer:
         self.responder = responder or default_responder
         self.latency = latency
         self.fail_500 = fail_500
+        self.server_status = server_status
         self.fail_429 = fail_429
         self.retry_after = retry_after
         self.script = list(script)
@@ -178,7 +181,7 @@ class FakeLLMServer:
             return self.script.pop(0)
         draw = self._rng.random()
         if draw < self.fail_500:
-            return 500
+            return self.server_status
         if draw < self.fail_500 + self.fail_429:
             return 429
         return 200
