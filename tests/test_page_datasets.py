@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import re
 import threading
 from pathlib import Path
@@ -226,3 +227,21 @@ def test_delete_a_dataset_after_confirming(db):
         assert store.counts()["instances"] == 12
     assert at.selectbox(key="ds_current").value == "keep"
     assert "Deleted dataset drop" in texts(at)
+
+
+def test_run_tab_shows_progress_and_analysis_uses_display_names(db):
+    import os
+
+    with Store(db) as store:
+        import_hub(store, HUB_CSV)
+        spec = runner.RunSpec(["random"], dataset="malberg2024-hub")
+        runner.execute(runner.plan(spec, store), store)
+        going = runner.RunSpec(["random_b"], dataset="malberg2024-hub", per_bias=2)
+        store.create_run(going.run_id, {"models": ["random_b"], "dataset": "malberg2024-hub"}, 6)
+        store.update_run(going.run_id, status="running", pid=os.getpid(), done=2)
+    at = page()
+    assert not at.exception
+    bars = [p for p in at.get("progress") if going.run_id in p.proto.text]
+    assert bars and "2 of 6 pairs" in bars[0].proto.text
+    heatmap = json.dumps([json.loads(c.proto.spec) for c in at.get("vega_lite_chart")])
+    assert "Framing Effect" in heatmap and '"framing_effect"' not in heatmap
