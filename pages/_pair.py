@@ -50,6 +50,10 @@ def show_half(half: present.ShownHalf, html: Mapping[str, str] | None = None) ->
     if half.extraction and half.extraction != half.answer:
         safe_caption(f"Extraction step read: {half.extraction}")
     safe_caption(half.choice_sentence())
+    _disagreement(half)
+
+
+def _disagreement(half: present.ShownHalf) -> None:
     disagreement = half.answer_disagreement()
     if disagreement:
         st.warning(present.escape_markdown(disagreement), icon=":material/report:")
@@ -77,5 +81,6 @@ def show_answers(pair: present.ShownPair) -> None:
         st.markdown(f"**{half.name.capitalize()}**")
         safe_caption(half.choice_sentence())
         long_text(half.answer, "(no answer)")
+        _disagreement(half)
     if pair.error:
         safe_caption(f"Error: {pair.error}")

@@ -169,6 +169,8 @@ def test_compare_shows_paired_differences_and_disagreements(page: Any) -> None:
     settle(page)
     no_exception(page)
     assert page.get_by_text("Wilcoxon signed-rank", exact=False).count() >= 1
+    choose(page, "Bias", "Escalation of Commitment")
+    settle(page)
     shot(page, "8_compare", page.get_by_role("heading", name="Compare two models"))
     shot(page, "8b_compare_disagreements", page.get_by_text("Where they disagree most"))
 
