@@ -60,8 +60,26 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--per-bias", type=int, help="with --dataset: at most N instances per bias")
     p.add_argument("--name", default="", help="a label for the run")
     p.add_argument("--dry-run", action="store_true", help="print the plan and estimate, do not run")
+    p.add_argument(
+        "--plan-only",
+        action="store_true",
+        help="store the run without executing it (for `cogbias batch export`, `resume`)",
+    )
     _add_execution(p)
     p.set_defaults(handler=_run)
+
+    p = commands.add_parser("batch", help="hand a run's calls to a batch engine (vLLM run-batch)")
+    actions = p.add_subparsers(metavar="ACTION")
+    q = actions.add_parser("export", help="write the run's next calls as OpenAI batch JSONL")
+    q.add_argument("run_id")
+    q.add_argument("--round", choices=["fill", "decide", "extract"], help="only this round")
+    q.add_argument("-o", "--output", required=True, help="the requests file (.jsonl)")
+    add_db(q)
+    q.set_defaults(handler=_batch_export)
+    q = actions.add_parser("import", help="put a batch engine's answers into the cache")
+    q.add_argument("results", help="the engine's output file (OpenAI batch output JSONL)")
+    add_db(q)
+    q.set_defaults(handler=_batch_import)
 
     p = commands.add_parser("resume", help="resume a stored run from its own spec")
     p.add_argument("run_id")
@@ -128,6 +146,10 @@ def _run(args: argparse.Namespace) -> int:
         print(plan.describe(), file=sys.stderr)
         if args.dry_run:
             return 0
+        if args.plan_only:
+            runner.create_run(plan, store, args.name)
+            print(spec.run_id)
+            return 0
         return _execute(plan, store, args, name=args.name)
 
 
@@ -179,6 +201,47 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
             file=sys.stderr,
         )
         return 1
+    return 0
+
+
+def _batch_export(args: argparse.Namespace) -> int:
+    from . import batch, runner
+    from .store import Store
+
+    with Store(args.db) as store:
+        plan = runner.plan(runner.stored_spec(store, args.run_id), store)
+        counts = batch.export_requests(plan, store, args.output, args.round)
+    total = sum(counts.values())
+    detail = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
+    print(
+        f"wrote {total} request(s) to {args.output}" + (f" ({detail})" if detail else ""),
+        file=sys.stderr,
+    )
+    if not total:
+        print(
+            f"nothing left to ask: `cogbias resume {args.run_id}` finishes the run", file=sys.stderr
+        )
+    return 0
+
+
+def _batch_import(args: argparse.Namespace) -> int:
+    from . import batch
+    from .store import Store
+
+    with Store(args.db) as store:
+        try:
+            summary = batch.import_results(store, args.results)
+        except batch.BatchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    print(f"imported {summary.answers} answer(s) into the cache", file=sys.stderr)
+    for line in summary.errors[:20]:
+        print(f"  not imported: {line}", file=sys.stderr)
+    if summary.errors:
+        print(
+            f"{len(summary.errors)} request(s) had no answer; export again to retry them",
+            file=sys.stderr,
+        )
     return 0
 
 

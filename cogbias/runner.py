@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import expressions, library, pipeline, records
 from .library import Scenario, TestCase
+from .llm.direct import close_sessions
 from .llm.profiles import RANDOM_MODEL, resolve
 from .metrics import MetricParams
 from .records import Instance, dumps
@@ -559,6 +560,9 @@ async def _work(
     spec = plan.spec
     run_id = spec.run_id
     retry_kinds = set(records.FAILURE_KINDS) if retry_failed else set(records.RETRIED_ON_RESUME)
+    if (store.run(run_id) or {}).get("cancel_requested"):  # cancelled while this worker started
+        store.update_run(run_id, status="cancelled", cancel_requested=0, finished_at=now())
+        return store.run(run_id) or {}
     with store.atomic():
         for case in plan.cases.values():
             store.save_test_case(case.id, case.name, case.content_hash, library.to_toml(case))
@@ -573,7 +577,6 @@ async def _work(
             status="running",
             started_at=previous.get("started_at") or now(),
             finished_at=None,
-            cancel_requested=0,
             error=None,
             waiting=0,
             wait_reason=None,
@@ -624,6 +627,7 @@ async def _work(
         status = "cancelled"
     finally:
         ticker.cancel()
+        await close_sessions()
     store.set_busy_timeout(30)
     _retrying(writer.flush, until=lambda: writer.db_wait_since is None)
     if writer.stop_reason == "error":
@@ -644,7 +648,12 @@ async def _work(
     if status != "interrupted":  # a worker that lost its lease leaves the run to its new owner
         _retrying(
             lambda: store.update_run(
-                run_id, status=status, finished_at=now(), error=error, waiting=0
+                run_id,
+                status=status,
+                finished_at=now(),
+                error=error,
+                waiting=0,
+                cancel_requested=0,
             )
         )
     run.update(status=status, error=error)
@@ -840,7 +849,7 @@ def start_background(
     log_dir = Path(log_dir or Path(db).parent)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_dir / f"{run_id}.log", "ab")  # noqa: SIM115 - handed to the child
-    subprocess.Popen(
+    worker = subprocess.Popen(
         [sys.executable, "-m", "cogbias", "resume", run_id, "--db", str(db)]
         + (["--retry-failed"] if retry_failed else []),
         stdout=log,
@@ -849,6 +858,8 @@ def start_background(
         start_new_session=True,
     )
     log.close()
+    with Store(db) as store:  # a cancel before the worker claims the run must reach it
+        store.update_run(run_id, pid=worker.pid, cancel_requested=0)
 
 
 def launch(spec: RunSpec, db: str | Path, name: str = "") -> str:

@@ -12,18 +12,36 @@ import json
 import os
 import socket
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from .records import dumps
 from .redact import redact, redactor
 
-SCHEMA_VERSION = 4
+
+def _import_sqlite_utils() -> Any:
+    """sqlite-utils imports pandas and numpy at import time when they are installed, only to
+    recognise their value types in inserted rows (we never insert any). That costs ~0.5 s on
+    every `cogbias` command, so when neither is loaded yet they are hidden during the import
+    (pandas still imports normally afterwards)."""
+    hidden = [m for m in ("pandas", "numpy") if m not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` fail
+    try:
+        import sqlite_utils
+    finally:
+        for name in hidden:
+            del sys.modules[name]
+    return sqlite_utils
+
+
+sqlite_utils = _import_sqlite_utils()
+
+SCHEMA_VERSION = 5
 
 
 def cogbias_home() -> Path:
@@ -184,7 +202,16 @@ def _schema_v4(db: sqlite_utils.Database) -> None:
     db["llm_calls"].create_index(["created_at"], if_not_exists=True)
 
 
-MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3, 4: _schema_v4}
+def _schema_v5(db: sqlite_utils.Database) -> None:
+    """Requests handed to a batch engine, so that its answers can be checked and cached."""
+    db["batch_requests"].create(
+        {"key": str, "run_id": str, "model": str, "api_base": str, "request": str,
+         "round": str, "created_at": str},
+        pk="key",
+    )  # fmt: skip
+
+
+MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3, 4: _schema_v4, 5: _schema_v5}
 
 
 _PROVIDER_TEXTS = (
@@ -535,21 +562,41 @@ class Store:
         return self.run(run_id)
 
     def request_cancel(self, run_id: str) -> None:
-        """Ask the run's worker to stop; a run that no worker holds is cancelled at once."""
+        """Ask the run's worker to stop. A worker that holds the run, or is starting to (its
+        process exists but has not claimed the run yet), sees the request within a second;
+        a run that no worker holds is marked cancelled at once."""
         with self.atomic():
-            self.db["runs"].update(run_id, {"cancel_requested": 1})
             row = self.run(run_id)
-            if (
-                row
-                and row["status"] in ("planned", "running")
-                and not (
-                    row.get("lease_owner")
-                    and lease_alive(row["lease_owner"], row.get("heartbeat_at"), LEASE_STALE_S)
+            if row is None:
+                return
+            holder = row.get("lease_owner")
+            working = bool(holder) and lease_alive(holder, row.get("heartbeat_at"), LEASE_STALE_S)
+            starting = not working and row["status"] != "running" and pid_alive(row.get("pid"))
+            if working or starting:
+                self.db["runs"].update(run_id, {"cancel_requested": 1})
+            elif row["status"] in ("planned", "running"):
+                self.db["runs"].update(
+                    run_id, {"status": "cancelled", "lease_owner": None, "finished_at": now()}
                 )
-            ):
-                self.db["runs"].update(run_id, {"status": "cancelled", "lease_owner": None})
 
     # ---- the response cache
+
+    def save_batch_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        with self.atomic():
+            if rows:
+                self.db["batch_requests"].insert_all(
+                    [{**r, "created_at": now()} for r in rows], pk="key", replace=True
+                )
+
+    def batch_requests(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Exported batch requests by key (those among `keys`)."""
+        found: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(f"select * from batch_requests where key in ({marks})", chunk):
+                found[row["key"]] = row
+        return found
 
     def cache_stats(self) -> list[dict[str, Any]]:
         """Per model: cached answers, tokens, what they cost, oldest and newest."""

@@ -17,7 +17,7 @@ import streamlit as st
 from cogbias import library, present
 from cogbias.library import LibraryError, ModelInfo, TestCase
 from cogbias.redact import redact
-from cogbias.store import SchemaError, Store
+from cogbias.store import SchemaError, Store, default_path
 
 T = TypeVar("T")
 
@@ -46,14 +46,9 @@ LOCAL_MODEL = "local/smollm2"
 RANDOM_MODEL = "random"
 
 
-def cogbias_home() -> Path:
-    return Path(os.environ.get("COGBIAS_HOME", Path.home() / ".cogbias"))
-
-
 def db_path() -> Path:
-    """`COGBIAS_DB`, else `cogbias.db` in `COGBIAS_HOME` (default ~/.cogbias)."""
-    configured = os.environ.get("COGBIAS_DB")
-    return Path(configured) if configured else cogbias_home() / "cogbias.db"
+    """The database the CLI uses too (`cogbias.store.default_path`)."""
+    return default_path()
 
 
 def get_store() -> Store:

@@ -24,13 +24,12 @@ from cogbias.datasets import (
 )
 from cogbias.datasets.tables import columns_of
 from cogbias.redact import redact
-from cogbias.store import Store
+from cogbias.store import Store, cogbias_home
 from cogbias.templates import Filled, render_decision_text
 from pages import _delete, _pair
 from pages._common import (
     RANDOM_MODEL,
     attempt,
-    cogbias_home,
     db_path,
     explore_columns,
     friendly,

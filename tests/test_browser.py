@@ -266,8 +266,8 @@ def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Pa
         while done < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
             with Store(db) as store:
-                done = store.query("select count(*) as n from decisions where run_id in "
-                                   "(select id from runs where name = '')")[0]["n"]  # fmt: skip
+                done = store.query("select count(*) as n from decisions where run_id = "
+                                   "(select id from runs order by created_at desc limit 1)")[0]["n"]  # fmt: skip
         slow.latency = 600  # the provider now hangs on every call
         page.get_by_role("button", name="Cancel run").click()  # type: ignore[attr-defined]
         page.get_by_text("cancelling…").first.wait_for(timeout=10_000)  # type: ignore[attr-defined]

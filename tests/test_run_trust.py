@@ -17,25 +17,13 @@ from pathlib import Path
 
 import pytest
 from fake_llm_server import FakeLLMServer
+from run_helpers import spec
 
 from cogbias import runner
 from cogbias.store import Store, now
 
 ROOT = Path(__file__).resolve().parent.parent
-BIASES = ["anchoring", "framing_effect", "loss_aversion"]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
-
-
-def spec(base_url: str, **overrides) -> runner.RunSpec:
-    fields = dict(
-        models=["random", "openai/fake"],
-        biases=BIASES,
-        scenarios=2,
-        instances=2,
-        generator="openai/fake",
-        api_base=base_url,
-    )
-    return runner.RunSpec(**{**fields, **overrides})
 
 
 def run_args(s: runner.RunSpec, db: Path) -> list[str]:

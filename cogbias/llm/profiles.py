@@ -58,6 +58,7 @@ class ModelProfile:
     timeout_s: float
     deadline_s: float
     file_identity: str | None = None
+    direct: bool = False  # sent by our lean OpenAI-compatible client rather than litellm
 
     @property
     def priced(self) -> bool:
@@ -171,7 +172,21 @@ def _profile(
         timeout_s=timeout_s,
         deadline_s=max(deadline_s, timeout_s),
         file_identity=file_identity,
+        direct=_direct(kind, litellm_model, api_base),
     )
+
+
+TRANSPORT_ENV = "COGBIAS_LLM_TRANSPORT"
+
+
+def _direct(kind: ProfileKind, litellm_model: str | None, api_base: str | None) -> bool:
+    """OpenAI-compatible endpoints of our own (and the local model) take the lean path;
+    `COGBIAS_LLM_TRANSPORT=litellm` sends everything through litellm instead."""
+    if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "litellm":
+        return False
+    if kind == "local":
+        return True
+    return kind == "remote" and bool(api_base) and str(litellm_model).startswith("openai/")
 
 
 def _price(entry: dict[str, Any], key: str) -> float | None:
