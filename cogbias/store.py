@@ -991,12 +991,14 @@ class Store:
         return {"decisions": int(decisions), "instances": int(instances)}
 
     def delete_run(self, run_id: str) -> None:
-        """Remove a run, its decisions and the instances only it used, in one transaction."""
+        """Remove a run, its decisions, its batch requests and the instances only it used,
+        in one transaction."""
         with self.atomic():
             self.db.execute(
                 f"delete from instances where id in ({self._RUN_ONLY_INSTANCES})", {"run": run_id}
             )
             self.db.execute("delete from decisions where run_id = ?", (run_id,))
+            self.db.execute("delete from batch_requests where run_id = ?", (run_id,))
             self.db.execute("delete from runs where id = ?", (run_id,))
 
     def dataset_footprint(self, name: str) -> dict[str, Any]:
@@ -1039,6 +1041,7 @@ class Store:
             self.db.execute("delete from instances where dataset = ?", (name,))
             self.db.execute("delete from datasets where name = ?", (name,))
             for run_id in runs:
+                self.db.execute("delete from batch_requests where run_id = ?", (run_id,))
                 self.db.execute("delete from runs where id = ?", (run_id,))
 
     # ---- comparing two models on the same instances (`analysis.compare_models`)

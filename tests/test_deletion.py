@@ -50,6 +50,9 @@ def two_runs(tmp_path: Path) -> tuple[Path, str, str, str]:
 
 def test_deleting_a_run_keeps_shared_instances_and_touches_nothing_else(two_runs) -> None:
     db, a, b, c = two_runs
+    with Store(db) as store, store.atomic():  # requests handed to a batch engine, per run
+        for key, run in (("k-a", a), ("k-b", b)):
+            store.db["batch_requests"].insert({"key": key, "run_id": run, "model": "random"})
     before = rows(db)
     shared = ids(db, "select instance_id from decisions where run_id = ?", b)
     only_a = ids(db, "select instance_id from decisions where run_id = ?", a) - shared
@@ -65,7 +68,9 @@ def test_deleting_a_run_keeps_shared_instances_and_touches_nothing_else(two_runs
     assert len(gone["decisions"]) == 8 and {r[1] for r in gone["decisions"]} == {a}
     assert {r[0] for r in gone["instances"]} == only_a
     assert not any(after[t] - before[t] for t in before), "a row was changed or added"
-    assert all(not gone[t] for t in before if t not in ("runs", "decisions", "instances"))
+    assert {r[0] for r in gone["batch_requests"]} == {"k-a"}
+    untouched = set(before) - {"runs", "decisions", "instances", "batch_requests"}
+    assert all(not gone[t] for t in untouched)
     assert shared <= ids(db, "select id from instances")
     assert {r[0] for r in after["runs"]} == {b, c}
 
