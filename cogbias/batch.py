@@ -14,7 +14,7 @@ without a single interactive call: a batch run and an interactive run store the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from typing import Any
 from . import pipeline, records
 from .llm import LLMClient, LLMRequest, cache_key
 from .llm.direct import close_sessions
-from .llm.profiles import ModelProfile
+from .llm.profiles import ModelProfile, resolve
 from .records import Instance, dumps
 from .runner import BufferedCache, Plan
 from .store import Store
@@ -40,12 +40,16 @@ class _Pending(Exception):
     """The call is not in the cache: recorded for the batch, and this path stops here."""
 
 
-class CollectingClient(LLMClient):
-    """Answers from the cache only; every other request is recorded under its cache key."""
+Collect = Callable[[str, LLMRequest, ModelProfile], None]
 
-    def __init__(self, cache: BufferedCache, api_base: str | None) -> None:
+
+class CollectingClient(LLMClient):
+    """Answers from the cache only; every other request goes to `collect` once per key."""
+
+    def __init__(self, cache: BufferedCache, api_base: str | None, collect: Collect) -> None:
         super().__init__(cache=cache, api_base=api_base)
-        self.pending: dict[str, tuple[LLMRequest, ModelProfile]] = {}
+        self.collect = collect
+        self.seen: set[str] = set()
 
     async def complete(self, req: LLMRequest) -> Any:
         profile = self.profile(req.model)
@@ -53,7 +57,9 @@ class CollectingClient(LLMClient):
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             return self._saved(hit, key)
-        self.pending[key] = (req, profile)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.collect(key, req, profile)
         raise _Pending(key)
 
 
@@ -65,9 +71,15 @@ def round_of(req: LLMRequest) -> str:
 
 def pending_requests(plan: Plan, store: Store) -> dict[str, tuple[LLMRequest, ModelProfile]]:
     """The calls the run would make next that the cache cannot answer yet."""
-    client = CollectingClient(BufferedCache(store), plan.spec.api_base)
+    pending: dict[str, tuple[LLMRequest, ModelProfile]] = {}
+    collect_pending(plan, store, lambda key, req, profile: pending.setdefault(key, (req, profile)))
+    return pending
+
+
+def collect_pending(plan: Plan, store: Store, collect: Collect) -> None:
+    """Hand each call the run would make next, not answerable from the cache, to `collect`."""
+    client = CollectingClient(BufferedCache(store), plan.spec.api_base, collect)
     pipeline.run_sync(_collect(plan, store, client))
-    return client.pending
 
 
 async def _collect(plan: Plan, store: Store, client: CollectingClient) -> None:
@@ -136,16 +148,16 @@ def export_requests(
     number written per round. The requests are remembered so their answers can be imported."""
     if round_name is not None and round_name not in ROUNDS:
         raise ValueError(f"--round must be one of {', '.join(ROUNDS)}, not {round_name!r}")
-    pending = pending_requests(plan, store)
     counts = dict.fromkeys(ROUNDS, 0)
-    rows = []
+    rows: list[dict[str, Any]] = []
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:
-        for key, (req, profile) in pending.items():
+
+        def write(key: str, req: LLMRequest, profile: ModelProfile) -> None:
             kind = round_of(req)
             if round_name is not None and kind != round_name:
-                continue
+                return
             counts[kind] += 1
             line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions"}
             line["body"] = request_body(req, profile)
@@ -160,6 +172,11 @@ def export_requests(
                     "round": kind,
                 }
             )
+            if len(rows) >= 10_000:  # memory stays flat at paper scale
+                store.save_batch_requests(rows)
+                rows.clear()
+
+        collect_pending(plan, store, write)
     store.save_batch_requests(rows)
     return counts
 
@@ -168,9 +185,11 @@ def export_requests(
 class ImportSummary:
     answers: int = 0
     errors: list[str] = field(default_factory=list)  # requests the engine could not answer
+    cost: float = 0.0  # what the answers were charged (batch prices; 0 for own engines)
+    tokens: int = 0
 
 
-def import_results(store: Store, path: str | Path) -> ImportSummary:
+def import_results(store: Store, path: str | Path, charged: bool = False) -> ImportSummary:
     """Store an engine's answers in the response cache (one transaction).
 
     Refused whole, naming each line, when a line is not JSON, lacks a `custom_id`, or
@@ -216,20 +235,32 @@ def import_results(store: Store, path: str | Path) -> ImportSummary:
         raise BatchError(
             "\n".join(shown) + (f"\n… and {more} more" if more else "") + "\nnothing was imported"
         )
-    rows = [
-        {
-            "key": custom_id,
-            "model": known[custom_id]["model"],
-            "api_base": known[custom_id]["api_base"],
-            "request": known[custom_id]["request"],
-            "response": records.cap_text(text)[0],
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "cost": 0.0,
-            "latency_s": 0.0,
-        }
-        for _, custom_id, text, prompt_tokens, completion_tokens in answers
-    ]
+    profiles: dict[tuple[str, str | None], ModelProfile] = {}
+    rows = []
+    for _, custom_id, text, prompt_tokens, completion_tokens in answers:
+        asked = known[custom_id]
+        cost = 0.0
+        if charged:  # a provider's batch: its batch price
+            where = (asked["model"], asked["api_base"])
+            if where not in profiles:
+                profiles[where] = resolve(asked["model"], asked["api_base"])
+            cost = profiles[where].batch_price_per_call(prompt_tokens, completion_tokens) or 0.0
+        rows.append(
+            {
+                "key": custom_id,
+                "model": asked["model"],
+                "api_base": asked["api_base"],
+                "request": asked["request"],
+                "response": records.cap_text(text)[0],
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "cost": cost,
+                "latency_s": 0.0,
+                "source": "batch",
+            }
+        )
+        summary.cost += cost
+        summary.tokens += prompt_tokens + completion_tokens
     store.put_llm_calls(rows)
     summary.answers = len(rows)
     return summary

@@ -34,6 +34,19 @@ def _add_execution(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="ask every model afresh instead of reading cached answers (new answers are cached)",
     )
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the calls through the provider's Batch API (half price; OpenAI and "
+        "OpenAI-compatible servers), then score from the cache",
+    )
+    p.add_argument(
+        "--batch-fallback",
+        choices=["round", "interactive"],
+        default="round",
+        help="requests a batch failed: retry them in the next batch round, or interactively",
+    )
+    p.add_argument("--poll-seconds", type=float, default=30.0, help="how often to poll batches")
     p.add_argument("--timeout", type=float, help="seconds per attempt (default: per model)")
     p.add_argument(
         "--max-retries", type=int, default=6, help="retries of a transiently failing call"
@@ -172,19 +185,29 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
     from . import runner
 
     args.exit_at_once = True  # see cli._exit_at_once
+    options = dict(
+        concurrency=args.concurrency,
+        progress=runner.TerminalProgress(),
+        name=name,
+        retry_failed=args.retry_failed,
+        read_cache=not args.no_cache,
+        timeout=args.timeout,
+        deadline=args.deadline,
+        max_retries=args.max_retries,
+    )
     try:
-        outcome = runner.execute(
-            plan,
-            store,
-            concurrency=args.concurrency,
-            progress=runner.TerminalProgress(),
-            name=name,
-            retry_failed=args.retry_failed,
-            read_cache=not args.no_cache,
-            timeout=args.timeout,
-            deadline=args.deadline,
-            max_retries=args.max_retries,
-        )
+        if args.batch:
+            from . import batch_provider
+
+            outcome = batch_provider.execute(
+                plan,
+                store,
+                poll_seconds=args.poll_seconds,
+                fallback=args.batch_fallback,
+                **options,
+            )
+        else:
+            outcome = runner.execute(plan, store, **options)
     except runner.RunBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -268,11 +291,28 @@ def _runs(args: argparse.Namespace) -> int:
 
     with Store(args.db) as store:
         rows = run_summaries(store)
+        batches = store.batches()
     if not rows:
         print("no runs yet: start one with `cogbias run`", file=sys.stderr)
         return 0
     columns = ["id", "name", "status", "planned", "done", "failed", "tokens", "cost"]
     _table(rows, [*columns, "cost_saved", "duration_s", "models", "biases", "error"])
+    if batches:
+        print("\nprovider batches:")
+        _table(
+            batches,
+            [
+                "run_id",
+                "id",
+                "model",
+                "round",
+                "status",
+                "total",
+                "completed",
+                "failed",
+                "expected_at",
+            ],
+        )
     return 0
 
 
@@ -346,7 +386,7 @@ def _cache_clear(args: argparse.Namespace) -> int:
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     shown = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(r[i]) for r in shown)) for i, c in enumerate(columns)]
+    widths = [max([len(c), *(len(r[i]) for r in shown)]) for i, c in enumerate(columns)]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     for r in shown:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))

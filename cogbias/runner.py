@@ -164,8 +164,9 @@ class Plan:
             "extract": per_model * len(llm_models),
         }
 
-    def estimated_cost(self) -> float | None:
-        """USD for priced models (computed once per model); None when a price is unknown."""
+    def estimated_cost(self, batch: bool = False) -> float | None:
+        """USD for priced models (computed once per model); None when a price is unknown.
+        With `batch`, at the providers' batch prices (see `ModelProfile.batch_price_per_call`)."""
         calls = self.llm_calls()
         llm_models = [m for m in self.spec.models if m != RANDOM_MODEL]
         per_model = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
@@ -176,8 +177,9 @@ class Plan:
             if not any(counts.values()):
                 continue
             profile = resolve(model, self.spec.api_base)
+            price_of = profile.batch_price_per_call if batch else profile.price_per_call
             for kind, n in counts.items():
-                price = profile.price_per_call(EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind])
+                price = price_of(EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind])
                 if price is None:
                     return None
                 total += n * price
@@ -185,7 +187,7 @@ class Plan:
 
     def describe(self) -> str:
         calls = self.llm_calls()
-        cost = self.estimated_cost()
+        cost, batch_cost = self.estimated_cost(), self.estimated_cost(batch=True)
         source = (
             f"dataset {self.spec.dataset}"
             if self.spec.dataset
@@ -198,7 +200,8 @@ class Plan:
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
             f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract); "
             f"estimated cost: {'unknown (unpriced model)' if cost is None else f'${cost:.4f}'}"
-            " (answers already in the cache are free)"
+            + ("" if not cost or batch_cost is None else f", ${batch_cost:.4f} with --batch")
+            + " (answers already in the cache are free)"
         )
 
 
@@ -744,7 +747,7 @@ async def _instances(
         except pipeline.GenerationError as exc:
             instance = _failed_instance(job, spec, str(exc), "unparseable")
         except expressions.ExpressionError as exc:
-            instance = _failed_instance(job, spec, f"{job.case.id}: {exc}", "invalid")
+            instance = _failed_instance(job, spec, str(exc), "invalid")  # names case and values
         made[job.id] = instance
         if instance.failure_kind != "transient":
             writer.instances.append(instance.to_row())
@@ -840,7 +843,11 @@ async def _decisions(
 
 
 def start_background(
-    run_id: str, db: str | Path, log_dir: str | Path | None = None, retry_failed: bool = False
+    run_id: str,
+    db: str | Path,
+    log_dir: str | Path | None = None,
+    retry_failed: bool = False,
+    batch: bool = False,
 ) -> None:
     """Resume a stored run in its own process (it outlives the app's script and the browser).
 
@@ -851,7 +858,8 @@ def start_background(
     log = open(log_dir / f"{run_id}.log", "ab")  # noqa: SIM115 - handed to the child
     worker = subprocess.Popen(
         [sys.executable, "-m", "cogbias", "resume", run_id, "--db", str(db)]
-        + (["--retry-failed"] if retry_failed else []),
+        + (["--retry-failed"] if retry_failed else [])
+        + (["--batch"] if batch else []),
         stdout=log,
         stderr=log,
         stdin=subprocess.DEVNULL,
@@ -862,7 +870,7 @@ def start_background(
         store.update_run(run_id, pid=worker.pid, cancel_requested=0)
 
 
-def launch(spec: RunSpec, db: str | Path, name: str = "") -> str:
+def launch(spec: RunSpec, db: str | Path, name: str = "", batch: bool = False) -> str:
     """Plan and store a run, then work on it in the background (the app's Start/Resume).
 
     Raises `RunBusy` when a live worker already holds it, before starting another."""
@@ -872,7 +880,7 @@ def launch(spec: RunSpec, db: str | Path, name: str = "") -> str:
         owner = run.get("lease_owner")
         if owner and lease_alive(owner, run.get("heartbeat_at"), LEASE_STALE_S):
             raise RunBusy(f"run {run_id} is already running")
-    start_background(run_id, db)
+    start_background(run_id, db, batch=batch)
     return run_id
 
 

@@ -164,7 +164,12 @@ def _plan(fields: dict, db: str, version: object) -> dict:
     200 scenarios x 100 instances hashes 600,000 instance keys)."""
     with Store(db) as own:
         plan = runner.plan(RunSpec(**fields), own)
-        return {"planned": plan.planned, "calls": plan.llm_calls(), "cost": plan.estimated_cost()}
+        return {
+            "planned": plan.planned,
+            "calls": plan.llm_calls(),
+            "cost": plan.estimated_cost(),
+            "batch_cost": plan.estimated_cost(batch=True),
+        }
 
 
 spec = _spec()
@@ -201,10 +206,18 @@ if plan is not None:
             f"This exact run already finished ({existing['done']} pairs). Starting it again "
             "only does work that is missing; change the seed or the models for new results."
         )
+    batch_cost = plan.get("batch_cost")
+    use_batch = st.checkbox(
+        "Send the calls through the provider's Batch API"
+        + (f" (estimated ${batch_cost:,.4f})" if batch_cost else ""),
+        key="run_batch",
+        help="Half price and no rate limits, for OpenAI and OpenAI-compatible servers; "
+        "answers arrive within hours. The run polls its batches and can be resumed.",
+    )
     if st.button("Start run", type="primary", key="run_start", disabled=busy):
         share_local_server()
         try:
-            run_id = runner.launch(spec, db_path())
+            run_id = runner.launch(spec, db_path(), batch=use_batch)
         except (OSError, runner.RunBusy, KeyError, ValueError) as exc:
             st.error(f"The run could not be started: {friendly(exc)}")
         else:
@@ -349,3 +362,13 @@ if picked["status"] in ("planned", "running") and b4.button("Cancel", key="run_c
     st.rerun()
 if picked.get("error"):
     st.caption(f"Error: {picked['error']}")
+batches = store.batches(pick)
+if batches:
+    st.markdown("**Provider batches**")
+    st.dataframe(
+        pd.DataFrame(batches)[
+            ["id", "model", "round", "status", "total", "completed", "failed", "expected_at"]
+        ],
+        hide_index=True,
+        width="stretch",
+    )

@@ -304,7 +304,8 @@ class LLMClient:
         return response
 
     def _saved(self, hit: Mapping[str, Any], key: str) -> LLMResponse:
-        """A response that cost nothing now: what it cost originally counts as saved."""
+        """A response that cost nothing now: what it cost originally counts as saved (but not
+        for answers a batch engine delivered for this purpose: the run paid for those)."""
         self.stats.cache_hits += 1
         response = LLMResponse(
             text=hit["text"],
@@ -314,7 +315,7 @@ class LLMClient:
             latency_s=float(hit.get("latency_s") or 0.0),
             cached=True,
             key=key,
-            cost_saved=float(hit.get("cost") or 0.0),
+            cost_saved=0.0 if hit.get("source") == "batch" else float(hit.get("cost") or 0.0),
         )
         self.stats.tokens_saved += response.prompt_tokens + response.completion_tokens
         self.stats.cost_saved += response.cost_saved

@@ -72,6 +72,16 @@ class ModelProfile:
             return None
         return prompt_tokens * self.input_price + completion_tokens * self.output_price  # type: ignore[operator]
 
+    def batch_price_per_call(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """USD for one call through the provider's batch API: its batch prices where litellm's
+        map has them, else half the interactive price (OpenAI's and Anthropic's discount)."""
+        if self.batch_input_price is not None and self.batch_output_price is not None:
+            return (
+                prompt_tokens * self.batch_input_price + completion_tokens * self.batch_output_price
+            )
+        price = self.price_per_call(prompt_tokens, completion_tokens)
+        return None if price is None else price / 2
+
     def cache_extras(self) -> dict[str, Any]:
         """What the profile adds to a request that can change the answer (for the cache key)."""
         return {"litellm_model": self.litellm_model, "file": self.file_identity}
