@@ -155,9 +155,10 @@ def api_base_of(model: str, infos: list[ModelInfo]) -> str | None:
 
 
 def run_label(run: dict[str, Any]) -> str:
+    """Safe in Markdown: a run's name is the user's text."""
     name = f"{run['name']} · " if run.get("name") else ""
     when = (run.get("created_at") or "")[:16].replace("T", " ")
-    return f"{name}{run['id']} · {run['status']} · {when}"
+    return present.escape_markdown(f"{name}{run['id']} · {run['status']} · {when}")
 
 
 def share_local_server() -> None:
