@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from cogbias import runner
+from cogbias.present import escape_markdown
 from cogbias.redact import redact
 from cogbias.runner import RunSpec
 from cogbias.settings import check_api_base
@@ -22,7 +23,6 @@ from pages._common import (
     api_base_of,
     case_label,
     db_path,
-    escape_markdown,
     friendly,
     library_version,
     model_names,
