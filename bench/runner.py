@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import resource
@@ -39,10 +40,22 @@ LATENCY = 1.0
 PROMPT = [{"role": "user", "content": "Choose one. Option 1: yes Option 2: no"}]
 
 
+def distinct_fills(request: dict) -> str:
+    """Gap fills that differ with the prompt (as a real generator's would), so that no two
+    instances of the library run ask identical questions; other answers as the default."""
+    from fake_llm_server import default_responder
+
+    fmt = request.get("response_format") or {}
+    if fmt.get("type") != "json_schema":
+        return default_responder(request)
+    digest = hashlib.sha256(json.dumps(request["messages"]).encode()).hexdigest()[:8]
+    return json.dumps({k: f"{k} {digest}" for k in fmt["json_schema"]["schema"]["required"]})
+
+
 def serve() -> None:
     from fake_llm_server import FakeLLMServer
 
-    with FakeLLMServer(latency=LATENCY) as server:
+    with FakeLLMServer(distinct_fills, latency=LATENCY) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()  # until the parent closes our stdin
 
@@ -82,15 +95,21 @@ async def bare_litellm(base_url: str, concurrency: int, calls: int) -> int:
 
 
 def setup_dataset(db: Path, pairs: int) -> None:
-    """A dataset of `pairs` test cases in a fresh database (setup: not measured)."""
+    """A dataset of `pairs` test cases, each asking distinct questions (so that neither the
+    cache nor single flight merges any two calls), in a fresh database (setup: not measured)."""
     from cogbias import library, pipeline
     from cogbias.store import Store
+    from cogbias.templates import Filled
 
     cases = list(library.load_library(include_user=False).values())
     rows = []
     for i in range(pairs):
         instance = pipeline.generate_offline(cases[i % len(cases)], f"bench scenario {i}", seed=i)
         instance.id, instance.dataset = f"bench-{i}", "bench"
+        for half in ("control", "treatment"):
+            filled = instance.half(half)
+            unique = Filled(f"Case {i}. {filled.situation}", filled.prompt, filled.options)
+            setattr(instance, half, unique)
         rows.append(instance.to_row())
     with Store(db) as store:
         store.save_instances(rows)
@@ -152,19 +171,28 @@ def measure_commands(base_url: str, c: int, calls: int, modes: list[str]) -> dic
             env = {**os.environ}
             if mode == "runner-litellm":
                 env["COGBIAS_LLM_TRANSPORT"] = "litellm"
-            out[mode] = {"calls": pairs * 4, **run_command(db, base_url, c, env)}
+            out[mode] = run_command(db, base_url, c, env)
+            out[mode]["calls"] = http_calls(db)
             if mode == "runner" and "cached" in modes:
                 forget_runs(db)
-                out["cached"] = {"calls": pairs * 4, **run_command(db, base_url, c, env)}
+                out["cached"] = {**run_command(db, base_url, c, env), "calls": http_calls(db)}
         if "library" in modes:
             instances = max(calls // 6 // 30, 1)  # 30 biases; 2 fills + 4 decision calls each
             what = ["--generator", "openai/fake", "--scenarios", str(instances)]
             db = Path(tmp) / "library.db"
-            out["library"] = {
-                "calls": instances * 30 * 6,
-                **run_command(db, base_url, c, {**os.environ}, what),
-            }
+            out["library"] = run_command(db, base_url, c, {**os.environ}, what)
+            out["library"]["calls"] = http_calls(db)
     return out
+
+
+def http_calls(db: Path) -> int:
+    """Calls that reached the server: every successful one left one row in the cache (the
+    test server never fails here), and calls the cache or single flight merged left none."""
+    con = sqlite3.connect(db)
+    try:
+        return int(con.execute("select count(*) from llm_calls").fetchone()[0])
+    finally:
+        con.close()
 
 
 def main() -> None:
@@ -176,6 +204,9 @@ def main() -> None:
         "--seconds", type=float, default=8.0, help="target duration of each measurement"
     )
     parser.add_argument("--modes", default="openai,litellm,runner,runner-litellm,cached,library")
+    parser.add_argument(
+        "--planned", type=int, help="planned calls at every C (default: C x --seconds / L)"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--calls", type=int, help=argparse.SUPPRESS)
@@ -201,7 +232,7 @@ def main() -> None:
     modes = args.modes.split(",")
     try:
         for c in (int(x) for x in args.concurrency.split(",")):
-            calls = max(int(c * args.seconds / LATENCY), 8)
+            calls = args.planned or max(int(c * args.seconds / LATENCY), 8)
             calls -= calls % 4
             results: dict[str, dict] = {}
             for mode in [m for m in modes if m in ("openai", "litellm")]:
