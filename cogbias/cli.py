@@ -6,8 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from . import library
+from . import examples, library
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,7 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("--scenario", type=int, default=1, help="scenario number (1-200)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--generator", help="model that fills [[gaps]] (default: leave them visible)")
+    p.add_argument(
+        "--generator",
+        help="what fills [[gaps]]: 'examples' (offline, the default unless COGBIAS_GENERATOR "
+        "is set), a model id, or 'none' to leave them visible",
+    )
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
     p.set_defaults(handler=_preview)
@@ -109,21 +114,20 @@ def _preview(args: argparse.Namespace) -> int:
 
     case = library.get_test_case(args.id)
     scenario = _scenario(args.scenario)
-    if args.generator:
-        from .llm import LLMClient
-
+    generator = args.generator or examples.default_generator()
+    if generator == "none":
+        instance = pipeline.generate_offline(case, scenario.text, seed=args.seed)
+    else:
         instance = pipeline.run_sync(
             pipeline.generate(
-                LLMClient(api_base=args.api_base),
+                _client(generator, args.api_base),
                 case,
                 scenario.text,
-                generator=args.generator,
+                generator=generator,
                 seed=args.seed,
                 temperature=args.temperature,
             )
         )
-    else:
-        instance = pipeline.generate_offline(case, scenario.text, seed=args.seed)
     print(f"{case.name} — scenario {scenario.id}: {scenario.text}\n")
     for half in ("control", "treatment"):
         print(f"=== {half.upper()} ===")
@@ -132,8 +136,18 @@ def _preview(args: argparse.Namespace) -> int:
     if instance.insertions:
         print("Insertions:")
         for ins in instance.insertions:
-            print(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}")
+            note = f"  ({ins['note']})" if ins.get("note") else ""
+            print(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}{note}")
     return 0
+
+
+def _client(generator: str, api_base: str | None) -> Any:
+    """An LLM client for a model generator; the offline `examples` generator needs none."""
+    if generator == examples.EXAMPLES_GENERATOR:
+        return None
+    from .llm import LLMClient
+
+    return LLMClient(api_base=api_base)
 
 
 def _scenario(number: int) -> library.Scenario:

@@ -59,6 +59,7 @@ _TOP = {
     "control": (dict, True),
     "treatment": (dict, True),
     "metric": (dict, True),
+    "examples": (dict, False),
 }
 _SCALE = {"kind": (str, True), "options": (list, False)}
 _TEMPLATE = {"situation": (str, True), "prompt": (str, True), "options": (list, False)}
@@ -131,6 +132,8 @@ class TestCase:
     control: Template
     treatment: Template
     metric: dict[str, Any]
+    # gap instruction -> author-written example fills (the offline `examples` generator)
+    examples: dict[str, tuple[str, ...]] = field(default_factory=dict)
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -346,10 +349,55 @@ def _build(data: dict[str, Any], check: _Checker) -> TestCase:
         control=templates.get("control", Template("", "", ())),
         treatment=templates.get("treatment", Template("", "", ())),
         metric=dict(data["metric"]),
+        examples=_build_examples(data.get("examples", {}), check),
     )
     if len(templates) == 2:
         _check_references(case, check)
+        _check_examples(case, check)
     return case
+
+
+def _build_examples(table: dict[str, Any], check: _Checker) -> dict[str, tuple[str, ...]]:
+    """`[examples]`: instruction -> list of at least MIN_EXAMPLES non-empty strings."""
+    from .examples import MAX_EXAMPLE_CHARS, MIN_EXAMPLES
+
+    out: dict[str, tuple[str, ...]] = {}
+    for key, fills in table.items():
+        path = ("examples", key)
+        if not isinstance(fills, list):
+            check.add(path, f"examples for '{_short(key)}' should be a list of strings")
+            continue
+        if len(fills) < MIN_EXAMPLES:
+            check.add(
+                path,
+                f"gap '{_short(key)}' has {len(fills)} example fill(s); write at least "
+                f"{MIN_EXAMPLES}",
+            )
+        for i, text in enumerate(fills):
+            if not isinstance(text, str) or not text.strip():
+                check.add(
+                    path,
+                    f"example {i + 1} of '{_short(key)}' should be a non-empty string",
+                    index=i,
+                )
+            elif len(text) > MAX_EXAMPLE_CHARS:
+                check.add(
+                    path,
+                    f"example {i + 1} of '{_short(key)}' is longer than {MAX_EXAMPLE_CHARS} characters",
+                    index=i,
+                )
+            elif "[[" in text or "]]" in text or "a/an" in text:
+                check.add(
+                    path,
+                    f"example {i + 1} of '{_short(key)}' contains '[[', ']]' or 'a/an': write the finished text",
+                    index=i,
+                )
+        out[key] = tuple(str(t) for t in fills)
+    return out
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _build_values(
@@ -499,6 +547,55 @@ def _check_references(case: TestCase, check: _Checker) -> None:
             )
 
 
+def _check_examples(case: TestCase, check: _Checker) -> None:
+    """Every `[examples]` key names a gap; fills refer only to known names; sets line up.
+
+    Which keys a case needs depends on sampled values, so coverage is checked in `_dry_run`.
+    """
+    from .examples import COMMON_GAPS
+
+    if not case.examples:
+        return
+    named = case.named_gaps()
+    gaps = [g for t in (case.control, case.treatment) for g in t.llm_gaps()]
+    patterns = []
+    for gap in gaps:
+        parts = re.split(r"(\{\{\s*[a-z][a-z0-9_]*\s*\}\})", gap.instruction)
+        regex = "".join(
+            (re.escape(p) if p.strip("{} ") in named else ".+?")
+            if p.startswith("{{")
+            else re.escape(p)
+            for p in parts
+        )
+        patterns.append(re.compile(regex, re.DOTALL))
+    known = set(case.values) | {"variant"} | set(named)
+    sizes = {len(v) for v in case.examples.values()}
+    for key, fills in case.examples.items():
+        path = ("examples", key)
+        if key in COMMON_GAPS:
+            check.add(path, f"'{key}' is filled from the scenario; it needs no examples")
+        elif not any(p.fullmatch(key) for p in patterns):
+            hint = difflib.get_close_matches(key, [g.instruction for g in gaps], n=1, cutoff=0.5)
+            extra = f"; did you mean '{_short(hint[0])}'?" if hint else ""
+            check.add(path, f"no gap has the instruction '{_short(key)}'{extra}")
+        if len(sizes) > 1:
+            check.add(
+                path,
+                f"'{_short(key)}' has {len(fills)} examples but other gaps have "
+                f"{', '.join(str(n) for n in sorted(sizes - {len(fills)}))}: every gap needs "
+                "the same number (the k-th examples of all gaps are used together)",
+            )
+        for i, text in enumerate(fills):
+            for name in re.findall(r"\{\{\s*([a-z][a-z0-9_]*)\s*\}\}", text):
+                if name not in known:
+                    check.add(
+                        path,
+                        f"example {i + 1} of '{_short(key)}' refers to '{{{{{name}}}}}', which "
+                        "is not a value or named gap of this test case",
+                        index=i,
+                    )
+
+
 def _field_source(
     case: TestCase, half: str, template: Template, path: str
 ) -> tuple[tuple[str, ...], int | None]:
@@ -526,6 +623,14 @@ def _dry_run(case: TestCase, check: _Checker, samples: int = 25) -> None:
         except (expressions.ExpressionError, TypeError, ValueError) as exc:
             check.add(("metric",), f"a metric parameter fails with sampled values: {exc}")
             return
+        missing = _missing_examples(case, values)
+        if missing:
+            check.add(
+                ("examples",),
+                f"no example fills for the gap '{_short(missing)}' (values {values}); "
+                "add them under [examples]",
+            )
+            return
         if not -1 <= params.k <= 1:
             check.add(("metric", "k"), f"k must lie in [-1, 1] (got {params.k} with {values})")
             return
@@ -538,6 +643,21 @@ def _dry_run(case: TestCase, check: _Checker, samples: int = 25) -> None:
                     f"for values {values}",
                 )
                 return
+
+
+def _missing_examples(case: TestCase, values: Mapping[str, Any]) -> str | None:
+    """The first gap instruction (as looked up) without examples, when the case has any."""
+    from .examples import COMMON_GAPS, example_key
+
+    if not case.examples:
+        return None
+    named = set(case.named_gaps())
+    for template in (case.control, case.treatment):
+        for gap in template.llm_gaps():
+            key = example_key(gap, values, named)
+            if gap.instruction not in COMMON_GAPS and key not in case.examples:
+                return key
+    return None
 
 
 def load_test_case(path: str | Path) -> TestCase:
@@ -600,6 +720,11 @@ def to_toml(case: TestCase) -> str:
     for key, value in case.metric.items():
         metric[key] = value
     doc["metric"] = metric
+    if case.examples:
+        examples = tomlkit.table()
+        for key, fills in case.examples.items():
+            examples[key] = _list(fills)
+        doc["examples"] = examples
     return tomlkit.dumps(doc)
 
 

@@ -11,11 +11,11 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import metrics
+from . import examples, metrics
 from .library import TestCase
 from .metrics import MetricParams
 from .store import dumps
@@ -227,25 +227,48 @@ async def generate(
     values = _sample(case, scenario, seed, index)
     fills: dict[str, str] = {}
     insertions = _value_insertions(case, values)
+    filler = examples.ExampleFiller(case, scenario, seed, index)
+    offline = generator == examples.EXAMPLES_GENERATOR
+    missing = filler.prefill(values, fills, everything=offline)
+    if offline and missing:
+        raise GenerationError(
+            f"{case.id} has no example fills for the gap '{missing[0].instruction}': add them "
+            "under [examples] in its file, or choose a model as generator"
+        )
     for template in (case.control, case.treatment):
         await _fill_template(
-            client, template, scenario, values, fills, generator, temperature, seed, json_schema
+            client,
+            template,
+            scenario,
+            values,
+            fills,
+            generator,
+            temperature,
+            seed,
+            json_schema,
+            filler.vet,
         )
-    for gap in case.control.llm_gaps() + case.treatment.llm_gaps():
-        key = gap.resolve(values)
-        if not any(i["gap"] == key for i in insertions):
-            insertions.append({"gap": key, "source": "llm", "text": fills[key]})
 
     def from_fills(gap: LLMGap) -> str:
         return fills[gap.resolve(values)]
+
+    control = examples.fix_articles(fill(case.control, values, from_fills))
+    for gap in case.control.llm_gaps() + case.treatment.llm_gaps():
+        key = gap.resolve(values)
+        if not any(i["gap"] == key for i in insertions):
+            text = fills[key]
+            if gap.instruction == examples.ARTICLE_GAP:
+                text = examples.first_article(control) or "a"
+            extra = filler.sources.get(key, {"source": "llm"})
+            insertions.append({"gap": key, **extra, "text": text})
 
     return Instance(
         id=instance_id(case, scenario, index, generator, seed, temperature),
         test_case=case.id,
         test_case_hash=case.content_hash,
         scenario=scenario,
-        control=fill(case.control, values, from_fills),
-        treatment=fill(case.treatment, values, from_fills),
+        control=control,
+        treatment=examples.fix_articles(fill(case.treatment, values, from_fills)),
         metric=case.metric_params(values),
         scenario_id=scenario_id,
         instance_index=index,
@@ -268,6 +291,7 @@ async def _fill_template(
     temperature: float,
     seed: int,
     json_schema: bool,
+    vet: Callable[[list[LLMGap], dict[str, str], dict[str, Any]], None],
 ) -> None:
     gaps = template.llm_gaps()
     while True:
@@ -282,6 +306,7 @@ async def _fill_template(
         answer = await _ask_for_fills(
             client, template, scenario, values, keys, generator, temperature, seed, json_schema
         )
+        vet(ready, answer, values)  # a rejected fill falls back to an example fill
         fills.update(answer)
         for gap in ready:
             if gap.name:
