@@ -8,6 +8,8 @@ import json
 import sys
 from typing import Any
 
+from . import examples
+
 
 def add_commands(commands: Any) -> None:
     p = commands.add_parser("run", help="run test cases x scenarios x models (resumable)")
@@ -15,7 +17,11 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--scenarios", type=int, default=1, help="number of scenarios (first N)")
     p.add_argument("--instances", type=int, default=1, help="instances per bias and scenario")
     p.add_argument("--models", required=True, help="comma-separated decision models")
-    p.add_argument("--generator", default="local/smollm2", help="model that fills [[gaps]]")
+    p.add_argument(
+        "--generator",
+        default=examples.default_generator(),
+        help="what fills [[gaps]]: 'examples' (offline, the default) or a model id",
+    )
     p.add_argument("--db", required=True, help="SQLite file for results")
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--temperature", type=float, default=0.0, help="decision temperature")

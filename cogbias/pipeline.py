@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 
 RANDOM_MODEL = "random"
 ANSWER_TOKENS = 300  # room to reason before choosing, as in the paper's free-answer step
-LOCAL_ANSWER_TOKENS = 120  # a 135M model's reasoning adds time, not accuracy, on 2 cores
+# A 135M model's "reasoning" adds time, not accuracy: on 2 cores each answer token costs
+# ~15-60 ms, and 120-token answers made a live pair take a minute. Ask it for one sentence.
+LOCAL_ANSWER_TOKENS = 32
 FILL_CHARS = 160  # a gap fill is a phrase or two; longer runs on until max_tokens
 FILL_TOKENS = 60  # per gap: FILL_CHARS characters with JSON quoting, in tokens
 OPTION_RE = re.compile(r"\b[Oo]ption (\d+)\b")
@@ -410,6 +412,7 @@ DEC_PROMPT = """Here is a decision-making task with several answer options.
 {task}
 
 Think it through briefly, then choose exactly one of the options."""
+LOCAL_DEC_SUFFIX = "\nReply in one short sentence that names the option you choose."
 
 EXTRACT_PROMPT = """Below are the answer options of a decision task and a written answer to it.
 
@@ -461,13 +464,14 @@ async def decide_half(
         result.choice = order[presented]
         return result
     task = render_decision_text(filled, order)
+    local = model.startswith("local/")
     first = await client.complete(
         LLMRequest(
             model=model,
-            messages=(("user", DEC_PROMPT.format(task=task)),),
+            messages=(("user", DEC_PROMPT.format(task=task) + (LOCAL_DEC_SUFFIX * local)),),
             temperature=temperature,
             seed=seed,
-            max_tokens=LOCAL_ANSWER_TOKENS if model.startswith("local/") else ANSWER_TOKENS,
+            max_tokens=LOCAL_ANSWER_TOKENS if local else ANSWER_TOKENS,
             repeat=repeat,
         )
     )

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import library, pipeline
+from . import examples, library, pipeline
 from .library import Scenario, TestCase
 from .pipeline import Instance
 from .store import Store, dumps, now
@@ -43,7 +43,7 @@ class RunSpec:
     biases: list[str] = field(default_factory=list)  # empty: the whole library
     scenarios: int = 1
     instances: int = 1
-    generator: str = "local/smollm2"
+    generator: str = field(default_factory=examples.default_generator)
     temperature: float = 0.0
     repeats: int = 1
     seed: int = 0
