@@ -150,7 +150,7 @@ class ExampleFiller:
         self.seed = seed
         self.named = set(case.named_gaps())
         sizes = {len(v) for v in case.examples.values()}
-        self.set_index = _index("examples", case.id, scenario, seed, index) % (min(sizes) or 1)
+        self.set_index = _index("examples", case.id, scenario, seed, index) % min(sizes, default=1)
         self.sources: dict[str, dict[str, str]] = {}  # fill key -> extra insertion fields
 
     def example(self, gap: LLMGap, values: Mapping[str, Any]) -> str | None:
