@@ -61,6 +61,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
     p.set_defaults(handler=_preview)
 
+    p = commands.add_parser(
+        "pair", help="fill one pair and have it decided live (what Learn's 'Run it live' does)"
+    )
+    p.add_argument("id")
+    p.add_argument("--scenario", type=int, default=1, help="scenario number (1-200)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--generator", help="what fills [[gaps]] (default: 'examples', offline)")
+    p.add_argument("--models", default="local/smollm2", help="comma-separated decision models")
+    p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
+    p.set_defaults(handler=_pair)
+
     from . import cli_runs
 
     cli_runs.add_commands(commands)
@@ -138,6 +149,39 @@ def _preview(args: argparse.Namespace) -> int:
         for ins in instance.insertions:
             note = f"  ({ins['note']})" if ins.get("note") else ""
             print(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}{note}")
+    return 0
+
+
+def _pair(args: argparse.Namespace) -> int:
+    """Generate one pair and ask each model both halves; prints answers, choices and score."""
+    from . import pipeline
+
+    case = library.get_test_case(args.id)
+    scenario = _scenario(args.scenario)
+    generator = args.generator or examples.default_generator()
+    instance = pipeline.run_sync(
+        pipeline.generate(
+            _client(generator, args.api_base), case, scenario.text, generator, seed=args.seed
+        )
+    )
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    client = None
+    for model in models:
+        if model != pipeline.RANDOM_MODEL and client is None:
+            from .llm import LLMClient
+
+            client = LLMClient(api_base=args.api_base)
+        row = pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=args.seed))
+        print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
+        for half in ("control", "treatment"):
+            choice = row[f"{half}_choice"]
+            shown = (
+                "none"
+                if choice is None
+                else f"{choice + 1} {instance.half(half).options[choice]!r}"
+            )
+            print(f"{half}: answer {row[f'{half}_answer']!r} -> {shown}")
+        print(f"score: {row['score']}" + (f"  error: {row['error']}" if row["error"] else ""))
     return 0
 
 

@@ -437,6 +437,14 @@ class HalfResult:
     cost: float = 0.0
 
 
+def _single_option(answer: str, n_options: int) -> int | None:
+    """The option number when the answer names exactly one valid "Option N", else None."""
+    named = {int(m) for m in OPTION_RE.findall(answer)}
+    if len(named) == 1 and 1 <= min(named) <= n_options:
+        return named.pop()
+    return None
+
+
 def option_grammar(n_options: int) -> str:
     """GBNF that only admits "Option 1" .. "Option n" (for llama.cpp-served local models)."""
     choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
@@ -476,32 +484,35 @@ async def decide_half(
         )
     )
     result.answer = first.text
-    second = await client.complete(
-        LLMRequest(
-            model=model,
-            messages=(
-                (
-                    "user",
-                    EXTRACT_PROMPT.format(
-                        options=render_options(filled.options, order), answer=first.text
+    result.tokens = first.prompt_tokens + first.completion_tokens
+    result.cost = first.cost
+    direct = _single_option(first.text, n) if local else None
+    if direct is not None:
+        # A tiny local model's answer that names exactly one valid option is read directly:
+        # on 2 shared cores the extraction call costs as much as the answer itself.
+        result.extraction = f"Option {direct}"
+    else:
+        second = await client.complete(
+            LLMRequest(
+                model=model,
+                messages=(
+                    (
+                        "user",
+                        EXTRACT_PROMPT.format(
+                            options=render_options(filled.options, order), answer=first.text
+                        ),
                     ),
                 ),
-            ),
-            temperature=0.0,
-            seed=seed,
-            max_tokens=12,
-            grammar=option_grammar(n) if model.startswith("local/") else None,
-            repeat=repeat,
+                temperature=0.0,
+                seed=seed,
+                max_tokens=12,
+                grammar=option_grammar(n) if local else None,
+                repeat=repeat,
+            )
         )
-    )
-    result.extraction = second.text.strip()
-    result.tokens = (
-        first.prompt_tokens
-        + first.completion_tokens
-        + second.prompt_tokens
-        + second.completion_tokens
-    )
-    result.cost = first.cost + second.cost
+        result.extraction = second.text.strip()
+        result.tokens += second.prompt_tokens + second.completion_tokens
+        result.cost += second.cost
     match = OPTION_RE.search(result.extraction)
     if match is None:
         result.error = (

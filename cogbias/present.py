@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from .examples import SOURCE_LABELS
 from .library import TestCase
 from .pipeline import Instance
 from .templates import Filled, LLMGap, ValueGap, diff, render_decision_text, show_value
@@ -113,7 +114,7 @@ def case_halves_html(case: TestCase) -> dict[str, dict[str, str]]:
 
 
 def _insertion_span(text: str, source: str, title: str) -> str:
-    color = LLM_COLOR if source == "llm" else VALUE_COLOR
+    color = VALUE_COLOR if source == "value" else LLM_COLOR
     return (
         f'<span class="ins-{source}" title="{html.escape(title, quote=True)}" '
         f'style="background:{color}1f;border-bottom:2px solid {color}">{html.escape(text)}</span>'
@@ -128,7 +129,7 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
     """
     template = case.templates()[half]
     values = instance.values
-    llm_fills = {i["gap"]: i["text"] for i in instance.insertions if i.get("source") == "llm"}
+    llm_fills = {i["gap"]: i for i in instance.insertions if i.get("source") != "value"}
     named = case.named_gaps()
 
     def render(path: str) -> str:
@@ -137,7 +138,7 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
             if isinstance(seg, str):
                 out.append(html.escape(seg))
             elif isinstance(seg, ValueGap):
-                out.append(_value_gap(seg, values, named))
+                out.append(_value_gap(seg, values, named, llm_fills))
             else:
                 out.append(_llm_gap(seg, values, llm_fills))
         return "".join(out)
@@ -146,27 +147,43 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
     return {"situation": render("situation"), "prompt": render("prompt"), "options": options}
 
 
-def _value_gap(seg: ValueGap, values: Mapping[str, Any], named: Mapping[str, LLMGap]) -> str:
+def _value_gap(
+    seg: ValueGap,
+    values: Mapping[str, Any],
+    named: Mapping[str, LLMGap],
+    fills: Mapping[str, Mapping[str, str]],
+) -> str:
     if seg.name not in values:
         return highlight_gaps(f"{{{{{seg.name}}}}}")
     text = show_value(values[seg.name])
     if seg.name in named:
-        return _insertion_span(text, "llm", f"generator LLM (named gap '{seg.name}')")
+        fill = fills.get(named[seg.name].resolve(values), {"source": "llm"})
+        title = f"{_source_label(fill)} (named gap '{seg.name}')"
+        return _insertion_span(text, str(fill.get("source", "llm")), title)
     return _insertion_span(text, "value", f"value generator '{seg.name}'")
 
 
-def _llm_gap(seg: LLMGap, values: Mapping[str, Any], fills: Mapping[str, str]) -> str:
+def _llm_gap(seg: LLMGap, values: Mapping[str, Any], fills: Mapping[str, Mapping[str, str]]) -> str:
     key = seg.resolve(values)
     if key not in fills:
         return highlight_gaps(f"[[{key}]]")
-    return _insertion_span(fills[key], "llm", f"generator LLM: {key}")
+    fill = fills[key]
+    title = f"{_source_label(fill)}: {key}"
+    return _insertion_span(fill["text"], str(fill.get("source", "llm")), title)
+
+
+def _source_label(insertion: Mapping[str, str]) -> str:
+    """Where an insertion came from, in words (a rejected model fill says so)."""
+    source = insertion.get("source", "llm")
+    label = SOURCE_LABELS.get(source, source)
+    return f"{label} ({insertion['note']})" if insertion.get("note") else label
 
 
 def insertions_frame(instance: Instance) -> pd.DataFrame:
     """Every insertion of an instance: gap, source and the inserted text."""
     rows = [
         {
-            "source": "generator LLM" if i.get("source") == "llm" else "value generator",
+            "source": _source_label(i),
             "gap": i.get("gap", ""),
             "inserted text": i.get("text", ""),
         }
