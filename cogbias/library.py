@@ -625,10 +625,14 @@ def _dry_run(case: TestCase, check: _Checker, samples: int = 25) -> None:
             return
         missing = _missing_examples(case, values)
         if missing:
+            half, path, gap, key = missing
+            src, index = _field_source(case, half, case.templates()[half], path)
             check.add(
-                ("examples",),
-                f"no example fills for the gap '{_short(missing)}' (values {values}); "
+                src,
+                f"no example fills for the gap '{_short(key)}' (values {values}); "
                 "add them under [examples]",
+                index=index,
+                offset=gap.start,
             )
             return
         if not -1 <= params.k <= 1:
@@ -645,18 +649,23 @@ def _dry_run(case: TestCase, check: _Checker, samples: int = 25) -> None:
                 return
 
 
-def _missing_examples(case: TestCase, values: Mapping[str, Any]) -> str | None:
-    """The first gap instruction (as looked up) without examples, when the case has any."""
+def _missing_examples(
+    case: TestCase, values: Mapping[str, Any]
+) -> tuple[str, str, LLMGap, str] | None:
+    """(half, field, gap, lookup key) of the first gap without examples, when the case has any."""
     from .examples import COMMON_GAPS, example_key
 
     if not case.examples:
         return None
     named = set(case.named_gaps())
-    for template in (case.control, case.treatment):
-        for gap in template.llm_gaps():
-            key = example_key(gap, values, named)
-            if gap.instruction not in COMMON_GAPS and key not in case.examples:
-                return key
+    for half, template in case.templates().items():
+        for path, _ in template.fields():
+            for gap in template.segments(path):
+                if not isinstance(gap, LLMGap) or gap.instruction in COMMON_GAPS:
+                    continue
+                key = example_key(gap, values, named)
+                if key not in case.examples:
+                    return half, path, gap, key
     return None
 
 

@@ -540,13 +540,16 @@ async def decide_pair(
     reverse = metrics.should_reverse(instance.id, seed)
     order = metrics.option_order(instance.n_options, reverse)
     halves: dict[str, HalfResult] = {}
-    outcomes = await asyncio.gather(
-        *(
-            decide_half(client, instance.half(h), order, model, temperature, seed, repeat)
-            for h in ("control", "treatment")
-        ),
-        return_exceptions=True,
-    )
+    asks = [
+        decide_half(client, instance.half(h), order, model, temperature, seed, repeat)
+        for h in ("control", "treatment")
+    ]
+    if model.startswith("local/"):
+        # One after the other, so the local server reuses the control's prompt prefix (kept
+        # in its KV cache) for the treatment: the halves differ in a few words only.
+        outcomes = [await _settle(ask) for ask in asks]
+    else:
+        outcomes = await asyncio.gather(*asks, return_exceptions=True)
     errors = []
     for name, outcome in zip(("control", "treatment"), outcomes, strict=True):
         if isinstance(outcome, FatalLLMError):
@@ -569,6 +572,14 @@ async def decide_pair(
         halves["treatment"],
         errors,
     )
+
+
+async def _settle(ask: Awaitable[T]) -> T | BaseException:
+    """Await like `gather(..., return_exceptions=True)` does for one awaitable."""
+    try:
+        return await ask
+    except Exception as exc:
+        return exc
 
 
 def failed_decision(
