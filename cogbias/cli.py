@@ -17,6 +17,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
+    if getattr(args, "db", "") is None:
+        from .store import default_path
+
+        args.db = default_path()
     try:
         return args.handler(args) or 0
     except KeyError as exc:

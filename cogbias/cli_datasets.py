@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from .cli_runs import add_db
 from .datasets.generic import FIELDS
 
 
@@ -39,7 +40,7 @@ def add_commands(commands: Any) -> None:
         "generic",
         help="any CSV / JSONL / Parquet file of prompts (and answers) with a column mapping",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=f"fields:\n{fields}\n\nexample:\n  cogbias import generic answers.jsonl --db r.db "
+        epilog=f"fields:\n{fields}\n\nexample:\n  cogbias import generic answers.jsonl "
         "--map bias=bias_name --map control=prompt_a --map treatment=prompt_b "
         "--map control_answer=a --map treatment_answer=b --set model=my-model",
     )
@@ -50,11 +51,11 @@ def add_commands(commands: Any) -> None:
     p.set_defaults(handler=_import_generic)
 
     p = commands.add_parser("datasets", help="list imported datasets")
-    p.add_argument("--db", required=True)
+    add_db(p)
     p.set_defaults(handler=_datasets)
 
     p = commands.add_parser("export", help="export pairs of a run or dataset (CSV, JSONL, Parquet)")
-    p.add_argument("--db", required=True)
+    add_db(p)
     p.add_argument("--dataset", help="all pairs on this dataset (published and run)")
     p.add_argument("--run", help="the pairs of this run")
     p.add_argument("--model", help="only this model's pairs")
@@ -68,7 +69,7 @@ def add_commands(commands: Any) -> None:
     p = commands.add_parser(
         "analyze", help="bias x model statistics, the paper's table, clusters, capability"
     )
-    p.add_argument("--db", required=True)
+    add_db(p)
     p.add_argument("--dataset", help="decisions on this dataset")
     p.add_argument("--run", help="decisions of this run")
     p.add_argument(
@@ -83,7 +84,7 @@ def add_commands(commands: Any) -> None:
 
 
 def _common_import_args(p: argparse.ArgumentParser, default_name: str | None) -> None:
-    p.add_argument("--db", required=True, help="SQLite file")
+    add_db(p)
     p.add_argument(
         "--name",
         default=default_name,

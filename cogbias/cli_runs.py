@@ -1,14 +1,45 @@
-"""CLI commands that run batches and read results: `run`, `runs`, `results`."""
+"""CLI commands that run batches and read results: `run`, `resume`, `cancel`, `runs`,
+`results`, `cache`."""
 
 from __future__ import annotations
 
 import argparse
 import csv
 import json
+import re
 import sys
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from . import examples
+
+
+def add_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db",
+        default=None,
+        help="SQLite file (default: $COGBIAS_DB, else $COGBIAS_HOME/cogbias.db, "
+        "else ~/.cogbias/cogbias.db — the app's database)",
+    )
+
+
+def _add_execution(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--concurrency", type=int, default=16, help="LLM requests in flight at once")
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="also retry pairs whose answers could not be read or were refused (asked afresh, "
+        "not from the cache); transient failures are always retried",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="ask every model afresh instead of reading cached answers (new answers are cached)",
+    )
+    p.add_argument("--timeout", type=float, help="seconds per attempt (default: per model)")
+    p.add_argument(
+        "--deadline", type=float, help="seconds per call, retries included (default: per model)"
+    )
 
 
 def add_commands(commands: Any) -> None:
@@ -22,9 +53,9 @@ def add_commands(commands: Any) -> None:
         default=examples.default_generator(),
         help="what fills [[gaps]]: 'examples' (offline, the default) or a model id",
     )
-    p.add_argument("--db", required=True, help="SQLite file for results")
-    p.add_argument("--concurrency", type=int, default=16)
+    add_db(p)
     p.add_argument("--temperature", type=float, default=0.0, help="decision temperature")
+    p.add_argument("--generator-temperature", type=float, default=0.7)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
@@ -32,18 +63,45 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--per-bias", type=int, help="with --dataset: at most N instances per bias")
     p.add_argument("--name", default="", help="a label for the run")
     p.add_argument("--dry-run", action="store_true", help="print the plan and estimate, do not run")
+    _add_execution(p)
     p.set_defaults(handler=_run)
 
+    p = commands.add_parser("resume", help="resume a stored run from its own spec")
+    p.add_argument("run_id")
+    add_db(p)
+    _add_execution(p)
+    p.set_defaults(handler=_resume)
+
+    p = commands.add_parser("cancel", help="ask a run's worker to stop (it stops within 2 s)")
+    p.add_argument("run_id")
+    add_db(p)
+    p.set_defaults(handler=_cancel)
+
     p = commands.add_parser("runs", help="list runs with counts, failures, tokens, cost, duration")
-    p.add_argument("--db", required=True)
+    add_db(p)
     p.set_defaults(handler=_runs)
 
     p = commands.add_parser("results", help="bias x model mean scores, n and failures")
-    p.add_argument("--db", required=True)
+    add_db(p)
     p.add_argument("--run", help="only this run")
     p.add_argument("--dataset", help="only decisions on this dataset")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.set_defaults(handler=_results)
+
+    p = commands.add_parser("cache", help="see, prune or clear the LLM response cache")
+    actions = p.add_subparsers(metavar="ACTION")
+    q = actions.add_parser("stats", help="cached answers per model: count, tokens, cost, age")
+    add_db(q)
+    q.set_defaults(handler=_cache_stats)
+    q = actions.add_parser("prune", help="delete cached answers older than an age")
+    q.add_argument("--older-than", required=True, help="an age like 30d, 12h or 90m")
+    q.add_argument("--model", help="only this model's answers")
+    add_db(q)
+    q.set_defaults(handler=_cache_prune)
+    q = actions.add_parser("clear", help="delete every cached answer (or one model's)")
+    q.add_argument("--model", help="only this model's answers")
+    add_db(q)
+    q.set_defaults(handler=_cache_clear)
 
 
 def _split(text: str | None) -> list[str]:
@@ -61,6 +119,7 @@ def _run(args: argparse.Namespace) -> int:
         models=_split(args.models),
         generator=args.generator,
         temperature=args.temperature,
+        generator_temperature=args.generator_temperature,
         repeats=args.repeats,
         seed=args.seed,
         api_base=args.api_base,
@@ -72,20 +131,72 @@ def _run(args: argparse.Namespace) -> int:
         print(plan.describe(), file=sys.stderr)
         if args.dry_run:
             return 0
+        return _execute(plan, store, args, name=args.name)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from . import runner
+    from .store import Store
+
+    with Store(args.db) as store:
+        spec = runner.stored_spec(store, args.run_id)
+        plan = runner.plan(spec, store)
+        if plan.spec.run_id != args.run_id:  # stored by an older cogbias under another id
+            raise ValueError(
+                f"run {args.run_id} cannot be resumed: its spec now maps to {plan.spec.run_id}"
+            )
+        print(plan.describe(), file=sys.stderr)
+        return _execute(plan, store, args)
+
+
+def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
+    from . import runner
+
+    try:
         outcome = runner.execute(
             plan,
             store,
             concurrency=args.concurrency,
             progress=runner.TerminalProgress(),
-            name=args.name,
+            name=name,
+            retry_failed=args.retry_failed,
+            read_cache=not args.no_cache,
+            timeout=args.timeout,
+            deadline=args.deadline,
         )
+    except runner.RunBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    saved = outcome.get("cost_saved") or 0.0
     print(
-        f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} pairs, {outcome['failed']} failed",
+        f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} "
+        f"pairs, {outcome['failed']} failed; cost ${outcome['cost'] or 0:.4f}"
+        + (f" (${saved:.4f} saved by the cache)" if saved else ""),
         file=sys.stderr,
     )
-    if outcome["status"] == "failed":
-        print(f"error: {outcome['error']}", file=sys.stderr)
+    if outcome["status"] in ("failed", "incomplete"):
+        print(
+            f"{'error' if outcome['status'] == 'failed' else 'note'}: {outcome['error']}",
+            file=sys.stderr,
+        )
         return 1
+    return 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from .store import Store
+
+    with Store(args.db) as store:
+        if store.run(args.run_id) is None:
+            raise KeyError(f"no run {args.run_id} in {store.path}")
+        store.request_cancel(args.run_id)
+        run = store.run(args.run_id) or {}
+    state = (
+        "cancelled"
+        if run.get("status") == "cancelled"
+        else "cancelling (the worker stops within 2 s)"
+    )
+    print(f"run {args.run_id}: {state}", file=sys.stderr)
     return 0
 
 
@@ -98,22 +209,8 @@ def _runs(args: argparse.Namespace) -> int:
     if not rows:
         print("no runs yet: start one with `cogbias run`", file=sys.stderr)
         return 0
-    _table(
-        rows,
-        [
-            "id",
-            "name",
-            "status",
-            "planned",
-            "done",
-            "failed",
-            "tokens",
-            "cost",
-            "duration_s",
-            "models",
-            "biases",
-        ],
-    )
+    columns = ["id", "name", "status", "planned", "done", "failed", "tokens", "cost"]
+    _table(rows, [*columns, "cost_saved", "duration_s", "models", "biases", "error"])
     return 0
 
 
@@ -121,7 +218,14 @@ def _results(args: argparse.Namespace) -> int:
     from .store import Store
 
     with Store(args.db) as store:
+        if args.run and store.run(args.run) is None:
+            raise KeyError(f"no run {args.run} in {store.path}; see `cogbias runs`")
+        if args.dataset and store.dataset(args.dataset) is None:
+            raise KeyError(f"no dataset {args.dataset} in {store.path}; see `cogbias datasets`")
         rows = store.results(run_id=args.run, dataset=args.dataset)
+    if not rows:
+        print("no results yet: start a run with `cogbias run`", file=sys.stderr)
+        return 0
     for row in rows:
         total = (row["n"] or 0) + (row["failures"] or 0)
         row["failure_rate"] = round(row["failures"] / total, 4) if total else 0.0
@@ -137,6 +241,44 @@ def _results(args: argparse.Namespace) -> int:
         writer.writerows(rows)
     else:
         _table(rows, ["bias", "model", "mean", "n", "failures", "failure_rate"])
+    return 0
+
+
+def _cache_stats(args: argparse.Namespace) -> int:
+    from .store import Store
+
+    with Store(args.db) as store:
+        rows = store.cache_stats()
+    if not rows:
+        print("the cache is empty", file=sys.stderr)
+        return 0
+    _table(rows, ["model", "answers", "tokens", "cost", "oldest", "newest"])
+    return 0
+
+
+_AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([dhm])")
+
+
+def _cache_prune(args: argparse.Namespace) -> int:
+    from .store import Store
+
+    match = _AGE.fullmatch(args.older_than.strip())
+    if not match:
+        raise ValueError(f"--older-than {args.older_than!r}: give an age like 30d, 12h or 90m")
+    unit = {"d": "days", "h": "hours", "m": "minutes"}[match.group(2)]
+    cutoff = datetime.now(UTC) - timedelta(**{unit: float(match.group(1))})
+    with Store(args.db) as store:
+        removed = store.prune_cache(cutoff.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), args.model)
+    print(f"removed {removed} cached answer(s) older than {args.older_than}", file=sys.stderr)
+    return 0
+
+
+def _cache_clear(args: argparse.Namespace) -> int:
+    from .store import Store
+
+    with Store(args.db) as store:
+        removed = store.prune_cache(model=args.model)
+    print(f"removed {removed} cached answer(s)", file=sys.stderr)
     return 0
 
 

@@ -7,18 +7,17 @@ once and where results go. Nothing here touches the database.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import random
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import examples, metrics
 from .library import TestCase
-from .metrics import MetricParams
-from .store import dumps
+from .llm.profiles import RANDOM_MODEL
+from .records import Instance, cap_text, decision_id, dumps, instance_id, stable_id
 from .templates import (
     Filled,
     LLMGap,
@@ -30,13 +29,8 @@ from .templates import (
 )
 
 if TYPE_CHECKING:
-    from .llm import LLMClient
+    from .llm import LLMClient, LLMResponse
 
-RANDOM_MODEL = "random"
-ANSWER_TOKENS = 300  # room to reason before choosing, as in the paper's free-answer step
-# A 135M model's "reasoning" adds time, not accuracy: on 2 cores each answer token costs
-# ~15-60 ms, and 120-token answers made a live pair take a minute. Ask it for one sentence.
-LOCAL_ANSWER_TOKENS = 32
 FILL_CHARS = 160  # a gap fill is a phrase or two; longer runs on until max_tokens
 FILL_TOKENS = 60  # per gap: FILL_CHARS characters with JSON quoting, in tokens
 OPTION_RE = re.compile(r"\b[Oo]ption (\d+)\b")
@@ -48,98 +42,6 @@ def run_sync(coro: Awaitable[T]) -> T:
     return asyncio.run(coro)  # type: ignore[arg-type]
 
 
-def stable_id(*parts: Any) -> str:
-    return hashlib.sha256(dumps(list(parts)).encode()).hexdigest()[:20]
-
-
-@dataclass
-class Instance:
-    """A filled control/treatment pair, ready for decision models."""
-
-    id: str
-    test_case: str
-    test_case_hash: str
-    scenario: str
-    control: Filled
-    treatment: Filled
-    metric: MetricParams
-    scenario_id: int | None = None
-    instance_index: int = 0
-    generator: str | None = None
-    temperature: float | None = None
-    seed: int | None = None
-    variant: str = "default"
-    values: dict[str, Any] = field(default_factory=dict)
-    insertions: list[dict[str, str]] = field(default_factory=list)
-    dataset: str | None = None
-    status: str = "ok"
-    error: str | None = None
-
-    @property
-    def n_options(self) -> int:
-        return len(self.control.options)
-
-    def half(self, name: str) -> Filled:
-        return self.control if name == "control" else self.treatment
-
-    def decision_text(self, half: str, order: Sequence[int] | None = None) -> str:
-        return render_decision_text(self.half(half), order)
-
-    def to_row(self) -> dict[str, Any]:
-        def filled(f: Filled) -> str:
-            return dumps({"situation": f.situation, "prompt": f.prompt, "options": list(f.options)})
-
-        return {
-            "id": self.id,
-            "test_case": self.test_case,
-            "test_case_hash": self.test_case_hash,
-            "dataset": self.dataset,
-            "scenario_id": self.scenario_id,
-            "scenario": self.scenario,
-            "instance_index": self.instance_index,
-            "generator": self.generator,
-            "temperature": self.temperature,
-            "seed": self.seed,
-            "variant": self.variant,
-            "values_json": dumps(self.values),
-            "insertions": dumps(self.insertions),
-            "control": filled(self.control),
-            "treatment": filled(self.treatment),
-            "n_options": self.n_options,
-            "metric": dumps(self.metric.__dict__),
-            "status": self.status,
-            "error": self.error,
-            "created_at": None,
-        }
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Instance:
-        def filled(text: str) -> Filled:
-            d = json.loads(text)
-            return Filled(d["situation"], d["prompt"], tuple(d["options"]))
-
-        return cls(
-            id=row["id"],
-            test_case=row["test_case"],
-            test_case_hash=row["test_case_hash"] or "",
-            scenario=row["scenario"] or "",
-            control=filled(row["control"]),
-            treatment=filled(row["treatment"]),
-            metric=MetricParams(**json.loads(row["metric"])),
-            scenario_id=row["scenario_id"],
-            instance_index=row["instance_index"] or 0,
-            generator=row["generator"],
-            temperature=row["temperature"],
-            seed=row["seed"],
-            variant=row["variant"] or "default",
-            values=json.loads(row["values_json"] or "{}"),
-            insertions=json.loads(row["insertions"] or "[]"),
-            dataset=row["dataset"],
-            status=row["status"],
-            error=row["error"],
-        )
-
-
 # --------------------------------------------------------------------------- generate
 
 
@@ -147,18 +49,12 @@ class GenerationError(RuntimeError):
     pass
 
 
-def instance_id(
-    case: TestCase, scenario: str, index: int, generator: str | None, seed: int, temperature: float
-) -> str:
-    return stable_id("instance", case.content_hash, scenario, index, generator, seed, temperature)
-
-
 def generate_offline(case: TestCase, scenario: str, seed: int = 0, index: int = 0) -> Instance:
     """Fill value gaps only; LLM gaps stay visible as `[[...]]` (no model needed)."""
     values = _sample(case, scenario, seed, index)
 
     return Instance(
-        id=instance_id(case, scenario, index, None, seed, 0.0),
+        id=instance_id(case.content_hash, scenario, index, None, seed, 0.0),
         test_case=case.id,
         test_case_hash=case.content_hash,
         scenario=scenario,
@@ -170,6 +66,14 @@ def generate_offline(case: TestCase, scenario: str, seed: int = 0, index: int = 
         variant=values["variant"],
         values=values,
         insertions=_value_insertions(case, values),
+    )
+
+
+def random_generator_refusal(case_id: str, gaps: list[str]) -> str:
+    shown = ", ".join(f"[[{g}]]" for g in gaps[:5]) + (" ..." if len(gaps) > 5 else "")
+    return (
+        f"the random baseline cannot write text, and {case_id} has LLM gaps ({shown}); "
+        "choose a language model as the generator (e.g. local/smollm2)"
     )
 
 
@@ -219,7 +123,6 @@ async def generate(
     temperature: float = 0.7,
     index: int = 0,
     scenario_id: int | None = None,
-    json_schema: bool = True,
 ) -> Instance:
     """Fill every gap of a test case for a scenario with the generator model.
 
@@ -237,6 +140,15 @@ async def generate(
             f"{case.id} has no example fills for the gap '{missing[0].instruction}': add them "
             "under [examples] in its file, or choose a model as generator"
         )
+    json_schema = offline or client.profile(generator).json_schema
+    if generator == RANDOM_MODEL:
+        gaps = list(
+            dict.fromkeys(
+                g.instruction for g in case.control.llm_gaps() + case.treatment.llm_gaps()
+            )
+        )
+        if gaps:
+            raise GenerationError(random_generator_refusal(case.id, gaps))
     for template in (case.control, case.treatment):
         await _fill_template(
             client,
@@ -265,7 +177,7 @@ async def generate(
             insertions.append({"gap": key, **extra, "text": text})
 
     return Instance(
-        id=instance_id(case, scenario, index, generator, seed, temperature),
+        id=instance_id(case.content_hash, scenario, index, generator, seed, temperature),
         test_case=case.id,
         test_case_hash=case.content_hash,
         scenario=scenario,
@@ -412,6 +324,8 @@ DEC_PROMPT = """Here is a decision-making task with several answer options.
 {task}
 
 Think it through briefly, then choose exactly one of the options."""
+# A 135M model's "reasoning" adds time, not accuracy: on 2 shared cores each token costs
+# 15-100 ms. Its answer budget is short (profiles.LOCAL_ANSWER_TOKENS); ask for one sentence.
 LOCAL_DEC_SUFFIX = "\nReply in one short sentence that names the option you choose."
 
 EXTRACT_PROMPT = """Below are the answer options of a decision task and a written answer to it.
@@ -433,8 +347,17 @@ class HalfResult:
     extraction: str = ""
     choice: int | None = None  # 0-based, original order
     error: str | None = None
-    tokens: int = 0
+    failure_kind: str | None = None
+    tokens: int = 0  # incurred now (cached answers cost nothing)
     cost: float = 0.0
+    cost_saved: float = 0.0
+    cached: bool = True
+
+    def account(self, response: LLMResponse) -> None:
+        self.tokens += 0 if response.cached else response.prompt_tokens + response.completion_tokens
+        self.cost += response.cost
+        self.cost_saved += response.cost_saved
+        self.cached = self.cached and response.cached
 
 
 def _single_option(answer: str, n_options: int) -> int | None:
@@ -471,21 +394,21 @@ async def decide_half(
         result.answer = result.extraction = f"Option {presented + 1}"
         result.choice = order[presented]
         return result
+    profile = client.profile(model)
     task = render_decision_text(filled, order)
-    local = model.startswith("local/")
+    local = profile.kind == "local"
     first = await client.complete(
         LLMRequest(
             model=model,
-            messages=(("user", DEC_PROMPT.format(task=task) + (LOCAL_DEC_SUFFIX * local)),),
+            messages=(("user", DEC_PROMPT.format(task=task) + LOCAL_DEC_SUFFIX * local),),
             temperature=temperature,
             seed=seed,
-            max_tokens=LOCAL_ANSWER_TOKENS if local else ANSWER_TOKENS,
+            max_tokens=profile.answer_tokens,
             repeat=repeat,
         )
     )
+    result.account(first)
     result.answer = first.text
-    result.tokens = first.prompt_tokens + first.completion_tokens
-    result.cost = first.cost
     direct = _single_option(first.text, n) if local else None
     if direct is not None:
         # A tiny local model's answer that names exactly one valid option is read directly:
@@ -506,13 +429,12 @@ async def decide_half(
                 temperature=0.0,
                 seed=seed,
                 max_tokens=12,
-                grammar=option_grammar(n) if local else None,
+                grammar=option_grammar(n) if profile.grammar else None,
                 repeat=repeat,
             )
         )
+        result.account(second)
         result.extraction = second.text.strip()
-        result.tokens += second.prompt_tokens + second.completion_tokens
-        result.cost += second.cost
     match = OPTION_RE.search(result.extraction)
     if match is None:
         result.error = (
@@ -522,6 +444,8 @@ async def decide_half(
         result.error = f"the answer chose Option {match.group(1)}, but only 1-{n} exist"
     else:
         result.choice = order[int(match.group(1)) - 1]
+    if result.error:
+        result.failure_kind = "unparseable"
     return result
 
 
@@ -534,7 +458,11 @@ async def decide_pair(
     repeat: int = 0,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Answer both halves (same option order for both) and score: one decisions row."""
+    """Answer both halves (same option order for both) and score: one decisions row.
+
+    Raises `FatalLLMError` (the run must stop); any other failed call becomes a failed row
+    whose `failure_kind` says whether resuming should retry it.
+    """
     from .llm import FatalLLMError, LLMError
 
     reverse = metrics.should_reverse(instance.id, seed)
@@ -550,27 +478,16 @@ async def decide_pair(
         outcomes = [await _settle(ask) for ask in asks]
     else:
         outcomes = await asyncio.gather(*asks, return_exceptions=True)
-    errors = []
     for name, outcome in zip(("control", "treatment"), outcomes, strict=True):
         if isinstance(outcome, FatalLLMError):
             raise outcome
         if isinstance(outcome, LLMError):
-            outcome = HalfResult(error=f"{outcome.kind}: {outcome}")
+            outcome = HalfResult(error=str(outcome), failure_kind=outcome.failure_kind)
         elif isinstance(outcome, BaseException):
             raise outcome
         halves[name] = outcome
-        if outcome.error:
-            errors.append(f"{name}: {outcome.error}")
     return _decision_row(
-        instance,
-        model,
-        run_id,
-        temperature,
-        repeat,
-        order,
-        halves["control"],
-        halves["treatment"],
-        errors,
+        instance, model, run_id, temperature, repeat, order, halves["control"], halves["treatment"]
     )
 
 
@@ -583,13 +500,22 @@ async def _settle(ask: Awaitable[T]) -> T | BaseException:
 
 
 def failed_decision(
-    instance: Instance, model: str, run_id: str, temperature: float, repeat: int, error: str
+    instance: Instance,
+    model: str,
+    run_id: str,
+    temperature: float,
+    repeat: int,
+    error: str,
+    failure_kind: str,
 ) -> dict[str, Any]:
     """A decisions row for a pair that could not be asked (e.g. its generation failed)."""
     order = list(range(instance.n_options))
-    return _decision_row(
-        instance, model, run_id, temperature, repeat, order, HalfResult(), HalfResult(), [error]
-    )
+    failed = HalfResult(error=error, failure_kind=failure_kind)
+    return _decision_row(instance, model, run_id, temperature, repeat, order, failed, HalfResult())
+
+
+# A pair fails with its most retryable half's kind: a transient half must be asked again.
+_KIND_RANK = {kind: i for i, kind in enumerate(("transient", "invalid", "unparseable", "fatal"))}
 
 
 def _decision_row(
@@ -601,13 +527,16 @@ def _decision_row(
     order: Sequence[int],
     c: HalfResult,
     t: HalfResult,
-    errors: list[str],
 ) -> dict[str, Any]:
+    failed = [(name, h) for name, h in (("control", c), ("treatment", t)) if h.error]
     score = None
-    if not errors and c.choice is not None and t.choice is not None:
+    if not failed and c.choice is not None and t.choice is not None:
         score = score_instance(instance, c.choice, t.choice)
+    kinds = sorted((h.failure_kind or "invalid" for _, h in failed), key=_KIND_RANK.__getitem__)
+    control_answer, cut_c = cap_text(c.answer)
+    treatment_answer, cut_t = cap_text(t.answer)
     return {
-        "id": stable_id("decision", run_id, instance.id, model, repeat, temperature),
+        "id": decision_id(run_id, instance.id, model, repeat, temperature),
         "run_id": run_id,
         "instance_id": instance.id,
         "test_case": instance.test_case,
@@ -617,17 +546,21 @@ def _decision_row(
         "reversed": int(list(order) != sorted(order)),
         "control_order": dumps(list(order)),
         "treatment_order": dumps(list(order)),
-        "control_answer": c.answer,
-        "treatment_answer": t.answer,
-        "control_extraction": c.extraction,
-        "treatment_extraction": t.extraction,
+        "control_answer": control_answer,
+        "treatment_answer": treatment_answer,
+        "control_extraction": c.extraction[:200],
+        "treatment_extraction": t.extraction[:200],
         "control_choice": c.choice,
         "treatment_choice": t.choice,
         "score": score,
-        "status": "failed" if errors else "ok",
-        "error": "; ".join(errors) or None,
+        "status": "failed" if failed else "ok",
+        "error": "; ".join(f"{name}: {h.error}" for name, h in failed) or None,
+        "failure_kind": kinds[0] if kinds else None,
+        "truncated": int(cut_c or cut_t),
+        "cached": int(c.cached and t.cached),
         "tokens": c.tokens + t.tokens,
         "cost": c.cost + t.cost,
+        "cost_saved": c.cost_saved + t.cost_saved,
         "created_at": None,
     }
 

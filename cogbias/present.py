@@ -17,7 +17,7 @@ import pandas as pd
 
 from .examples import SOURCE_LABELS
 from .library import TestCase
-from .pipeline import Instance
+from .records import Instance
 from .templates import Filled, LLMGap, ValueGap, diff, render_decision_text, show_value
 
 LLM_COLOR = "#1c7ed6"  # [[gaps]] the generator fills

@@ -1,9 +1,16 @@
 """Plan and execute batches: test cases x scenarios x instances x models x repeats.
 
-A run's id is a hash of what it asks for, and every instance and decision has a
-deterministic key, so starting the same run again resumes it: whatever is already in the
-store is skipped, nothing is duplicated. Results are committed in small batches every few
-tens of milliseconds, so a killed run loses at most the calls that were in flight.
+A run is a stored object. Its id is made once, from its canonical spec, when it is created;
+the spec is stored with it, and `resume` reads it back, so a run never depends on arguments
+being passed again. One worker at a time holds a run's lease (a heartbeat in the runs row,
+taken in a BEGIN IMMEDIATE transaction); a second worker refuses to start, and a worker that
+was killed is taken over at once.
+
+Every instance and decision has a deterministic key, so resuming skips what is stored and
+duplicates nothing. Failures carry a kind (see `cogbias.records`): resuming retries
+`transient` ones; `retry_failed` retries the rest too, asking the models afresh. Results are
+committed in small batches every few tens of milliseconds, so a killed run loses at most the
+calls in flight; a cancel is seen within a fraction of a second, even while every call hangs.
 """
 
 from __future__ import annotations
@@ -11,28 +18,41 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import examples, library, pipeline
+from . import examples, expressions, library, pipeline, records
 from .library import Scenario, TestCase
-from .pipeline import Instance
-from .store import Store, dumps, now
+from .llm.profiles import RANDOM_MODEL, resolve
+from .metrics import MetricParams
+from .records import Instance, dumps
+from .store import LEASE_STALE_S, Store, lease_alive, lease_owner, now, pid_alive
+from .templates import Filled
 
 if TYPE_CHECKING:
     from .llm import LLMClient
 
 FLUSH_SECONDS = 0.05
 FLUSH_ROWS = 256
+IDLE_CHECK_SECONDS = 0.2  # how often an idle worker looks for a cancel request
+DB_WAIT_LIMIT_S = 600.0  # a worker waits this long for another process's long transaction
+SPEC_VERSION = 1
 # Rough token use per LLM call, for estimates before a run (measured on the built-in library).
 EST_PROMPT_TOKENS = {"generate": 450, "decide": 330, "extract": 200}
 EST_COMPLETION_TOKENS = {"generate": 120, "decide": 180, "extract": 4}
+ACTIVE = ("planned", "running")
+
+
+class RunBusy(RuntimeError):
+    """Another live worker holds the run."""
 
 
 @dataclass(frozen=True)
@@ -52,24 +72,57 @@ class RunSpec:
     dataset: str | None = None
     per_bias: int | None = None
 
+    def canonical(self) -> dict[str, Any]:
+        """The spec as stored and hashed into the run id.
+
+        The fields of spec version 1 are always present (so run ids made before specs were
+        versioned stay valid); fields added later appear only when they differ from their
+        default, so adding an optional field never changes an existing run's id.
+        """
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name not in _V1_FIELDS and value == _default(f):
+                continue
+            out[f.name] = list(value) if isinstance(value, list | tuple) else value
+        return out
+
     @property
     def run_id(self) -> str:
-        return "run-" + pipeline.stable_id("run", asdict(self))[:12]
+        return records.run_id_of(self.canonical())
 
-    def to_cli_args(self, db: str | Path) -> list[str]:
-        args = ["run", "--db", str(db), "--models", ",".join(self.models)]
-        args += ["--scenarios", str(self.scenarios), "--instances", str(self.instances)]
-        args += ["--generator", self.generator, "--temperature", str(self.temperature)]
-        args += ["--repeats", str(self.repeats), "--seed", str(self.seed)]
-        if self.biases:
-            args += ["--biases", ",".join(self.biases)]
-        if self.api_base:
-            args += ["--api-base", self.api_base]
-        if self.dataset:
-            args += ["--dataset", self.dataset]
-        if self.per_bias:
-            args += ["--per-bias", str(self.per_bias)]
-        return args
+    @classmethod
+    def from_stored(cls, spec: Mapping[str, Any] | str) -> RunSpec:
+        """The spec of a stored run (JSON text or dict); refuses fields this version lacks."""
+        data = json.loads(spec) if isinstance(spec, str) else dict(spec)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(
+                f"this run was made by a newer cogbias (unknown spec fields: {', '.join(unknown)}); "
+                "upgrade cogbias to resume it"
+            )
+        return cls(**data)
+
+
+_V1_FIELDS = (
+    "models",
+    "biases",
+    "scenarios",
+    "instances",
+    "generator",
+    "temperature",
+    "repeats",
+    "seed",
+    "generator_temperature",
+    "api_base",
+    "dataset",
+    "per_bias",
+)
+
+
+def _default(f: Any) -> Any:
+    return f.default_factory() if callable(f.default_factory) else f.default
 
 
 @dataclass
@@ -98,11 +151,12 @@ class Plan:
     def llm_calls(self) -> dict[str, int]:
         """Upper bound of LLM calls by kind (cached calls are free and not counted later)."""
         gen = 0
-        if not self.dataset_instances and self.spec.generator != pipeline.RANDOM_MODEL:
+        offline = (RANDOM_MODEL, examples.EXAMPLES_GENERATOR)  # fill gaps without a model
+        if not self.dataset_instances and self.spec.generator not in offline:
             gen = sum(
                 2 for j in self.jobs if j.case.control.llm_gaps() or j.case.treatment.llm_gaps()
             )
-        llm_models = [m for m in self.spec.models if m != pipeline.RANDOM_MODEL]
+        llm_models = [m for m in self.spec.models if m != RANDOM_MODEL]
         per_model = len(self.instance_ids) * self.spec.repeats * 2
         return {
             "generate": gen,
@@ -111,18 +165,19 @@ class Plan:
         }
 
     def estimated_cost(self) -> float | None:
-        """USD for priced models; None when any model has no known price."""
+        """USD for priced models (computed once per model); None when a price is unknown."""
         calls = self.llm_calls()
-        total = 0.0
-        llm_models = [m for m in self.spec.models if m != pipeline.RANDOM_MODEL]
+        llm_models = [m for m in self.spec.models if m != RANDOM_MODEL]
         per_model = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
         pricing = [(self.spec.generator, {"generate": calls["generate"]})]
         pricing += [(m, per_model) for m in llm_models]
+        total = 0.0
         for model, counts in pricing:
+            if not any(counts.values()):
+                continue
+            profile = resolve(model, self.spec.api_base)
             for kind, n in counts.items():
-                if n == 0:
-                    continue
-                price = price_per_call(model, EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind])
+                price = profile.price_per_call(EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind])
                 if price is None:
                     return None
                 total += n * price
@@ -143,30 +198,22 @@ class Plan:
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
             f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract); "
             f"estimated cost: {'unknown (unpriced model)' if cost is None else f'${cost:.4f}'}"
+            " (answers already in the cache are free)"
         )
-
-
-def price_per_call(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """USD for one call from litellm's price map; local and built-in models are free."""
-    if model == pipeline.RANDOM_MODEL or model.startswith("local/"):
-        return 0.0
-    from .llm import get_litellm
-
-    try:
-        prompt, completion = get_litellm().cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        )
-    except Exception:  # unmapped model: litellm raises various errors
-        return None
-    return float(prompt + completion)
 
 
 def plan(spec: RunSpec, store: Store | None = None) -> Plan:
     """Resolve a spec into concrete instances; raises KeyError/ValueError on bad input."""
+    from .settings import check_api_base
+
     if not spec.models:
         raise ValueError("no decision models given (e.g. --models random,local/smollm2)")
     if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
         raise ValueError("scenarios, instances and repeats must be at least 1")
+    if spec.api_base:
+        check_api_base(spec.api_base)
+    for model in {*spec.models, spec.generator}:
+        resolve(model, spec.api_base)  # unknown local models fail here, before any work
     if spec.dataset:
         if store is None:
             raise ValueError("a dataset run needs a store")
@@ -177,6 +224,17 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
     unknown = [b for b in wanted if b not in cases]
     if unknown:
         raise KeyError(f"unknown test case id(s): {', '.join(unknown)}; see `cogbias library list`")
+    if spec.generator == RANDOM_MODEL:
+        refusals = [
+            pipeline.random_generator_refusal(b, [g.instruction for g in gaps])
+            for b in wanted
+            if (gaps := cases[b].control.llm_gaps() + cases[b].treatment.llm_gaps())
+        ]
+        if refusals:
+            raise ValueError(
+                f"--generator random cannot fill LLM gaps: {len(refusals)} of the chosen test "
+                f"cases have them, e.g. {refusals[0]}"
+            )
     scenarios = library.load_scenarios()
     if spec.scenarios > len(scenarios):
         raise ValueError(f"only {len(scenarios)} scenarios exist")
@@ -185,8 +243,13 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
             cases[b],
             s,
             i,
-            pipeline.instance_id(
-                cases[b], s.text, i, spec.generator, spec.seed, spec.generator_temperature
+            records.instance_id(
+                cases[b].content_hash,
+                s.text,
+                i,
+                spec.generator,
+                spec.seed,
+                spec.generator_temperature,
             ),
         )
         for b in wanted
@@ -224,6 +287,22 @@ def dataset_instance_ids(
         taken[row["test_case"]] = taken.get(row["test_case"], 0) + 1
         ids.append(row["id"])
     return ids
+
+
+def create_run(plan: Plan, store: Store, name: str = "") -> str:
+    """Store the run (id and canonical spec) unless it exists; returns its id."""
+    store.create_run(
+        plan.spec.run_id, plan.spec.canonical(), plan.planned, name=name, spec_version=SPEC_VERSION
+    )
+    return plan.spec.run_id
+
+
+def stored_spec(store: Store, run_id: str) -> RunSpec:
+    run = store.run(run_id)
+    if run is None:
+        known = ", ".join(r["id"] for r in store.runs()[:5]) or "none"
+        raise KeyError(f"no run {run_id} in {store.path} (recent runs: {known})")
+    return RunSpec.from_stored(run["spec"] or "{}")
 
 
 class BufferedCache:
@@ -265,7 +344,7 @@ Progress = Callable[[dict[str, Any]], None]
 
 
 class TerminalProgress:
-    """A one-line progress bar on stderr (a plain line per second when not a terminal)."""
+    """A one-line progress bar on stderr (a plain line every two seconds when not a terminal)."""
 
     def __init__(self) -> None:
         self.started = time.monotonic()
@@ -284,6 +363,10 @@ class TerminalProgress:
             done, planned, what = run["done"], run["planned"] or 1, f"pairs, {run['failed']} failed"
         bar = "#" * int(30 * done / max(planned, 1))
         line = f"[{bar:<30}] {done}/{planned} {what}, {time.monotonic() - self.started:.0f} s"
+        if run.get("waiting"):
+            line += f"; {run['waiting']} calls waiting to retry ({run.get('wait_reason')})"
+        if run.get("db_wait"):
+            line += "; waiting for the database (another process is writing)"
         print(
             ("\r" + line) if self.tty else line,
             end="" if self.tty and not final else "\n",
@@ -293,48 +376,118 @@ class TerminalProgress:
 
 
 class _Writer:
-    """Collects finished rows and commits them together every FLUSH_SECONDS."""
+    """Collects finished rows, commits them every FLUSH_SECONDS, and keeps the lease.
+
+    A commit that finds the database locked by another process's long transaction (an
+    import, say) keeps its rows and tries again on the next tick; any other failure to
+    write stops the run, which then ends `failed` with the error.
+    """
 
     def __init__(
-        self, store: Store, run: dict[str, Any], cache: BufferedCache, progress: Progress | None
+        self,
+        store: Store,
+        run: dict[str, Any],
+        owner: str,
+        caches: list[BufferedCache],
+        clients: list[LLMClient],
+        progress: Progress | None,
+        retried: dict[str, str],
     ) -> None:
-        self.store, self.run, self.cache, self.progress = store, run, cache, progress
+        self.store, self.run, self.owner = store, run, owner
+        self.caches, self.clients, self.progress = caches, clients, progress
+        self.retried = retried  # failed decision ids being asked again -> their old kind
         self.instances: list[dict[str, Any]] = []
         self.decisions: list[dict[str, Any]] = []
-        self.cancelled = False
+        self.stop_reason: str | None = None  # "cancel" | "lease" | "error"
+        self.error: str | None = None
         self.last = time.monotonic()
+        self.accounted: dict[str, float] = {"cost": 0.0, "cost_saved": 0.0, "tokens": 0}
+        self.db_wait_since: float | None = None
+        self.on_stop: Callable[[], None] = lambda: None
 
     def add_decision(self, row: dict[str, Any]) -> None:
         self.decisions.append(row)
-        self.run["done"] += 1
+        if self.retried.pop(row["id"], None) is None:
+            self.run["done"] += 1
+        else:
+            self.run["failed"] -= 1
         self.run["failed"] += row["status"] == "failed"
-        self.run["tokens"] += row.get("tokens") or 0
-        self.run["cost"] += row.get("cost") or 0.0
         if len(self.decisions) >= FLUSH_ROWS:
             self.flush()
 
-    def flush(self) -> None:
-        self.last = time.monotonic()
-        with self.store.atomic():
-            self.store.save_instances(self.instances)
-            self.store.save_decisions(self.decisions)
-            self.store.put_llm_calls(self.cache.drain())
-            keys = ("done", "failed", "tokens", "cost", "generated", "to_generate")
-            fields = {k: self.run[k] for k in keys if k in self.run}
-            self.store.update_run(self.run["id"], **fields, heartbeat_at=now())
+    def _totals(self) -> dict[str, float]:
+        return {
+            "cost": sum(c.stats.cost for c in self.clients),
+            "cost_saved": sum(c.stats.cost_saved for c in self.clients),
+            "tokens": sum(c.stats.tokens for c in self.clients),
+        }
+
+    def flush(self) -> bool:
+        """Commit what is pending; False when the database was busy (rows are kept)."""
+        t = time.monotonic()
+        try:
+            with self.store.atomic():
+                self.store.save_instances(self.instances)
+                self.store.save_decisions(self.decisions)
+                for cache in self.caches:
+                    self.store.put_llm_calls(cache.drain())
+                keys = ("done", "failed", "generated", "to_generate")
+                self.store.update_run(self.run["id"], **{k: self.run[k] for k in keys})
+                totals = self._totals()
+                increments = {k: totals[k] - self.accounted[k] for k in totals}
+                increments["duration_s"] = t - self.last
+                waiting = sum(c.stats.waiting for c in self.clients)
+                reason = next((c.stats.wait_reason for c in self.clients if c.stats.waiting), "")
+                self.store.update_run(self.run["id"], waiting=waiting, wait_reason=reason)
+                current = self.store.heartbeat_run(self.run["id"], self.owner, **increments)
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                self._fail(f"could not write results: {exc}")
+                return False
+            self.db_wait_since = self.db_wait_since or t
+            self.run["db_wait"] = True
+            if t - self.db_wait_since > DB_WAIT_LIMIT_S:
+                self._fail(f"the database stayed locked for {DB_WAIT_LIMIT_S:.0f} s: {exc}")
+            return False
+        except Exception as exc:  # disk full, a corrupted file, a bug: record it, never hang
+            self._fail(f"could not write results: {type(exc).__name__}: {exc}")
+            return False
+        self.last, self.accounted = t, totals
+        self.db_wait_since = None
+        self.run["db_wait"] = False
         self.instances, self.decisions = [], []
-        current = self.store.run(self.run["id"])
-        self.cancelled = bool(current and current["cancel_requested"])
+        self.run["waiting"], self.run["wait_reason"] = waiting, reason
+        if current is None:
+            self._stop("lease")
+        elif current["cancel_requested"]:
+            self._stop("cancel")
+        else:
+            self.run.update(cost=current["cost"], cost_saved=current["cost_saved"])
         if self.progress:
             self.progress(self.run)
+        return True
+
+    def _fail(self, message: str) -> None:
+        self.error = message
+        self._stop("error")
+
+    def _stop(self, reason: str) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self.on_stop()
 
     async def ticker(self) -> None:
-        while True:
+        while self.stop_reason is None:
             await asyncio.sleep(FLUSH_SECONDS)
-            idle = not (self.instances or self.decisions or self.cache.pending)
-            # With nothing to write, only look for a cancel request now and then.
-            if not idle or time.monotonic() - self.last >= 10 * FLUSH_SECONDS:
+            idle = not (self.instances or self.decisions or any(c.pending for c in self.caches))
+            # With nothing to write, only beat the lease and look for a cancel now and then.
+            if not idle or time.monotonic() - self.last >= IDLE_CHECK_SECONDS:
                 self.flush()
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def execute(
@@ -343,72 +496,197 @@ def execute(
     concurrency: int = 16,
     progress: Progress | None = None,
     name: str = "",
+    *,
+    retry_failed: bool = False,
+    read_cache: bool = True,
+    timeout: float | None = None,
+    deadline: float | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) a plan to completion, cancellation or a fatal error; returns the run row."""
-    return asyncio.run(_execute(plan, store, concurrency, progress, name))
+    """Run (or resume) a plan to completion, cancellation or a fatal error; returns the run row.
+
+    Raises `RunBusy` when another live worker holds the run.
+    """
+    return asyncio.run(
+        _execute(
+            plan, store, concurrency, progress, name, retry_failed, read_cache, timeout, deadline
+        )
+    )
 
 
 async def _execute(
-    plan: Plan, store: Store, concurrency: int, progress: Progress | None, name: str
+    plan: Plan,
+    store: Store,
+    concurrency: int,
+    progress: Progress | None,
+    name: str,
+    retry_failed: bool,
+    read_cache: bool,
+    timeout: float | None,
+    deadline: float | None,
+) -> dict[str, Any]:
+    run_id = create_run(plan, store, name)
+    owner = lease_owner(os.getpid(), uuid.uuid4().hex[:8])
+    holder = store.claim_run(run_id, owner, os.getpid(), LEASE_STALE_S)
+    if holder is not None:
+        raise RunBusy(
+            f"run {run_id} is already being worked on by process {holder['pid']} "
+            f"(last heartbeat {holder['heartbeat_at']}); wait for it to finish, or cancel it "
+            f"with `cogbias cancel {run_id}`"
+        )
+    try:
+        return await _work(
+            plan, store, owner, concurrency, progress, retry_failed, read_cache, timeout, deadline
+        )
+    finally:
+        _retrying(lambda: store.release_run(run_id, owner))
+
+
+async def _work(
+    plan: Plan,
+    store: Store,
+    owner: str,
+    concurrency: int,
+    progress: Progress | None,
+    retry_failed: bool,
+    read_cache: bool,
+    timeout: float | None,
+    deadline: float | None,
 ) -> dict[str, Any]:
     from .llm import FatalLLMError, LLMClient
 
     spec = plan.spec
     run_id = spec.run_id
-    store.create_run(run_id, asdict(spec), plan.planned, name=name)
+    retry_kinds = set(records.FAILURE_KINDS) if retry_failed else set(records.RETRIED_ON_RESUME)
     with store.atomic():
         for case in plan.cases.values():
             store.save_test_case(case.id, case.name, case.content_hash, library.to_toml(case))
         scenarios = {job.scenario.id: job.scenario for job in plan.jobs}
         store.save_scenarios([{**asdict(s), "text": s.text} for s in scenarios.values()])
+        if retry_failed:
+            store.forget_failed_instances([j.id for j in plan.jobs])
         counts = store.refresh_run_counts(run_id)
+        previous = store.run(run_id) or {}
         store.update_run(
             run_id,
             status="running",
-            started_at=now(),
+            started_at=previous.get("started_at") or now(),
             finished_at=None,
-            pid=os.getpid(),
             cancel_requested=0,
             error=None,
+            waiting=0,
+            wait_reason=None,
         )
-    run = {"id": run_id, "planned": plan.planned, "status": "running", **counts}
+    store.set_busy_timeout(0.2)  # never block the event loop on another process's writes
+    failed = store.failed_decisions(run_id)
+    retried = {k: v for k, v in failed.items() if v in retry_kinds}
+    run = {
+        "id": run_id,
+        "planned": plan.planned,
+        "status": "running",
+        "generated": 0,
+        "to_generate": 0,
+        **counts,
+    }
+    options = dict(
+        concurrency=concurrency, api_base=spec.api_base, timeout=timeout, deadline=deadline
+    )
     cache = BufferedCache(store)
-    client = LLMClient(cache=cache, concurrency=concurrency, api_base=spec.api_base)
-    writer = _Writer(store, run, cache, progress)
+    client = LLMClient(cache=cache, read_cache=read_cache, **options)  # type: ignore[arg-type]
+    # Answers that were unreadable are asked afresh when retried on request.
+    fresh = LLMClient(cache=cache, read_cache=False, **options) if retry_failed else client  # type: ignore[arg-type]
+    writer = _Writer(
+        store,
+        run,
+        owner,
+        [cache],
+        [client, fresh] if fresh is not client else [client],
+        progress,
+        dict(retried),
+    )
+    work = asyncio.create_task(
+        _instances_and_decisions(plan, store, client, fresh, writer, retried, concurrency)
+    )
+    writer.on_stop = work.cancel
     ticker = asyncio.create_task(writer.ticker())
     status, error = "done", None
     try:
-        instances = await _instances(plan, store, client, writer, concurrency)
-        if not writer.cancelled:
-            await _decisions(plan, store, client, writer, instances, concurrency)
-        if writer.cancelled:
-            status = "cancelled"
+        await work
     except FatalLLMError as exc:
         status, error = "failed", str(exc)
-    except (asyncio.CancelledError, KeyboardInterrupt):
+    except asyncio.CancelledError:
+        status = {"cancel": "cancelled", "lease": "interrupted"}.get(
+            writer.stop_reason or "", "failed"
+        )
+        if writer.stop_reason is None:  # cancelled from outside (Ctrl-C)
+            status = "cancelled"
+    except KeyboardInterrupt:
         status = "cancelled"
     finally:
         ticker.cancel()
-        writer.flush()
-    if status == "done" and run["done"] < plan.planned:
-        status = "failed"
-        error = error or f"only {run['done']} of {plan.planned} pairs were completed"
-    store.update_run(run_id, status=status, finished_at=now(), error=error)
+    store.set_busy_timeout(30)
+    _retrying(writer.flush, until=lambda: writer.db_wait_since is None)
+    if writer.stop_reason == "error":
+        status, error = "failed", writer.error
+    kinds = store.run_failure_kinds(run_id)
+    if status == "done":
+        counts = store.refresh_run_counts(run_id)
+        left = kinds.get("transient", 0)
+        if left:
+            status = "incomplete"
+            error = (
+                f"{left} pair(s) failed on transient errors (timeouts, rate limits, server "
+                f"errors); run `cogbias resume {run_id}` to retry them"
+            )
+        elif counts["done"] < plan.planned:
+            status = "incomplete"
+            error = f"only {counts['done']} of {plan.planned} pairs were made; resume the run"
+    if status != "interrupted":  # a worker that lost its lease leaves the run to its new owner
+        _retrying(
+            lambda: store.update_run(
+                run_id, status=status, finished_at=now(), error=error, waiting=0
+            )
+        )
     run.update(status=status, error=error)
     if progress:
         progress(run)
     return store.run(run_id) or run
 
 
-async def _pool(
-    jobs: Iterator[Any], worker: Callable[[Any], Any], size: int, writer: _Writer
+def _retrying(action: Callable[[], Any], until: Callable[[], bool] = lambda: True) -> None:
+    """Do a final write, waiting politely while another process holds the database."""
+    waited = 0.0
+    while True:
+        try:
+            action()
+            if until():
+                return
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or waited > DB_WAIT_LIMIT_S:
+                raise
+        if waited == 0.0:
+            print("waiting for the database (another process is writing)...", file=sys.stderr)
+        time.sleep(0.5)
+        waited += 0.5
+
+
+async def _instances_and_decisions(
+    plan: Plan,
+    store: Store,
+    client: LLMClient,
+    fresh: LLMClient,
+    writer: _Writer,
+    retried: dict[str, str],
+    concurrency: int,
 ) -> None:
-    """Run `worker` over `jobs` with at most `size` in flight; stop early on cancel."""
+    instances = await _instances(plan, store, client, writer, concurrency)
+    await _decisions(plan, store, client, fresh, writer, instances, retried, concurrency)
+
+
+async def _pool(jobs: Iterator[Any], worker: Callable[[Any], Any], size: int) -> None:
+    """Run `worker` over `jobs` with at most `size` in flight."""
 
     async def loop() -> None:
         for job in jobs:
-            if writer.cancelled:
-                return
             await worker(job)
 
     tasks = [asyncio.create_task(loop()) for _ in range(max(size, 1))]
@@ -423,16 +701,21 @@ async def _pool(
 
 async def _instances(
     plan: Plan, store: Store, client: LLMClient, writer: _Writer, concurrency: int
-) -> list[Instance]:
-    """Load the run's instances, generating the missing ones first."""
+) -> dict[str, Instance]:
+    """The run's instances, generating the missing ones first.
+
+    A generation that failed transiently is not stored (another run must not inherit an
+    outage); its pairs fail as transient, and resuming generates it again.
+    """
     if plan.dataset_instances:
-        return [Instance.from_row(r) for r in store.instances(plan.dataset_instances)]
+        return {r["id"]: Instance.from_row(r) for r in store.instances(plan.dataset_instances)}
     existing = store.existing_instance_ids(j.id for j in plan.jobs)
     made: dict[str, Instance] = {}
     spec = plan.spec
-    schema_ok = _supports_json_schema(spec.generator)
 
     async def make(job: InstanceJob) -> None:
+        from .llm import FatalLLMError, LLMError
+
         try:
             instance = await pipeline.generate(
                 client,
@@ -443,72 +726,80 @@ async def _instances(
                 temperature=spec.generator_temperature,
                 index=job.index,
                 scenario_id=job.scenario.id,
-                json_schema=schema_ok,
             )
+        except FatalLLMError:
+            raise
+        except LLMError as exc:
+            instance = _failed_instance(job, spec, str(exc), exc.failure_kind)
         except pipeline.GenerationError as exc:
-            instance = _failed_instance(job, spec, str(exc))
-        except Exception as exc:
-            from .llm import FatalLLMError, LLMError
-
-            if isinstance(exc, FatalLLMError) or not isinstance(exc, LLMError):
-                raise
-            instance = _failed_instance(job, spec, f"{exc.kind}: {exc}")
+            instance = _failed_instance(job, spec, str(exc), "unparseable")
+        except expressions.ExpressionError as exc:
+            instance = _failed_instance(job, spec, f"{job.case.id}: {exc}", "invalid")
         made[job.id] = instance
-        writer.instances.append(instance.to_row())
+        if instance.failure_kind != "transient":
+            writer.instances.append(instance.to_row())
         writer.run["generated"] += 1
 
     missing = [j for j in plan.jobs if j.id not in existing]
     writer.run.update(generated=0, to_generate=len(missing))
-    await _pool(iter(missing), make, concurrency, writer)
-    writer.flush()
+    await _pool(iter(missing), make, concurrency)
     rows = {r["id"]: r for r in store.instances(existing)}
-    return [
-        made[j.id] if j.id in made else Instance.from_row(rows[j.id])
-        for j in plan.jobs
-        if j.id in made or j.id in rows
+    return made | {i: Instance.from_row(r) for i, r in rows.items()}
+
+
+def _failed_instance(job: InstanceJob, spec: RunSpec, error: str, kind: str) -> Instance:
+    """A stand-in for an instance that could not be made: enough to record its pairs."""
+    blank = [
+        Filled(t.situation, t.prompt, t.options) for t in (job.case.control, job.case.treatment)
     ]
-
-
-def _failed_instance(job: InstanceJob, spec: RunSpec, error: str) -> Instance:
-    offline = pipeline.generate_offline(
-        job.case, job.scenario.text, seed=spec.seed, index=job.index
+    return Instance(
+        id=job.id,
+        test_case=job.case.id,
+        test_case_hash=job.case.content_hash,
+        scenario=job.scenario.text,
+        control=blank[0],
+        treatment=blank[1],
+        metric=MetricParams(),
+        scenario_id=job.scenario.id,
+        instance_index=job.index,
+        generator=spec.generator,
+        temperature=spec.generator_temperature,
+        seed=spec.seed,
+        status="failed",
+        error=f"generation failed: {error}",
+        failure_kind=kind,
     )
-    offline.id, offline.generator = job.id, spec.generator
-    offline.scenario_id, offline.temperature = job.scenario.id, spec.generator_temperature
-    offline.status, offline.error = "failed", f"generation failed: {error}"
-    return offline
-
-
-def _supports_json_schema(model: str) -> bool:
-    for info in library.load_models():
-        if info.id == model:
-            return info.json_schema
-    return model.startswith(("openai/", "local/", "gpt-"))
 
 
 async def _decisions(
     plan: Plan,
     store: Store,
     client: LLMClient,
+    fresh: LLMClient,
     writer: _Writer,
-    instances: list[Instance],
+    instances: dict[str, Instance],
+    retried: dict[str, str],
     concurrency: int,
 ) -> None:
     spec = plan.spec
-    done = store.existing_decision_ids(spec.run_id)
+    stored = store.existing_decision_ids(spec.run_id)
+    skip = stored - set(retried)
 
-    def jobs() -> Iterator[tuple[Instance, str, int]]:
-        for instance in instances:
+    def jobs() -> Iterator[tuple[Instance, str, int, str]]:
+        for instance_id in plan.instance_ids:
+            instance = instances.get(instance_id)
+            if instance is None:
+                continue
             for model in spec.models:
                 for repeat in range(spec.repeats):
-                    key = pipeline.stable_id(
-                        "decision", spec.run_id, instance.id, model, repeat, spec.temperature
+                    key = records.decision_id(
+                        spec.run_id, instance.id, model, repeat, spec.temperature
                     )
-                    if key not in done:
-                        yield instance, model, repeat
+                    if key not in skip:
+                        yield instance, model, repeat, key
 
-    async def decide(job: tuple[Instance, str, int]) -> None:
-        instance, model, repeat = job
+    async def decide(job: tuple[Instance, str, int, str]) -> None:
+        instance, model, repeat, key = job
         if instance.status != "ok":
             row = pipeline.failed_decision(
                 instance,
@@ -517,10 +808,12 @@ async def _decisions(
                 spec.temperature,
                 repeat,
                 instance.error or "instance failed",
+                instance.failure_kind or "invalid",
             )
         else:
+            asked_before = retried.get(key) not in (None, "transient")
             row = await pipeline.decide_pair(
-                client,
+                fresh if asked_before else client,
                 instance,
                 model,
                 run_id=spec.run_id,
@@ -530,57 +823,72 @@ async def _decisions(
             )
         writer.add_decision(row)
 
-    await _pool(jobs(), decide, concurrency, writer)
+    await _pool(jobs(), decide, concurrency)
 
 
 # --------------------------------------------------------------------------- background runs
 
 
-def start_background(spec: RunSpec, db: str | Path, log_dir: str | Path | None = None) -> str:
-    """Start `cogbias run` in its own process (it outlives the app's script and the browser)."""
+def start_background(
+    run_id: str, db: str | Path, log_dir: str | Path | None = None, retry_failed: bool = False
+) -> None:
+    """Resume a stored run in its own process (it outlives the app's script and the browser).
+
+    Only the run id and the database go on the command line: the spec is read from the
+    store, and nothing secret is ever an argument."""
     log_dir = Path(log_dir or Path(db).parent)
     log_dir.mkdir(parents=True, exist_ok=True)
-    log = open(log_dir / f"{spec.run_id}.log", "ab")  # noqa: SIM115 - handed to the child
+    log = open(log_dir / f"{run_id}.log", "ab")  # noqa: SIM115 - handed to the child
     subprocess.Popen(
-        [sys.executable, "-m", "cogbias", *spec.to_cli_args(db)],
+        [sys.executable, "-m", "cogbias", "resume", run_id, "--db", str(db)]
+        + (["--retry-failed"] if retry_failed else []),
         stdout=log,
         stderr=log,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
     log.close()
-    return spec.run_id
 
 
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def launch(spec: RunSpec, db: str | Path, name: str = "") -> str:
+    """Plan and store a run, then work on it in the background (the app's Start/Resume).
+
+    Raises `RunBusy` when a live worker already holds it, before starting another."""
+    with Store(db) as store:
+        run_id = create_run(plan(spec, store), store, name)
+        run = store.run(run_id) or {}
+        owner = run.get("lease_owner")
+        if owner and lease_alive(owner, run.get("heartbeat_at"), LEASE_STALE_S):
+            raise RunBusy(f"run {run_id} is already running")
+    start_background(run_id, db)
+    return run_id
 
 
 def run_summaries(store: Store) -> list[dict[str, Any]]:
-    """Runs with duration, models and biases; a 'running' run whose process died is 'interrupted'."""
+    """Runs with duration, models and biases; a 'running' run whose worker died is 'interrupted'."""
     rows = []
     for run in store.runs():
         spec = _loads(run["spec"])
         if run["status"] == "running" and not pid_alive(run["pid"]):
             run["status"] = "interrupted"
+        if run["status"] == "running" and run["cancel_requested"]:
+            run["status"] = "cancelling"
         run["models"] = ",".join(spec.get("models", []))
         run["biases"] = spec.get("dataset") or (",".join(spec.get("biases", [])) or "all")
-        run["duration_s"] = _duration(run["started_at"], run["finished_at"] or run["heartbeat_at"])
+        if run.get("duration_s") is None:  # made before durations accumulated
+            run["duration_s"] = _duration(
+                run["started_at"], run["finished_at"] or run["heartbeat_at"]
+            )
+        else:
+            run["duration_s"] = round(run["duration_s"], 1)
         run["cost"] = round(run["cost"] or 0.0, 6)
+        run["cost_saved"] = round(run.get("cost_saved") or 0.0, 6)
         rows.append(run)
     return rows
 
 
 def spec_of(run: dict[str, Any]) -> RunSpec:
-    return RunSpec(**_loads(run["spec"]))
+    return RunSpec.from_stored(run["spec"] or "{}")
 
 
 def _loads(text: str | None) -> dict[str, Any]:

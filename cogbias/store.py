@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -18,18 +20,25 @@ from typing import Any
 
 import sqlite_utils
 
+from .records import dumps
 from .redact import redact, redactor
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+
+def cogbias_home() -> Path:
+    """`COGBIAS_HOME`, default ~/.cogbias: user test cases, models, downloads, the database."""
+    return Path(os.environ.get("COGBIAS_HOME", Path.home() / ".cogbias"))
+
+
+def default_path() -> Path:
+    """The database the CLI and the app share: `COGBIAS_DB`, else `COGBIAS_HOME/cogbias.db`."""
+    configured = os.environ.get("COGBIAS_DB")
+    return Path(configured) if configured else cogbias_home() / "cogbias.db"
 
 
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def dumps(value: Any) -> str:
-    """Canonical JSON: stable keys make content hashes and cache keys reproducible."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def _schema_v1(db: sqlite_utils.Database) -> None:
@@ -155,7 +164,27 @@ def _schema_v3(db: sqlite_utils.Database) -> None:
     db["runs"].add_column("to_generate", int)
 
 
-MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3}
+def _schema_v4(db: sqlite_utils.Database) -> None:
+    """Runs you can trust: failure kinds, a worker lease, honest cost, accumulated duration."""
+    runs = db["runs"]
+    for column, kind in (
+        ("spec_version", int),
+        ("lease_owner", str),
+        ("duration_s", float),
+        ("cost_saved", float),
+        ("waiting", int),
+        ("wait_reason", str),
+    ):
+        runs.add_column(column, kind)
+    for column, kind in (("failure_kind", str), ("truncated", int), ("cached", int)):
+        db["decisions"].add_column(column, kind)
+    db["decisions"].add_column("cost_saved", float)
+    db["instances"].add_column("failure_kind", str)
+    db["llm_calls"].create_index(["model"], if_not_exists=True)
+    db["llm_calls"].create_index(["created_at"], if_not_exists=True)
+
+
+MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3, 4: _schema_v4}
 
 
 _PROVIDER_TEXTS = (
@@ -174,6 +203,47 @@ class SchemaError(RuntimeError):
     pass
 
 
+LEASE_STALE_S = 60.0  # a worker beats every ~0.5 s; a minute of silence means it is gone
+HOST = socket.gethostname()
+
+
+def lease_owner(pid: int, token: str) -> str:
+    return f"{HOST}:{pid}:{token}"
+
+
+def lease_alive(owner: str, heartbeat_at: str | None, stale_after: float) -> bool:
+    """Whether the worker named by a lease is still working on its run."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host == HOST and pid_text.isdigit() and not pid_alive(int(pid_text)):
+        return False
+    if not heartbeat_at:
+        return False
+    age = (datetime.now(UTC) - parse_time(heartbeat_at)).total_seconds()
+    return age < stale_after
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (killed, not yet reaped by its parent) is not working on anything.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
 class Store:
     """A cogbias database file. Cheap to open; safe to use from one thread at a time."""
 
@@ -189,6 +259,10 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+    def set_busy_timeout(self, seconds: float) -> None:
+        """How long a write waits for another process's transaction before "locked"."""
+        self.db.execute(f"pragma busy_timeout = {int(seconds * 1000)}")
 
     def __enter__(self) -> Store:
         return self
@@ -330,27 +404,39 @@ class Store:
         )
 
     def create_run(
-        self, run_id: str, spec: Mapping[str, Any], planned: int, name: str = ""
-    ) -> None:
-        """Create a run, or leave an existing one with the same id (same spec) as it is."""
+        self,
+        run_id: str,
+        spec: Mapping[str, Any],
+        planned: int,
+        name: str = "",
+        spec_version: int = 1,
+    ) -> bool:
+        """Create a run, or leave an existing one with the same id (same spec) as it is.
+
+        Returns True when the run is new."""
         with self.atomic():
+            before = self.db.conn.total_changes
             self.db["runs"].insert(
                 {
                     "id": run_id,
                     "name": name,
                     "spec": dumps(spec),
+                    "spec_version": spec_version,
                     "status": "planned",
                     "planned": planned,
                     "done": 0,
                     "failed": 0,
                     "tokens": 0,
                     "cost": 0.0,
+                    "cost_saved": 0.0,
+                    "duration_s": 0.0,
                     "created_at": now(),
                     "cancel_requested": 0,
                 },
                 pk="id",
                 ignore=True,
             )
+            return self.db.conn.total_changes > before
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self.atomic():
@@ -359,20 +445,133 @@ class Store:
             self.db["runs"].update(run_id, fields)
 
     def refresh_run_counts(self, run_id: str) -> dict[str, Any]:
-        """Recount from decisions: counts are derived, so they can never drift."""
-        done, failed, tokens, cost = self.db.execute(
-            "select count(*), coalesce(sum(status = 'failed'), 0), coalesce(sum(tokens), 0), "
-            "coalesce(sum(cost), 0) from decisions where run_id = ?",
+        """Recount pairs from decisions: counts are derived, so they can never drift."""
+        done, failed = self.db.execute(
+            "select count(*), coalesce(sum(status = 'failed'), 0) from decisions where run_id = ?",
             (run_id,),
         ).fetchone()
-        fields = {"done": done, "failed": failed, "tokens": tokens, "cost": cost}
-        fields["heartbeat_at"] = now()
+        fields = {"done": done, "failed": failed}
         self.db["runs"].update(run_id, fields)
         return fields
 
+    def failed_decisions(self, run_id: str) -> dict[str, str]:
+        """Failed decision ids of a run -> failure kind ('transient' for rows made before
+        failures had kinds: asking again is how to find out)."""
+        return {
+            r[0]: r[1] or "transient"
+            for r in self.db.execute(
+                "select id, failure_kind from decisions where run_id = ? and status = 'failed'",
+                (run_id,),
+            )
+        }
+
+    def run_failure_kinds(self, run_id: str) -> dict[str, int]:
+        rows = self.db.execute(
+            "select coalesce(failure_kind, 'transient'), count(*) from decisions "
+            "where run_id = ? and status = 'failed' group by 1",
+            (run_id,),
+        ).fetchall()
+        return {kind: n for kind, n in rows}
+
+    def forget_failed_instances(self, ids: Sequence[str]) -> None:
+        """Delete failed instances among `ids`, so that a retry generates them afresh."""
+        with self.atomic():
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                self.db.execute(
+                    f"delete from instances where status = 'failed' and id in ({marks})", chunk
+                )
+
+    # ---- the worker lease: one process works on a run at a time
+
+    def claim_run(
+        self, run_id: str, owner: str, pid: int, stale_after: float
+    ) -> dict[str, Any] | None:
+        """Take the run's lease for `owner` (in one BEGIN IMMEDIATE transaction).
+
+        Refused (the current holder's row is returned) while another owner holds it and is
+        alive: on this host, its process exists and its heartbeat is younger than
+        `stale_after` seconds; on another host, the heartbeat alone decides. A killed
+        worker's lease is taken over at once on the same host.
+        """
+        with self.atomic():
+            row = self.run(run_id)
+            if row is None:
+                raise KeyError(f"no run {run_id} in {self.path}")
+            holder = row.get("lease_owner")
+            if (
+                holder
+                and holder != owner
+                and lease_alive(holder, row.get("heartbeat_at"), stale_after)
+            ):
+                return row
+            self.db["runs"].update(
+                run_id, {"lease_owner": owner, "pid": pid, "heartbeat_at": now()}
+            )
+        return None
+
+    def release_run(self, run_id: str, owner: str) -> None:
+        with self.atomic():
+            self.db.execute(
+                "update runs set lease_owner = null where id = ? and lease_owner = ?",
+                (run_id, owner),
+            )
+
+    def heartbeat_run(self, run_id: str, owner: str, **increments: float) -> dict[str, Any] | None:
+        """Beat the lease and add `increments` to the run's counters (cost, tokens, duration).
+
+        Returns the run's row, or None when `owner` no longer holds the lease (a worker that
+        stalled past its lease must stop: another has taken the run over)."""
+        sets = ", ".join(f"{k} = coalesce({k}, 0) + ?" for k in increments)
+        with self.atomic():
+            cursor = self.db.execute(
+                f"update runs set heartbeat_at = ?{', ' + sets if sets else ''} "
+                "where id = ? and lease_owner = ?",
+                (now(), *increments.values(), run_id, owner),
+            )
+            if cursor.rowcount == 0:
+                return None
+        return self.run(run_id)
+
     def request_cancel(self, run_id: str) -> None:
+        """Ask the run's worker to stop; a run that no worker holds is cancelled at once."""
         with self.atomic():
             self.db["runs"].update(run_id, {"cancel_requested": 1})
+            row = self.run(run_id)
+            if (
+                row
+                and row["status"] in ("planned", "running")
+                and not (
+                    row.get("lease_owner")
+                    and lease_alive(row["lease_owner"], row.get("heartbeat_at"), LEASE_STALE_S)
+                )
+            ):
+                self.db["runs"].update(run_id, {"status": "cancelled", "lease_owner": None})
+
+    # ---- the response cache
+
+    def cache_stats(self) -> list[dict[str, Any]]:
+        """Per model: cached answers, tokens, what they cost, oldest and newest."""
+        return self.query(
+            "select model, count(*) as answers, "
+            "coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
+            "round(coalesce(sum(cost), 0), 6) as cost, min(created_at) as oldest, "
+            "max(created_at) as newest from llm_calls group by model order by model"
+        )
+
+    def prune_cache(self, older_than: str | None = None, model: str | None = None) -> int:
+        """Delete cached answers created before `older_than` (ISO time) and/or of `model`."""
+        clauses, params = [], []
+        if older_than:
+            clauses.append("created_at < ?")
+            params.append(older_than)
+        if model:
+            clauses.append("model = ?")
+            params.append(model)
+        where = f" where {' and '.join(clauses)}" if clauses else ""
+        with self.atomic():
+            return self.db.execute(f"delete from llm_calls{where}", params).rowcount
 
     def save_dataset(
         self, name: str, kind: str, source: str, rows: int, meta: Mapping[str, Any]
@@ -479,8 +678,10 @@ class Store:
         """Paired responses with their instance texts, for reading what a model actually said."""
         where, params = self._pair_filter(bias, model, run_id, dataset, search)
         sql = (
-            "select d.*, i.scenario, i.control as control_template, i.treatment as treatment_template, "
-            "i.metric, i.n_options, i.dataset from decisions d join instances i on i.id = d.instance_id"
+            "select d.*, i.scenario, i.variant, i.control as control_template, "
+            "i.treatment as treatment_template, i.control as control_half, "
+            "i.treatment as treatment_half, i.metric, i.n_options, i.dataset "
+            "from decisions d join instances i on i.id = d.instance_id"
             f"{where} order by d.rowid limit ? offset ?"
         )
         return self.query(sql, [*params, limit, offset])

@@ -28,10 +28,6 @@ def _client(model: str, infos: list[ModelInfo]) -> tuple[LLMClient, BufferedCach
     ), cache
 
 
-def _json_schema(model: str, infos: list[ModelInfo]) -> bool:
-    return next((m.json_schema for m in infos if m.id == model), model.startswith("local/"))
-
-
 def fill_pair(
     case: TestCase,
     scenario: str,
@@ -53,7 +49,6 @@ def fill_pair(
                 generator=generator,
                 seed=seed,
                 temperature=temperature,
-                json_schema=_json_schema(generator, infos),
             )
         )
     finally:

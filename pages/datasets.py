@@ -308,9 +308,7 @@ with tabs[3]:
                 st.caption(plan.describe())
             if st.button("Start the run", disabled=plan is None, key="ds_start"):
                 share_local_server()
-                run_id = attempt(
-                    "Starting the run", lambda: runner.start_background(spec, db_path())
-                )
+                run_id = attempt("Starting the run", lambda: runner.launch(spec, db_path()))
                 if run_id:
                     st.session_state["ds_flash"] = (
                         f"Run {run_id} started in the background; it continues if you close the "

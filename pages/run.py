@@ -31,8 +31,8 @@ from pages._common import (
     test_cases,
 )
 
-ACTIVE = ("planned", "running")
-RESUMABLE = ("cancelled", "interrupted", "failed")
+ACTIVE = ("planned", "running", "cancelling")
+RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
 st.title("Run a batch")
 store = open_store_or_stop()
 cases = test_cases()
@@ -187,17 +187,20 @@ if plan is not None:
         f"{calls['extract']:,} to extract the chosen option. Answers already in the "
         "database's cache are free. " + ("Some model has no known price." if cost is None else "")
     )
-    existing = store.run(spec.run_id)
-    if existing and existing["status"] == "done":
+    existing = next((r for r in runner.run_summaries(store) if r["id"] == spec.run_id), None)
+    busy = existing is not None and existing["status"] in ACTIVE
+    if busy:
+        st.info("This exact run is running now: watch it below.")
+    elif existing and existing["status"] == "done":
         st.info(
             f"This exact run already finished ({existing['done']} pairs). Starting it again "
             "only does work that is missing; change the seed or the models for new results."
         )
-    if st.button("Start run", type="primary", key="run_start"):
+    if st.button("Start run", type="primary", key="run_start", disabled=busy):
         share_local_server()
         try:
-            run_id = runner.start_background(spec, db_path())
-        except OSError as exc:
+            run_id = runner.launch(spec, db_path())
+        except (OSError, runner.RunBusy, KeyError, ValueError) as exc:
             st.error(f"The run could not be started: {friendly(exc)}")
         else:
             _mark_started(run_id)
@@ -239,15 +242,31 @@ def progress(run_id: str) -> None:
     st.progress(
         min(run["done"] / planned, 1.0), text=f"{run['done']:,} of {run['planned']:,} pairs"
     )
-    st.caption(f"{run['failed']:,} failed · {run['tokens'] or 0:,} tokens · ${run['cost']:.4f}")
-    if run["status"] in ACTIVE:
+    st.caption(_totals(run))
+    if run.get("waiting"):
+        st.caption(
+            f"{run['waiting']} call(s) waiting to retry: {run.get('wait_reason') or 'error'}"
+        )
+    if run["status"] not in ACTIVE:
+        st.rerun()  # finished: redraw the whole page (past runs, no more polling)
+    cancelling = run["status"] == "cancelling"
+    if not cancelling:
         if run["done"] == 0 and not to_generate:
             st.caption("Filling gaps first (the local model may take a while per instance)…")
-        if st.button("Cancel run", key="run_cancel"):
+        cancelling = st.button("Cancel run", key="run_cancel")
+        if cancelling:
             store.request_cancel(run_id)
-            st.toast("Cancelling: the run stops after the calls in flight.")
-    else:
-        st.rerun()  # finished: redraw the whole page (past runs, no more polling)
+    if cancelling:
+        st.warning("cancelling… the run stops within seconds and keeps what is finished.")
+
+
+def _totals(run: dict) -> str:
+    saved = run.get("cost_saved") or 0.0
+    return (
+        f"{run['failed']:,} failed · {run['tokens'] or 0:,} tokens · cost ${run['cost']:.4f}"
+        + (f" (${saved:.4f} saved by the cache)" if saved else "")
+        + (f" · {run['duration_s']:.0f} s" if run.get("duration_s") is not None else "")
+    )
 
 
 current = by_id.get(active) if active else None
@@ -256,7 +275,7 @@ if active and (_starting(current) or (current and current["status"] in ACTIVE)):
     progress(active)
 elif current:
     st.subheader("Last run")
-    text = f"{run_label(current)}: {current['done']:,} of {current['planned']:,} pairs, {current['failed']:,} failed."
+    text = f"{run_label(current)}: {current['done']:,} of {current['planned']:,} pairs. {_totals(current)}."
     if current["status"] == "done":
         st.success(text)
     else:
@@ -279,6 +298,7 @@ table = pd.DataFrame(summaries)[
         "done",
         "failed",
         "cost",
+        "cost_saved",
         "duration_s",
         "models",
         "biases",
@@ -290,21 +310,27 @@ if st.session_state.get("run_pick") not in by_id:  # new runs appear; keep the c
     st.session_state["run_pick"] = active if active in by_id else next(iter(by_id))
 pick = st.selectbox("Run", list(by_id), format_func=lambda r: run_label(by_id[r]), key="run_pick")
 picked = by_id[pick]
-b1, b2, b3 = st.columns(3)
+b1, b2, b3, b4 = st.columns(4)
 if b1.button("Open in Explore", key="run_explore"):
     st.session_state["explore_source"] = f"run:{pick}"
     st.switch_page("pages/explore.py")
-if picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume"):
+retry = b3.button(
+    "Retry failed pairs",
+    key="run_retry",
+    disabled=picked["status"] in ACTIVE or not picked["failed"],
+    help="Ask again for every failed pair, also those whose answer could not be read.",
+)
+if (picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume")) or retry:
     share_local_server()
     try:
-        runner.start_background(runner.spec_of(picked), db_path())
-    except (OSError, TypeError) as exc:
+        runner.start_background(pick, db_path(), retry_failed=retry)
+    except OSError as exc:
         st.error(f"The run could not be resumed: {friendly(exc)}")
     else:
         _mark_started(pick)
         st.rerun()
-if picked["status"] in ACTIVE and b3.button("Cancel", key="run_cancel_pick"):
+if picked["status"] in ("planned", "running") and b4.button("Cancel", key="run_cancel_pick"):
     store.request_cancel(pick)
-    st.toast("Cancelling…")
+    st.rerun()
 if picked.get("error"):
     st.caption(f"Error: {picked['error']}")

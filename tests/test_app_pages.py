@@ -320,7 +320,8 @@ def test_run_page_plans_starts_shows_progress_and_explore_shows_results(
 
 
 def test_run_page_cancel_and_resume(db: Path) -> None:
-    with FakeLLMServer(latency=0.3) as slow:
+    # The server hangs on every call until the run is cancelled: cancel must not wait for it.
+    with FakeLLMServer(latency=60) as slow:
         settings.add_custom_model("openai/slow", "Slow", slow.base_url, json_schema=True)
         at = open_page("run")
         at.checkbox(key="run_all").check()
@@ -335,8 +336,10 @@ def test_run_page_cancel_and_resume(db: Path) -> None:
             at.run()
             at.button(key="run_cancel").click().run()
             assert_clean(at)
+            assert "cancelling" in texts(at)
             run = store.wait_for(run_id, timeout=60)
             assert run is not None and run["status"] == "cancelled", run
+            slow.latency = 0.05
             at.run()
             at.selectbox(key="run_pick").set_value(run_id).run()
             at.button(key="run_resume").click().run()

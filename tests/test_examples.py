@@ -6,6 +6,7 @@ import contextlib
 import io
 import random
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -216,7 +217,10 @@ class ScriptedGenerator:
         self.fills = fills
         self.asked: list[str] = []
 
-    async def complete(self, request):  # the LLMClient interface the pipeline uses
+    def profile(self, model):  # the LLMClient interface the pipeline uses
+        return SimpleNamespace(json_schema=False)
+
+    async def complete(self, request):
         prompt = request.messages[-1][1]
         keys = re.findall(r'^ "(.*)",?$', prompt, flags=re.MULTILINE)
         self.asked += keys
@@ -236,7 +240,7 @@ def test_rejected_model_fills_fall_back_to_examples_and_say_so():
         }
     )
     instance = pipeline.run_sync(
-        pipeline.generate(client, case, SCENARIOS[0].text, "local/smollm2", json_schema=False)  # type: ignore[arg-type]
+        pipeline.generate(client, case, SCENARIOS[0].text, "local/smollm2")  # type: ignore[arg-type]
     )
     assert not any(k in examples.COMMON_GAPS for k in client.asked)  # never asked of a model
     by_gap = {i["gap"]: i for i in instance.insertions}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import traceback
@@ -10,13 +11,15 @@ from typing import Any
 
 import pytest
 
-from cogbias.llm import FatalLLMError, LLMClient, LLMError, LLMRequest, cache_key
+from cogbias.llm import FatalLLMError, LLMClient, LLMError, LLMRequest, cache_key, resolve
 from cogbias.llm.errors import classify
 from cogbias.redact import redact
 from tests.fake_llm_server import FakeHTTPError, FakeLLMServer
 
 SENTINEL = "sk-test-SENTINEL-123"
 MODEL = "openai/fake-model"
+PROFILE = resolve(MODEL, registry=[])
+GOLDEN_CACHE_KEY = "9c9bb8be7313abeeafdde823a1493ea72ced46c910adc9302f7de8497bbabb40"
 
 
 class DictCache:
@@ -60,7 +63,7 @@ def test_request_normalises_messages_and_is_hashable() -> None:
     as_pairs = LLMRequest(MODEL, (("user", "hi"),), temperature=0.0)
     assert as_dicts == as_pairs
     assert hash(as_dicts) == hash(as_pairs)
-    assert cache_key(as_dicts, None) == cache_key(as_pairs, None)
+    assert cache_key(as_dicts, PROFILE) == cache_key(as_pairs, PROFILE)
     assert as_dicts.message_dicts() == [{"role": "user", "content": "hi"}]
 
 
@@ -76,14 +79,35 @@ def test_request_normalises_messages_and_is_hashable() -> None:
     ],
 )
 def test_cache_key_changes_with_every_answer_relevant_field(change: dict[str, Any]) -> None:
-    assert cache_key(decision(), None) != cache_key(decision(**change), None)
+    assert cache_key(decision(), PROFILE) != cache_key(decision(**change), PROFILE)
 
 
-def test_cache_key_includes_api_base_and_model() -> None:
-    base = cache_key(decision(), None)
-    assert cache_key(decision(), "http://127.0.0.1:1/v1") != base
+def test_cache_key_includes_api_base_model_and_resolution_extras() -> None:
+    base = cache_key(decision(), PROFILE)
+    assert cache_key(decision(), resolve(MODEL, "http://127.0.0.1:1/v1")) != base
     other = LLMRequest("openai/other", decision().messages)
-    assert cache_key(other, None) != base
+    assert cache_key(other, PROFILE) != base
+    rebuilt = dataclasses.replace(PROFILE, file_identity="0123456789abcdef")
+    assert cache_key(decision(), rebuilt) != base
+
+
+def test_cache_key_leaves_out_timeouts_and_deadlines() -> None:
+    slow = resolve(MODEL, timeout_s=999.0, deadline_s=9999.0)
+    assert cache_key(decision(), slow) == cache_key(decision(), PROFILE)
+
+
+def test_cache_key_of_a_fixed_request_is_pinned() -> None:
+    """Golden value: a change here orphans every cached answer; bump CACHE_KEY_VERSION."""
+    req = LLMRequest(
+        "openai/fake-model",
+        (("system", "You are a manager."), ("user", "Choose Option 1 or Option 2.")),
+        temperature=0.0,
+        seed=7,
+        max_tokens=20,
+        repeat=1,
+    )
+    profile = resolve("openai/fake-model", "http://127.0.0.1:8000/v1")
+    assert cache_key(req, profile) == GOLDEN_CACHE_KEY
 
 
 # -- calls over HTTP ---------------------------------------------------------------------
@@ -125,13 +149,6 @@ def test_cache_hit_makes_no_http_call_and_repeat_makes_a_new_one() -> None:
         assert again.cached and again.text == first.text and again.key == first.key
         run(client.complete(decision(repeat=1)))
         assert srv.calls == 2
-
-
-def test_request_api_base_overrides_client_default() -> None:
-    with FakeLLMServer() as srv:
-        client = fast_client(api_base="http://127.0.0.1:9/v1")  # nothing listens there
-        answer = run(client.complete(decision(api_base=srv.base_url)))
-    assert answer.text.startswith("Option")
 
 
 def test_json_schema_and_grammar_reach_the_server() -> None:

@@ -9,7 +9,7 @@ import urllib.parse
 
 import pytest
 
-from cogbias.llm import LLMClient, LLMRequest, ensure_local_server, resolve_model
+from cogbias.llm import LLMClient, LLMRequest, ensure_local_server, resolve
 
 pytestmark = pytest.mark.local_model
 
@@ -42,10 +42,12 @@ def client() -> LLMClient:
 
 
 def test_local_model_resolves_to_a_loopback_openai_endpoint(client: LLMClient) -> None:
-    model, api_base, extra = resolve_model("local/smollm2")
-    assert model == "openai/smollm2" and extra == {}
-    assert api_base is not None and urllib.parse.urlparse(api_base).hostname == "127.0.0.1"
-    assert resolve_model("openai/gpt-4o") == ("openai/gpt-4o", None, {})
+    profile = resolve("local/smollm2")
+    assert profile.litellm_model == "openai/smollm2" and profile.grammar and profile.file_identity
+    api_base = ensure_local_server()
+    assert urllib.parse.urlparse(api_base).hostname == "127.0.0.1"
+    remote = resolve("openai/gpt-4o")
+    assert remote.litellm_model == "openai/gpt-4o" and not remote.grammar and remote.priced
 
 
 def test_grammar_constrains_a_decision(client: LLMClient) -> None:

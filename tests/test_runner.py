@@ -18,6 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 BIASES = ["anchoring", "framing_effect", "loss_aversion"]
 
 
+def cli_args(s: runner.RunSpec, db: Path) -> list[str]:
+    """`cogbias run` arguments asking for the run `s` (the CLI is what these tests drive)."""
+    args = ["run", "--db", str(db), "--models", ",".join(s.models), "--biases", ",".join(s.biases)]
+    args += ["--scenarios", str(s.scenarios), "--instances", str(s.instances)]
+    args += ["--generator", s.generator, "--seed", str(s.seed), "--repeats", str(s.repeats)]
+    return args + ["--api-base", s.api_base] if s.api_base else args
+
+
 def spec(base_url: str, **overrides) -> runner.RunSpec:
     fields = dict(
         models=["random", "openai/fake"],
@@ -81,7 +89,7 @@ def test_unanswerable_halves_are_stored_as_failures_not_crashes(tmp_path):
 def test_a_sigkilled_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
     db = tmp_path / "x.db"
     with FakeLLMServer(latency=0.05) as server:
-        args = spec(server.base_url, scenarios=4).to_cli_args(db) + ["--concurrency", "4"]
+        args = cli_args(spec(server.base_url, scenarios=4), db) + ["--concurrency", "4"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen(
             [sys.executable, "-m", "cogbias", *args], cwd=ROOT, env=env,
@@ -118,7 +126,7 @@ def test_an_auth_error_stops_the_run_and_no_key_value_is_stored(tmp_path, monkey
     db = tmp_path / "x.db"
     with FakeLLMServer(api_key="sk-the-right-one-0123456789") as server:
         result = subprocess.run(
-            [sys.executable, "-m", "cogbias", *spec(server.base_url).to_cli_args(db)],
+            [sys.executable, "-m", "cogbias", *cli_args(spec(server.base_url), db)],
             cwd=ROOT, capture_output=True, text=True,
             env={**os.environ, "OPENAI_API_KEY": sentinel},
         )  # fmt: skip
@@ -147,7 +155,7 @@ def test_a_key_echoed_by_the_provider_never_reaches_the_store_or_exports(tmp_pat
     env = {**os.environ, "OPENAI_API_KEY": sentinel}
     with FakeLLMServer(echo) as server:
         run = subprocess.run(
-            [sys.executable, "-m", "cogbias", *spec(server.base_url).to_cli_args(db)],
+            [sys.executable, "-m", "cogbias", *cli_args(spec(server.base_url), db)],
             cwd=ROOT, capture_output=True, text=True, env=env,
         )  # fmt: skip
     assert run.returncode == 0, run.stderr
@@ -172,7 +180,7 @@ def test_cli_results_json_lists_bias_model_n_and_failures(tmp_path):
     db = tmp_path / "x.db"
     with FakeLLMServer() as server:
         subprocess.run(
-            [sys.executable, "-m", "cogbias", *spec(server.base_url).to_cli_args(db)],
+            [sys.executable, "-m", "cogbias", *cli_args(spec(server.base_url), db)],
             cwd=ROOT, check=True, capture_output=True,
         )  # fmt: skip
     out = subprocess.run(

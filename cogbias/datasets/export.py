@@ -9,50 +9,16 @@ working when the store's internals change. Answers are 0-based option indices in
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from ..records import PAIR_COLUMNS, half_fields, metric_fields, pair_record
 from ..store import Store
-from ..templates import Filled, render_decision_text
 
 FORMATS = ("csv", "jsonl", "parquet")
-PAIR_COLUMNS: dict[str, str] = {
-    # name -> type (for Parquet): str, int, float, bool, list
-    "dataset": "str",
-    "run_id": "str",
-    "decision_id": "str",
-    "instance_id": "str",
-    "bias": "str",
-    "model": "str",
-    "temperature": "float",
-    "repeat": "int",
-    "scenario": "str",
-    "variant": "str",
-    "control_text": "str",
-    "treatment_text": "str",
-    "control_options": "list",
-    "treatment_options": "list",
-    "n_options": "int",
-    "control_order": "list",
-    "treatment_order": "list",
-    "reversed": "bool",
-    "control_raw_answer": "str",
-    "treatment_raw_answer": "str",
-    "control_extraction": "str",
-    "treatment_extraction": "str",
-    "control_answer": "int",
-    "treatment_answer": "int",
-    "k": "float",
-    "y1": "float",
-    "y2": "float",
-    "flip_control": "bool",
-    "flip_treatment": "bool",
-    "score": "float",
-    "status": "str",
-    "error": "str",
-}
 INSTANCE_COLUMNS: dict[str, str] = {
     "dataset": "str",
     "instance_id": "str",
@@ -74,66 +40,6 @@ INSTANCE_COLUMNS: dict[str, str] = {
 }
 
 
-def _half(text: str | None) -> Filled | None:
-    if not text:
-        return None
-    data = json.loads(text)
-    return Filled(data["situation"], data["prompt"], tuple(data["options"]))
-
-
-def _metric(text: str | None) -> dict[str, Any]:
-    data = json.loads(text) if text else None
-    if not data:
-        return {k: None for k in ("k", "y1", "y2", "flip_control", "flip_treatment")}
-    return {
-        "k": data.get("k"),
-        "y1": data.get("y1"),
-        "y2": data.get("y2"),
-        "flip_control": bool(data.get("flip_control")),
-        "flip_treatment": bool(data.get("flip_treatment")),
-    }
-
-
-def _texts(row: dict[str, Any], control_key: str, treatment_key: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for half, key in (("control", control_key), ("treatment", treatment_key)):
-        filled = _half(row.get(key))
-        out[f"{half}_text"] = render_decision_text(filled) if filled else None
-        out[f"{half}_options"] = list(filled.options) if filled else None
-    return out
-
-
-def pair_record(row: dict[str, Any]) -> dict[str, Any]:
-    """One exported pair from a `Store.iter_pairs` row."""
-    return {
-        "dataset": row.get("dataset"),
-        "run_id": row["run_id"],
-        "decision_id": row["id"],
-        "instance_id": row["instance_id"],
-        "bias": row["test_case"],
-        "model": row["model"],
-        "temperature": row["temperature"],
-        "repeat": row["repeat"],
-        "scenario": row["scenario"],
-        "variant": row["variant"],
-        **_texts(row, "control_half", "treatment_half"),
-        "n_options": row["n_options"],
-        "control_order": json.loads(row["control_order"]) if row["control_order"] else None,
-        "treatment_order": json.loads(row["treatment_order"]) if row["treatment_order"] else None,
-        "reversed": None if row["reversed"] is None else bool(row["reversed"]),
-        "control_raw_answer": row["control_answer"],
-        "treatment_raw_answer": row["treatment_answer"],
-        "control_extraction": row["control_extraction"],
-        "treatment_extraction": row["treatment_extraction"],
-        "control_answer": row["control_choice"],
-        "treatment_answer": row["treatment_choice"],
-        **_metric(row["metric"]),
-        "score": row["score"],
-        "status": row["status"],
-        "error": row["error"],
-    }
-
-
 def instance_record(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "dataset": row["dataset"],
@@ -141,9 +47,9 @@ def instance_record(row: dict[str, Any]) -> dict[str, Any]:
         "bias": row["test_case"],
         "scenario": row["scenario"],
         "variant": row["variant"],
-        **_texts(row, "control", "treatment"),
+        **half_fields(row["control"], row["treatment"]),
         "n_options": row["n_options"],
-        **_metric(row["metric"]),
+        **metric_fields(row["metric"]),
         "status": row["status"],
         "error": row["error"],
     }
@@ -191,19 +97,32 @@ def write(
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
         return _parquet(batches, path, columns)
-    count = 0
     with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(columns)) if fmt == "csv" else None
-        if writer:
-            writer.writeheader()
-        for batch in batches:
-            for record in batch:
-                if writer:
-                    writer.writerow(_csv_row(record, columns))
-                else:
-                    ordered = {name: record.get(name) for name in columns}
-                    handle.write(json.dumps(ordered, ensure_ascii=False) + "\n")
-            count += len(batch)
+        return _write_text(handle, batches, fmt, columns)
+
+
+def csv_bytes(pairs: Iterable[dict[str, Any]]) -> bytes:
+    """Exported pairs as CSV bytes: the app's download has exactly `cogbias export`'s columns."""
+    handle = io.StringIO(newline="")
+    _write_text(handle, [list(pairs)], "csv", PAIR_COLUMNS)
+    return handle.getvalue().encode("utf-8")
+
+
+def _write_text(
+    handle: IO[str], batches: Iterable[list[dict[str, Any]]], fmt: str, columns: dict[str, str]
+) -> int:
+    count = 0
+    writer = csv.DictWriter(handle, fieldnames=list(columns)) if fmt == "csv" else None
+    if writer:
+        writer.writeheader()
+    for batch in batches:
+        for record in batch:
+            if writer:
+                writer.writerow(_csv_row(record, columns))
+            else:
+                ordered = {name: record.get(name) for name in columns}
+                handle.write(json.dumps(ordered, ensure_ascii=False) + "\n")
+        count += len(batch)
     return count
 
 

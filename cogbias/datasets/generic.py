@@ -19,9 +19,9 @@ from typing import Any
 
 from .. import metrics
 from ..metrics import MetricParams
-from ..pipeline import Instance, stable_id
+from ..records import Instance, decision_id, dumps, stable_id
 from ..redact import redact
-from ..store import Store, dumps
+from ..store import Store
 from ..templates import Filled
 from . import importing
 from .common import (
@@ -348,7 +348,7 @@ def _decision(
     repeat = repeats.get((instance.id, model), 0)
     repeats[(instance.id, model)] = repeat + 1
     return (
-        stable_id("decision", run_id, instance.id, model, repeat, None),
+        decision_id(run_id, instance.id, model, repeat, None),
         run_id,
         instance.id,
         instance.test_case,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import MetricParams
-from ..pipeline import Instance, stable_id
+from ..records import Instance, stable_id
 from ..store import Store
 from ..templates import Filled
 from . import importing

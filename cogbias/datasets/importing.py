@@ -9,67 +9,18 @@ database exactly as it was, and memory stays flat for 600,000 decisions.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..pipeline import Instance
+from ..records import IMPORTED_DECISION_COLUMNS, INSTANCE_COLUMNS, Instance, cap_text
 from ..store import Store, now
 from .common import DatasetError, ImportSummary, chunked, file_digest
 
 BATCH = 2000
-INSTANCE_COLUMNS = (
-    "id",
-    "test_case",
-    "test_case_hash",
-    "dataset",
-    "scenario_id",
-    "scenario",
-    "instance_index",
-    "generator",
-    "temperature",
-    "seed",
-    "variant",
-    "values_json",
-    "insertions",
-    "control",
-    "treatment",
-    "n_options",
-    "metric",
-    "status",
-    "error",
-    "created_at",
-)
-DECISION_COLUMNS = (
-    "id",
-    "run_id",
-    "instance_id",
-    "test_case",
-    "model",
-    "temperature",
-    "repeat",
-    "reversed",
-    "control_order",
-    "treatment_order",
-    "control_answer",
-    "treatment_answer",
-    "control_extraction",
-    "treatment_extraction",
-    "control_choice",
-    "treatment_choice",
-    "score",
-    "status",
-    "error",
-    "tokens",
-    "cost",
-    "created_at",
-)
-
-
-def row_id(*parts: object) -> str:
-    """A deterministic key from plain parts (cheaper than `stable_id` for 600,000 rows)."""
-    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:20]
+# Published decisions carry no run-only columns (failure kind, cache flag, saved cost).
+DECISION_COLUMNS = IMPORTED_DECISION_COLUMNS
+_ANSWERS = tuple(DECISION_COLUMNS.index(c) for c in ("control_answer", "treatment_answer"))
 
 
 def import_run_id(dataset: str) -> str:
@@ -141,9 +92,12 @@ class Import:
             for row in batch:
                 self.models.add(row[model_at])
             fixed = [
-                row if row[created_at] else (*row[:created_at], self.created_at) for row in batch
+                _capped(row if row[created_at] else (*row[:created_at], self.created_at))
+                for row in batch
             ]
-            self.store.insert_rows("decisions", DECISION_COLUMNS, fixed, replace=True)
+            self.store.insert_rows(
+                "decisions", (*DECISION_COLUMNS, "truncated"), fixed, replace=True
+            )
             self.summary.decisions += len(batch)
 
     def finish(self, source: str, **meta: Any) -> None:
@@ -164,6 +118,15 @@ class Import:
                 **meta,
             },
         )
+
+
+def _capped(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The row with over-long published answers cut (see `records.MAX_ANSWER_CHARS`)."""
+    values, cut = list(row), False
+    for at in _ANSWERS:
+        values[at], was_cut = cap_text(values[at])
+        cut = cut or was_cut
+    return (*values, int(cut))
 
 
 def _digest_of(meta: str) -> str | None:

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import MetricParams
-from ..pipeline import Instance, stable_id
+from ..records import Instance, decision_id, dumps, stable_id
 from ..redact import redact
-from ..store import Store, dumps
+from ..store import Store
 from ..templates import Filled
 from . import importing
 from .common import (
@@ -281,7 +281,7 @@ def read_decisions(
         temperature = _optional_float(values.get("temperature", ""), file, row, line)
         control_order, treatment_order = orders
         yield (
-            importing.row_id("decision", run_id, case.instance_id, model, 0, temperature),
+            decision_id(run_id, case.instance_id, model, 0, temperature),
             run_id,
             case.instance_id,
             case.bias,

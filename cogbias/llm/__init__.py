@@ -26,9 +26,9 @@ from cogbias.llm.errors import FatalLLMError, LLMError  # noqa: E402
 from cogbias.llm.local import (  # noqa: E402
     LOCAL_MODELS,
     ensure_local_server,
-    resolve_model,
     smollm2_gguf_path,
 )
+from cogbias.llm.profiles import ModelProfile, resolve  # noqa: E402
 
 __all__ = [
     "LOCAL_MODELS",
@@ -42,6 +42,7 @@ __all__ = [
     "cache_key",
     "ensure_local_server",
     "get_litellm",
-    "resolve_model",
+    "ModelProfile",
+    "resolve",
     "smollm2_gguf_path",
 ]

@@ -22,13 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cogbias.llm.errors import FatalLLMError, LLMError, classify, retry_after_seconds
-from cogbias.llm.local import (
-    LOCAL_CONCURRENCY,
-    LOCAL_PREFIX,
-    LOCAL_TIMEOUT_S,
-    local_server_started,
-    resolve_model,
-)
+from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_server_started
+from cogbias.llm.profiles import ModelProfile, resolve
 
 Message = tuple[str, str]
 DUMMY_API_KEY = "sk-no-key-required"
@@ -83,7 +78,6 @@ class LLMRequest:
     response_format: dict[str, Any] | None = field(default=None, hash=False)
     grammar: str | None = None
     repeat: int = 0
-    api_base: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "messages", _normalize_messages(self.messages))
@@ -106,11 +100,22 @@ class LLMRequest:
         }
 
 
-def cache_key(req: LLMRequest, api_base: str | None) -> str:
-    """sha256 of the canonical JSON of everything that can change the answer."""
+CACHE_KEY_VERSION = 2
+
+
+def cache_key(req: LLMRequest, profile: ModelProfile) -> str:
+    """sha256 of the canonical JSON of everything that can change the answer.
+
+    In the key: the key version; the model id; the endpoint's identity (`profile.api_base`,
+    None for local models); the full messages; temperature; seed; max tokens; response
+    format; grammar; the repeat index; and what model resolution adds (the litellm model
+    string, the local model file's hash). Deliberately out of it: timeouts, retries,
+    concurrency, deadlines and API keys, none of which changes what a model answers.
+    """
     payload = {
+        "v": CACHE_KEY_VERSION,
         "model": req.model,
-        "api_base": api_base.rstrip("/") if api_base else None,
+        "api_base": profile.api_base,
         "messages": req.messages,
         "temperature": req.temperature,
         "seed": req.seed,
@@ -118,6 +123,7 @@ def cache_key(req: LLMRequest, api_base: str | None) -> str:
         "response_format": req.response_format,
         "grammar": req.grammar,
         "repeat": req.repeat,
+        "extras": profile.cache_extras(),
     }
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -136,6 +142,7 @@ class LLMResponse:
     latency_s: float
     cached: bool
     key: str = ""
+    cost_saved: float = 0.0
 
 
 class ResponseCache(Protocol):
@@ -152,13 +159,25 @@ class ResponseCache(Protocol):
 
 @dataclass(slots=True)
 class ClientStats:
-    """Counters for progress displays and benchmarks (cheap integer increments)."""
+    """Counters for progress displays, run totals and benchmarks (cheap increments).
+
+    `cost`/`tokens` are what calls to providers incurred; `cost_saved`/`tokens_saved` what
+    cached answers would have cost. `waiting` is the number of calls sleeping before a retry
+    right now, `wait_reason` why the last one waits (e.g. "rate limit (HTTP 429)").
+    """
 
     requests: int = 0
     cache_hits: int = 0
+    merged: int = 0
     http_attempts: int = 0
     retries: int = 0
     failures: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    tokens_saved: int = 0
+    cost_saved: float = 0.0
+    waiting: int = 0
+    wait_reason: str = ""
 
 
 class LLMClient:
@@ -167,9 +186,13 @@ class LLMClient:
     Args:
         cache: where successful answers are kept; None disables caching.
         concurrency: maximum requests in flight at once (backoff sleeps do not hold a slot).
-        timeout: per-attempt timeout in seconds.
+        timeout: per-attempt timeout in seconds (default: the model profile's).
+        deadline: give up on a call after this many seconds, retries included (default:
+            the model profile's); the failure is transient, so a resumed run retries it.
         max_retries: retries after the first attempt, for transient failures only.
-        api_base: default base URL for models that need one (OpenAI-compatible servers).
+        api_base: base URL for remote models, overriding the registry's (OpenAI-compatible
+            servers).
+        read_cache: False asks every model afresh (new answers still replace cached ones).
         backoff_base, backoff_max: exponential backoff with full jitter, in seconds.
         max_retry_after: upper bound on how long a server's Retry-After may make us wait.
     """
@@ -178,10 +201,12 @@ class LLMClient:
         self,
         cache: ResponseCache | None = None,
         concurrency: int = 16,
-        timeout: float = 120,
+        timeout: float | None = None,
         max_retries: int = 6,
         api_base: str | None = None,
         *,
+        deadline: float | None = None,
+        read_cache: bool = True,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         max_retry_after: float = 120.0,
@@ -189,16 +214,27 @@ class LLMClient:
         self.cache = cache
         self.concurrency = concurrency
         self.timeout = timeout
+        self.deadline = deadline
         self.max_retries = max_retries
         self.api_base = api_base
+        self.read_cache = read_cache
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.max_retry_after = max_retry_after
         self.stats = ClientStats()
+        self._profiles: dict[str, ModelProfile] = {}
         self._semaphore: asyncio.Semaphore | None = None
         self._local_semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._unpriced: set[str] = set()
+        self._in_flight: dict[str, asyncio.Future[LLMResponse]] = {}
+
+    def profile(self, model: str) -> ModelProfile:
+        """The model's profile (resolved once per client)."""
+        found = self._profiles.get(model)
+        if found is None:
+            found = resolve(model, self.api_base, timeout_s=self.timeout, deadline_s=self.deadline)
+            self._profiles[model] = found
+        return found
 
     def _slots(self, local: bool) -> tuple[asyncio.Semaphore, ...]:
         # One set of semaphores per event loop: the CLI and tests may call asyncio.run
@@ -209,49 +245,53 @@ class LLMClient:
             self._semaphore = asyncio.Semaphore(self.concurrency)
             self._local_semaphore = asyncio.Semaphore(min(self.concurrency, LOCAL_CONCURRENCY))
             self._loop = loop
+            self._in_flight = {}
         return (self._local_semaphore, self._semaphore) if local else (self._semaphore,)
 
-    def identity_api_base(self, req: LLMRequest) -> str | None:
-        """The api_base that identifies the endpoint in the cache key (None for local/)."""
-        if req.model.startswith(LOCAL_PREFIX):
-            return None  # its port changes every process; the model id already identifies it
-        base = req.api_base or self.api_base
-        if base is None and req.model.startswith("openai/"):
-            base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
-        return base
-
     async def complete(self, req: LLMRequest) -> LLMResponse:
-        """Answer `req` from the cache or the model. Raises `LLMError` / `FatalLLMError`."""
+        """Answer `req` from the cache or the model. Raises `LLMError` / `FatalLLMError`.
+
+        Identical requests in flight at the same moment are sent once (single flight): the
+        later ones wait for the first and count as cached.
+        """
         self.stats.requests += 1
-        identity_base = self.identity_api_base(req)
-        key = cache_key(req, identity_base)
-        if self.cache is not None:
+        profile = self.profile(req.model)
+        key = cache_key(req, profile)
+        if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
             if hit is not None:
-                self.stats.cache_hits += 1
-                return LLMResponse(
-                    text=hit["text"],
-                    prompt_tokens=int(hit.get("prompt_tokens") or 0),
-                    completion_tokens=int(hit.get("completion_tokens") or 0),
-                    cost=float(hit.get("cost") or 0.0),
-                    latency_s=float(hit.get("latency_s") or 0.0),
-                    cached=True,
-                    key=key,
+                return self._saved(hit, key)
+        self._slots(profile.kind == "local")  # binds the in-flight table to this loop
+        waiting = self._in_flight.get(key)
+        if waiting is not None:
+            first = await asyncio.shield(waiting)
+            self.stats.merged += 1
+            return self._saved(_as_record(first), key)
+        future: asyncio.Future[LLMResponse] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        try:
+            response = await self._call(req, profile)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                future.set_exception(exc)
+            else:  # cancelled: the identical requests waiting on this one fail as transient
+                future.set_exception(
+                    LLMError(f"{req.model}: request abandoned", kind="other", retryable=True)
                 )
-        if req.model.startswith(LOCAL_PREFIX) and not local_server_started():
-            model, api_base, extra = await asyncio.to_thread(resolve_model, req.model)
-        else:
-            model, api_base, extra = resolve_model(req.model)
-        api_base = api_base or identity_base
-        kwargs = self._kwargs(req, model, api_base, extra)
-        response = await self._call_with_retries(req.model, api_base, kwargs)
+            future.exception()  # retrieved: no "never retrieved" warning without waiters
+            raise
+        finally:
+            self._in_flight.pop(key, None)
+        future.set_result(response)
         response.key = key
+        self.stats.tokens += response.prompt_tokens + response.completion_tokens
+        self.stats.cost += response.cost
         if self.cache is not None:
             self.cache.put(
                 key,
                 {
                     "model": req.model,
-                    "api_base": identity_base,
+                    "api_base": profile.api_base,
                     "request": req.request_record(),
                     "text": response.text,
                     "prompt_tokens": response.prompt_tokens,
@@ -262,27 +302,59 @@ class LLMClient:
             )
         return response
 
+    def _saved(self, hit: Mapping[str, Any], key: str) -> LLMResponse:
+        """A response that cost nothing now: what it cost originally counts as saved."""
+        self.stats.cache_hits += 1
+        response = LLMResponse(
+            text=hit["text"],
+            prompt_tokens=int(hit.get("prompt_tokens") or 0),
+            completion_tokens=int(hit.get("completion_tokens") or 0),
+            cost=0.0,
+            latency_s=float(hit.get("latency_s") or 0.0),
+            cached=True,
+            key=key,
+            cost_saved=float(hit.get("cost") or 0.0),
+        )
+        self.stats.tokens_saved += response.prompt_tokens + response.completion_tokens
+        self.stats.cost_saved += response.cost_saved
+        return response
+
     def complete_sync(self, req: LLMRequest) -> LLMResponse:
         """Blocking `complete` for one-off calls from the CLI or a Streamlit page."""
         return asyncio.run(self.complete(req))
 
+    async def _call(self, req: LLMRequest, profile: ModelProfile) -> LLMResponse:
+        if profile.kind == "random":
+            raise LLMError(
+                f"{req.model} is the random baseline, not a language model; it cannot answer "
+                "free-text requests",
+                kind="bad_request",
+                model=req.model,
+            )
+        api_base = profile.api_base
+        if profile.kind == "local":
+            api_base = (
+                ensure_local_server()
+                if local_server_started()
+                else await asyncio.to_thread(ensure_local_server)
+            )
+        kwargs = self._kwargs(req, profile, api_base)
+        return await self._call_with_retries(req.model, profile, api_base, kwargs)
+
     def _kwargs(
-        self, req: LLMRequest, model: str, api_base: str | None, extra: dict[str, Any]
+        self, req: LLMRequest, profile: ModelProfile, api_base: str | None
     ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
-            "model": model,
+            "model": profile.litellm_model,
             "messages": req.message_dicts(),
             "temperature": req.temperature,
-            "timeout": max(self.timeout, LOCAL_TIMEOUT_S)
-            if req.model.startswith(LOCAL_PREFIX)
-            else self.timeout,
             "num_retries": 0,  # we retry ourselves, see module docstring
             "drop_params": True,  # e.g. `seed` for providers without it, instead of a 400
         }
         if api_base:
             kwargs["api_base"] = api_base
-            if model.startswith("openai/") and (
-                req.model.startswith(LOCAL_PREFIX) or not os.environ.get("OPENAI_API_KEY")
+            if str(profile.litellm_model).startswith("openai/") and (
+                profile.kind == "local" or not os.environ.get("OPENAI_API_KEY")
             ):
                 kwargs["api_key"] = DUMMY_API_KEY  # litellm insists on some key
         if req.seed is not None:
@@ -293,11 +365,6 @@ class LLMClient:
             kwargs["response_format"] = req.response_format
         if req.grammar is not None:
             kwargs["extra_body"] = {"grammar": req.grammar}
-        for name, value in extra.items():
-            if name == "extra_body" and "extra_body" in kwargs:
-                kwargs["extra_body"] = {**value, **kwargs["extra_body"]}
-            else:
-                kwargs[name] = value
         return kwargs
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
@@ -307,41 +374,60 @@ class LLMClient:
         return delay
 
     async def _call_with_retries(
-        self, model_id: str, api_base: str | None, kwargs: dict[str, Any]
+        self, model_id: str, profile: ModelProfile, api_base: str | None, kwargs: dict[str, Any]
     ) -> LLMResponse:
         litellm = get_litellm()
         attempt = 0
-        local = model_id.startswith(LOCAL_PREFIX)
+        started = time.monotonic()
+        deadline = started + profile.deadline_s
         while True:
+            left = deadline - time.monotonic()
             async with contextlib.AsyncExitStack() as stack:
-                for semaphore in self._slots(local):
+                for semaphore in self._slots(profile.kind == "local"):
                     await stack.enter_async_context(semaphore)
                 self.stats.http_attempts += 1
-                started = time.perf_counter()
+                attempt_timeout = max(0.05, min(profile.timeout_s, left))
+                kwargs["timeout"] = attempt_timeout
+                t0 = time.perf_counter()
                 try:
-                    raw = await litellm.acompletion(**kwargs)
+                    # litellm passes the timeout on to the HTTP client; the outer guard makes
+                    # sure a provider that never answers cannot hold a call past its deadline.
+                    raw = await asyncio.wait_for(
+                        litellm.acompletion(**kwargs), attempt_timeout + 5.0
+                    )
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
                     error = classify(exc, model_id, api_base, kwargs.get("api_key", ""))
                     retry_after = retry_after_seconds(exc)
                 else:
-                    latency = time.perf_counter() - started
-                    return self._to_response(raw, model_id, kwargs["model"], latency)
+                    latency = time.perf_counter() - t0
+                    return self._to_response(raw, model_id, profile, latency)
             # Raised outside the except block so the provider's exception (whose text may
             # contain a key) is neither chained nor shown in tracebacks.
             if isinstance(error, FatalLLMError) or not error.retryable:
                 self.stats.failures += 1
                 raise error
-            if attempt >= self.max_retries:
+            delay = self._backoff(attempt, retry_after)
+            if attempt >= self.max_retries or time.monotonic() + delay >= deadline:
                 self.stats.failures += 1
-                error.args = (f"{error.args[0]} (gave up after {attempt + 1} attempts)",)
+                spent = time.monotonic() - started
+                error.args = (
+                    f"{error.args[0]} (gave up after {attempt + 1} attempts in {spent:.0f} s)",
+                )
                 raise error
-            await asyncio.sleep(self._backoff(attempt, retry_after))
+            self.stats.waiting += 1
+            self.stats.wait_reason = error.describe()
+            try:
+                await asyncio.sleep(delay)
+            finally:
+                self.stats.waiting -= 1
             attempt += 1
             self.stats.retries += 1
 
-    def _to_response(self, raw: Any, model_id: str, model: str, latency: float) -> LLMResponse:
+    def _to_response(
+        self, raw: Any, model_id: str, profile: ModelProfile, latency: float
+    ) -> LLMResponse:
         try:
             text = raw.choices[0].message.content
         except (AttributeError, IndexError):
@@ -350,25 +436,23 @@ class LLMClient:
             self.stats.failures += 1
             raise LLMError(f"{model_id}: empty answer", kind="empty", model=model_id)
         usage = getattr(raw, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
         return LLMResponse(
             text=text,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cost=self._cost(raw, model_id, model),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost=profile.price_per_call(prompt_tokens, completion_tokens) or 0.0,
             latency_s=latency,
             cached=False,
         )
 
-    def _cost(self, raw: Any, model_id: str, model: str) -> float:
-        # litellm already priced the response while building it (`_hidden_params`); pricing
-        # it again would double the cost lookup, which is ~1-2 ms for an unmapped model.
-        if model_id.startswith(LOCAL_PREFIX) or model in self._unpriced:
-            return 0.0
-        hidden = getattr(raw, "_hidden_params", None) or {}
-        if "response_cost" in hidden:
-            return float(hidden["response_cost"] or 0.0)
-        try:
-            return float(get_litellm().completion_cost(completion_response=raw) or 0.0)
-        except Exception:  # unmapped model: litellm raises several different errors
-            self._unpriced.add(model)
-            return 0.0
+
+def _as_record(response: LLMResponse) -> dict[str, Any]:
+    return {
+        "text": response.text,
+        "prompt_tokens": response.prompt_tokens,
+        "completion_tokens": response.completion_tokens,
+        "cost": response.cost,
+        "latency_s": response.latency_s,
+    }

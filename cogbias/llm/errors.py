@@ -45,6 +45,29 @@ class LLMError(Exception):
         self.model = model
         self.status_code = status_code
 
+    @property
+    def failure_kind(self) -> str:
+        """The record-level kind (see `cogbias.records`): transient, fatal, unparseable, invalid."""
+        if isinstance(self, FatalLLMError):
+            return "fatal"
+        if self.retryable:
+            return "transient"
+        return "unparseable" if self.kind == "empty" else "invalid"
+
+    def describe(self) -> str:
+        """A few words on why the call failed, for progress displays."""
+        words = _KIND_WORDS.get(self.kind, self.kind)
+        return f"{words} (HTTP {self.status_code})" if self.status_code else words
+
+
+_KIND_WORDS = {
+    "rate_limit": "rate limit",
+    "server": "server error",
+    "timeout": "timeout",
+    "empty": "empty answer",
+    "bad_request": "request refused",
+}
+
 
 class FatalLLMError(LLMError):
     """Auth, quota or unknown-model failure: every further call would fail the same way,

@@ -109,21 +109,6 @@ def ensure_local_server() -> str:
     return _api_base
 
 
-def resolve_model(model: str) -> tuple[str, str | None, dict[str, Any]]:
-    """Map a user model id to (litellm model string, api_base, extra request kwargs).
-
-    `local/...` ids start the local server on first use; all others pass through.
-    """
-    if not model.startswith(LOCAL_PREFIX):
-        return model, None, {}
-    if model not in LOCAL_MODELS:
-        known = ", ".join(sorted(LOCAL_MODELS))
-        raise FatalLLMError(
-            f"{model}: unknown local model (known: {known})", kind="not_found", model=model
-        )
-    return "openai/" + model.removeprefix(LOCAL_PREFIX), ensure_local_server(), {}
-
-
 def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as r:

@@ -1,0 +1,226 @@
+"""Model profiles: one resolution of a model string into how to call it.
+
+Every caller (a run, the CLI's preview, the app's Learn and Preview pages) asks the same
+profile how to talk to a model: which litellm model and endpoint, whether it takes a JSON
+schema or a GBNF grammar, how many tokens an answer may use, what a token costs, how long an
+attempt and a whole call may take. So equal questions become equal requests, and equal
+requests share one cache entry, whichever page asked.
+
+Facts come from, in order: the built-ins (`random`, `local/...`), the model registry
+(`data/models.toml` and the user's own), and litellm's bundled price map, which we read as
+JSON *without importing litellm* (the import costs seconds, and a fully cached rerun or a
+plan's cost estimate must not pay for it). Nothing is guessed from a name's prefix beyond the
+provider part of the litellm string itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cogbias.llm.local import LOCAL_MODELS, LOCAL_PREFIX, LOCAL_TIMEOUT_S, smollm2_gguf_path
+
+RANDOM_MODEL = "random"
+ProfileKind = Literal["random", "local", "remote"]
+ANSWER_TOKENS = 300  # room to reason before choosing, as in the paper's free-answer step
+LOCAL_ANSWER_TOKENS = (
+    32  # one short sentence: each token of a 135M model costs 15-100 ms on 2 busy cores
+)
+# Hosted APIs answer within seconds or not at all: a hung attempt is cut after a minute, and
+# a call gives up (as a transient failure, retried on resume) after five. The local model on
+# two busy cores is slow rather than broken, so it gets much longer.
+REMOTE_TIMEOUT_S = 60.0
+REMOTE_DEADLINE_S = 300.0
+LOCAL_DEADLINE_S = 2 * LOCAL_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """How to call one model. `api_base` is the endpoint's identity (None for local models,
+    whose port changes every process); prices are USD per token, None when unknown."""
+
+    id: str
+    kind: ProfileKind
+    litellm_model: str | None
+    api_base: str | None
+    json_schema: bool
+    grammar: bool
+    answer_tokens: int
+    max_temperature: float | None
+    input_price: float | None
+    output_price: float | None
+    batch_input_price: float | None
+    batch_output_price: float | None
+    timeout_s: float
+    deadline_s: float
+    file_identity: str | None = None
+
+    @property
+    def priced(self) -> bool:
+        return self.input_price is not None and self.output_price is not None
+
+    def price_per_call(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """USD for one call of this size; 0 for built-ins, None when the price is unknown."""
+        if self.kind != "remote":
+            return 0.0
+        if not self.priced:
+            return None
+        return prompt_tokens * self.input_price + completion_tokens * self.output_price  # type: ignore[operator]
+
+    def cache_extras(self) -> dict[str, Any]:
+        """What the profile adds to a request that can change the answer (for the cache key)."""
+        return {"litellm_model": self.litellm_model, "file": self.file_identity}
+
+
+def resolve(
+    model: str,
+    api_base: str | None = None,
+    registry: list[Any] | None = None,
+    timeout_s: float | None = None,
+    deadline_s: float | None = None,
+) -> ModelProfile:
+    """The profile of `model`. `api_base` overrides the registry's endpoint for remote models;
+    `registry` defaults to `library.load_models()`; timeouts override the profile's defaults."""
+    if model == RANDOM_MODEL:
+        return _profile(model, "random", None, None, True, False, 0, None, {}, 0.0, 0.0)
+    if model.startswith(LOCAL_PREFIX):
+        if model not in LOCAL_MODELS:
+            from cogbias.llm.errors import FatalLLMError
+
+            known = ", ".join(sorted(LOCAL_MODELS))
+            raise FatalLLMError(
+                f"{model}: unknown local model (known: {known})", kind="not_found", model=model
+            )
+        return _profile(
+            model,
+            "local",
+            "openai/" + model.removeprefix(LOCAL_PREFIX),
+            None,
+            True,
+            True,
+            LOCAL_ANSWER_TOKENS,
+            2.0,
+            {},
+            timeout_s or LOCAL_TIMEOUT_S,
+            deadline_s or LOCAL_DEADLINE_S,
+            file_identity=_local_file_identity(),
+        )
+    if registry is None:
+        from cogbias import library
+
+        registry = library.load_models()
+    entry = next((m for m in registry if m.id == model), None)
+    base = api_base or (entry.api_base if entry else None)
+    if base is None and model.startswith("openai/"):
+        base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+    prices = price_entry(model)
+    if entry is not None:
+        json_schema = bool(entry.json_schema)
+    elif base is not None:
+        # Our own OpenAI-compatible servers (vLLM, llama.cpp, Ollama) take a JSON schema.
+        json_schema = True
+    else:
+        json_schema = bool(prices.get("supports_response_schema"))
+    max_temperature = entry.max_temperature if entry is not None else None
+    return _profile(
+        model,
+        "remote",
+        model,
+        base.rstrip("/") if base else None,
+        json_schema,
+        False,
+        ANSWER_TOKENS,
+        max_temperature,
+        prices,
+        timeout_s or REMOTE_TIMEOUT_S,
+        deadline_s or REMOTE_DEADLINE_S,
+    )
+
+
+def _profile(
+    model: str,
+    kind: ProfileKind,
+    litellm_model: str | None,
+    api_base: str | None,
+    json_schema: bool,
+    grammar: bool,
+    answer_tokens: int,
+    max_temperature: float | None,
+    prices: dict[str, Any],
+    timeout_s: float,
+    deadline_s: float,
+    file_identity: str | None = None,
+) -> ModelProfile:
+    return ModelProfile(
+        id=model,
+        kind=kind,
+        litellm_model=litellm_model,
+        api_base=api_base,
+        json_schema=json_schema,
+        grammar=grammar,
+        answer_tokens=answer_tokens,
+        max_temperature=max_temperature,
+        input_price=_price(prices, "input_cost_per_token"),
+        output_price=_price(prices, "output_cost_per_token"),
+        batch_input_price=_price(prices, "input_cost_per_token_batches"),
+        batch_output_price=_price(prices, "output_cost_per_token_batches"),
+        timeout_s=timeout_s,
+        deadline_s=max(deadline_s, timeout_s),
+        file_identity=file_identity,
+    )
+
+
+def _price(entry: dict[str, Any], key: str) -> float | None:
+    value = entry.get(key)
+    return float(value) if isinstance(value, int | float) else None
+
+
+@functools.cache
+def _price_map() -> dict[str, Any]:
+    """litellm's bundled model map, read as a file (importing litellm costs seconds)."""
+    spec = importlib.util.find_spec("litellm")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "model_prices_and_context_window_backup.json"
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return {}
+            return data if isinstance(data, dict) else {}
+    return {}
+
+
+def price_entry(model: str) -> dict[str, Any]:
+    """The price map's entry for a litellm model string (`openai/gpt-4o` or `gpt-4o`)."""
+    prices = _price_map()
+    entry = prices.get(model)
+    if entry is None and "/" in model:
+        entry = prices.get(model.split("/", 1)[1])
+    return entry if isinstance(entry, dict) else {}
+
+
+_file_hashes: dict[tuple[str, int, int], str] = {}
+
+
+def _local_file_identity() -> str | None:
+    """sha256 of the local model's GGUF file (memoised by path, size and mtime): answers from
+    another build of the model must not come out of the cache."""
+    try:
+        path = smollm2_gguf_path()
+        stat = path.stat()
+    except Exception:  # not installed: the call itself will say so
+        return None
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _file_hashes:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _file_hashes[key] = digest.hexdigest()[:16]
+    return _file_hashes[key]
