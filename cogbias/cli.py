@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
         "pair", help="fill one pair and have it decided live (what Learn's 'Run it live' does)"
     )
     p.add_argument("id")
-    p.add_argument("--scenario", type=int, default=1, help="scenario number (1-200)")
+    p.add_argument("--scenario", default="1", help="scenario number (1-200), or several: 1,50,120")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--generator", help="what fills [[gaps]] (default: 'examples', offline)")
     p.add_argument("--models", default="local/smollm2", help="comma-separated decision models")
@@ -157,35 +157,44 @@ def _preview(args: argparse.Namespace) -> int:
 
 
 def _pair(args: argparse.Namespace) -> int:
-    """Generate one pair and ask each model both halves; prints answers, choices and score."""
+    """Fill a pair and have each model answer both halves, per scenario; print the answers,
+    the choices, the score and how long the pair took (the first pair pays the start-up)."""
+    import time
+
     from . import pipeline
 
     case = library.get_test_case(args.id)
-    scenario = _scenario(args.scenario)
+    try:
+        numbers = [int(n) for n in str(args.scenario).split(",") if n.strip()]
+    except ValueError:
+        raise ValueError(
+            f"--scenario expects numbers like 1 or 1,50,120, not {args.scenario!r}"
+        ) from None
+    scenarios = [_scenario(n) for n in numbers]
     generator = args.generator or examples.default_generator()
-    instance = pipeline.run_sync(
-        pipeline.generate(
-            _client(generator, args.api_base), case, scenario.text, generator, seed=args.seed
-        )
-    )
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    gen_client = _client(generator, args.api_base)
     client = None
-    for model in models:
-        if model != pipeline.RANDOM_MODEL and client is None:
-            from .llm import LLMClient
+    for scenario in scenarios:
+        start = time.perf_counter()
+        instance = pipeline.run_sync(
+            pipeline.generate(gen_client, case, scenario.text, generator, seed=args.seed)
+        )
+        for model in models:
+            if model != pipeline.RANDOM_MODEL and client is None:
+                from .llm import LLMClient
 
-            client = LLMClient(api_base=args.api_base)
-        row = pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=args.seed))
-        print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
-        for half in ("control", "treatment"):
-            choice = row[f"{half}_choice"]
-            shown = (
-                "none"
-                if choice is None
-                else f"{choice + 1} {instance.half(half).options[choice]!r}"
-            )
-            print(f"{half}: answer {row[f'{half}_answer']!r} -> {shown}")
-        print(f"score: {row['score']}" + (f"  error: {row['error']}" if row["error"] else ""))
+                client = LLMClient(api_base=args.api_base)
+            row = pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=args.seed))
+            print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
+            for half in ("control", "treatment"):
+                choice = row[f"{half}_choice"]
+                options = instance.half(half).options
+                shown = "none" if choice is None else f"{choice + 1} {options[choice]!r}"
+                print(f"{half}: answer {row[f'{half}_answer']!r} -> {shown}")
+            error = f"  error: {row['error']}" if row["error"] else ""
+            print(f"score: {row['score']}{error}")
+        print(f"pair time: {time.perf_counter() - start:.1f} s (scenario {scenario.id})")
     return 0
 
 
