@@ -15,6 +15,7 @@ and a teaching demo with no API key must still read like a real decision task. S
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -124,8 +125,7 @@ def first_article(filled: Filled) -> str | None:
 
 
 def _index(*parts: Any) -> int:
-    import hashlib
-
+    """A stable integer from the parts (the same seed and scenario pick the same fills)."""
     digest = hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
     return int(digest[:12], 16)
 
