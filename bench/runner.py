@@ -1,13 +1,21 @@
 """Runner throughput and overhead against a local OpenAI-compatible server with 1 s latency.
 
-    .venv/bin/python bench/runner.py [--concurrency 1,16,64,256] [--seconds 8]
+    .venv/bin/python bench/runner.py [--concurrency 16,64,256] [--seconds 8]
 
 For each concurrency C it measures, each in a fresh process so peak RSS and CPU are its own:
-  openai   a bare `openai.AsyncOpenAI` loop (the floor),
-  litellm  a bare `litellm.acompletion` loop (what our client is built on),
-  runner   `cogbias` deciding pairs of a dataset through the full runner (cache, store, scoring).
-and prints calls/s, the ratio to the ideal C / L, peak RSS and CPU milliseconds per call.
-The server runs in its own process (async, sleeping), so it is never the bottleneck.
+  openai   a bare `openai.AsyncOpenAI` loop (a floor for comparison),
+  litellm  a bare `litellm.acompletion` loop,
+  runner   the real `cogbias run --dataset bench ...` command, as a subprocess, deciding the
+           pairs of an imported dataset (plan, client, cache, scoring, store), on the lean
+           OpenAI-compatible path the model profile chooses,
+  runner-litellm  the same command with COGBIAS_LLM_TRANSPORT=litellm,
+  cached   the same command again on a copy of the database whose runs were removed but whose
+           response cache was kept: every answer comes from the cache (0 HTTP calls),
+  library  `cogbias run --biases ... --generator openai/fake`: a library run whose instances
+           are generated first (two gap-filling calls each), then decided.
+It prints calls/s, the ratio to the ideal C / L, the whole process's CPU milliseconds per call
+(start-up included: it is what a user waits for) and its peak RSS. The server runs in its own
+process (async, sleeping); its own CPU is not counted.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import asyncio
 import json
 import os
 import resource
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -72,62 +81,101 @@ async def bare_litellm(base_url: str, concurrency: int, calls: int) -> int:
     return calls
 
 
-def through_runner(base_url: str, concurrency: int, calls: int, measure: dict[str, float]) -> int:
-    from cogbias import library, pipeline, runner
+def setup_dataset(db: Path, pairs: int) -> None:
+    """A dataset of `pairs` test cases in a fresh database (setup: not measured)."""
+    from cogbias import library, pipeline
     from cogbias.store import Store
 
-    pairs = max(calls // 4, 1)  # a pair is 4 calls: answer + extraction, for both halves
     cases = list(library.load_library(include_user=False).values())
-    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.db") as store:
-        rows = []
-        for i in range(pairs):
-            instance = pipeline.generate_offline(
-                cases[i % len(cases)], f"bench scenario {i}", seed=i
-            )
-            instance.id, instance.dataset = f"bench-{i}", "bench"
-            rows.append(instance.to_row())
+    rows = []
+    for i in range(pairs):
+        instance = pipeline.generate_offline(cases[i % len(cases)], f"bench scenario {i}", seed=i)
+        instance.id, instance.dataset = f"bench-{i}", "bench"
+        rows.append(instance.to_row())
+    with Store(db) as store:
         store.save_instances(rows)
-        spec = runner.RunSpec(models=["openai/fake"], dataset="bench", api_base=base_url)
-        plan = runner.plan(spec, store)
-        measure["cpu0"], measure["wall0"] = (
-            time.process_time(),
-            time.perf_counter(),
-        )  # setup excluded
-        result = runner.execute(plan, store, concurrency=concurrency)
-        assert result["status"] == "done", result
-        return pairs * 4
+        store.save_dataset("bench", "bench", "bench/runner.py", pairs, {})
+
+
+def run_command(
+    db: Path, base_url: str, concurrency: int, env: dict[str, str], what: list[str] | None = None
+) -> dict[str, float]:
+    """`cogbias run` (on the dataset, or `what`) as a child process: wall, CPU and peak RSS."""
+    what = what or ["--dataset", "bench"]
+    cmd = [sys.executable, "-m", "cogbias", "run", *what, "--models", "openai/fake",
+           "--api-base", base_url, "--concurrency", str(concurrency), "--db", str(db)]  # fmt: skip
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "cogbias run failed")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}
+
+
+def forget_runs(db: Path) -> None:
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("delete from decisions")
+        con.execute("delete from runs")
+    con.close()
 
 
 def worker(mode: str, base_url: str, concurrency: int, calls: int) -> None:
     import openai  # noqa: F401 - import costs are not per-call work
 
-    if mode == "runner":
-        import cogbias.runner  # noqa: F401
-    if mode in ("runner", "litellm"):
+    if mode == "litellm":
         from cogbias.llm import get_litellm
 
         get_litellm()
     measure = {"cpu0": time.process_time(), "wall0": time.perf_counter()}
     if mode == "openai":
         done = asyncio.run(bare_openai(base_url, concurrency, calls))
-    elif mode == "litellm":
-        done = asyncio.run(bare_litellm(base_url, concurrency, calls))
     else:
-        done = through_runner(base_url, concurrency, calls, measure)
+        done = asyncio.run(bare_litellm(base_url, concurrency, calls))
     wall, cpu = time.perf_counter() - measure["wall0"], time.process_time() - measure["cpu0"]
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"calls": done, "wall": wall, "cpu": cpu, "rss_mb": rss_mb}))
+
+
+def measure_commands(base_url: str, c: int, calls: int, modes: list[str]) -> dict[str, dict]:
+    """The runner modes: one dataset, the command run as a user runs it."""
+    out: dict[str, dict] = {}
+    pairs = calls // 4  # a pair is 4 calls: answer + extraction, for both halves
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in [m for m in modes if m.startswith("runner")]:
+            db = Path(tmp) / f"{mode}.db"
+            setup_dataset(db, pairs)
+            env = {**os.environ}
+            if mode == "runner-litellm":
+                env["COGBIAS_LLM_TRANSPORT"] = "litellm"
+            out[mode] = {"calls": pairs * 4, **run_command(db, base_url, c, env)}
+            if mode == "runner" and "cached" in modes:
+                forget_runs(db)
+                out["cached"] = {"calls": pairs * 4, **run_command(db, base_url, c, env)}
+        if "library" in modes:
+            instances = max(calls // 6 // 30, 1)  # 30 biases; 2 fills + 4 decision calls each
+            what = ["--generator", "openai/fake", "--scenarios", str(instances)]
+            db = Path(tmp) / "library.db"
+            out["library"] = {
+                "calls": instances * 30 * 6,
+                **run_command(db, base_url, c, {**os.environ}, what),
+            }
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--concurrency", default="1,16,64,256")
+    parser.add_argument("--concurrency", default="16,64,256")
     parser.add_argument(
         "--seconds", type=float, default=8.0, help="target duration of each measurement"
     )
-    parser.add_argument("--modes", default="openai,litellm,runner")
+    parser.add_argument("--modes", default="openai,litellm,runner,runner-litellm,cached,library")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--calls", type=int, help=argparse.SUPPRESS)
@@ -147,23 +195,28 @@ def main() -> None:
     base_url = server.stdout.readline().strip()
     print(f"server {base_url}, latency {LATENCY:.1f} s; each row is its own process\n")
     print(
-        f"{'C':>5} {'mode':<8} {'calls':>6} {'calls/s':>8} {'ideal':>7} {'ratio':>6} {'RSS MB':>7} {'CPU ms/call':>11}"
+        f"{'C':>5} {'mode':<15} {'calls':>6} {'wall s':>7} {'calls/s':>8} {'ideal':>7} {'ratio':>6} "
+        f"{'RSS MB':>7} {'CPU ms/call':>11}"
     )
+    modes = args.modes.split(",")
     try:
         for c in (int(x) for x in args.concurrency.split(",")):
             calls = max(int(c * args.seconds / LATENCY), 8)
             calls -= calls % 4
-            for mode in args.modes.split(","):
+            results: dict[str, dict] = {}
+            for mode in [m for m in modes if m in ("openai", "litellm")]:
                 out = subprocess.run(
                     [sys.executable, __file__, "--worker", mode, "--base-url", base_url,
                      "--concurrency", str(c), "--calls", str(calls)],
                     capture_output=True, text=True, check=True,
                 )  # fmt: skip
-                r = json.loads(out.stdout.strip().splitlines()[-1])
+                results[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+            results.update(measure_commands(base_url, c, calls, modes))
+            for mode, r in results.items():
                 rate, ideal = r["calls"] / r["wall"], c / LATENCY
                 print(
-                    f"{c:>5} {mode:<8} {r['calls']:>6} {rate:>8.1f} {ideal:>7.1f} {rate / ideal:>6.2f} "
-                    f"{r['rss_mb']:>7.0f} {1000 * r['cpu'] / r['calls']:>11.2f}",
+                    f"{c:>5} {mode:<15} {r['calls']:>6} {r['wall']:>7.1f} {rate:>8.1f} {ideal:>7.1f} "
+                    f"{rate / ideal:>6.2f} {r['rss_mb']:>7.0f} {1000 * r['cpu'] / r['calls']:>11.2f}",
                     flush=True,
                 )
     finally:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import examples, library
+from . import examples, library, settings
+from .errors import StoreError
+from .redact import redact
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -22,19 +26,51 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         args.db = default_path()
     try:
-        return args.handler(args) or 0
+        code = args.handler(args) or 0
+        # Only a real command line (argv from sys.argv) may end the process: a caller that
+        # passes argv (a test, a script) keeps its interpreter.
+        if argv is None and getattr(args, "exit_at_once", False):
+            _exit_at_once(code)
+        return code
     except KeyError as exc:
-        print(f"error: {exc.args[0]}", file=sys.stderr)
-        return 2
+        return _fail(str(exc.args[0]) if exc.args else "not found", 2)
     except library.LibraryError as exc:
-        print(exc, file=sys.stderr)
-        return 1
+        return _fail(str(exc), 1, prefix="")
+    except StoreError as exc:
+        return _fail(str(exc), 1)
+    except sqlite3.Error as exc:  # a file that broke after it was opened (truncated, locked)
+        from .store import describe_error
+
+        return _fail(describe_error(getattr(args, "db", None) or "the database", exc), 1)
     except ValueError as exc:  # bad input (e.g. a malformed imported file): say what, no traceback
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc), 2)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return _fail(f"{exc.strerror or exc}{where}", 1)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _fail("interrupted", 130, prefix="")
+    except Exception as exc:  # a bug: still one line (and no secrets); COGBIAS_DEBUG shows it all
+        if os.environ.get("COGBIAS_DEBUG"):
+            raise
+        return _fail(f"unexpected {type(exc).__name__}: {exc} (set COGBIAS_DEBUG=1 for details)", 1)
+
+
+def _fail(message: str, code: int, prefix: str = "error: ") -> int:
+    """Print an error for a person (secrets redacted) and return the exit code."""
+    print(prefix + (redact(message) or ""), file=sys.stderr)
+    return code
+
+
+def _exit_at_once(code: int) -> None:
+    """Leave without the interpreter's teardown once a run's results are committed and its
+    database closed: litellm's exit hooks flush logging we do not use and take seconds,
+    which would delay a cancelled worker's exit and every finished run."""
+    from .llm.local import stop_local_servers
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    stop_local_servers()
+    os._exit(code)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,6 +87,10 @@ def _parser() -> argparse.ArgumentParser:
     p = lib_commands.add_parser("check", help="validate test case files (exit 1 on any problem)")
     p.add_argument("paths", nargs="+", type=Path)
     p.set_defaults(handler=_library_check)
+    p = lib_commands.add_parser("add", help="validate a test case file and add it to your library")
+    p.add_argument("path", type=Path)
+    p.add_argument("--force", action="store_true", help="replace your test case with that id")
+    p.set_defaults(handler=_library_add)
 
     p = commands.add_parser("preview", help="fill a test case for a scenario and print the pair")
     p.add_argument("id")
@@ -86,9 +126,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _library_list(args: argparse.Namespace) -> int:
-    for case in library.load_library().values():
+    """The valid test cases; files with problems are listed after them (exit 1)."""
+    report = library.load_library_report()
+    for case in report.cases.values():
         origin = "" if case.is_builtin else "  (user)"
         print(f"{case.name:<32} {case.id}{origin}")
+    if report.problems:
+        files = report.broken_files()
+        print(f"\n{len(files)} file(s) skipped because of problems:", file=sys.stderr)
+        for problem in report.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -124,6 +172,25 @@ def _library_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _library_add(args: argparse.Namespace) -> int:
+    """Copy a valid file into the user library; an existing id of the user's needs --force."""
+    case = library.load_test_case(args.path)
+    builtin = library.load_library(include_user=False)
+    if case.id in builtin:
+        raise ValueError(
+            f"'{case.id}' is a built-in test case; give your copy another id in {args.path}"
+        )
+    try:
+        target = library.save_test_case(case, overwrite=args.force)
+    except library.AlreadyExistsError:
+        raise ValueError(
+            f"you already have a test case '{case.id}' ({library.user_dir() / case.id}.toml); "
+            "add --force to replace it"
+        ) from None
+    print(f"added '{case.id}' to your library: {target}")
+    return 0
+
+
 def _preview(args: argparse.Namespace) -> int:
     from . import pipeline
 
@@ -143,16 +210,16 @@ def _preview(args: argparse.Namespace) -> int:
                 temperature=args.temperature,
             )
         )
-    print(f"{case.name} — scenario {scenario.id}: {scenario.text}\n")
+    lines = [f"{case.name} — scenario {scenario.id}: {scenario.text}\n"]
     for half in ("control", "treatment"):
-        print(f"=== {half.upper()} ===")
-        print(instance.decision_text(half))
-        print()
+        lines += [f"=== {half.upper()} ===", instance.decision_text(half), ""]
     if instance.insertions:
-        print("Insertions:")
+        lines.append("Insertions:")
         for ins in instance.insertions:
             note = f"  ({ins['note']})" if ins.get("note") else ""
-            print(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}{note}")
+            lines.append(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}{note}")
+    # A generator may echo a key it was tricked into revealing: never print one.
+    print(redact("\n".join(lines)))
     return 0
 
 
@@ -182,9 +249,7 @@ def _pair(args: argparse.Namespace) -> int:
         )
         for model in models:
             if model != pipeline.RANDOM_MODEL and client is None:
-                from .llm import LLMClient
-
-                client = LLMClient(api_base=args.api_base)
+                client = _client(model, args.api_base)
             row = pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=args.seed))
             print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
             for half in ("control", "treatment"):
@@ -204,7 +269,7 @@ def _client(generator: str, api_base: str | None) -> Any:
         return None
     from .llm import LLMClient
 
-    return LLMClient(api_base=api_base)
+    return LLMClient(api_base=settings.check_api_base(api_base) if api_base else None)
 
 
 def _scenario(number: int) -> library.Scenario:

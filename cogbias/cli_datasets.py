@@ -35,6 +35,14 @@ def add_commands(commands: Any) -> None:
     _common_import_args(p, "malberg2024")
     p.set_defaults(handler=_import_malberg)
 
+    p = kinds.add_parser(
+        "mohr2025",
+        help="the Mohr 2025 thesis' data: bias_detections.csv (+ experiments.csv, models.csv)",
+    )
+    p.add_argument("directory", help="folder with the thesis' CSV files (its 04_Datasets/)")
+    _common_import_args(p, "mohr2025")
+    p.set_defaults(handler=_import_mohr)
+
     fields = "\n".join(f"  {name:<20} {text}" for name, text in FIELDS.items())
     p = kinds.add_parser(
         "generic",
@@ -81,6 +89,24 @@ def add_commands(commands: Any) -> None:
     )
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.set_defaults(handler=_analyze)
+
+    p = commands.add_parser(
+        "effects", help="published effect sizes (mohr2025): tables, homogeneity, regressions"
+    )
+    p.add_argument("--db", required=True)
+    p.add_argument("--dataset", help="only this dataset (default: all effect sizes)")
+    p.add_argument("--by", choices=["model", "temperature", "scenario"], default="model")
+    p.add_argument(
+        "--view",
+        choices=["mean", "thesis", "homogeneity", "ols", "features"],
+        default="mean",
+        help="mean: mean capped d per bias x BY, with each bias' homogeneity; thesis: weighted "
+        "mean of d, then capped (Figure 2); homogeneity: per bias x BY (Figure 3); "
+        "ols: capped d on bias, model, scenario, temperature; features: on model features",
+    )
+    p.add_argument("--uncapped", action="store_true", help="use d instead of the capped d")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(handler=_effects)
 
 
 def _common_import_args(p: argparse.ArgumentParser, default_name: str | None) -> None:
@@ -146,6 +172,18 @@ def _import_malberg(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         return _report(
             import_malberg(
+                store, args.directory, name=args.name, replace=args.replace, progress=ByteProgress()
+            )
+        )
+
+
+def _import_mohr(args: argparse.Namespace) -> int:
+    from .datasets.mohr_format import import_mohr
+    from .store import Store
+
+    with Store(args.db) as store:
+        return _report(
+            import_mohr(
                 store, args.directory, name=args.name, replace=args.replace, progress=ByteProgress()
             )
         )
@@ -236,6 +274,41 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         out = summary
     _print_frame(out, args.format)
+    return 0
+
+
+def _effects(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from . import effect_tables as tables
+    from . import regression
+    from .store import Store
+
+    value = "d" if args.uncapped else "d_capped"
+    with Store(args.db) as store:
+        frame = tables.load_effects(store, args.dataset)
+        if args.view == "features":
+            datasets = [args.dataset] if args.dataset else sorted(frame["dataset"].unique())
+            features = pd.concat(
+                [regression.model_features(store, d) for d in datasets], ignore_index=True
+            ).drop_duplicates("model")
+    if args.view in ("ols", "features"):
+        if args.view == "ols":
+            result = regression.experiment_ols(frame, target=value)
+        else:
+            result = regression.feature_ols(regression.feature_frame(frame, features), target=value)
+        print(f"{result.formula}   n = {result.n}, R² = {result.r_squared:.3f}", file=sys.stderr)
+        _print_frame(result.table, args.format)
+        return 0
+    if args.view == "thesis":
+        table = tables.thesis_table(frame, args.by)
+    elif args.view == "homogeneity":
+        table = tables.homogeneity_table(frame, args.by)
+    else:
+        table = tables.mean_table(frame, args.by, value)
+        table["homogeneity"] = tables.homogeneity_by_bias(frame)
+    table.columns = [tables.column_label(c) for c in table.columns]
+    _print_frame(table.reset_index(), args.format)
     return 0
 
 

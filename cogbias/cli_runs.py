@@ -36,7 +36,23 @@ def _add_execution(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="ask every model afresh instead of reading cached answers (new answers are cached)",
     )
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the calls through the provider's Batch API (half price; OpenAI and "
+        "OpenAI-compatible servers), then score from the cache",
+    )
+    p.add_argument(
+        "--batch-fallback",
+        choices=["round", "interactive"],
+        default="round",
+        help="requests a batch failed: retry them in the next batch round, or interactively",
+    )
+    p.add_argument("--poll-seconds", type=float, default=30.0, help="how often to poll batches")
     p.add_argument("--timeout", type=float, help="seconds per attempt (default: per model)")
+    p.add_argument(
+        "--max-retries", type=int, default=6, help="retries of a transiently failing call"
+    )
     p.add_argument(
         "--deadline", type=float, help="seconds per call, retries included (default: per model)"
     )
@@ -63,8 +79,26 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--per-bias", type=int, help="with --dataset: at most N instances per bias")
     p.add_argument("--name", default="", help="a label for the run")
     p.add_argument("--dry-run", action="store_true", help="print the plan and estimate, do not run")
+    p.add_argument(
+        "--plan-only",
+        action="store_true",
+        help="store the run without executing it (for `cogbias batch export`, `resume`)",
+    )
     _add_execution(p)
     p.set_defaults(handler=_run)
+
+    p = commands.add_parser("batch", help="hand a run's calls to a batch engine (vLLM run-batch)")
+    actions = p.add_subparsers(metavar="ACTION")
+    q = actions.add_parser("export", help="write the run's next calls as OpenAI batch JSONL")
+    q.add_argument("run_id")
+    q.add_argument("--round", choices=["fill", "decide", "extract"], help="only this round")
+    q.add_argument("-o", "--output", required=True, help="the requests file (.jsonl)")
+    add_db(q)
+    q.set_defaults(handler=_batch_export)
+    q = actions.add_parser("import", help="put a batch engine's answers into the cache")
+    q.add_argument("results", help="the engine's output file (OpenAI batch output JSONL)")
+    add_db(q)
+    q.set_defaults(handler=_batch_import)
 
     p = commands.add_parser("resume", help="resume a stored run from its own spec")
     p.add_argument("run_id")
@@ -131,6 +165,10 @@ def _run(args: argparse.Namespace) -> int:
         print(plan.describe(), file=sys.stderr)
         if args.dry_run:
             return 0
+        if args.plan_only:
+            runner.create_run(plan, store, args.name)
+            print(spec.run_id)
+            return 0
         return _execute(plan, store, args, name=args.name)
 
 
@@ -152,18 +190,30 @@ def _resume(args: argparse.Namespace) -> int:
 def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
     from . import runner
 
+    args.exit_at_once = True  # see cli._exit_at_once
+    options = dict(
+        concurrency=args.concurrency,
+        progress=runner.TerminalProgress(),
+        name=name,
+        retry_failed=args.retry_failed,
+        read_cache=not args.no_cache,
+        timeout=args.timeout,
+        deadline=args.deadline,
+        max_retries=args.max_retries,
+    )
     try:
-        outcome = runner.execute(
-            plan,
-            store,
-            concurrency=args.concurrency,
-            progress=runner.TerminalProgress(),
-            name=name,
-            retry_failed=args.retry_failed,
-            read_cache=not args.no_cache,
-            timeout=args.timeout,
-            deadline=args.deadline,
-        )
+        if args.batch:
+            from . import batch_provider
+
+            outcome = batch_provider.execute(
+                plan,
+                store,
+                poll_seconds=args.poll_seconds,
+                fallback=args.batch_fallback,
+                **options,
+            )
+        else:
+            outcome = runner.execute(plan, store, **options)
     except runner.RunBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -180,6 +230,47 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
             file=sys.stderr,
         )
         return 1
+    return 0
+
+
+def _batch_export(args: argparse.Namespace) -> int:
+    from . import batch, runner
+    from .store import Store
+
+    with Store(args.db) as store:
+        plan = runner.plan(runner.stored_spec(store, args.run_id), store)
+        counts = batch.export_requests(plan, store, args.output, args.round)
+    total = sum(counts.values())
+    detail = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
+    print(
+        f"wrote {total} request(s) to {args.output}" + (f" ({detail})" if detail else ""),
+        file=sys.stderr,
+    )
+    if not total:
+        print(
+            f"nothing left to ask: `cogbias resume {args.run_id}` finishes the run", file=sys.stderr
+        )
+    return 0
+
+
+def _batch_import(args: argparse.Namespace) -> int:
+    from . import batch
+    from .store import Store
+
+    with Store(args.db) as store:
+        try:
+            summary = batch.import_results(store, args.results)
+        except batch.BatchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    print(f"imported {summary.answers} answer(s) into the cache", file=sys.stderr)
+    for line in summary.errors[:20]:
+        print(f"  not imported: {line}", file=sys.stderr)
+    if summary.errors:
+        print(
+            f"{len(summary.errors)} request(s) had no answer; export again to retry them",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -206,11 +297,28 @@ def _runs(args: argparse.Namespace) -> int:
 
     with Store(args.db) as store:
         rows = run_summaries(store)
+        batches = store.batches()
     if not rows:
         print("no runs yet: start one with `cogbias run`", file=sys.stderr)
         return 0
     columns = ["id", "name", "status", "planned", "done", "failed", "tokens", "cost"]
     _table(rows, [*columns, "cost_saved", "duration_s", "models", "biases", "error"])
+    if batches:
+        print("\nprovider batches:")
+        _table(
+            batches,
+            [
+                "run_id",
+                "id",
+                "model",
+                "round",
+                "status",
+                "total",
+                "completed",
+                "failed",
+                "expected_at",
+            ],
+        )
     return 0
 
 
@@ -284,7 +392,7 @@ def _cache_clear(args: argparse.Namespace) -> int:
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     shown = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(r[i]) for r in shown)) for i, c in enumerate(columns)]
+    widths = [max([len(c), *(len(r[i]) for r in shown)]) for i, c in enumerate(columns)]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     for r in shown:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))

@@ -11,6 +11,8 @@ import csv
 import difflib
 import functools
 import hashlib
+import itertools
+import math
 import os
 import random
 import re
@@ -23,7 +25,7 @@ from typing import Any
 
 import tomlkit
 
-from . import expressions
+from . import expressions, metrics
 from .metrics import MetricParams
 from .sourcemap import SourceMap
 from .templates import NAME_RE, LLMGap, Template, TemplateSyntaxError
@@ -160,27 +162,85 @@ class TestCase:
             if g.name is not None
         }
 
-    def sample_values(self, rng: random.Random) -> dict[str, Any]:
-        """Draw every value generator once, in file order, after the variant."""
+    def sample_values(
+        self, rng: random.Random, fixed: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Draw every value generator once, in file order, after the variant.
+
+        `fixed` gives some values instead of drawing them (the checker uses it to walk a
+        domain). Raises `SamplingError` (naming this test case, the value and the values
+        drawn so far) when a derived value fails for the drawn values.
+        """
+        fixed = fixed or {}
         values: dict[str, Any] = {
-            "variant": rng.choice(self.variants) if self.variants else "default"
+            "variant": fixed.get("variant")
+            or (rng.choice(self.variants) if self.variants else "default")
         }
         for spec in self.values.values():
-            values[spec.name] = spec.sample(rng, values)
+            values[spec.name] = (
+                fixed[spec.name] if spec.name in fixed else self.draw(spec, rng, values)
+            )
         return values
 
-    def metric_params(self, values: Mapping[str, Any]) -> MetricParams:
-        def num(key: str, default: float) -> float:
-            raw = self.metric.get(key, default)
-            return float(expressions.evaluate(raw, values) if isinstance(raw, str) else raw)
+    def draw(self, spec: ValueSpec, rng: random.Random, known: dict[str, Any]) -> Any:
+        """One value generator; its failure is this instance's, reported with the values."""
+        try:
+            return spec.sample(rng, known)
+        except expressions.ExpressionError as exc:
+            raise SamplingError(self.id, spec.name, known, exc.message, exc.offset) from None
 
+    def metric_params(self, values: Mapping[str, Any]) -> MetricParams:
+        """The metric parameters for drawn values; `SamplingError` when one is unusable."""
+        resolved: dict[str, float] = {}
+        for key, default in (("k", 1), ("y1", 0), ("y2", 0)):
+            raw = self.metric.get(key, default)
+            try:
+                value = expressions.evaluate(raw, values) if isinstance(raw, str) else raw
+            except expressions.ExpressionError as exc:
+                raise SamplingError(
+                    self.id, f"metric.{key}", values, exc.message, exc.offset
+                ) from None
+            problem = metrics.param_problem(key, value, self.n_options)
+            if problem:
+                raise SamplingError(self.id, f"metric.{key}", values, problem)
+            resolved[key] = float(value)
         return MetricParams(
-            k=num("k", 1),
-            y1=num("y1", 0),
-            y2=num("y2", 0),
+            k=resolved["k"],
+            y1=resolved["y1"],
+            y2=resolved["y2"],
             flip_control=bool(self.metric.get("flip_control", False)),
             flip_treatment=bool(self.metric.get("flip_treatment", False)),
         )
+
+
+class SamplingError(expressions.ExpressionError):
+    """A value or metric parameter that fails for one drawn instance (not for the file).
+
+    The runner catches it (as any `ExpressionError`) to fail *that instance* and go on; the
+    message names the test case, the value and the values drawn, so the failure can be
+    reproduced. `message` is the bare reason, `offset` its position in the expression.
+    """
+
+    def __init__(
+        self,
+        test_case: str,
+        name: str,
+        values: Mapping[str, Any],
+        message: str,
+        offset: int | None = None,
+    ) -> None:
+        drawn = ", ".join(f"{k}={_short(v)}" for k, v in values.items())
+        super().__init__(f"test case '{test_case}': {name} fails with {drawn}: {message}")
+        self.test_case = test_case
+        self.name = name
+        self.values = dict(values)
+        self.message = message
+        self.offset = offset
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # --------------------------------------------------------------------------- parsing
@@ -214,7 +274,13 @@ class _Checker:
         where = ".".join(path) or "the top level"
         for key, value in table.items():
             if key not in schema:
-                hint = difflib.get_close_matches(key, list(schema), n=1)
+                # Spelling hints help with a typo or two; a file of thousands of unknown keys
+                # gets the list of allowed keys instead (difflib is the slow part of that).
+                hint = (
+                    difflib.get_close_matches(key, list(schema), n=1)
+                    if len(self.problems) < 100
+                    else []
+                )
                 extra = (
                     f"; did you mean '{hint[0]}'?" if hint else f"; allowed: {', '.join(schema)}"
                 )
@@ -246,6 +312,7 @@ def _kind_name(kinds: Any) -> str:
 
 def parse_test_case(text: str, file: str = "<string>") -> TestCase:
     """Parse and fully validate a test case; raises LibraryError listing every problem."""
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark, as some editors write
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -254,6 +321,10 @@ def parse_test_case(text: str, file: str = "<string>") -> TestCase:
         message = _TOML_POS_RE.sub("", str(exc)).strip()
         raise LibraryError(
             [Problem(file, line, col, f"this is not valid TOML: {message}")]
+        ) from None
+    except (RecursionError, MemoryError):
+        raise LibraryError(
+            [Problem(file, 1, 1, "this file nests arrays or tables too deeply to be read")]
         ) from None
     check = _Checker(text, file)
     if not check.fields(data, _TOP, ()):
@@ -274,7 +345,7 @@ def _build(data: dict[str, Any], check: _Checker) -> TestCase:
         for i, item in enumerate(data.get(key, [])):
             if not isinstance(item, str) or not item.strip():
                 check.add((key,), f"{key}[{i}] should be a non-empty string", index=i)
-    variants = tuple(data.get("variants", []))
+    variants = tuple(v for v in data.get("variants", []) if isinstance(v, str))
     if len(set(variants)) != len(variants):
         check.add(("variants",), "variants must have distinct names")
 
@@ -285,6 +356,8 @@ def _build(data: dict[str, Any], check: _Checker) -> TestCase:
     if isinstance(kind, str) and kind not in SCALES:
         check.add(("scale", "kind"), f"unknown scale kind '{kind}'; use one of {', '.join(SCALES)}")
     options = scale.get("options")
+    if not isinstance(options, list):  # a wrong type is reported by check.fields above
+        options = None
     if options is None and kind == "percent11":
         options = list(PERCENT_OPTIONS)
     if options is None and kind in ("likert7", "custom") and "control" in data:
@@ -344,7 +417,7 @@ def _build(data: dict[str, Any], check: _Checker) -> TestCase:
         references=tuple(data.get("references", [])),
         variants=variants,
         scale_kind=kind,
-        scale_options=tuple(scale["options"]) if "options" in scale else None,
+        scale_options=tuple(options) if isinstance(scale.get("options"), list) else None,
         values=values,
         control=templates.get("control", Template("", "", ())),
         treatment=templates.get("treatment", Template("", "", ())),
@@ -365,38 +438,38 @@ def _build_examples(table: dict[str, Any], check: _Checker) -> dict[str, tuple[s
     for key, fills in table.items():
         path = ("examples", key)
         if not isinstance(fills, list):
-            check.add(path, f"examples for '{_short(key)}' should be a list of strings")
+            check.add(path, f"examples for '{_clip(key)}' should be a list of strings")
             continue
         if len(fills) < MIN_EXAMPLES:
             check.add(
                 path,
-                f"gap '{_short(key)}' has {len(fills)} example fill(s); write at least "
+                f"gap '{_clip(key)}' has {len(fills)} example fill(s); write at least "
                 f"{MIN_EXAMPLES}",
             )
         for i, text in enumerate(fills):
             if not isinstance(text, str) or not text.strip():
                 check.add(
                     path,
-                    f"example {i + 1} of '{_short(key)}' should be a non-empty string",
+                    f"example {i + 1} of '{_clip(key)}' should be a non-empty string",
                     index=i,
                 )
             elif len(text) > MAX_EXAMPLE_CHARS:
                 check.add(
                     path,
-                    f"example {i + 1} of '{_short(key)}' is longer than {MAX_EXAMPLE_CHARS} characters",
+                    f"example {i + 1} of '{_clip(key)}' is longer than {MAX_EXAMPLE_CHARS} characters",
                     index=i,
                 )
             elif "[[" in text or "]]" in text or "a/an" in text:
                 check.add(
                     path,
-                    f"example {i + 1} of '{_short(key)}' contains '[[', ']]' or 'a/an': write the finished text",
+                    f"example {i + 1} of '{_clip(key)}' contains '[[', ']]' or 'a/an': write the finished text",
                     index=i,
                 )
         out[key] = tuple(str(t) for t in fills)
     return out
 
 
-def _short(text: str, width: int = 60) -> str:
+def _clip(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -417,7 +490,7 @@ def _build_values(
             check.add(path, f"value '{name}' should be a table like [values.{name}] with a 'type'")
             continue
         vtype = spec.get("type")
-        if vtype not in VALUE_TYPES:
+        if not isinstance(vtype, str) or vtype not in VALUE_TYPES:
             hint = difflib.get_close_matches(str(vtype), list(VALUE_TYPES), n=1)
             extra = f" (did you mean '{hint[0]}'?)" if hint else ""
             check.add(
@@ -444,6 +517,13 @@ def _check_value_params(
     known: set[str],
     check: _Checker,
 ) -> None:
+    if vtype == "float":
+        for key in ("min", "max"):
+            if not math.isfinite(p[key]):
+                check.add((*path, key), f"value '{name}': {key} must be a finite number")
+                return
+        if not 0 <= p.get("decimals", 0) <= 15:
+            check.add((*path, "decimals"), f"value '{name}': decimals must be between 0 and 15")
     if vtype in ("int", "float") and p["min"] > p["max"]:
         check.add(
             (*path, "min"), f"value '{name}': min ({p['min']}) is greater than max ({p['max']})"
@@ -452,15 +532,29 @@ def _check_value_params(
         check.add((*path, "step"), f"value '{name}': step must be at least 1")
     if vtype in ("choice", "sample") and not p["options"]:
         check.add((*path, "options"), f"value '{name}': options must not be empty")
-    if vtype == "choice" and "weights" in p and len(p["weights"]) != len(p["options"]):
-        check.add(
-            (*path, "weights"),
-            f"value '{name}': {len(p['weights'])} weights for {len(p['options'])} options",
-        )
+    if vtype == "choice" and "weights" in p:
+        _check_weights(name, p["weights"], len(p["options"]), (*path, "weights"), check)
     if vtype == "sample" and not 1 <= p["k"] <= len(p["options"]):
         check.add((*path, "k"), f"value '{name}': k must be between 1 and {len(p['options'])}")
     if vtype == "derived":
         _check_expression(p["expr"], (*path, "expr"), known, check, f"value '{name}'")
+
+
+def _check_weights(
+    name: str, weights: list[Any], n_options: int, path: tuple[str, ...], check: _Checker
+) -> None:
+    if len(weights) != n_options:
+        check.add(path, f"value '{name}': {len(weights)} weights for {n_options} options")
+        return
+    for i, weight in enumerate(weights):
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            check.add(path, f"value '{name}': weight {i + 1} should be a number, not {weight!r}")
+            return
+        if not (math.isfinite(weight) and weight >= 0):
+            check.add(path, f"value '{name}': weight {i + 1} must be a finite number >= 0")
+            return
+    if sum(weights) <= 0:
+        check.add(path, f"value '{name}': at least one weight must be greater than 0")
 
 
 def _check_expression(
@@ -545,6 +639,10 @@ def _check_references(case: TestCase, check: _Checker) -> None:
             _check_expression(
                 raw, ("metric", key), metric_known, check, f"metric parameter '{key}'"
             )
+        elif isinstance(raw, int | float) and not isinstance(raw, bool):
+            problem = metrics.param_problem(key, raw, case.n_options)
+            if problem:
+                check.add(("metric", key), problem)
 
 
 def _check_examples(case: TestCase, check: _Checker) -> None:
@@ -576,12 +674,12 @@ def _check_examples(case: TestCase, check: _Checker) -> None:
             check.add(path, f"'{key}' is filled from the scenario; it needs no examples")
         elif not any(p.fullmatch(key) for p in patterns):
             hint = difflib.get_close_matches(key, [g.instruction for g in gaps], n=1, cutoff=0.5)
-            extra = f"; did you mean '{_short(hint[0])}'?" if hint else ""
-            check.add(path, f"no gap has the instruction '{_short(key)}'{extra}")
+            extra = f"; did you mean '{_clip(hint[0])}'?" if hint else ""
+            check.add(path, f"no gap has the instruction '{_clip(key)}'{extra}")
         if len(sizes) > 1:
             check.add(
                 path,
-                f"'{_short(key)}' has {len(fills)} examples but other gaps have "
+                f"'{_clip(key)}' has {len(fills)} examples but other gaps have "
                 f"{', '.join(str(n) for n in sorted(sizes - {len(fills)}))}: every gap needs "
                 "the same number (the k-th examples of all gaps are used together)",
             )
@@ -590,7 +688,7 @@ def _check_examples(case: TestCase, check: _Checker) -> None:
                 if name not in known:
                     check.add(
                         path,
-                        f"example {i + 1} of '{_short(key)}' refers to '{{{{{name}}}}}', which "
+                        f"example {i + 1} of '{_clip(key)}' refers to '{{{{{name}}}}}', which "
                         "is not a value or named gap of this test case",
                         index=i,
                     )
@@ -608,45 +706,119 @@ def _field_source(
     return (half, "options"), index
 
 
-def _dry_run(case: TestCase, check: _Checker, samples: int = 25) -> None:
-    """Sample a few instances so that errors that only show up with values are caught now."""
+PROOF_LIMIT = 5_000  # combinations: up to this many, the check walks them all (a proof)
+SAMPLES = 1_000  # otherwise this many draws: edges, every small domain's values, random
+
+
+def _dry_run(case: TestCase, check: _Checker) -> None:
+    """Evaluate derived values and metric parameters over the values they can take.
+
+    Only the values an expression reads matter. When their domain (int ranges, choices,
+    samples, variants) has at most PROOF_LIMIT combinations, every combination is tried, so a
+    file that passes cannot fail at run time; otherwise SAMPLES draws cover the edges, each
+    value of every small domain, and random points. Each failing value is reported once.
+    """
+    reported: set[str] = set()
     rng = random.Random(0)
-    n = case.n_options
-    for _ in range(samples):
+    for fixed in _assignments(case):
         try:
-            values = case.sample_values(rng)
-        except expressions.ExpressionError as exc:
-            check.add(("values",), f"a derived value fails when sampled: {exc.message}")
-            return
-        try:
-            params = case.metric_params(values)
-        except (expressions.ExpressionError, TypeError, ValueError) as exc:
-            check.add(("metric",), f"a metric parameter fails with sampled values: {exc}")
-            return
+            values = case.sample_values(rng, fixed)
+            case.metric_params(values)
+        except SamplingError as exc:
+            if exc.name in reported:
+                continue
+            reported.add(exc.name)
+            drawn = ", ".join(f"{k} = {_short(v)}" for k, v in exc.values.items())
+            if exc.name.startswith("metric."):
+                key = exc.name.removeprefix("metric.")
+                path: tuple[str, ...] = ("metric", key)
+                what = f"metric parameter '{key}'"
+            else:
+                path, what = ("values", exc.name, "expr"), f"value '{exc.name}'"
+            check.add(path, f"{what} fails for {drawn}: {exc.message}", offset=exc.offset)
+            continue
         missing = _missing_examples(case, values)
-        if missing:
-            half, path, gap, key = missing
-            src, index = _field_source(case, half, case.templates()[half], path)
+        if missing and "examples" not in reported:
+            reported.add("examples")
+            half, field_path, gap, key = missing
+            src, index = _field_source(case, half, case.templates()[half], field_path)
             check.add(
                 src,
-                f"no example fills for the gap '{_short(key)}' (values {values}); "
+                f"no example fills for the gap '{_clip(key)}' (values {values}); "
                 "add them under [examples]",
                 index=index,
                 offset=gap.start,
             )
-            return
-        if not -1 <= params.k <= 1:
-            check.add(("metric", "k"), f"k must lie in [-1, 1] (got {params.k} with {values})")
-            return
-        for key in ("y1", "y2"):
-            y = getattr(params, key)
-            if not 0 <= y <= n - 1:
-                check.add(
-                    ("metric", key),
-                    f"{key} = {y} is not an option index between 0 and {n - 1} (0-based) "
-                    f"for values {values}",
-                )
-                return
+
+
+def _assignments(case: TestCase) -> Iterable[dict[str, Any]]:
+    """The values to fix for each checked instance (see `_dry_run`)."""
+    read: set[str] = set()
+    for spec in case.values.values():
+        if spec.type == "derived":
+            read |= _names(spec.params["expr"])
+    for key in ("k", "y1", "y2"):
+        if isinstance(case.metric.get(key), str):
+            read |= _names(case.metric[key])
+    domains: dict[str, Any] = {}
+    if "variant" in read:
+        domains["variant"] = list(case.variants) or ["default"]
+    endless: dict[str, ValueSpec] = {}
+    for spec in case.values.values():
+        if spec.name in read and spec.type != "derived":
+            domain = _domain(spec)
+            if domain is None:
+                endless[spec.name] = spec
+            else:
+                domains[spec.name] = domain
+    sizes = [len(d) for d in domains.values()]
+    if not endless and math.prod(sizes) <= PROOF_LIMIT:
+        names = list(domains)
+        for combo in itertools.product(*domains.values()):
+            yield dict(zip(names, combo, strict=True))
+        return
+    rng = random.Random(0)
+    offsets = {name: rng.randrange(len(d)) if len(d) else 0 for name, d in domains.items()}
+    for i in range(SAMPLES):
+        fixed: dict[str, Any] = {}
+        for name, domain in domains.items():
+            if not domain:
+                continue
+            if i < 2:  # all lowest, then all highest
+                fixed[name] = domain[0 if i == 0 else -1]
+            elif i % 2 == 0:  # walk each domain, shifted so domains do not move in lockstep
+                fixed[name] = domain[(i // 2 + offsets[name]) % len(domain)]
+        for name, spec in endless.items():
+            if i < 2 and spec.type in ("int", "float"):
+                fixed[name] = spec.params["min" if i == 0 else "max"]
+        yield fixed
+
+
+def _names(expr: Any) -> set[str]:
+    try:
+        return expressions.referenced_names(expr)
+    except expressions.ExpressionError:
+        return set()
+
+
+def _domain(spec: ValueSpec) -> Any:
+    """Every value a generator can draw, when that is a finite, indexable sequence."""
+    p = spec.params
+    if spec.type == "int":
+        if (p["max"] - p["min"]) // p.get("step", 1) > 10**6:
+            return None
+        return range(p["min"], p["max"] + 1, p.get("step", 1))
+    if spec.type == "choice":
+        weights = p.get("weights") or [1] * len(p["options"])
+        return [o for o, w in zip(p["options"], weights, strict=True) if w > 0]
+    if spec.type == "sample":
+        count = 1
+        for i in range(p["k"]):  # the number of ordered draws, stopping once it is too many
+            count *= len(p["options"]) - i
+            if count > PROOF_LIMIT:
+                return None
+        return [list(drawn) for drawn in itertools.permutations(p["options"], p["k"])]
+    return None
 
 
 def _missing_examples(
@@ -751,12 +923,25 @@ def _list(items: Iterable[Any]) -> Any:
     return array
 
 
-def save_test_case(case: TestCase, path: str | Path | None = None) -> Path:
-    """Write atomically to the user library (never over a built-in file)."""
+class AlreadyExistsError(FileExistsError):
+    """Saving would replace an existing file; the caller must ask and pass overwrite=True."""
+
+
+def save_test_case(case: TestCase, path: str | Path | None = None, overwrite: bool = False) -> Path:
+    """Write atomically to the user library (never over a built-in file).
+
+    An existing file is only replaced with `overwrite=True`: the app asks first and the CLI
+    needs `--force`, so a user's work is never replaced without a word.
+    """
     target = Path(path) if path is not None else user_dir() / f"{case.id}.toml"
     if target.resolve().parent == BUILTIN_DIR.resolve() and target.exists():
         raise PermissionError(
             f"{target} is a built-in test case; save a copy under a new id in {user_dir()}"
+        )
+    if target.exists() and not overwrite:
+        raise AlreadyExistsError(
+            f"you already have a test case '{case.id}' ({target}); replacing it needs "
+            "confirmation (overwrite=True, or --force on the command line)"
         )
     text = to_toml(case)
     parse_test_case(text, str(target))  # never write a file that would not load back
@@ -771,21 +956,73 @@ def save_test_case(case: TestCase, path: str | Path | None = None) -> Path:
 # --------------------------------------------------------------------------- the library
 
 
-def load_library(include_user: bool = True) -> dict[str, TestCase]:
-    """All test cases by id: built-ins first, then the user's (which cannot shadow a built-in)."""
+@dataclass(frozen=True)
+class LibraryReport:
+    """What loading the library found: the valid test cases and, apart, every problem.
+
+    One bad file never hides the others: it is left out of `cases` and its problems (with
+    file, line and column) are listed, so every page and command can still work and say
+    what to fix.
+    """
+
+    cases: dict[str, TestCase]
+    problems: list[Problem]
+
+    def broken_files(self) -> list[str]:
+        return sorted({p.file for p in self.problems})
+
+
+def load_library_report(include_user: bool = True) -> LibraryReport:
+    """Built-ins first, then the user's (which cannot shadow a built-in); see LibraryReport."""
     cases: dict[str, TestCase] = {}
+    problems: list[Problem] = []
     dirs = [BUILTIN_DIR] + ([user_dir()] if include_user else [])
     for directory in dirs:
         for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
-            case = load_test_case(path)
-            if case.id not in cases:
-                cases[case.id] = case
-    return cases
+            try:
+                case = load_test_case(path)
+            except LibraryError as exc:
+                problems.extend(exc.problems)
+                continue
+            if case.id in cases:
+                line, col = SourceMap(_read_quietly(path)).locate(("id",))
+                problems.append(
+                    Problem(
+                        str(path),
+                        line,
+                        col,
+                        f"id '{case.id}' is already used by {cases[case.id].path}; this file "
+                        "is ignored (give it another id)",
+                    )
+                )
+                continue
+            cases[case.id] = case
+    return LibraryReport(cases, problems)
+
+
+def _read_quietly(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").removeprefix("\ufeff")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def load_library(include_user: bool = True) -> dict[str, TestCase]:
+    """All valid test cases by id (files with problems are left out: see
+    `load_library_report` for what they are)."""
+    return load_library_report(include_user).cases
 
 
 def get_test_case(case_id: str) -> TestCase:
-    cases = load_library()
+    report = load_library_report()
+    cases = report.cases
     if case_id not in cases:
+        broken = [p for p in report.problems if Path(p.file).stem == case_id]
+        if broken:
+            raise KeyError(
+                f"test case '{case_id}' cannot be used until its file is fixed: "
+                + "; ".join(str(p) for p in broken[:3])
+            )
         hint = difflib.get_close_matches(case_id, list(cases), n=3)
         extra = f"; did you mean {', '.join(hint)}?" if hint else "; see `cogbias library list`"
         raise KeyError(f"no test case with id '{case_id}'{extra}")

@@ -24,6 +24,47 @@ class MetricParams:
     flip_treatment: bool = False
 
 
+def param_problem(key: str, value: object, n_options: int) -> str | None:
+    """Why a metric parameter is unusable, or None: the bounds documented in docs/format.md.
+
+    `k` scales the score, so it lies in [-1, 1] (the score then stays in [-1, 1]); `y1` and
+    `y2` are 0-based option indices, so they lie in [0, n_options - 1]. Every value must be a
+    finite number. Test case files and imported datasets are held to the same bounds.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{key} must be a number, not {_short(value)}"
+    try:
+        number = float(value)
+    except OverflowError:
+        return f"{key} = {_short(value)} is far too large"
+    if not math.isfinite(number):
+        return f"{key} must be a finite number, not {value}"
+    if key == "k" and not -1 <= number <= 1:
+        return f"k must lie in [-1, 1], not {_short(value)}"
+    if key in ("y1", "y2") and not 0 <= number <= max(n_options - 1, 0):
+        return (
+            f"{key} = {_short(value)} is not an option index between 0 and "
+            f"{max(n_options - 1, 0)} (0-based)"
+        )
+    return None
+
+
+def params_problem(params: MetricParams, n_options: int) -> str | None:
+    """The first unusable parameter of `params` (see `param_problem`), or None."""
+    for key in ("k", "y1", "y2"):
+        problem = param_problem(key, getattr(params, key), n_options)
+        if problem:
+            return problem
+    return None
+
+
+def _short(value: object) -> str:
+    text = (
+        repr(value) if not isinstance(value, int) or value.bit_length() < 200 else "a huge number"
+    )
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def bias_score(a1: float, a2: float, k: float = 1.0, y1: float = 0.0, y2: float = 0.0) -> float:
     """Equation (1): k * (|a1 - y1| - |a2 - y2|) / max(|a1 - y1|, |a2 - y2|), in [-1, 1].
 

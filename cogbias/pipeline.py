@@ -38,8 +38,17 @@ T = TypeVar("T")
 
 
 def run_sync(coro: Awaitable[T]) -> T:
-    """Run a coroutine from synchronous code (CLI, app callbacks)."""
-    return asyncio.run(coro)  # type: ignore[arg-type]
+    """Run a coroutine from synchronous code (CLI, app callbacks); closes the loop's
+    HTTP sessions before the loop ends."""
+    from .llm.direct import close_sessions
+
+    async def main() -> T:
+        try:
+            return await coro
+        finally:
+            await close_sessions()
+
+    return asyncio.run(main())
 
 
 # --------------------------------------------------------------------------- generate

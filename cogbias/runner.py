@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import examples, expressions, library, pipeline, records
 from .library import Scenario, TestCase
+from .llm.direct import close_sessions
 from .llm.profiles import RANDOM_MODEL, resolve
 from .metrics import MetricParams
 from .records import Instance, dumps
@@ -164,8 +165,9 @@ class Plan:
             "extract": per_model * len(llm_models),
         }
 
-    def estimated_cost(self) -> float | None:
-        """USD for priced models (computed once per model); None when a price is unknown."""
+    def estimated_cost(self, batch: bool = False) -> float | None:
+        """USD for priced models (computed once per model); None when a price is unknown.
+        With `batch`, at the providers' batch prices (see `ModelProfile.batch_price_per_call`)."""
         calls = self.llm_calls()
         llm_models = [m for m in self.spec.models if m != RANDOM_MODEL]
         per_model = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
@@ -176,8 +178,9 @@ class Plan:
             if not any(counts.values()):
                 continue
             profile = resolve(model, self.spec.api_base)
+            price_of = profile.batch_price_per_call if batch else profile.price_per_call
             for kind, n in counts.items():
-                price = profile.price_per_call(EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind])
+                price = price_of(EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind])
                 if price is None:
                     return None
                 total += n * price
@@ -185,7 +188,7 @@ class Plan:
 
     def describe(self) -> str:
         calls = self.llm_calls()
-        cost = self.estimated_cost()
+        cost, batch_cost = self.estimated_cost(), self.estimated_cost(batch=True)
         source = (
             f"dataset {self.spec.dataset}"
             if self.spec.dataset
@@ -198,7 +201,8 @@ class Plan:
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
             f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract); "
             f"estimated cost: {'unknown (unpriced model)' if cost is None else f'${cost:.4f}'}"
-            " (answers already in the cache are free)"
+            + ("" if not cost or batch_cost is None else f", ${batch_cost:.4f} with --batch")
+            + " (answers already in the cache are free)"
         )
 
 
@@ -501,6 +505,7 @@ def execute(
     read_cache: bool = True,
     timeout: float | None = None,
     deadline: float | None = None,
+    max_retries: int = 6,
 ) -> dict[str, Any]:
     """Run (or resume) a plan to completion, cancellation or a fatal error; returns the run row.
 
@@ -508,7 +513,15 @@ def execute(
     """
     return asyncio.run(
         _execute(
-            plan, store, concurrency, progress, name, retry_failed, read_cache, timeout, deadline
+            plan,
+            store,
+            progress,
+            name,
+            retry_failed,
+            read_cache,
+            dict(
+                concurrency=concurrency, timeout=timeout, deadline=deadline, max_retries=max_retries
+            ),
         )
     )
 
@@ -516,13 +529,11 @@ def execute(
 async def _execute(
     plan: Plan,
     store: Store,
-    concurrency: int,
     progress: Progress | None,
     name: str,
     retry_failed: bool,
     read_cache: bool,
-    timeout: float | None,
-    deadline: float | None,
+    client_options: dict[str, Any],
 ) -> dict[str, Any]:
     run_id = create_run(plan, store, name)
     owner = lease_owner(os.getpid(), uuid.uuid4().hex[:8])
@@ -534,9 +545,7 @@ async def _execute(
             f"with `cogbias cancel {run_id}`"
         )
     try:
-        return await _work(
-            plan, store, owner, concurrency, progress, retry_failed, read_cache, timeout, deadline
-        )
+        return await _work(plan, store, owner, progress, retry_failed, read_cache, client_options)
     finally:
         _retrying(lambda: store.release_run(run_id, owner))
 
@@ -545,18 +554,19 @@ async def _work(
     plan: Plan,
     store: Store,
     owner: str,
-    concurrency: int,
     progress: Progress | None,
     retry_failed: bool,
     read_cache: bool,
-    timeout: float | None,
-    deadline: float | None,
+    client_options: dict[str, Any],
 ) -> dict[str, Any]:
     from .llm import FatalLLMError, LLMClient
 
     spec = plan.spec
     run_id = spec.run_id
     retry_kinds = set(records.FAILURE_KINDS) if retry_failed else set(records.RETRIED_ON_RESUME)
+    if (store.run(run_id) or {}).get("cancel_requested"):  # cancelled while this worker started
+        store.update_run(run_id, status="cancelled", cancel_requested=0, finished_at=now())
+        return store.run(run_id) or {}
     with store.atomic():
         for case in plan.cases.values():
             store.save_test_case(case.id, case.name, case.content_hash, library.to_toml(case))
@@ -571,7 +581,6 @@ async def _work(
             status="running",
             started_at=previous.get("started_at") or now(),
             finished_at=None,
-            cancel_requested=0,
             error=None,
             waiting=0,
             wait_reason=None,
@@ -587,9 +596,8 @@ async def _work(
         "to_generate": 0,
         **counts,
     }
-    options = dict(
-        concurrency=concurrency, api_base=spec.api_base, timeout=timeout, deadline=deadline
-    )
+    options = {**client_options, "api_base": spec.api_base}
+    concurrency = options["concurrency"]
     cache = BufferedCache(store)
     client = LLMClient(cache=cache, read_cache=read_cache, **options)  # type: ignore[arg-type]
     # Answers that were unreadable are asked afresh when retried on request.
@@ -623,6 +631,7 @@ async def _work(
         status = "cancelled"
     finally:
         ticker.cancel()
+        await close_sessions()
     store.set_busy_timeout(30)
     _retrying(writer.flush, until=lambda: writer.db_wait_since is None)
     if writer.stop_reason == "error":
@@ -643,7 +652,12 @@ async def _work(
     if status != "interrupted":  # a worker that lost its lease leaves the run to its new owner
         _retrying(
             lambda: store.update_run(
-                run_id, status=status, finished_at=now(), error=error, waiting=0
+                run_id,
+                status=status,
+                finished_at=now(),
+                error=error,
+                waiting=0,
+                cancel_requested=0,
             )
         )
     run.update(status=status, error=error)
@@ -734,7 +748,7 @@ async def _instances(
         except pipeline.GenerationError as exc:
             instance = _failed_instance(job, spec, str(exc), "unparseable")
         except expressions.ExpressionError as exc:
-            instance = _failed_instance(job, spec, f"{job.case.id}: {exc}", "invalid")
+            instance = _failed_instance(job, spec, str(exc), "invalid")  # names case and values
         made[job.id] = instance
         if instance.failure_kind != "transient":
             writer.instances.append(instance.to_row())
@@ -830,7 +844,11 @@ async def _decisions(
 
 
 def start_background(
-    run_id: str, db: str | Path, log_dir: str | Path | None = None, retry_failed: bool = False
+    run_id: str,
+    db: str | Path,
+    log_dir: str | Path | None = None,
+    retry_failed: bool = False,
+    batch: bool = False,
 ) -> None:
     """Resume a stored run in its own process (it outlives the app's script and the browser).
 
@@ -839,18 +857,21 @@ def start_background(
     log_dir = Path(log_dir or Path(db).parent)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_dir / f"{run_id}.log", "ab")  # noqa: SIM115 - handed to the child
-    subprocess.Popen(
+    worker = subprocess.Popen(
         [sys.executable, "-m", "cogbias", "resume", run_id, "--db", str(db)]
-        + (["--retry-failed"] if retry_failed else []),
+        + (["--retry-failed"] if retry_failed else [])
+        + (["--batch"] if batch else []),
         stdout=log,
         stderr=log,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
     log.close()
+    with Store(db) as store:  # a cancel before the worker claims the run must reach it
+        store.update_run(run_id, pid=worker.pid, cancel_requested=0)
 
 
-def launch(spec: RunSpec, db: str | Path, name: str = "") -> str:
+def launch(spec: RunSpec, db: str | Path, name: str = "", batch: bool = False) -> str:
     """Plan and store a run, then work on it in the background (the app's Start/Resume).
 
     Raises `RunBusy` when a live worker already holds it, before starting another."""
@@ -860,7 +881,7 @@ def launch(spec: RunSpec, db: str | Path, name: str = "") -> str:
         owner = run.get("lease_owner")
         if owner and lease_alive(owner, run.get("heartbeat_at"), LEASE_STALE_S):
             raise RunBusy(f"run {run_id} is already running")
-    start_background(run_id, db)
+    start_background(run_id, db, batch=batch)
     return run_id
 
 

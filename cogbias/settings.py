@@ -82,14 +82,18 @@ def user_models_path() -> Path:
 def check_api_base(url: str) -> str:
     """A base URL for an OpenAI-compatible server; credentials in it are refused."""
     url = url.strip().rstrip("/")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"'{url}' is not an http(s) URL like http://127.0.0.1:8000/v1")
-    if parts.username or parts.password or parts.query:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        credentials = bool(parts.username or parts.password or parts.query or parts.fragment)
+    except ValueError:  # e.g. a malformed port or IPv6 address
+        parts, credentials = None, "@" in url or "?" in url
+    if credentials:  # checked first, and the URL never repeated: it may hold a key
         raise ValueError(
             "the URL must not hold a user, password or query string: keys belong in the "
             "environment (e.g. OPENAI_API_KEY), never in the model registry"
         )
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"'{url}' is not an http(s) URL like http://127.0.0.1:8000/v1")
     return url
 
 

@@ -7,6 +7,8 @@ the source text with a small scanner that knows just enough TOML for test case f
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from dataclasses import dataclass
 
@@ -20,31 +22,42 @@ def _norm_path(header: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class SourceMap:
+    """Positions in one file's text. The text is scanned once, on the first lookup, into
+    indexes, so locating N problems costs O(size + N), not O(size * N)."""
+
     text: str
 
-    def _lines(self) -> list[str]:
-        return self.text.split("\n")
-
-    def table_line(self, table: tuple[str, ...]) -> int | None:
-        for number, line in enumerate(self._lines(), start=1):
-            match = _HEADER_RE.match(line)
-            if match and _norm_path(match.group(1)) == table:
-                return number
-        return None
-
-    def key_position(self, path: tuple[str, ...]) -> tuple[int, int] | None:
-        """(line, column of the value's first character) of `path`, 1-based."""
-        table, key = path[:-1], path[-1]
+    @functools.cached_property
+    def _index(
+        self,
+    ) -> tuple[
+        list[str], dict[tuple[str, ...], int], dict[tuple[str, ...], tuple[int, int]], list[int]
+    ]:
+        lines = self.text.split("\n")
+        tables: dict[tuple[str, ...], int] = {}
+        keys: dict[tuple[str, ...], tuple[int, int]] = {}
+        starts: list[int] = []
         current: tuple[str, ...] = ()
-        for number, line in enumerate(self._lines(), start=1):
+        offset = 0
+        for number, line in enumerate(lines, start=1):
+            starts.append(offset)
+            offset += len(line) + 1
             header = _HEADER_RE.match(line)
             if header:
                 current = _norm_path(header.group(1))
+                tables.setdefault(current, number)
                 continue
             match = _KEY_RE.match(line)
-            if match and current == table and match.group(1).strip("\"'") == key:
-                return number, match.end() + 1
-        return None
+            if match:
+                keys.setdefault((*current, match.group(1).strip("\"'")), (number, match.end() + 1))
+        return lines, tables, keys, starts
+
+    def table_line(self, table: tuple[str, ...]) -> int | None:
+        return self._index[1].get(table)
+
+    def key_position(self, path: tuple[str, ...]) -> tuple[int, int] | None:
+        """(line, column of the value's first character) of `path`, 1-based."""
+        return self._index[2].get(path)
 
     def locate(
         self, path: tuple[str, ...], index: int | None = None, offset: int | None = None
@@ -68,11 +81,12 @@ class SourceMap:
         return self._line_col(self._advance(start, offset or 0))
 
     def _absolute(self, line: int, col: int) -> int:
-        return sum(len(x) + 1 for x in self._lines()[: line - 1]) + col - 1
+        return self._index[3][line - 1] + col - 1
 
     def _line_col(self, absolute: int) -> tuple[int, int]:
-        before = self.text[:absolute]
-        return before.count("\n") + 1, absolute - (before.rfind("\n") + 1) + 1
+        starts = self._index[3]
+        line = bisect.bisect_right(starts, absolute)
+        return line, absolute - starts[line - 1] + 1
 
     def _string_start(self, pos: int, index: int) -> int | None:
         """Start of the content of the `index`-th string literal from `pos`."""

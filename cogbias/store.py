@@ -12,18 +12,40 @@ import json
 import os
 import socket
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
+from .errors import SchemaError, StoreError
 from .records import dumps
 from .redact import redact, redactor
 
-SCHEMA_VERSION = 4
+__all__ = ["SchemaError", "Store", "StoreError"]
+
+
+def _import_sqlite_utils() -> Any:
+    """sqlite-utils imports pandas and numpy at import time when they are installed, only to
+    recognise their value types in inserted rows (we never insert any). That costs ~0.5 s on
+    every `cogbias` command, so when neither is loaded yet they are hidden during the import
+    (pandas still imports normally afterwards)."""
+    hidden = [m for m in ("pandas", "numpy") if m not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` fail
+    try:
+        import sqlite_utils
+    finally:
+        for name in hidden:
+            del sys.modules[name]
+    return sqlite_utils
+
+
+sqlite_utils = _import_sqlite_utils()
+
+SCHEMA_VERSION = 5
+LOCK_TIMEOUT = 30.0  # seconds to wait for another process's write lock before giving up
 
 
 def cogbias_home() -> Path:
@@ -184,7 +206,25 @@ def _schema_v4(db: sqlite_utils.Database) -> None:
     db["llm_calls"].create_index(["created_at"], if_not_exists=True)
 
 
-MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3, 4: _schema_v4}
+def _schema_v5(db: sqlite_utils.Database) -> None:
+    """Requests handed to a batch engine, so that its answers can be checked and cached."""
+    db["batch_requests"].create(
+        {"key": str, "run_id": str, "model": str, "api_base": str, "request": str,
+         "round": str, "batch_id": str, "attempts": int, "created_at": str},
+        pk="key",
+    )  # fmt: skip
+    db["batches"].create(
+        {"id": str, "run_id": str, "model": str, "api_base": str, "round": str, "status": str,
+         "total": int, "completed": int, "failed": int, "input_file": str, "output_file": str,
+         "error_file": str, "expected_at": str, "created_at": str, "updated_at": str},
+        pk="id",
+    )  # fmt: skip
+    db["batches"].create_index(["run_id", "status"])
+    # where an answer came from: NULL (an interactive call) or "batch" (charged at batch prices)
+    db["llm_calls"].add_column("source", str)
+
+
+MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3, 4: _schema_v4, 5: _schema_v5}
 
 
 _PROVIDER_TEXTS = (
@@ -197,10 +237,6 @@ _PROVIDER_TEXTS = (
 
 
 _INSTANCE_TEXTS = ("error", "control", "treatment", "insertions", "values_json")
-
-
-class SchemaError(RuntimeError):
-    pass
 
 
 LEASE_STALE_S = 60.0  # a worker beats every ~0.5 s; a minute of silence means it is gone
@@ -245,17 +281,79 @@ def parse_time(text: str) -> datetime:
 
 
 class Store:
-    """A cogbias database file. Cheap to open; safe to use from one thread at a time."""
+    """A cogbias database file. Cheap to open; safe to use from one thread at a time.
+
+    A file the user may not write (or in a folder they may not write) is opened read-only,
+    so the reading commands and pages still work on it; writing then fails with a clear
+    `StoreError`-style message rather than half-way.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        self.read_only = False
+        try:
+            conn = self._connect()
+        except sqlite3.Error as exc:
+            raise StoreError(describe_error(self.path, exc)) from None
         self.db = sqlite_utils.Database(conn)
-        with self.db.ensure_autocommit_on():
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-        self._migrate()
+        try:
+            self._check_readable()
+            if not self.read_only:
+                with self.db.ensure_autocommit_on():
+                    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                        conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(describe_error(self.path, exc)) from None
+        except StoreError:
+            conn.close()
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        """Read-write when we may write the file and its folder (WAL needs both), else
+        read-only: SQLite's `mode=ro` URI, so nothing, not even a journal, is written."""
+        path = self.path
+        if path.is_dir():
+            raise StoreError(f"{path} is a folder, not a database file; give a file name")
+        folder = path.parent
+        if not path.exists():
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the folder {folder} for the database ({exc.strerror}); "
+                    "choose a database path in a folder you can write"
+                ) from None
+            if not os.access(folder, os.W_OK):
+                raise StoreError(
+                    f"{path} does not exist and the folder {folder} is read-only, so it cannot "
+                    "be created; choose a database path in a folder you can write"
+                )
+        writable = os.access(path, os.W_OK) if path.exists() else True
+        if writable and os.access(folder, os.W_OK):
+            return sqlite3.connect(path, timeout=LOCK_TIMEOUT, check_same_thread=False)
+        self.read_only = True
+        uri = path.resolve().as_uri()
+        conn = sqlite3.connect(
+            f"{uri}?mode=ro", uri=True, timeout=LOCK_TIMEOUT, check_same_thread=False
+        )
+        try:
+            conn.execute("select count(*) from sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            # A WAL database in a folder we cannot write: SQLite cannot create the shared
+            # memory file a reader needs. Nobody can write the folder's files through us,
+            # so read the file as it stands (`immutable`: no locks, no WAL index).
+            conn.close()
+            return sqlite3.connect(
+                f"{uri}?immutable=1", uri=True, timeout=LOCK_TIMEOUT, check_same_thread=False
+            )
+
+    def _check_readable(self) -> None:
+        """Touch the schema now, so a file that is not a database fails on open, not later."""
+        self.db.execute("select count(*) from sqlite_master").fetchone()
 
     def close(self) -> None:
         self.db.close()
@@ -288,6 +386,12 @@ class Store:
             )
         if current == SCHEMA_VERSION:
             return
+        if self.read_only:
+            raise StoreError(
+                f"{self.path} needs an upgrade to schema {SCHEMA_VERSION} (it has {current}) "
+                "but it, or its folder, is read-only; make both writable or copy the file to "
+                "a folder you can write, and open it there once"
+            )
         with self.atomic():
             # Another process may have migrated while we waited for the write lock.
             for version in range(self.schema_version + 1, SCHEMA_VERSION + 1):
@@ -389,19 +493,14 @@ class Store:
 
     def get_llm_call(self, key: str) -> dict[str, Any] | None:
         row = self.db.execute(
-            "select response, prompt_tokens, completion_tokens, cost, latency_s "
+            "select response, prompt_tokens, completion_tokens, cost, latency_s, source "
             "from llm_calls where key = ?",
             (key,),
         ).fetchone()
         if row is None:
             return None
-        return dict(
-            zip(
-                ("text", "prompt_tokens", "completion_tokens", "cost", "latency_s"),
-                row,
-                strict=True,
-            )
-        )
+        names = ("text", "prompt_tokens", "completion_tokens", "cost", "latency_s", "source")
+        return dict(zip(names, row, strict=True))
 
     def create_run(
         self,
@@ -535,21 +634,64 @@ class Store:
         return self.run(run_id)
 
     def request_cancel(self, run_id: str) -> None:
-        """Ask the run's worker to stop; a run that no worker holds is cancelled at once."""
+        """Ask the run's worker to stop. A worker that holds the run, or is starting to (its
+        process exists but has not claimed the run yet), sees the request within a second;
+        a run that no worker holds is marked cancelled at once."""
         with self.atomic():
-            self.db["runs"].update(run_id, {"cancel_requested": 1})
             row = self.run(run_id)
-            if (
-                row
-                and row["status"] in ("planned", "running")
-                and not (
-                    row.get("lease_owner")
-                    and lease_alive(row["lease_owner"], row.get("heartbeat_at"), LEASE_STALE_S)
+            if row is None:
+                return
+            holder = row.get("lease_owner")
+            working = bool(holder) and lease_alive(holder, row.get("heartbeat_at"), LEASE_STALE_S)
+            starting = not working and row["status"] != "running" and pid_alive(row.get("pid"))
+            if working or starting:
+                self.db["runs"].update(run_id, {"cancel_requested": 1})
+            elif row["status"] in ("planned", "running"):
+                self.db["runs"].update(
+                    run_id, {"status": "cancelled", "lease_owner": None, "finished_at": now()}
                 )
-            ):
-                self.db["runs"].update(run_id, {"status": "cancelled", "lease_owner": None})
 
     # ---- the response cache
+
+    def save_batch_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        with self.atomic():
+            if rows:
+                self.db["batch_requests"].insert_all(
+                    [{**r, "created_at": now()} for r in rows], pk="key", replace=True
+                )
+
+    def save_batch(self, row: Mapping[str, Any]) -> None:
+        """Insert or update a provider batch (by its id)."""
+        with self.atomic():
+            self.db["batches"].upsert({**row, "updated_at": now()}, pk="id")
+
+    def batches(self, run_id: str | None = None, open_only: bool = False) -> list[dict[str, Any]]:
+        clauses, params = [], []
+        if run_id:
+            clauses.append("run_id = ?")
+            params.append(run_id)
+        if open_only:
+            clauses.append("status in ('validating', 'in_progress', 'finalizing', 'cancelling')")
+        where = f" where {' and '.join(clauses)}" if clauses else ""
+        return self.query(f"select * from batches{where} order by created_at", params)
+
+    def add_run_cost(self, run_id: str, cost: float, tokens: int) -> None:
+        with self.atomic():
+            self.db.execute(
+                "update runs set cost = coalesce(cost, 0) + ?, tokens = coalesce(tokens, 0) + ? "
+                "where id = ?",
+                (cost, tokens, run_id),
+            )
+
+    def batch_requests(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Exported batch requests by key (those among `keys`)."""
+        found: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(f"select * from batch_requests where key in ({marks})", chunk):
+                found[row["key"]] = row
+        return found
 
     def cache_stats(self) -> list[dict[str, Any]]:
         """Per model: cached answers, tokens, what they cost, oldest and newest."""
@@ -922,3 +1064,31 @@ class Store:
         join = " join instances i on i.id = d.instance_id" if search else ""
         sql = f"select count(*) from decisions d{join}{where}"
         return int(self.db.execute(sql, params).fetchone()[0])
+
+
+def describe_error(path: str | Path, exc: sqlite3.Error) -> str:
+    """What went wrong with the database at `path`, in words, with what to do."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return (
+            f"{path} is locked by another process (a run or the app writing to it); wait "
+            "for it to finish or stop it, then try again"
+        )
+    if "readonly" in text or "read-only" in text:
+        return (
+            f"{path} is read-only ({text}); make the file and its folder writable, or "
+            "point at a copy in a folder you can write"
+        )
+    if isinstance(exc, sqlite3.DatabaseError) and (
+        "not a database" in text or "malformed" in text or "disk image" in text
+    ):
+        return (
+            f"{path} is not a cogbias database, or it is corrupt or truncated ({text}); "
+            "move it away (or point at another file) to start afresh, or restore a backup"
+        )
+    if "unable to open" in text:
+        return (
+            f"{path} cannot be opened ({text}); check that the path and its folder exist "
+            "and that you may read them"
+        )
+    return f"{path} cannot be used ({text})"

@@ -16,7 +16,7 @@ import streamlit as st
 
 from cogbias import library
 from cogbias.library import LibraryError, ModelInfo, TestCase
-from cogbias.store import SchemaError, Store
+from cogbias.store import SchemaError, Store, default_path
 
 T = TypeVar("T")
 
@@ -45,14 +45,9 @@ LOCAL_MODEL = "local/smollm2"
 RANDOM_MODEL = "random"
 
 
-def cogbias_home() -> Path:
-    return Path(os.environ.get("COGBIAS_HOME", Path.home() / ".cogbias"))
-
-
 def db_path() -> Path:
-    """`COGBIAS_DB`, else `cogbias.db` in `COGBIAS_HOME` (default ~/.cogbias)."""
-    configured = os.environ.get("COGBIAS_DB")
-    return Path(configured) if configured else cogbias_home() / "cogbias.db"
+    """The database the CLI uses too (`cogbias.store.default_path`)."""
+    return default_path()
 
 
 def get_store() -> Store:
@@ -105,23 +100,25 @@ def library_version() -> tuple[tuple[str, float], ...]:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _load_library(version: tuple[tuple[str, float], ...], home: str) -> dict[str, TestCase]:
-    return library.load_library()
+def _load_library(version: tuple[tuple[str, float], ...], home: str) -> library.LibraryReport:
+    return library.load_library_report()
 
 
 def test_cases() -> dict[str, TestCase]:
     """Built-in and user test cases; reloaded when a user file changes.
 
-    A broken user file must not take the whole app down: it is reported and skipped.
+    A broken user file must not take the whole app down: the valid files are used and the
+    problems of the others are shown (as plain text: they quote the files).
     """
-    try:
-        return _load_library(library_version(), str(library.user_dir()))
-    except LibraryError as exc:
+    report = _load_library(library_version(), str(library.user_dir()))
+    if report.problems:
+        files = report.broken_files()
         st.warning(
-            f"A test case file has problems and was skipped: {exc.problems[0]}. "
-            "Fix or remove it (Templates page)."
+            f"{len(files)} test case file(s) have problems and were skipped. "
+            "Fix or remove them (Templates page)."
         )
-        return library.load_library(include_user=False)
+        st.code("\n".join(str(p) for p in report.problems[:20]), language=None)
+    return report.cases
 
 
 def case_label(cases: dict[str, TestCase]) -> Callable[[str], str]:

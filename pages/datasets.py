@@ -23,12 +23,11 @@ from cogbias.datasets import (
     import_run_id,
 )
 from cogbias.datasets.tables import columns_of
-from cogbias.store import Store
+from cogbias.store import Store, cogbias_home
 from cogbias.templates import Filled, render_decision_text
 from pages._common import (
     RANDOM_MODEL,
     attempt,
-    cogbias_home,
     db_path,
     friendly,
     model_names,

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from cogbias import charts_explore, explore, present
-from cogbias.datasets import export
+from cogbias.datasets.export import csv_bytes
 from cogbias.records import pair_record
 from cogbias.store import Store
 from pages._common import db_path, friendly, open_store_or_stop, run_label, test_cases
@@ -178,7 +178,7 @@ def _csv() -> bytes:
     # Runs when the button is clicked, possibly outside this script's thread: own connection.
     with Store(path) as own:
         every = own.pairs(bias, model, run_id, dataset, search or None, EXPORT_LIMIT, 0)
-    return export.csv_bytes(pair_record(r) for r in every)
+    return csv_bytes(pair_record(r) for r in every)
 
 
 st.download_button(

@@ -13,6 +13,7 @@ import streamlit as st
 
 from cogbias import runner
 from cogbias.runner import RunSpec
+from cogbias.settings import check_api_base
 from cogbias.store import Store, now
 from pages._common import (
     LOCAL_MODEL,
@@ -101,7 +102,11 @@ if custom_name.strip():
     decision_models.append(f"openai/{custom_name.strip()}")
 bases = {b for b in (api_base_of(m, infos) for m in [*decision_models, generator]) if b}
 if custom_base.strip():
-    bases.add(custom_base.strip())
+    try:
+        bases.add(check_api_base(custom_base))
+    except ValueError as exc:
+        st.error(f"Base URL: {exc}")
+        st.stop()
 
 
 def _spec() -> RunSpec | None:
@@ -159,7 +164,12 @@ def _plan(fields: dict, db: str, version: object) -> dict:
     200 scenarios x 100 instances hashes 600,000 instance keys)."""
     with Store(db) as own:
         plan = runner.plan(RunSpec(**fields), own)
-        return {"planned": plan.planned, "calls": plan.llm_calls(), "cost": plan.estimated_cost()}
+        return {
+            "planned": plan.planned,
+            "calls": plan.llm_calls(),
+            "cost": plan.estimated_cost(),
+            "batch_cost": plan.estimated_cost(batch=True),
+        }
 
 
 spec = _spec()
@@ -196,10 +206,18 @@ if plan is not None:
             f"This exact run already finished ({existing['done']} pairs). Starting it again "
             "only does work that is missing; change the seed or the models for new results."
         )
+    batch_cost = plan.get("batch_cost")
+    use_batch = st.checkbox(
+        "Send the calls through the provider's Batch API"
+        + (f" (estimated ${batch_cost:,.4f})" if batch_cost else ""),
+        key="run_batch",
+        help="Half price and no rate limits, for OpenAI and OpenAI-compatible servers; "
+        "answers arrive within hours. The run polls its batches and can be resumed.",
+    )
     if st.button("Start run", type="primary", key="run_start", disabled=busy):
         share_local_server()
         try:
-            run_id = runner.launch(spec, db_path())
+            run_id = runner.launch(spec, db_path(), batch=use_batch)
         except (OSError, runner.RunBusy, KeyError, ValueError) as exc:
             st.error(f"The run could not be started: {friendly(exc)}")
         else:
@@ -242,7 +260,7 @@ def progress(run_id: str) -> None:
     st.progress(
         min(run["done"] / planned, 1.0), text=f"{run['done']:,} of {run['planned']:,} pairs"
     )
-    st.caption(_totals(run))
+    st.caption(f"{run['failed']:,} failed · {_totals(run)}")
     if run.get("waiting"):
         st.caption(
             f"{run['waiting']} call(s) waiting to retry: {run.get('wait_reason') or 'error'}"
@@ -263,7 +281,7 @@ def progress(run_id: str) -> None:
 def _totals(run: dict) -> str:
     saved = run.get("cost_saved") or 0.0
     return (
-        f"{run['failed']:,} failed · {run['tokens'] or 0:,} tokens · cost ${run['cost']:.4f}"
+        f"{run['tokens'] or 0:,} tokens · cost ${run['cost']:.4f}"
         + (f" (${saved:.4f} saved by the cache)" if saved else "")
         + (f" · {run['duration_s']:.0f} s" if run.get("duration_s") is not None else "")
     )
@@ -275,7 +293,10 @@ if active and (_starting(current) or (current and current["status"] in ACTIVE)):
     progress(active)
 elif current:
     st.subheader("Last run")
-    text = f"{run_label(current)}: {current['done']:,} of {current['planned']:,} pairs. {_totals(current)}."
+    text = (
+        f"{run_label(current)}: {current['done']:,} of {current['planned']:,} pairs, "
+        f"{current['failed']:,} failed · {_totals(current)}."
+    )
     if current["status"] == "done":
         st.success(text)
     else:
@@ -308,7 +329,14 @@ table = pd.DataFrame(summaries)[
 st.dataframe(table, hide_index=True, width="stretch")
 if st.session_state.get("run_pick") not in by_id:  # new runs appear; keep the choice valid
     st.session_state["run_pick"] = active if active in by_id else next(iter(by_id))
-pick = st.selectbox("Run", list(by_id), format_func=lambda r: run_label(by_id[r]), key="run_pick")
+pick = st.selectbox(
+    "Run",
+    list(by_id),
+    # no status in the label: the table above shows it, and a label that changes while the
+    # run goes on would not be redrawn by the open select box
+    format_func=lambda r: run_label({**by_id[r], "status": ""}).replace(" ·  · ", " · "),
+    key="run_pick",
+)
 picked = by_id[pick]
 b1, b2, b3, b4 = st.columns(4)
 if b1.button("Open in Explore", key="run_explore"):
@@ -334,3 +362,13 @@ if picked["status"] in ("planned", "running") and b4.button("Cancel", key="run_c
     st.rerun()
 if picked.get("error"):
     st.caption(f"Error: {picked['error']}")
+batches = store.batches(pick)
+if batches:
+    st.markdown("**Provider batches**")
+    st.dataframe(
+        pd.DataFrame(batches)[
+            ["id", "model", "round", "status", "total", "completed", "failed", "expected_at"]
+        ],
+        hide_index=True,
+        width="stretch",
+    )

@@ -64,7 +64,9 @@ else:
     st.success(f"Valid: {case.name} ({case.id}), {case.n_options} answer options.")
 
 
-def _save() -> None:
+def _save(replace_id: str | None = None) -> None:
+    """Save the editor's text; replacing one of the user's own files needs a confirmation
+    (`replace_id` is the id the user agreed to replace)."""
     try:
         parsed = library.parse_test_case(st.session_state[EDITOR], file="editor")
     except LibraryError as exc:
@@ -78,7 +80,10 @@ def _save() -> None:
         parsed = dataclasses.replace(parsed, id=new_id, name=f"{parsed.name} (copy)")
         note = f" ('{original}' is built in, so this is a copy under a new id)"
     try:
-        path = library.save_test_case(parsed)
+        path = library.save_test_case(parsed, overwrite=replace_id == parsed.id)
+    except library.AlreadyExistsError:
+        st.session_state["tpl_saved"] = ("confirm", parsed.id)
+        return
     except (PermissionError, OSError, LibraryError) as exc:
         st.session_state["tpl_saved"] = ("error", f"Saving failed: {friendly(exc)}")
         return
@@ -98,7 +103,10 @@ c2.download_button(
     key="tpl_export",
 )
 saved = st.session_state.get("tpl_saved")
-if saved:
+if saved and saved[0] == "confirm":
+    st.warning(f"You already have a test case with the id '{saved[1]}'. Replace it?", icon="⚠️")
+    st.button("Replace it", key="tpl_replace", on_click=_save, kwargs={"replace_id": saved[1]})
+elif saved:
     (st.success if saved[0] == "ok" else st.error)(saved[1])
 
 tab_gaps, tab_diff = st.tabs(["Gaps", "Control vs treatment"])

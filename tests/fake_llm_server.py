@@ -118,7 +118,8 @@ class FakeLLMServer:
     Args:
         responder: maps the request JSON to the answer text; may raise `FakeHTTPError`.
         latency: seconds to wait (asynchronously) before answering each request.
-        fail_500: fraction of requests answered with HTTP 500 (seeded, random).
+        fail_500: fraction of requests answered with HTTP `server_status` (seeded, random).
+        server_status: the 5xx status of injected server errors (500, 502, 503, ...).
         fail_429: fraction answered with HTTP 429 and a `Retry-After: retry_after` header.
         retry_after: value of the Retry-After header on injected 429s, in seconds.
         script: HTTP statuses for the first requests, in arrival order (e.g. [500, 429]);
@@ -127,6 +128,13 @@ class FakeLLMServer:
             whose body echoes the key that was sent, as careless providers do, so tests
             can check that our error messages never repeat it.
         seed: seeds the fault-injection random generator.
+        batch_delay: seconds after which a created batch (`/v1/batches`) is complete.
+        batch_fail: fraction of the requests inside a batch answered with an error.
+
+    Batches follow OpenAI's Batch API: `POST /v1/files` (multipart, purpose "batch"),
+    `POST /v1/batches`, `GET /v1/batches/{id}`, `POST /v1/batches/{id}/cancel`, and
+    `GET /v1/files/{id}/content`; answers come from the same responder, and
+    `batch_requests` counts the requests answered inside batches (not in `calls`).
     """
 
     def __init__(
@@ -135,20 +143,29 @@ class FakeLLMServer:
         *,
         latency: float = 0.0,
         fail_500: float = 0.0,
+        server_status: int = 500,
         fail_429: float = 0.0,
         retry_after: float = 0.05,
         script: Iterable[int] = (),
         api_key: str | None = None,
         seed: int = 0,
+        batch_delay: float = 0.5,
+        batch_fail: float = 0.0,
     ) -> None:
         self.responder = responder or default_responder
         self.latency = latency
         self.fail_500 = fail_500
+        self.server_status = server_status
         self.fail_429 = fail_429
         self.retry_after = retry_after
         self.script = list(script)
         self.api_key = api_key
         self._rng = random.Random(seed)
+        self.batch_delay = batch_delay
+        self.batch_fail = batch_fail
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_requests = 0
         self.calls = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -182,7 +199,7 @@ class FakeLLMServer:
             return self.script.pop(0)
         draw = self._rng.random()
         if draw < self.fail_500:
-            return 500
+            return self.server_status
         if draw < self.fail_500 + self.fail_429:
             return 429
         return 200
@@ -249,6 +266,93 @@ class FakeLLMServer:
             }
         )
 
+    # -- batches ----------------------------------------------------------------------
+
+    def _file(self, content: bytes, name: str) -> dict[str, Any]:
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = content
+        return {"id": file_id, "object": "file", "bytes": len(content), "filename": name,
+                "created_at": int(time.time()), "purpose": "batch", "status": "processed"}  # fmt: skip
+
+    async def _upload(self, request: web.Request) -> web.StreamResponse:
+        form = await request.post()
+        upload = form["file"]
+        return web.json_response(self._file(upload.file.read(), upload.filename))  # type: ignore[union-attr]
+
+    async def _content(self, request: web.Request) -> web.StreamResponse:
+        content = self.files.get(request.match_info["file_id"])
+        if content is None:
+            return self._error(404, "No such file")
+        return web.Response(body=content, content_type="application/jsonl")
+
+    async def _create_batch(self, request: web.Request) -> web.StreamResponse:
+        payload = await request.json()
+        if payload.get("input_file_id") not in self.files:
+            return self._error(400, "unknown input_file_id")
+        batch_id = f"batch-{len(self.batches) + 1}"
+        lines = self.files[payload["input_file_id"]].decode().splitlines()
+        self.batches[batch_id] = {
+            "id": batch_id, "object": "batch", "endpoint": payload["endpoint"],
+            "input_file_id": payload["input_file_id"],
+            "completion_window": payload.get("completion_window", "24h"),
+            "status": "validating", "created_at": int(time.time()),
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            "ready_at": time.monotonic() + self.batch_delay,
+        }  # fmt: skip
+        return web.json_response(self._public(batch_id))
+
+    def _public(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        if (
+            batch["status"] in ("validating", "in_progress")
+            and time.monotonic() >= batch["ready_at"]
+        ):
+            self._finish(batch)
+        elif batch["status"] == "validating":
+            batch["status"] = "in_progress"
+        return {k: v for k, v in batch.items() if k != "ready_at"}
+
+    def _finish(self, batch: dict[str, Any]) -> None:
+        out, errors = [], []
+        for line in self.files[batch["input_file_id"]].decode().splitlines():
+            item = json.loads(line)
+            self.batch_requests += 1
+            if self._rng.random() < self.batch_fail:
+                errors.append({"id": f"req-{self.batch_requests}", "custom_id": item["custom_id"],
+                               "response": {"status_code": 500, "body": {"error": {"message": "server error"}}},
+                               "error": None})  # fmt: skip
+                continue
+            text = self.responder(item["body"])
+            body = {"id": f"chatcmpl-batch-{self.batch_requests}", "object": "chat.completion",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": _count_tokens(text),
+                              "total_tokens": 10 + _count_tokens(text)}}  # fmt: skip
+            out.append({"id": f"req-{self.batch_requests}", "custom_id": item["custom_id"],
+                        "response": {"status_code": 200, "body": body}, "error": None})  # fmt: skip
+        encode = lambda rows: "".join(json.dumps(r) + "\n" for r in rows).encode()  # noqa: E731
+        batch["output_file_id"] = self._file(encode(out), "output.jsonl")["id"]
+        if errors:
+            batch["error_file_id"] = self._file(encode(errors), "errors.jsonl")["id"]
+        batch["request_counts"] = {"total": len(out) + len(errors), "completed": len(out),
+                                   "failed": len(errors)}  # fmt: skip
+        batch["status"], batch["completed_at"] = "completed", int(time.time())
+
+    async def _get_batch(self, request: web.Request) -> web.StreamResponse:
+        batch_id = request.match_info["batch_id"]
+        if batch_id not in self.batches:
+            return self._error(404, "No such batch")
+        return web.json_response(self._public(batch_id))
+
+    async def _cancel_batch(self, request: web.Request) -> web.StreamResponse:
+        batch_id = request.match_info["batch_id"]
+        if batch_id not in self.batches:
+            return self._error(404, "No such batch")
+        batch = self.batches[batch_id]
+        if batch["status"] in ("validating", "in_progress"):
+            batch["status"], batch["cancelled_at"] = "cancelled", int(time.time())
+        return web.json_response(self._public(batch_id))
+
     async def _models(self, request: web.Request) -> web.StreamResponse:
         return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
@@ -259,6 +363,11 @@ class FakeLLMServer:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/files", self._upload)
+        app.router.add_get("/v1/files/{file_id}/content", self._content)
+        app.router.add_post("/v1/batches", self._create_batch)
+        app.router.add_get("/v1/batches/{batch_id}", self._get_batch)
+        app.router.add_post("/v1/batches/{batch_id}/cancel", self._cancel_batch)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

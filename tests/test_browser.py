@@ -42,8 +42,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    home = tmp_path_factory.mktemp("browser-home")
+def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("browser-home")
+
+
+@pytest.fixture(scope="module")
+def app_url(app_home: Path) -> Iterator[str]:
+    home = app_home
     port = _free_port()
     env = {
         **os.environ,
@@ -219,3 +224,70 @@ def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
     assert all("Social Desirability Bias" in x for x in labels if "bias:" in x)
     no_exception(page)
     shot(page, "4c_explore_run")
+
+
+def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Path) -> None:
+    """Start a run, cancel it while the provider hangs, resume it: counts and durations hold."""
+    from fake_llm_server import FakeLLMServer
+
+    from cogbias import settings
+    from cogbias.store import Store
+
+    db = app_home / "app.db"
+    with FakeLLMServer(latency=0.3) as slow:
+        settings.add_custom_model(
+            "openai/slowfake", "Slow fake", slow.base_url, json_schema=True,
+            path=app_home / "models.toml",
+        )  # fmt: skip
+        go(page, "Run")
+        multiselect = page.get_by_test_id("stMultiSelect").filter(
+            has=page.get_by_text("Test cases", exact=True)
+        )  # type: ignore[attr-defined]
+        multiselect.locator("input").click()
+        multiselect.locator("input").fill("Framing")
+        page.get_by_role("option", name="Framing Effect", exact=True).click()  # type: ignore[attr-defined]
+        page.keyboard.press("Escape")  # type: ignore[attr-defined]
+        instances = page.get_by_role("spinbutton", name="Instances each")  # type: ignore[attr-defined]
+        instances.fill("4")
+        instances.press("Enter")
+        models = page.get_by_test_id("stMultiSelect").filter(
+            has=page.get_by_text("Decision models", exact=True)
+        )  # type: ignore[attr-defined]
+        models.locator("input").click()
+        models.locator("input").fill("Slow fake")
+        page.get_by_role("option", name="Slow fake (openai/slowfake)", exact=True).click()  # type: ignore[attr-defined]
+        page.keyboard.press("Escape")  # type: ignore[attr-defined]
+        choose(page, "Generator (fills [[gaps]])", "Slow fake (openai/slowfake)")
+        page.get_by_test_id("stMetricValue").first.filter(has_text="8").wait_for()  # type: ignore[attr-defined]
+        page.get_by_role("button", name="Start run").click()  # type: ignore[attr-defined]
+        page.get_by_text("Progress").wait_for()  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 120
+        done = 0
+        while done < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            with Store(db) as store:
+                done = store.query("select count(*) as n from decisions where run_id = "
+                                   "(select id from runs order by created_at desc limit 1)")[0]["n"]  # fmt: skip
+        slow.latency = 600  # the provider now hangs on every call
+        page.get_by_role("button", name="Cancel run").click()  # type: ignore[attr-defined]
+        page.get_by_text("cancelling…").first.wait_for(timeout=10_000)  # type: ignore[attr-defined]
+        shot(page, "5a_run_cancelling")
+        page.get_by_text("Last run").wait_for(timeout=30_000)  # type: ignore[attr-defined]
+        with Store(db) as store:
+            [run] = [r for r in store.runs() if r["status"] == "cancelled"]
+            stored = store.query(
+                "select count(*) as n from decisions where run_id = ?", (run["id"],)
+            )
+        assert 0 < run["done"] == stored[0]["n"] < 8
+        page.get_by_text(f"{run['done']} of 8 pairs").first.wait_for()  # type: ignore[attr-defined]
+        shot(page, "5b_run_cancelled")
+        first = run["duration_s"]
+        slow.latency = 0.05
+        page.get_by_role("button", name="Resume").click()  # type: ignore[attr-defined]
+        page.get_by_text("8 of 8 pairs, 0 failed").wait_for(timeout=120_000)  # type: ignore[attr-defined]
+        with Store(db) as store:
+            run = store.run(run["id"])
+        assert run["status"] == "done" and run["duration_s"] > first
+        page.get_by_text(f"· {run['duration_s']:.0f} s").first.wait_for()  # type: ignore[attr-defined]
+        no_exception(page)
+        shot(page, "5c_run_resumed")

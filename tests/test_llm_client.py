@@ -13,6 +13,7 @@ import pytest
 
 from cogbias.llm import FatalLLMError, LLMClient, LLMError, LLMRequest, cache_key, resolve
 from cogbias.llm.errors import classify
+from cogbias.pipeline import run_sync
 from cogbias.redact import redact
 from tests.fake_llm_server import FakeHTTPError, FakeLLMServer
 
@@ -52,7 +53,7 @@ def fast_client(cache: DictCache | None = None, **kwargs: Any) -> LLMClient:
 
 
 def run(coro: Any) -> Any:
-    return asyncio.run(coro)
+    return run_sync(coro)  # closes the loop's HTTP sessions
 
 
 # -- requests and keys -------------------------------------------------------------------

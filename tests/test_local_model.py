@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import urllib.parse
@@ -57,7 +56,7 @@ def test_grammar_constrains_a_decision(client: LLMClient) -> None:
         max_tokens=60,
         grammar='root ::= "Option " [1-7]',
     )
-    answer = asyncio.run(client.complete(req))
+    answer = client.complete_sync(req)
     assert re.fullmatch(r"Option [1-7]", answer.text)
     assert answer.cost == 0.0 and answer.prompt_tokens > 50 and answer.completion_tokens <= 4
 
@@ -70,7 +69,7 @@ def test_grammar_reaches_the_sampler_even_against_the_prompt(client: LLMClient) 
         max_tokens=20,
         grammar='root ::= "zebra-" [0-9] [0-9]',
     )
-    answer = asyncio.run(client.complete(req))
+    answer = client.complete_sync(req)
     assert re.fullmatch(r"zebra-\d\d", answer.text)
 
 
@@ -90,7 +89,7 @@ def test_json_schema_gap_fill_returns_the_required_keys(client: LLMClient) -> No
         max_tokens=150,
         response_format={"type": "json_schema", "json_schema": {"name": "gaps", "schema": schema}},
     )
-    answer = asyncio.run(client.complete(req))
+    answer = client.complete_sync(req)
     data = json.loads(answer.text)
     assert set(data) == set(GAP_KEYS)
     assert all(isinstance(v, str) and 1 <= len(v) <= 60 for v in data.values())

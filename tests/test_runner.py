@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 from fake_llm_server import FakeLLMServer
+from run_helpers import BIASES, spec
 
 from cogbias import runner
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
-BIASES = ["anchoring", "framing_effect", "loss_aversion"]
 
 
 def cli_args(s: runner.RunSpec, db: Path) -> list[str]:
@@ -24,18 +24,6 @@ def cli_args(s: runner.RunSpec, db: Path) -> list[str]:
     args += ["--scenarios", str(s.scenarios), "--instances", str(s.instances)]
     args += ["--generator", s.generator, "--seed", str(s.seed), "--repeats", str(s.repeats)]
     return args + ["--api-base", s.api_base] if s.api_base else args
-
-
-def spec(base_url: str, **overrides) -> runner.RunSpec:
-    fields = dict(
-        models=["random", "openai/fake"],
-        biases=BIASES,
-        scenarios=2,
-        instances=2,
-        generator="openai/fake",
-        api_base=base_url,
-    )
-    return runner.RunSpec(**{**fields, **overrides})
 
 
 def test_rerunning_an_identical_run_makes_no_new_llm_calls(tmp_path):

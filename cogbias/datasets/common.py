@@ -232,7 +232,7 @@ def parse_literal(text: str, file: str, row: int, column: str, line: int | None 
         raise DatasetError(file, f"is too long to be a literal ({len(text)} characters)", **where)
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     try:
         return ast.literal_eval(text.strip())
@@ -250,7 +250,7 @@ def parse_float(
 ) -> float:
     try:
         value = float(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise DatasetError(
             file, f"expected a number, found {text!r}", row=row, column=column, line=line
         ) from None
@@ -277,6 +277,21 @@ def parse_index(text: str, file: str, row: int, column: str, line: int | None = 
 
 def number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def finite(value: Any) -> float | None:
+    """A native number as a finite float; None for anything else (inf, nan, a 400-digit
+    integer that no float can hold, text, true/false)."""
+    if not number(value):
+        return None
+    try:
+        result = float(value)
+    except OverflowError:
+        return None
+    return result if math.isfinite(result) else None
+
+
+MAX_OPTIONS = 100  # answer options of one test case: the paper's scales have 7 or 11
 
 
 # --------------------------------------------------------------------------- biases
@@ -317,7 +332,7 @@ def bias_id(name: str) -> str:
 
 # --------------------------------------------------------------------------- prompts
 
-_OPTION_LINE = re.compile(r"^\s*Option (\d+)\s*[:.)]\s?(.*?)\s*$")
+_OPTION_LINE = re.compile(r"^\s*Option (\d{1,4})\s*[:.)]\s?(.*?)\s*$")
 _HEADER = re.compile(
     r"^[ \t]*(Situation|Prompt|Answer Options|Answer options|Options)[ \t]*:[ \t]*$", re.MULTILINE
 )

@@ -18,17 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from .. import metrics
-from ..metrics import MetricParams
+from ..metrics import MetricParams, param_problem
 from ..records import Instance, decision_id, dumps, stable_id
 from ..redact import redact
 from ..store import Store
 from ..templates import Filled
 from . import importing
 from .common import (
+    MAX_OPTIONS,
     DatasetError,
     ImportSummary,
     Progress,
     bias_id,
+    finite,
     number,
     parse_float,
     parse_literal,
@@ -63,7 +65,7 @@ FIELDS: dict[str, str] = {
 REQUIRED = ("bias", "control", "treatment")
 _OK = {"ok", "success", "succeeded", "true", "1", "yes", "valid"}
 _FAILED = {"error", "failed", "fail", "false", "0", "no", "invalid"}
-_OPTION_ANSWER = re.compile(r"^\s*option\s+(\d+)\s*$", re.IGNORECASE)
+_OPTION_ANSWER = re.compile(r"^\s*option\s+(\d{1,6})\s*$", re.IGNORECASE)
 
 
 @dataclass
@@ -144,7 +146,10 @@ class _Row:
         if value is None or value == "":
             return default
         if number(value):
-            return float(value)
+            as_float = finite(value)
+            if as_float is None:
+                raise self.fail(name, "expected a finite number")
+            return as_float
         try:
             return parse_float(str(value), self.file, self.row, name, self.line)
         except DatasetError as exc:
@@ -168,12 +173,14 @@ class _Row:
                     raise self.fail(name, exc.message) from None
             else:
                 value = [v.strip() for v in stripped.splitlines() if v.strip()]
-        if not isinstance(value, list | tuple) or len(value) < 2:
-            raise self.fail(name, "expected a list of at least two options")
+        if not isinstance(value, list | tuple) or not 2 <= len(value) <= MAX_OPTIONS:
+            raise self.fail(name, f"expected a list of 2 to {MAX_OPTIONS} options")
+        if not all(isinstance(v, str | int | float) for v in value):
+            raise self.fail(name, "each option must be text (or a number)")
         return tuple(str(v) for v in value)
 
 
-def _metric(row: _Row) -> MetricParams:
+def _metric(row: _Row, n_options: int) -> MetricParams:
     params: dict[str, Any] = {}
     raw = row.get("metric_params")
     if raw not in (None, ""):
@@ -188,15 +195,20 @@ def _metric(row: _Row) -> MetricParams:
         for key, aliases in (("k", ("k",)), ("y1", ("x_1", "y1")), ("y2", ("x_2", "y2"))):
             for alias in aliases:
                 if alias in value:
-                    if not number(value[alias]):
-                        raise row.fail("metric_params", f"'{alias}' must be a number")
+                    if finite(value[alias]) is None:
+                        raise row.fail("metric_params", f"'{alias}' must be a finite number")
                     params[key] = float(value[alias])
         for flip in ("flip_control", "flip_treatment"):
             params[flip] = bool(value.get(flip, False))
     for key, default in (("k", 1.0), ("y1", 0.0), ("y2", 0.0)):
         if row.mapping.has(key):
             params[key] = row.number(key, default)
-    return MetricParams(**params)
+    metric = MetricParams(**params)
+    for key in ("k", "y1", "y2"):
+        problem = param_problem(key, getattr(metric, key), n_options)
+        if problem:
+            raise row.fail(key if row.mapping.has(key) else "metric_params", problem)
+    return metric
 
 
 def _answer(row: _Row, half: str, n: int) -> int | None:
@@ -211,14 +223,16 @@ def _answer(row: _Row, half: str, n: int) -> int | None:
         index = int(match.group(1)) - 1
     else:
         try:
-            as_float = float(text)
-        except ValueError:
-            raise row.fail(
-                name, f'expected an option index or "Option N", found {text[:40]!r}'
-            ) from None
+            as_float = finite(float(text))
+        except (ValueError, OverflowError):
+            as_float = None
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        if as_float is None:
+            raise row.fail(name, f'expected an option index or "Option N", found {shown!r}')
         if as_float != int(as_float):
-            raise row.fail(name, f"expected a whole option index, found {text!r}")
+            raise row.fail(name, f"expected a whole option index, found {shown!r}")
         index = int(as_float) - base
+        text = shown
     if not 0 <= index < n:
         raise row.fail(name, f"option {text!r} does not exist (the test case has {n} options)")
     return index
@@ -305,7 +319,7 @@ def _instance(row: _Row, name: str) -> Instance:
             halves[half] = Filled("", text.strip(), options)
     if len(halves["control"].options) != len(halves["treatment"].options):
         raise row.fail("treatment", "has a different number of options than the control")
-    metric = _metric(row)
+    metric = _metric(row, len(halves["control"].options))
     scenario = row.text("scenario")
     key = row.text("id").strip()
     content = [bias, scenario, *(dumps(h.__dict__) for h in halves.values()), metric.__dict__]

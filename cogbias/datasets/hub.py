@@ -20,17 +20,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..metrics import MetricParams
+from ..metrics import MetricParams, params_problem
 from ..records import Instance, stable_id
 from ..store import Store
 from ..templates import Filled
 from . import importing
 from .common import (
+    MAX_OPTIONS,
     CsvFile,
     DatasetError,
     ImportSummary,
     Progress,
     bias_id,
+    finite,
     number,
     parse_literal,
     parse_prompt,
@@ -118,7 +120,14 @@ def read_instances(path: Path, name: str, progress: Progress | None = None) -> I
                 f"has {len(halves['treatment'].options)} options but the control has "
                 f"{len(halves['control'].options)}",
             )
+        n = len(halves["control"].options)
+        if n > MAX_OPTIONS:
+            raise fail("control", f"has {n} answer options; at most {MAX_OPTIONS} are allowed")
         params = _metric(values["metric_params"], csv_file.name, row, line)
+        metric = MetricParams(k=params["k"], y1=params["x_1"], y2=params["x_2"])
+        problem = params_problem(metric, n)
+        if problem:  # the card calls y1, y2 x_1, x_2
+            raise fail("metric_params", problem.replace("y1", "x_1").replace("y2", "x_2"))
         yield Instance(
             id=stable_id("dataset", name, row, values),
             test_case=bias_id(bias),
@@ -126,7 +135,7 @@ def read_instances(path: Path, name: str, progress: Progress | None = None) -> I
             scenario=values["scenario"],
             control=halves["control"],
             treatment=halves["treatment"],
-            metric=MetricParams(k=params["k"], y1=params["x_1"], y2=params["x_2"]),
+            metric=metric,
             instance_index=row,
             values={"metric_params": params, "bias_name": bias},
             dataset=name,
@@ -148,10 +157,10 @@ def _metric(text: str, file: str, row: int, line: int) -> dict[str, float]:
     for key in ("k", "x_1", "x_2"):
         if key not in value:
             raise DatasetError(file, f"has no '{key}' (expected k, x_1, x_2)", row, column, line)
-        if not number(value[key]):
-            raise DatasetError(
-                file, f"'{key}' must be a number, found {value[key]!r}", row, column, line
-            )
+        if finite(value[key]) is None:
+            shown = repr(value[key]) if len(repr(value[key])) <= 40 else "a huge number"
+            kind = "a finite number" if number(value[key]) else "a number"
+            raise DatasetError(file, f"'{key}' must be {kind}, found {shown}", row, column, line)
     return {key: float(value[key]) for key in ("k", "x_1", "x_2")}
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 import re
 import time
 from array import array
@@ -25,18 +26,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..metrics import MetricParams
+from ..metrics import MetricParams, params_problem
 from ..records import Instance, decision_id, dumps, stable_id
 from ..redact import redact
 from ..store import Store
 from ..templates import Filled
 from . import importing
 from .common import (
+    MAX_OPTIONS,
     CsvFile,
     DatasetError,
     ImportSummary,
     Progress,
     bias_id,
+    finite,
     number,
     parse_float,
     parse_index,
@@ -110,12 +113,18 @@ def read_test_cases(
                 "treatment",
                 f"has {len(halves['treatment'].options)} options but the control has {n}",
             )
+        if n > MAX_OPTIONS:
+            raise fail("control", f"has {n} answer options; at most {MAX_OPTIONS} are allowed")
         remarks = _remarks(values.get("remarks", ""), csv_file.name, row, line)
         metric = _metric_from(remarks)
+        problem = params_problem(metric, n) if metric else None
+        if problem:  # the paper calls y1, y2 x_1, x_2
+            raise fail("remarks", problem.replace("y1", "x_1").replace("y2", "x_2"))
         temperature = _optional_float(values.get("temperature", ""), csv_file.name, row, line)
         seed = values.get("seed", "").strip()
-        if seed and not re.fullmatch(r"-?\d+", seed):
-            raise fail("seed", f"expected a whole number, found {seed!r}")
+        if seed and not (re.fullmatch(r"-?\d{1,18}", seed)):
+            shown = seed if len(seed) <= 40 else seed[:37] + "..."
+            raise fail("seed", f"expected a whole number of at most 18 digits, found {shown!r}")
         instance = Instance(
             id=stable_id("dataset", name, test_id),
             test_case=bias_id(bias),
@@ -155,7 +164,9 @@ def _metric_from(remarks: dict[str, Any] | None) -> MetricParams | None:
     y1 = remarks.get("x_1", remarks.get("y1"))
     y2 = remarks.get("x_2", remarks.get("y2"))
     if all(number(v) for v in (k, y1, y2)):
-        return MetricParams(k=float(k), y1=float(y1), y2=float(y2))  # type: ignore[arg-type]
+        # inf, nan or too large for a float become nan: refused by the bounds check
+        converted = [math.nan if finite(v) is None else float(v) for v in (k, y1, y2)]
+        return MetricParams(*converted)
     return None
 
 
@@ -176,9 +187,20 @@ def _insertions(*raw_templates: str) -> list[dict[str, str]]:
     return list(found.values())
 
 
+MAX_TEMPERATURE = 2.0  # what providers accept; more is damage
+
+
 def _optional_float(text: str, file: str, row: int, line: int) -> float | None:
+    """A temperature: empty, or a number in [0, MAX_TEMPERATURE]."""
     text = (text or "").strip()
-    return parse_float(text, file, row, "temperature", line) if text else None
+    if not text:
+        return None
+    value = parse_float(text, file, row, "temperature", line)
+    if not 0 <= value <= MAX_TEMPERATURE:
+        raise DatasetError(
+            file, f"{value} is outside [0, {MAX_TEMPERATURE:g}]", row, "temperature", line
+        )
+    return value
 
 
 class FirstSeen:

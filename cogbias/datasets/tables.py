@@ -46,6 +46,10 @@ def _jsonl(path: Path, columns: list[str]) -> Iterator[tuple[int, int | None, di
             row += 1
             try:
                 record = json.loads(text)
+            except RecursionError:
+                raise DatasetError(
+                    path.name, "is nested too deeply to be read", row=row, line=line_number
+                ) from None
             except ValueError as exc:
                 problem = "the line is cut off (truncated file?)" if not raw.endswith(b"\n") else ""
                 raise DatasetError(

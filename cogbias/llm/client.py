@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cogbias.llm import direct
 from cogbias.llm.errors import FatalLLMError, LLMError, classify, retry_after_seconds
 from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_server_started
 from cogbias.llm.profiles import ModelProfile, resolve
@@ -303,7 +304,8 @@ class LLMClient:
         return response
 
     def _saved(self, hit: Mapping[str, Any], key: str) -> LLMResponse:
-        """A response that cost nothing now: what it cost originally counts as saved."""
+        """A response that cost nothing now: what it cost originally counts as saved (but not
+        for answers a batch engine delivered for this purpose: the run paid for those)."""
         self.stats.cache_hits += 1
         response = LLMResponse(
             text=hit["text"],
@@ -313,7 +315,7 @@ class LLMClient:
             latency_s=float(hit.get("latency_s") or 0.0),
             cached=True,
             key=key,
-            cost_saved=float(hit.get("cost") or 0.0),
+            cost_saved=0.0 if hit.get("source") == "batch" else float(hit.get("cost") or 0.0),
         )
         self.stats.tokens_saved += response.prompt_tokens + response.completion_tokens
         self.stats.cost_saved += response.cost_saved
@@ -321,7 +323,14 @@ class LLMClient:
 
     def complete_sync(self, req: LLMRequest) -> LLMResponse:
         """Blocking `complete` for one-off calls from the CLI or a Streamlit page."""
-        return asyncio.run(self.complete(req))
+
+        async def once() -> LLMResponse:
+            try:
+                return await self.complete(req)
+            finally:
+                await direct.close_sessions()
+
+        return asyncio.run(once())
 
     async def _call(self, req: LLMRequest, profile: ModelProfile) -> LLMResponse:
         if profile.kind == "random":
@@ -376,7 +385,6 @@ class LLMClient:
     async def _call_with_retries(
         self, model_id: str, profile: ModelProfile, api_base: str | None, kwargs: dict[str, Any]
     ) -> LLMResponse:
-        litellm = get_litellm()
         attempt = 0
         started = time.monotonic()
         deadline = started + profile.deadline_s
@@ -387,22 +395,17 @@ class LLMClient:
                     await stack.enter_async_context(semaphore)
                 self.stats.http_attempts += 1
                 attempt_timeout = max(0.05, min(profile.timeout_s, left))
-                kwargs["timeout"] = attempt_timeout
-                t0 = time.perf_counter()
                 try:
-                    # litellm passes the timeout on to the HTTP client; the outer guard makes
-                    # sure a provider that never answers cannot hold a call past its deadline.
-                    raw = await asyncio.wait_for(
-                        litellm.acompletion(**kwargs), attempt_timeout + 5.0
-                    )
+                    answer = await self._attempt(profile, api_base, kwargs, attempt_timeout)
                 except asyncio.CancelledError:
                     raise
+                except LLMError as exc:  # the direct path classifies its own failures
+                    error, retry_after = exc, getattr(exc, "retry_after", None)
                 except Exception as exc:
                     error = classify(exc, model_id, api_base, kwargs.get("api_key", ""))
                     retry_after = retry_after_seconds(exc)
                 else:
-                    latency = time.perf_counter() - t0
-                    return self._to_response(raw, model_id, profile, latency)
+                    return self._to_response(*answer, model_id, profile)
             # Raised outside the except block so the provider's exception (whose text may
             # contain a key) is neither chained nor shown in tracebacks.
             if isinstance(error, FatalLLMError) or not error.retryable:
@@ -425,19 +428,44 @@ class LLMClient:
             attempt += 1
             self.stats.retries += 1
 
-    def _to_response(
-        self, raw: Any, model_id: str, profile: ModelProfile, latency: float
-    ) -> LLMResponse:
+    async def _attempt(
+        self, profile: ModelProfile, api_base: str | None, kwargs: dict[str, Any], timeout: float
+    ) -> tuple[str | None, int, int, float]:
+        """One attempt: (text, prompt tokens, completion tokens, latency)."""
+        if profile.direct and api_base:
+            body = {k: v for k, v in kwargs.items() if k not in _LITELLM_ONLY}
+            body["model"] = str(profile.litellm_model).removeprefix("openai/")
+            body.update(body.pop("extra_body", {}))
+            key = direct.api_key_for(profile.kind == "local")
+            data, latency = await direct.chat(api_base, body, profile.id, timeout, key)
+            return (*direct.answer_of(data), latency)
+        kwargs["timeout"] = timeout
+        started = time.perf_counter()
+        # litellm passes the timeout on to the HTTP client; the outer guard makes sure a
+        # provider that never answers cannot hold a call past its deadline.
+        raw = await asyncio.wait_for(get_litellm().acompletion(**kwargs), timeout + 5.0)
+        latency = time.perf_counter() - started
         try:
             text = raw.choices[0].message.content
         except (AttributeError, IndexError):
             text = None
-        if not text or not text.strip():
-            self.stats.failures += 1
-            raise LLMError(f"{model_id}: empty answer", kind="empty", model=model_id)
         usage = getattr(raw, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        return text, prompt_tokens, completion_tokens, latency
+
+    def _to_response(
+        self,
+        text: str | None,
+        prompt_tokens: int,
+        completion_tokens: int,
+        latency: float,
+        model_id: str,
+        profile: ModelProfile,
+    ) -> LLMResponse:
+        if not text or not text.strip():
+            self.stats.failures += 1
+            raise LLMError(f"{model_id}: empty answer", kind="empty", model=model_id)
         return LLMResponse(
             text=text,
             prompt_tokens=prompt_tokens,
@@ -446,6 +474,10 @@ class LLMClient:
             latency_s=latency,
             cached=False,
         )
+
+
+# Arguments only litellm understands; the direct path sends the rest as the JSON body.
+_LITELLM_ONLY = ("api_base", "api_key", "num_retries", "drop_params", "timeout")
 
 
 def _as_record(response: LLMResponse) -> dict[str, Any]:

@@ -107,10 +107,45 @@ def classify(exc: BaseException, model: str, api_base: str | None, api_key: str 
 
     ex = litellm.exceptions
     status = _status_of(exc)
-    raw = redact(str(exc), (api_key,)) or ""
+    if isinstance(exc, ex.Timeout | TimeoutError):
+        return classify_failure(None, str(exc), model, api_base, api_key, timeout=True)
+    if status is None:  # litellm's own exceptions for failures without an HTTP answer
+        for types, code in (
+            (ex.AuthenticationError, 401),
+            (ex.PermissionDeniedError, 403),
+            (ex.RateLimitError, 429),
+            (ex.NotFoundError, 404),
+            (ex.BadRequestError | ex.UnprocessableEntityError, 400),
+            (ex.APIConnectionError | ex.ServiceUnavailableError | ex.InternalServerError, 503),
+        ):
+            if isinstance(exc, types):
+                status = code
+                break
+    return classify_failure(status, str(exc), model, api_base, api_key, hint=key_env_hint)
+
+
+def classify_failure(
+    status: int | None,
+    text: str,
+    model: str,
+    api_base: str | None,
+    api_key: str = "",
+    *,
+    timeout: bool = False,
+    hint: Any = None,
+) -> LLMError:
+    """An `LLMError` for a failed call: its HTTP status (None: no answer) and error text.
+
+    Shared by the litellm path and the direct OpenAI-compatible path, so a failure means the
+    same whichever transport met it. `hint(model)` names the key variable to check.
+    """
+    raw = redact(text, (api_key,)) or ""
     low = raw.lower()
     where = f" at {api_base}" if api_base else ""
     detail = raw[:500]
+
+    def key_hint() -> str:
+        return hint(model) if hint else "OPENAI_API_KEY (or the server's key) is probably wrong"
 
     def fatal(kind: ErrorKind, advice: str) -> FatalLLMError:
         message = f"{model}{where}: {advice}. Provider said: {detail}"
@@ -120,42 +155,34 @@ def classify(exc: BaseException, model: str, api_base: str | None, api_key: str 
         message = f"{model}{where}: {kind} error: {detail}"
         return LLMError(message, kind=kind, retryable=retryable, model=model, status_code=status)
 
-    if isinstance(exc, ex.AuthenticationError | ex.PermissionDeniedError) or status in (401, 403):
-        return fatal("auth", f"authentication failed; {key_env_hint(model)}")
-    if isinstance(exc, ex.RateLimitError) or status == 429:
+    if timeout:
+        return error("timeout", True)
+    if status in (401, 403):
+        return fatal("auth", f"authentication failed; {key_hint()}")
+    if status == 429:
         if any(s in low for s in _QUOTA):
             return fatal("quota", "the account has no quota or credit left")
         return error("rate_limit", True)
     if status == 402 or any(s in low for s in _QUOTA[:2]):
         return fatal("quota", "the account has no quota or credit left")
-    if isinstance(exc, ex.NotFoundError) or status == 404:
+    if status == 404:
         return fatal("not_found", "model or endpoint not found; check the model id and api_base")
-    if isinstance(exc, ex.ContextWindowExceededError):
-        return error("bad_request", False)
-    if isinstance(exc, ex.BadRequestError | ex.UnprocessableEntityError):
+    if status in (400, 413, 422):
         if any(s in low for s in _UNKNOWN_MODEL):
             return fatal(
                 "not_found", "unknown model; use a litellm model string like openai/gpt-4o"
             )
         return error("bad_request", False)
-    if isinstance(exc, ex.Timeout | TimeoutError):
-        return error("timeout", True)
     if any(s in low for s in _MISSING_CREDENTIALS) and "missing" in low:
         # litellm reports a missing OpenAI key as an InternalServerError; it is not transient.
-        return fatal("auth", f"no API key; {key_env_hint(model)}")
-    if isinstance(exc, ex.APIConnectionError | ex.ServiceUnavailableError | ex.InternalServerError):
-        return error("server", True)
+        return fatal("auth", f"no API key; {key_hint()}")
     if status is not None and (status >= 500 or status in (408, 409, 425)):
         return error("server", True)
     return error("other", False)
 
 
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """Read `retry-after-ms` / `Retry-After` (seconds) from the exception's HTTP response."""
-    headers: Any = getattr(exc, "headers", None)
-    response = getattr(exc, "response", None)
-    if not headers and response is not None:
-        headers = getattr(response, "headers", None)
+def retry_after_of(headers: Any) -> float | None:
+    """Read `retry-after-ms` / `Retry-After` (seconds) from response headers."""
     if not headers:
         return None
     if isinstance(headers, dict):
@@ -168,3 +195,12 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     except (TypeError, ValueError):
         return None  # an HTTP-date; rare from LLM APIs, fall back to our own backoff
     return None
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """Read `retry-after-ms` / `Retry-After` (seconds) from the exception's HTTP response."""
+    headers: Any = getattr(exc, "headers", None)
+    response = getattr(exc, "response", None)
+    if not headers and response is not None:
+        headers = getattr(response, "headers", None)
+    return retry_after_of(headers)

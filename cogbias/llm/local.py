@@ -81,6 +81,14 @@ def local_threads() -> int:
     return max(1, min(4, cores - 1))
 
 
+def stop_local_servers() -> None:
+    """Stop a local model server that runs as a child process (the in-process one ends with
+    us); for callers that leave with `os._exit`, which skips atexit handlers."""
+    for server in _keepalive:
+        if isinstance(server, subprocess.Popen):
+            server.terminate()
+
+
 def local_server_started() -> bool:
     """True once `ensure_local_server` has succeeded in this process."""
     return _api_base is not None

@@ -60,6 +60,7 @@ class ModelProfile:
     timeout_s: float
     deadline_s: float
     file_identity: str | None = None
+    direct: bool = False  # sent by our lean OpenAI-compatible client rather than litellm
 
     @property
     def priced(self) -> bool:
@@ -72,6 +73,16 @@ class ModelProfile:
         if not self.priced:
             return None
         return prompt_tokens * self.input_price + completion_tokens * self.output_price  # type: ignore[operator]
+
+    def batch_price_per_call(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """USD for one call through the provider's batch API: its batch prices where litellm's
+        map has them, else half the interactive price (OpenAI's and Anthropic's discount)."""
+        if self.batch_input_price is not None and self.batch_output_price is not None:
+            return (
+                prompt_tokens * self.batch_input_price + completion_tokens * self.batch_output_price
+            )
+        price = self.price_per_call(prompt_tokens, completion_tokens)
+        return None if price is None else price / 2
 
     def cache_extras(self) -> dict[str, Any]:
         """What the profile adds to a request that can change the answer (for the cache key)."""
@@ -173,7 +184,21 @@ def _profile(
         timeout_s=timeout_s,
         deadline_s=max(deadline_s, timeout_s),
         file_identity=file_identity,
+        direct=_direct(kind, litellm_model, api_base),
     )
+
+
+TRANSPORT_ENV = "COGBIAS_LLM_TRANSPORT"
+
+
+def _direct(kind: ProfileKind, litellm_model: str | None, api_base: str | None) -> bool:
+    """OpenAI-compatible endpoints of our own (and the local model) take the lean path;
+    `COGBIAS_LLM_TRANSPORT=litellm` sends everything through litellm instead."""
+    if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "litellm":
+        return False
+    if kind == "local":
+        return True
+    return kind == "remote" and bool(api_base) and str(litellm_model).startswith("openai/")
 
 
 def _price(entry: dict[str, Any], key: str) -> float | None:

@@ -1,0 +1,424 @@
+"""The Mohr (2025) thesis' published data: effect sizes, prompts and model features.
+
+Its `04_Datasets/` folder holds three CSV files (layout in
+`shared/fixtures/mohr2025-format/README.md`):
+
+- `bias_detections.csv` — a published *result set*: one Cohen's d per bias × prompt scenario ×
+  model × temperature (`bias_detected`, unbounded) and its capped form (`bias_detected_mod`,
+  clipped to [0, 1]), with both group sizes. Stored in `effect_sizes`.
+- `experiments.csv` — the prompts: two parts (control, treatment) per bias × scenario, with
+  `__` where the answer goes and JSON `variables` whose keys appear bare in the text. Stored in
+  `study_prompts`, so the thesis' own questions can become a runnable study.
+- `models.csv` — model features (release date, parameters, …) for the regression. Stored in
+  `model_features` with every column kept in `features` as published.
+
+Only `bias_detections.csv` is required. Quirks handled: temperatures written as "1" and
+"1.0" (the same temperature, stored as a number and de-duplicated on it), empty feature cells,
+`true`/`false` flags. All three files import in one transaction: a malformed row anywhere
+leaves the database as it was. The tables are created by `create_tables` (the only SQL schema
+this module owns) inside that transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..redact import redactor
+from ..store import Store
+from . import importing
+from .common import CsvFile, CsvRecord, DatasetError, ImportSummary, Progress, bias_id, parse_float
+
+KIND = "mohr2025"
+DEFAULT_NAME = "mohr2025"
+DETECTIONS = "bias_detections.csv"
+EXPERIMENTS = "experiments.csv"
+MODELS = "models.csv"
+DETECTION_COLUMNS = (
+    "bias",
+    "scenario",
+    "model",
+    "temperature",
+    "sample_size_1",
+    "sample_size_2",
+    "bias_detected",
+    "bias_detected_mod",
+)
+EXPERIMENT_COLUMNS = (
+    "bias_id",
+    "bias",
+    "experiment_type",
+    "scenario",
+    "content",
+    "variables",
+    "response_type",
+    "target_response",
+    "part",
+    "parts_total",
+)
+MODEL_COLUMNS = ("model", "temperature", "release_date", "number_parameters")
+RESPONSE_TYPES = ("numerical", "choice")
+ANSWER_SLOT = "__"
+
+EFFECT_FIELDS = (
+    "dataset",
+    "bias",
+    "bias_name",
+    "scenario",
+    "model",
+    "temperature",
+    "n_control",
+    "n_treatment",
+    "d",
+    "d_capped",
+    "source_row",
+)
+PROMPT_FIELDS = (
+    "dataset",
+    "prompt_id",
+    "bias",
+    "bias_name",
+    "experiment_type",
+    "scenario",
+    "content",
+    "variables",
+    "response_type",
+    "target_response",
+    "part",
+    "parts_total",
+    "source_row",
+)
+FEATURE_FIELDS = (
+    "dataset",
+    "model",
+    "temperature",
+    "local",
+    "release_date",
+    "number_parameters",
+    "features",
+    "source_row",
+)
+
+
+def create_tables(store: Store) -> None:
+    """The three tables of published effect sizes, study prompts and model features.
+
+    `CREATE TABLE IF NOT EXISTS`, run inside the importer's transaction, so the schema and the
+    rows arrive together (a schema migration can take these statements over unchanged).
+    """
+    for statement in (
+        """create table if not exists effect_sizes (
+            dataset text not null, bias text not null, bias_name text not null,
+            scenario text not null, model text not null, temperature real not null,
+            n_control integer not null, n_treatment integer not null,
+            d real not null, d_capped real not null, source_row integer,
+            primary key (dataset, bias, scenario, model, temperature))""",
+        """create table if not exists study_prompts (
+            dataset text not null, prompt_id text not null, bias text not null,
+            bias_name text not null, experiment_type text, scenario text not null,
+            content text not null, variables text not null, response_type text not null,
+            target_response text, part integer not null, parts_total integer not null,
+            source_row integer, primary key (dataset, prompt_id))""",
+        """create table if not exists model_features (
+            dataset text not null, model text not null, temperature real,
+            local integer, release_date text, number_parameters real,
+            features text not null, source_row integer,
+            primary key (dataset, model, temperature))""",
+    ):
+        store.db.execute(statement)
+
+
+@dataclass
+class MohrSummary(ImportSummary):
+    effects: int = 0
+    prompts: int = 0
+    model_rows: int = 0
+
+    def describe(self) -> str:
+        if self.unchanged:
+            return f"dataset '{self.dataset}' is already imported with this content: nothing to do"
+        parts = [f"{self.effects} effect sizes of {len(self.models)} model(s)"]
+        if self.prompts:
+            parts.append(f"{self.prompts} prompts")
+        if self.model_rows:
+            parts.append(f"{self.model_rows} model feature rows")
+        return (
+            f"imported '{self.dataset}' ({self.kind}): {', '.join(parts)}, "
+            f"{len(self.biases)} biases in {self.seconds:.1f} s"
+        )
+
+
+# --------------------------------------------------------------------------- cells
+
+
+def _text(record: CsvRecord, column: str, required: bool = True) -> str:
+    value = record.values[column].strip()
+    if required and not value:
+        raise record.fail(column, "is empty")
+    return value
+
+
+def _float(record: CsvRecord, column: str, finite: bool = True) -> float:
+    value = parse_float(
+        record.values[column].strip(), record.file, record.row, column, record.line, finite
+    )
+    if math.isnan(value):
+        raise record.fail(column, "is not a number (NaN)")
+    return value
+
+
+def _whole(record: CsvRecord, column: str, minimum: int = 1) -> int:
+    value = _float(record, column)
+    if value != int(value) or value < minimum:
+        raise record.fail(column, f"expected a whole number ≥ {minimum}, found {value:g}")
+    return int(value)
+
+
+def _optional_float(record: CsvRecord, column: str) -> float | None:
+    if column not in record.values or not record.values[column].strip():
+        return None
+    return _float(record, column)
+
+
+def _date(record: CsvRecord, column: str) -> str | None:
+    text = record.values.get(column, "").strip()
+    if not text:
+        return None
+    try:
+        return dt.date.fromisoformat(text[:10]).isoformat()
+    except ValueError:
+        raise record.fail(column, f"expected a date like 2024-05-13, found {text!r}") from None
+
+
+def _flag(record: CsvRecord, column: str) -> int | None:
+    text = record.values.get(column, "").strip().lower()
+    if not text:
+        return None
+    if text in ("true", "1", "yes"):
+        return 1
+    if text in ("false", "0", "no"):
+        return 0
+    raise record.fail(column, f"expected true or false, found {text!r}")
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def read_effects(path: Path, name: str, progress: Progress | None = None) -> Iterator[tuple]:
+    """Validated `effect_sizes` rows (EFFECT_FIELDS order) from bias_detections.csv."""
+    seen: dict[tuple[str, str, str, float], int] = {}
+    for record in CsvFile(path, DETECTION_COLUMNS, progress).records():
+        bias_name = _text(record, "bias")
+        scenario = _text(record, "scenario")
+        model = _text(record, "model")
+        temperature = _float(record, "temperature")
+        if temperature < 0:
+            raise record.fail("temperature", f"must not be negative, found {temperature:g}")
+        n1 = _whole(record, "sample_size_1")
+        n2 = _whole(record, "sample_size_2")
+        d = _float(record, "bias_detected", finite=False)  # ±inf: groups without spread
+        capped = _float(record, "bias_detected_mod")
+        if not 0 <= capped <= 1:
+            raise record.fail("bias_detected_mod", f"must lie in [0, 1], found {capped:g}")
+        key = (bias_id(bias_name), scenario, model, temperature)
+        if key in seen:
+            raise record.fail(
+                "temperature",
+                f"repeats row {seen[key]} (same bias, scenario, model and temperature "
+                f"{temperature:g}; '1' and '1.0' are the same temperature)",
+            )
+        seen[key] = record.row
+        yield (name, key[0], bias_name, scenario, model, temperature, n1, n2, d, capped, record.row)
+
+
+def read_prompts(path: Path, name: str, progress: Progress | None = None) -> list[tuple]:
+    """Validated `study_prompts` rows; every bias × scenario must have parts 1..parts_total."""
+    clean = redactor()
+    rows: list[tuple] = []
+    groups: dict[tuple[str, str], dict[int, int]] = {}
+    totals: dict[tuple[str, str], tuple[int, int]] = {}
+    ids: dict[str, int] = {}
+    for record in CsvFile(path, EXPERIMENT_COLUMNS, progress).records():
+        prompt_id = _text(record, "bias_id")
+        if prompt_id in ids:
+            raise record.fail("bias_id", f"repeats row {ids[prompt_id]}")
+        ids[prompt_id] = record.row
+        bias_name = _text(record, "bias")
+        scenario = _text(record, "scenario")
+        content = _text(record, "content")
+        variables = _variables(record)
+        response_type = _text(record, "response_type").lower()
+        if response_type not in RESPONSE_TYPES:
+            raise record.fail(
+                "response_type", f"expected numerical or choice, found {response_type!r}"
+            )
+        if response_type == "numerical" and ANSWER_SLOT not in content:
+            raise record.fail("content", f"a numerical prompt needs the answer slot {ANSWER_SLOT}")
+        part = _whole(record, "part")
+        total = _whole(record, "parts_total", minimum=2)
+        if part > total:
+            raise record.fail("part", f"is {part} but parts_total is {total}")
+        group = (bias_id(bias_name), scenario)
+        if group in totals and totals[group][0] != total:
+            raise record.fail(
+                "parts_total",
+                f"is {total} but row {totals[group][1]} of the same bias and scenario says "
+                f"{totals[group][0]}",
+            )
+        totals.setdefault(group, (total, record.row))
+        parts = groups.setdefault(group, {})
+        if part in parts:
+            raise record.fail(
+                "part", f"part {part} of this bias and scenario repeats row {parts[part]}"
+            )
+        parts[part] = record.row
+        rows.append(
+            (
+                name,
+                prompt_id,
+                group[0],
+                bias_name,
+                record.values["experiment_type"].strip(),
+                scenario,
+                clean(content),
+                json.dumps(variables, sort_keys=True, ensure_ascii=False),
+                response_type,
+                record.values["target_response"].strip() or None,
+                part,
+                total,
+                record.row,
+            )
+        )
+    for group, parts in groups.items():
+        total, first_row = totals[group]
+        missing = sorted(set(range(1, total + 1)) - set(parts))
+        if missing:
+            raise DatasetError(
+                path.name,
+                f"bias '{group[0]}' in scenario '{group[1]}' has no part {missing[0]} of {total}",
+                row=first_row,
+                column="part",
+            )
+    return rows
+
+
+def _variables(record: CsvRecord) -> dict[str, Any]:
+    text = record.values["variables"].strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise record.fail("variables", f"is not valid JSON ({exc.args[0]})") from None
+    if not isinstance(value, dict):
+        raise record.fail("variables", f"expected a JSON object, found {type(value).__name__}")
+    for key, item in value.items():
+        if not key.strip():
+            raise record.fail("variables", "has an empty variable name")
+        if not isinstance(item, str | int | float) or isinstance(item, bool):
+            raise record.fail(
+                "variables", f"'{key}' must be a number or a text, found {type(item).__name__}"
+            )
+    return value
+
+
+def read_features(path: Path, name: str, progress: Progress | None = None) -> list[tuple]:
+    """Validated `model_features` rows; every published column is kept in `features`."""
+    rows: list[tuple] = []
+    seen: dict[tuple[str, float | None], int] = {}
+    for record in CsvFile(path, MODEL_COLUMNS, progress).records():
+        model = _text(record, "model")
+        temperature = _optional_float(record, "temperature")
+        key = (model, temperature)
+        if key in seen:
+            raise record.fail("model", f"repeats row {seen[key]} (same model and temperature)")
+        seen[key] = record.row
+        parameters = _optional_float(record, "number_parameters")
+        if parameters is not None and parameters <= 0:
+            raise record.fail("number_parameters", f"must be positive, found {parameters:g}")
+        features = {k: v.strip() for k, v in record.values.items() if v.strip()}
+        rows.append(
+            (
+                name,
+                model,
+                temperature,
+                _flag(record, "local") if "local" in record.values else None,
+                _date(record, "release_date"),
+                parameters,
+                json.dumps(features, sort_keys=True, ensure_ascii=False),
+                record.row,
+            )
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- import
+
+
+def _insert(store: Store, table: str, fields: tuple[str, ...], rows: list[tuple]) -> None:
+    marks = ", ".join("?" * len(fields))
+    store.db.conn.executemany(f"insert into {table} ({', '.join(fields)}) values ({marks})", rows)
+
+
+def import_mohr(
+    store: Store,
+    directory: str | Path,
+    name: str = DEFAULT_NAME,
+    replace: bool = False,
+    progress: Progress | None = None,
+) -> MohrSummary:
+    """Import the thesis' `04_Datasets/` folder (or any folder with its CSV files)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise DatasetError(directory, "is not a folder (expected the thesis' 04_Datasets/)")
+    detections = directory / DETECTIONS
+    if not detections.is_file():
+        raise DatasetError(directory, f"has no {DETECTIONS} (expected the thesis' 04_Datasets/)")
+    files = [detections] + [
+        directory / f for f in (EXPERIMENTS, MODELS) if (directory / f).is_file()
+    ]
+    started = time.monotonic()
+    # Read and validate everything before the first write: the transaction below then only
+    # inserts rows that are known to be good.
+    effects = list(read_effects(detections, name, progress))
+    if not effects:
+        raise DatasetError(DETECTIONS, "has no rows")
+    prompts = (
+        read_prompts(directory / EXPERIMENTS, name, progress)
+        if directory.joinpath(EXPERIMENTS).is_file()
+        else []
+    )
+    features = (
+        read_features(directory / MODELS, name, progress)
+        if directory.joinpath(MODELS).is_file()
+        else []
+    )
+    with importing.Import(store, name, KIND, files, replace) as job:
+        summary = MohrSummary(name, KIND, unchanged=job.unchanged)
+        if job.unchanged:
+            return summary
+        create_tables(store)
+        for table in ("effect_sizes", "study_prompts", "model_features"):
+            store.db.execute(f"delete from {table} where dataset = ?", (name,))
+        _insert(store, "effect_sizes", EFFECT_FIELDS, effects)
+        _insert(store, "study_prompts", PROMPT_FIELDS, prompts)
+        _insert(store, "model_features", FEATURE_FIELDS, features)
+        job.models = {row[4] for row in effects}
+        job.biases = {row[1] for row in effects}
+        job.summary.instances = len(prompts)
+        job.finish(
+            source=str(directory),
+            effects=len(effects),
+            prompts=len(prompts),
+            model_features=len(features),
+        )
+    summary.effects, summary.prompts, summary.model_rows = len(effects), len(prompts), len(features)
+    summary.models, summary.biases = job.summary.models, job.summary.biases
+    summary.seconds = time.monotonic() - started
+    return summary

@@ -1,0 +1,127 @@
+"""The lean path: `POST {api_base}/chat/completions` on one pooled aiohttp session per endpoint.
+
+For OpenAI-compatible servers (vLLM, llama.cpp, Ollama's /v1, our local model) litellm adds
+nothing but CPU: about 4-15 ms per call for request building, cost lookups and success
+logging, against well under 1 ms for one aiohttp request with a JSON body. Model profiles
+choose this path for those endpoints; litellm stays for the providers only it covers. Both
+paths send the same request, classify failures with the same function
+(`errors.classify_failure`) and fill the same cache, so a run's stored results do not depend
+on the path.
+
+Sessions are bound to an event loop; `close_sessions()` closes the current loop's ones (the
+runner and `pipeline.run_sync` call it before their loop ends).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from typing import Any
+
+from cogbias.llm.errors import LLMError, classify_failure, retry_after_of
+
+DUMMY_API_KEY = "sk-no-key-required"
+_sessions: dict[int, Any] = {}  # event loop id -> aiohttp.ClientSession
+
+
+def _session() -> Any:
+    import aiohttp  # on first use: the import costs ~0.25 s, which `cogbias --help` must not pay
+
+    loop = asyncio.get_running_loop()
+    session = _sessions.get(id(loop))
+    if session is None or session.closed:
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+        session = aiohttp.ClientSession(connector=connector, json_serialize=json.dumps)
+        _sessions[id(loop)] = session
+    return session
+
+
+async def close_sessions() -> None:
+    """Close the sessions of the running loop (call before the loop ends)."""
+    session = _sessions.pop(id(asyncio.get_running_loop()), None)
+    if session is not None:
+        await session.close()
+
+
+def api_key_for(local: bool) -> str:
+    """What to send as the bearer token: the user's OpenAI key for their own OpenAI-compatible
+    servers when set (as litellm would), a placeholder for the local model."""
+    return DUMMY_API_KEY if local else os.environ.get("OPENAI_API_KEY") or DUMMY_API_KEY
+
+
+async def chat(
+    api_base: str,
+    body: dict[str, Any],
+    model: str,
+    timeout: float,
+    api_key: str,
+) -> tuple[dict[str, Any], float]:
+    """One attempt: (the parsed JSON answer, its latency). Raises `LLMError` with the
+    provider's Retry-After in `retry_after`."""
+    import aiohttp
+
+    url = api_base.rstrip("/") + "/chat/completions"
+    headers = {"Authorization": f"Bearer {api_key}"}
+    started = time.perf_counter()
+    try:
+        async with _session().post(
+            url, json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as response:
+            raw = await response.read()
+            status = response.status
+            retry_after = retry_after_of(dict(response.headers))
+    except TimeoutError as exc:
+        raise classify_failure(
+            None, str(exc) or "timed out", model, api_base, timeout=True
+        ) from None
+    except aiohttp.ClientError as exc:
+        error = classify_failure(503, f"connection failed: {exc}", model, api_base, api_key)
+        raise error from None
+    latency = time.perf_counter() - started
+    if status != 200:
+        error = classify_failure(status, _error_text(raw), model, api_base, api_key)
+        error.retry_after = retry_after  # type: ignore[attr-defined]
+        raise error
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise LLMError(
+            f"{model} at {api_base}: the answer is not JSON", kind="other", model=model
+        ) from None
+    if not isinstance(data, dict):
+        raise LLMError(f"{model} at {api_base}: unexpected answer", kind="other", model=model)
+    return data, latency
+
+
+def _error_text(raw: bytes) -> str:
+    text = raw[:2000].decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return str(error or text)
+
+
+def answer_of(data: dict[str, Any]) -> tuple[str | None, int, int]:
+    """(text, prompt tokens, completion tokens) of a chat completion."""
+    try:
+        text = data["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        text = None
+    usage = data.get("usage") or {}
+    if not isinstance(usage, dict):
+        usage = {}
+    return (
+        text if isinstance(text, str) else None,
+        _int(usage.get("prompt_tokens")),
+        _int(usage.get("completion_tokens")),
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0

@@ -1,0 +1,20 @@
+"""The run the runner tests share: three biases, two scenarios, two instances, the random
+baseline and a model on the scripted test server, which also fills the gaps."""
+
+from __future__ import annotations
+
+from cogbias import runner
+
+BIASES = ["anchoring", "framing_effect", "loss_aversion"]
+
+
+def spec(base_url: str, **overrides: object) -> runner.RunSpec:
+    fields: dict[str, object] = dict(
+        models=["random", "openai/fake"],
+        biases=BIASES,
+        scenarios=2,
+        instances=2,
+        generator="openai/fake",
+        api_base=base_url,
+    )
+    return runner.RunSpec(**{**fields, **overrides})  # type: ignore[arg-type]

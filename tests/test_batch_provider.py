@@ -1,0 +1,94 @@
+"""Provider batches against a test server implementing OpenAI's Batch API on 127.0.0.1:
+a `--batch` run completes from batches alone, equals an interactive run, survives a kill
+while its batches are pending, and retries the requests a batch failed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dataset_helpers import HUB_CSV
+from fake_llm_server import FakeLLMServer
+
+from cogbias import runner
+from cogbias.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+PAIRS = (
+    "select instance_id, model, control_order, control_answer, treatment_answer, "
+    "control_extraction, treatment_extraction, control_choice, treatment_choice, score, status "
+    "from decisions order by instance_id, model"
+)
+
+
+def cogbias(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cogbias", *map(str, args)],
+        cwd=ROOT, env={**os.environ}, capture_output=True, text=True, timeout=300, **kwargs,
+    )  # fmt: skip
+
+
+def batch_args(db: Path, base_url: str) -> list[object]:
+    return ["run", "--db", db, "--dataset", "malberg2024-hub", "--per-bias", 1, "--models",
+            "openai/x", "--api-base", base_url, "--batch", "--poll-seconds", 0.1]  # fmt: skip
+
+
+def imported(db: Path) -> Path:
+    out = cogbias("import", "malberg2024-hub", HUB_CSV, "--db", db)
+    assert out.returncode == 0, out.stderr
+    return db
+
+
+def test_a_batch_run_completes_from_batches_and_equals_an_interactive_run(tmp_path):
+    db = imported(tmp_path / "batch.db")
+    with FakeLLMServer(batch_delay=0.3, batch_fail=0.25, seed=2) as server:
+        out = cogbias(*batch_args(db, server.base_url))
+        assert out.returncode == 0, out.stderr
+        assert server.calls == 0 and server.batch_requests > 0  # nothing asked interactively
+        with Store(db) as store:
+            [run] = [r for r in store.runs() if r["id"].startswith("run-")]
+            assert run["status"] == "done" and run["failed"] == 0 and run["done"] > 0
+            batches = store.batches(run["id"])
+            assert {b["round"] for b in batches} == {"decide", "extract"}
+            retried = store.query("select count(*) as n from batch_requests where attempts > 1")
+            assert retried[0]["n"] > 0  # requests a batch failed were asked again, and scored
+            by_batch = store.query(PAIRS)
+        interactive = imported(tmp_path / "interactive.db")
+        with Store(interactive) as store:
+            s = runner.spec_of(run)
+            runner.execute(runner.plan(s, store), store, concurrency=8)
+            assert store.query(PAIRS) == by_batch
+    runs = cogbias("runs", "--db", db)
+    assert "batch-" in runs.stdout and "completed" in runs.stdout
+
+
+def test_a_batch_run_killed_while_batches_are_pending_resumes_without_resubmitting(tmp_path):
+    db = imported(tmp_path / "batch.db")
+    with FakeLLMServer(batch_delay=4.0) as server:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "cogbias", *map(str, batch_args(db, server.base_url))],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        submitted: list[dict] = []
+        while not submitted and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with Store(db) as store:
+                submitted = store.batches()
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        assert submitted and submitted[0]["status"] in ("validating", "in_progress")
+        created_before = len(server.batches)
+        run_id = submitted[0]["run_id"]
+        out = cogbias("resume", run_id, "--db", db, "--batch", "--poll-seconds", 0.1)
+        assert out.returncode == 0, out.stderr
+        assert server.calls == 0
+        with Store(db) as store:
+            first_round = [b for b in store.batches(run_id) if b["round"] == "decide"]
+            assert len(first_round) == created_before  # polled, not submitted again
+            assert store.query("select max(attempts) as n from batch_requests")[0]["n"] == 1
+            assert store.run(run_id)["status"] == "done"

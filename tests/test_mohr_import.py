@@ -1,0 +1,241 @@
+"""Importing the Mohr thesis' published data; tables, pivots and homogeneity from it."""
+
+import io
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import altair as alt
+import pandas as pd
+import pytest
+from dataset_helpers import edited_csv
+
+from cogbias.charts_effects import effects_heatmap
+from cogbias.datasets import DatasetError
+from cogbias.datasets.mohr_format import import_mohr
+from cogbias.effect_tables import (
+    NoEffectSizes,
+    heatmap_frame,
+    homogeneity_by_bias,
+    homogeneity_table,
+    load_effects,
+    mean_table,
+    thesis_table,
+)
+from cogbias.effects import aggregate, cap
+from cogbias.store import Store
+
+FIXTURE = "/work/shared/fixtures/mohr2025-format"
+
+
+@pytest.fixture
+def folder(tmp_path):
+    target = tmp_path / "mohr"
+    shutil.copytree(FIXTURE, target)
+    return target
+
+
+@pytest.fixture
+def store(tmp_path, folder):
+    with Store(tmp_path / "r.db") as store:
+        import_mohr(store, folder)
+        yield store
+
+
+def test_import_reproduces_the_bias_model_means_of_the_csv(store):
+    published = pd.read_csv(f"{FIXTURE}/bias_detections.csv")
+    expected = published.groupby(["bias", "model"])["bias_detected_mod"].mean()
+    frame = load_effects(store, "mohr2025")
+    table = mean_table(frame, by="model")
+    assert len(frame) == len(published) == 16
+    # The store keys biases by library id ("framing effect" → framing_effect).
+    names = dict(zip(frame["bias"], frame["bias_name"], strict=True))
+    got = table.stack().rename(index=names, level=0)
+    pd.testing.assert_series_equal(
+        got.sort_index(), expected.sort_index(), check_names=False, check_index_type=False
+    )
+    assert names == {"anchoring": "anchoring", "framing_effect": "framing effect"}
+
+
+def test_prompts_and_model_features_are_stored(store):
+    prompts = store.query("select * from study_prompts order by prompt_id")
+    assert [p["prompt_id"] for p in prompts] == ["101", "102", "201", "202"]
+    assert json.loads(prompts[0]["variables"]) == {"anchor_value": 900}
+    assert prompts[0]["response_type"] == "numerical" and "__" in prompts[0]["content"]
+    assert prompts[2]["response_type"] == "choice" and prompts[2]["target_response"] == "yes"
+    features = store.query("select * from model_features order by model")
+    assert [(f["model"], f["number_parameters"], f["local"]) for f in features] == [
+        ("model-a", None, 0),
+        ("model-b:7b", 7.0, 1),
+    ]
+    assert features[1]["release_date"] == "2024-07-23"
+    assert json.loads(features[1]["features"])["ollama_id"] == "abc123"
+    meta = store.dataset("mohr2025")
+    assert meta["kind"] == "mohr2025" and json.loads(meta["meta"])["effects"] == 16
+
+
+def test_reimport_is_a_noop_and_other_content_needs_replace(tmp_path, folder):
+    with Store(tmp_path / "r.db") as store:
+        first = import_mohr(store, folder)
+        assert first.effects == 16 and first.prompts == 4 and not first.unchanged
+        assert "16 effect sizes of 2 model(s), 4 prompts" in first.describe()
+        assert import_mohr(store, folder).unchanged
+        path = folder / "bias_detections.csv"
+        path.write_text(path.read_text().replace("-0.098302", "-0.1"))
+        with pytest.raises(DatasetError, match="--replace"):
+            import_mohr(store, folder)
+        import_mohr(store, folder, replace=True)
+        rows = store.query("select count(*) as n from effect_sizes")
+        assert rows[0]["n"] == 16
+
+
+def test_temperatures_written_two_ways_are_one_temperature(tmp_path, folder):
+    def duplicate(header, rows):
+        copy = dict(rows[1])  # anchoring, 0_normal, model-a, "1"
+        copy["temperature"] = "1.0"
+        rows.append(copy)
+
+    edited_csv(folder / "bias_detections.csv", folder / "bias_detections.csv", duplicate)
+    with Store(tmp_path / "r.db") as store:
+        with pytest.raises(DatasetError) as err:
+            import_mohr(store, folder)
+        assert store.query("select count(*) as n from datasets")[0]["n"] == 0
+    assert str(err.value).startswith("bias_detections.csv, row 17 (line 18), column 'temperature'")
+    assert "repeats row 2" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "file, row, column, value, message",
+    [
+        ("bias_detections.csv", 3, "bias_detected_mod", "1.4", "must lie in [0, 1]"),
+        ("bias_detections.csv", 2, "sample_size_1", "ten", "expected a number"),
+        ("bias_detections.csv", 5, "model", "", "is empty"),
+        ("experiments.csv", 1, "variables", "{anchor: 9}", "is not valid JSON"),
+        ("experiments.csv", 2, "response_type", "free", "expected numerical or choice"),
+        ("experiments.csv", 1, "content", "How much? Say it.", "answer slot __"),
+        ("experiments.csv", 4, "part", "1", "repeats row 3"),
+        ("models.csv", 2, "release_date", "July 2024", "expected a date"),
+        ("models.csv", 1, "local", "maybe", "expected true or false"),
+    ],
+)
+def test_malformed_cells_are_located_and_nothing_is_written(
+    tmp_path, folder, file, row, column, value, message
+):
+    def edit(header, rows):
+        rows[row - 1][column] = value
+
+    edited_csv(folder / file, folder / file, edit)
+    db = tmp_path / "r.db"
+    with Store(db) as store, pytest.raises(DatasetError) as err:
+        import_mohr(store, folder)
+    text = str(err.value)
+    assert text.startswith(f"{file}, row {row} (line {row + 1}), column '{column}'"), text
+    assert message in text
+    tables = {r[0] for r in sqlite3.connect(db).execute("select name from sqlite_master")}
+    assert "effect_sizes" not in tables
+
+
+def test_a_missing_part_is_reported(folder, tmp_path):
+    edited_csv(folder / "experiments.csv", folder / "experiments.csv", lambda h, rows: rows.pop(1))
+    with Store(tmp_path / "r.db") as store, pytest.raises(DatasetError, match="has no part 2 of 2"):
+        import_mohr(store, folder)
+
+
+def test_missing_file_and_empty_store(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        with pytest.raises(DatasetError, match="has no bias_detections.csv"):
+            import_mohr(store, tmp_path)
+        with pytest.raises(NoEffectSizes, match="cogbias import mohr2025"):
+            load_effects(store)
+
+
+def test_pivots_by_temperature_and_scenario_with_homogeneity(store):
+    frame = load_effects(store)
+    published = pd.read_csv(f"{FIXTURE}/bias_detections.csv")
+    published["bias"] = published["bias"].str.replace(" ", "_")
+    for by in ("temperature", "scenario"):
+        expected = published.pivot_table(
+            index="bias", columns=by, values="bias_detected_mod", aggfunc="mean"
+        )
+        got = mean_table(frame, by=by)
+        assert got.to_numpy() == pytest.approx(expected.to_numpy())
+        assert list(got.columns) == list(expected.columns)
+    # Homogeneity per bias, recomputed from the CSV with the effects module.
+    homogeneity = homogeneity_by_bias(frame)
+    for bias, group in published.groupby("bias"):
+        sizes = list(zip(group["sample_size_1"], group["sample_size_2"], strict=True))
+        assert homogeneity[bias] == pytest.approx(
+            aggregate(list(group["bias_detected_mod"]), sizes).homogeneity
+        )
+    assert 0 <= homogeneity.min() and homogeneity.max() <= 1
+    long = heatmap_frame(frame, by="temperature")
+    assert set(long["column"]) == {"0.2", "1"}
+    assert len(long) == 4 and long["homogeneity"].notna().all()
+    chart = effects_heatmap(long, "temperature")
+    assert isinstance(chart, alt.HConcatChart)
+    spec = chart.to_dict()
+    assert len(spec["hconcat"]) == 2
+
+
+def test_thesis_table_caps_the_weighted_mean_of_raw_effects(store):
+    frame = load_effects(store)
+    table = thesis_table(frame)
+    rows = frame[(frame.bias == "anchoring") & (frame.model == "model-b:7b")]
+    # Equal group sizes: the weighted mean is the plain mean of d, then capped.
+    assert table.loc["anchoring", "model-b:7b"] == pytest.approx(cap(rows["d"].mean()))
+    assert table.loc["anchoring", "model-a"] == 0.0  # all negative: capped at 0
+    hom = homogeneity_table(frame)
+    assert hom.shape == (2, 2)
+
+
+def test_cli_import(tmp_path, folder):
+    db = tmp_path / "cli.db"
+    run = subprocess.run(
+        [sys.executable, "-m", "cogbias", "import", "mohr2025", str(folder), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "imported 'mohr2025' (mohr2025): 16 effect sizes of 2 model(s)" in run.stderr
+    bad = tmp_path / "bad"
+    shutil.copytree(folder, bad)
+    (bad / "bias_detections.csv").write_text("bias,scenario\nx,y\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "cogbias", "import", "mohr2025", str(bad), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode != 0
+    assert "bias_detections.csv, header (line 1), column 'model': missing column" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_cli_effects_views(tmp_path, folder):
+    db = tmp_path / "cli.db"
+
+    def cogbias(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "cogbias", *args], capture_output=True, text=True, timeout=120
+        )
+
+    assert cogbias("effects", "--db", str(db)).stderr.startswith(
+        "error: this database has no published effect sizes yet"
+    )
+    assert cogbias("import", "mohr2025", str(folder), "--db", str(db)).returncode == 0
+    run = cogbias("effects", "--db", str(db), "--by", "temperature", "--format", "csv")
+    assert run.returncode == 0, run.stderr
+    table = pd.read_csv(io.StringIO(run.stdout)).set_index("bias")
+    published = pd.read_csv(f"{FIXTURE}/bias_detections.csv")
+    expected = published[published.bias == "anchoring"].groupby("temperature")["bias_detected_mod"]
+    assert table.loc["anchoring", "0.2"] == pytest.approx(expected.mean()[0.2])
+    assert table.loc["anchoring", "1"] == pytest.approx(expected.mean()[1.0])
+    assert 0 <= table.loc["anchoring", "homogeneity"] <= 1
+    run = cogbias("effects", "--db", str(db), "--view", "ols", "--format", "json")
+    assert run.returncode == 0, run.stderr
+    terms = [row["term"] for row in json.loads(run.stdout)]
+    assert terms[0] == "Intercept" and "temperature" in terms
+    assert "n = 16" in run.stderr

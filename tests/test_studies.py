@@ -1,0 +1,267 @@
+"""Built-in study definitions (biasbuster, mohr8): loading, validation, presenting, answers."""
+
+import random
+import re
+
+import pytest
+
+from cogbias.answers import permuted_orders
+from cogbias.library import LibraryError
+from cogbias.studies import STUDY_DIR, get_study, load_studies, parse_study, render, show
+from cogbias.study_questions import (
+    code_answer,
+    option_list,
+    question,
+    read_answer,
+    sequence_turns,
+    study_from_prompts,
+)
+
+MINIMAL = """\
+id = "mini"
+name = "Mini"
+description = "A small study."
+
+[values.price]
+type = "int"
+min = 10
+max = 10
+
+[tests.endowment]
+bias = "endowment_effect"
+design = "conditions"
+answer = "number"
+metric = "cohens_d"
+scaled = ["price"]
+[tests.endowment.conditions.control]
+prompt = "Buy it for at most $ __? It cost ${{price}}."
+[tests.endowment.conditions.treatment]
+prompt = "Sell it for at least $ __? It cost ${{price}}."
+"""
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(LibraryError) as err:
+        parse_study(text, "s.toml")
+    return [str(p) for p in err.value.problems]
+
+
+def test_builtin_studies_load():
+    studies = load_studies()
+    assert {"biasbuster", "mohr8"} <= set(studies)
+    bb = studies["biasbuster"]
+    assert list(bb.tests) == ["framing", "group_attribution", "status_quo", "primacy", "anchoring"]
+    assert bb.mitigations == ("none", "awareness", "contrastive", "counterfactual", "selfhelp")
+    mohr = studies["mohr8"]
+    assert sorted(t.bias for t in mohr.tests.values()) == [
+        "anchoring",
+        "category_size_bias",
+        "endowment_effect",
+        "framing_effect",
+        "gamblers_fallacy",
+        "loss_aversion",
+        "sunk_cost_fallacy",
+        "transaction_utility",
+    ]
+    assert mohr.temperatures == (0.2, 0.7, 1.0, 1.3, 1.8) and mohr.repeats == 100
+    assert list(mohr.variants) == ["0_normal", "1_no_persona", "2_odd_numbers", "3_large_numbers"]
+    assert [t.id for t in mohr.tests.values() if t.undirected] == ["framing"]
+    assert get_study("mohr8") is not None
+    with pytest.raises(KeyError, match="did you mean mohr8"):
+        get_study("mohr9")
+
+
+def test_every_builtin_question_renders_without_leftover_gaps():
+    for study in load_studies().values():
+        values = study.sample_values(random.Random(1))
+        for test in study.tests.values():
+            for condition in test.conditions:
+                for variant in list(study.variants.values()) or [None]:
+                    options = ""
+                    if test.design == "options":
+                        items = [
+                            render(test.item, study.sample_values(random.Random(i)))
+                            for i in range(test.k)
+                        ]
+                        options, _ = option_list(test, condition, items, list(range(test.k)))
+                    text = question(study, test, condition, values, variant, options=options)
+                    assert "{{" not in text and "[[" not in text
+            assert set(test.examples) == {"contrastive", "counterfactual"} or study.id == "mohr8"
+
+
+def test_variants_add_the_persona_and_scale_the_numbers():
+    mohr = get_study("mohr8")
+    test = mohr.tests["endowment"]
+    values = mohr.sample_values(random.Random(0))
+    base = question(mohr, test, test.conditions[0], values, mohr.variants["0_normal"])
+    assert base.startswith(mohr.prompts["persona"]) and "$4," in base
+    assert base.endswith(mohr.prompts["answer_hint"])
+    bare = question(mohr, test, test.conditions[0], values, mohr.variants["1_no_persona"])
+    assert not bare.startswith(mohr.prompts["persona"])
+    odd = question(mohr, test, test.conditions[0], values, mohr.variants["2_odd_numbers"])
+    assert "$38.8," in odd  # 4 × 9.7
+    large = question(mohr, test, test.conditions[0], values, mohr.variants["3_large_numbers"])
+    assert "$222,222," in large  # 4 × 55,555.5
+    # Unscaled values stay: anchoring percentages are the same in every variant.
+    anchoring = mohr.tests["anchoring"]
+    text = question(
+        mohr, anchoring, anchoring.conditions[1], values, mohr.variants["3_large_numbers"]
+    )
+    assert "65%" in text
+
+
+def test_options_show_every_item_at_every_position_with_the_status_quo_tracked():
+    bb = get_study("biasbuster")
+    test = bb.tests["status_quo"]
+    status_quo = test.conditions[0]
+    items = [f"item {i}" for i in range(4)]
+    positions = []
+    for order in permuted_orders(4):
+        text, at = option_list(test, status_quo, items, order)
+        lines = text.split("\n")
+        assert [line[:2] for line in lines] == ["a)", "b)", "c)", "d)"]
+        assert lines[at] == f"{'abcd'[at]}) Keep on: item 0"
+        positions.append(at)
+    assert sorted(positions) == [0, 1, 2, 3]
+    _, none = option_list(test, test.conditions[1], items, [0, 1, 2, 3])
+    assert none is None
+    with pytest.raises(ValueError):
+        option_list(test, status_quo, items[:3], [0, 1, 2])
+
+
+def test_sequence_turns_follow_the_order():
+    test = get_study("biasbuster").tests["anchoring"]
+    turns = sequence_turns(test, ["A", "B", "C"], [2, 0, 1])
+    assert [t.split(": ")[1].split(" ")[0] for t in turns] == ["C", "A", "B"]
+    assert all(t.endswith("Admit or reject?") for t in turns)
+
+
+def test_answers_are_read_and_coded_per_test():
+    mohr = get_study("mohr8")
+    loss = mohr.tests["loss_aversion"]
+    answer = read_answer(loss, "B")
+    assert answer.value == 1 and code_answer(loss, answer.value) == 1.0
+    assert code_answer(loss, read_answer(loss, "A").value) == 0.0
+    anchoring = mohr.tests["anchoring"]
+    assert read_answer(anchoring, "28").value == 28
+    assert "outside the allowed range 0..100" in read_answer(anchoring, "280").error
+    framing = get_study("biasbuster").tests["framing"]
+    assert code_answer(framing, read_answer(framing, "Reject.").value) == 0.0
+    assert read_answer(framing, "I would admit", strict=True).error
+
+
+def test_minimal_study_and_show():
+    study = parse_study(MINIMAL)
+    assert study.temperatures == (0.7,) and study.repeats == 1 and study.mitigations == ("none",)
+    assert show(9.7 * 10) == "97" and show(55555.5 * 4) == "222,222" and show(3.14159) == "3.14"
+    assert show(12000) == "12,000" and show(95) == "95"
+
+
+@pytest.mark.parametrize(
+    "edit, where, message",
+    [
+        (
+            ('design = "conditions"', 'design = "condition"'),
+            "12:10",
+            "unknown design 'condition' (did you mean 'conditions'?)",
+        ),
+        (
+            ('answer = "number"', 'answer = "letter"\ntarget = "z"'),
+            "14:10",
+            "needs target = one of a, b, c, d",
+        ),
+        (
+            ('metric = "cohens_d"', 'metric = "primacy"'),
+            "14:10",
+            "metric 'primacy' needs design options",
+        ),
+        (
+            (
+                'It cost ${{price}}."\n[tests.endowment.conditions.treatment]',
+                'It cost ${{prize}}."\n[tests.endowment.conditions.treatment]',
+            ),
+            "17:45",
+            "'{{prize}}' is not a value of this study; did you mean 'price'?",
+        ),
+        (
+            ('scaled = ["price"]', 'scaled = ["cost"]'),
+            "15:12",
+            "scaled value 'cost' is not defined",
+        ),
+        (("min = 10\n", "min = 20\n"), "7:", "min (20) is greater than max (10)"),
+        (
+            ('name = "Mini"', 'name = "Mini"\nmitigations = ["selfhelp"]'),
+            "3:",
+            "mitigation 'selfhelp' needs prompts.selfhelp",
+        ),
+        (
+            ('name = "Mini"', 'name = "Mini"\ntemperatures = [0.2, 3.0]'),
+            "3:16",
+            "temperature 3.0 is outside 0..2",
+        ),
+        (
+            ('bias = "endowment_effect"', 'bias = "endowment_effect"\ncolour = 1'),
+            "12:10",
+            "unknown field 'colour'",
+        ),
+    ],
+)
+def test_problems_are_located(edit, where, message):
+    text = MINIMAL.replace(*edit)
+    assert text != MINIMAL
+    found = problems(text)
+    assert any(message in p for p in found), found
+    hit = next(p for p in found if message in p)
+    assert hit.startswith(f"s.toml:{where}"), hit
+
+
+def test_invalid_toml_and_missing_condition():
+    assert problems("id = ")[0].startswith("s.toml:1:")
+    text = re.sub(r"\[tests.endowment.conditions.treatment\]\n.*\n", "", MINIMAL)
+    assert any("compares exactly 2 conditions, found 1" in p for p in problems(text))
+
+
+def test_options_design_needs_its_gap_and_items():
+    text = (
+        MINIMAL.replace('design = "conditions"', 'design = "options"')
+        .replace('answer = "number"', 'answer = "letter"')
+        .replace('metric = "cohens_d"', 'metric = "primacy"')
+    )
+    found = "\n".join(problems(text))
+    assert "needs 'item'" in found
+    assert "k = 0" in found
+    assert "needs the gap {{options}}" in found
+
+
+def test_builtin_files_are_named_by_id():
+    assert sorted(p.stem for p in STUDY_DIR.glob("*.toml")) == ["biasbuster", "mohr8"]
+
+
+def test_imported_thesis_prompts_become_a_runnable_study(tmp_path):
+    import shutil
+
+    from cogbias.datasets.mohr_format import import_mohr
+    from cogbias.store import Store
+
+    shutil.copytree("/work/shared/fixtures/mohr2025-format", tmp_path / "m")
+    with Store(tmp_path / "r.db") as store:
+        import_mohr(store, tmp_path / "m")
+        rows = store.query("select * from study_prompts where dataset = 'mohr2025'")
+    study = study_from_prompts(rows, "mohr2025")
+    assert list(study.tests) == ["anchoring__0_normal", "framing_effect__0_normal"]
+    anchoring = study.tests["anchoring__0_normal"]
+    assert anchoring.answer == "number" and [c.name for c in anchoring.conditions] == [
+        "control",
+        "treatment",
+    ]
+    values = study.sample_values(random.Random(0))
+    control = question(study, anchoring, anchoring.conditions[0], values)
+    treatment = question(study, anchoring, anchoring.conditions[1], values)
+    assert control == (
+        "A used bicycle was first listed at $ 900. How much would you pay for it? $ __"
+    )
+    assert "$ 150." in treatment
+    framing = study.tests["framing_effect__0_normal"]
+    assert framing.answer == "yes_no" and framing.target == "yes"
+    assert code_answer(framing, read_answer(framing, "yes").value) == 1.0
+    assert code_answer(framing, read_answer(framing, "No.").value) == 0.0
