@@ -233,3 +233,144 @@ def _match_model(model: str, models: Sequence[Any]) -> Any | None:
             if test(info):
                 return info
     return None
+
+
+# ------------------------------------------------------------------ token bias: matched pairs
+# Jiang et al. (2024) compare an item P with its perturbation P' on the same model: each pair
+# lands in one cell of a 2x2 table of (P correct?, P' correct?). Under the null of a genuine
+# reasoner, the discordant pairs split evenly (pi12 = pi21), so n21 ~ Binomial(n*, 1/2) given
+# n* = n12 + n21. Small n*: the exact binomial tail; larger n*: z = (n21 - n12) / sqrt(n*)
+# (McNemar's statistic, signed). Rows of one hypothesis (models x prompting methods) are
+# corrected together with Benjamini-Hochberg, as in the paper.
+
+PERTURBED_BETTER = "perturbed_better"  # H_a: pi12 < pi21 (P' is answered correctly more often)
+ORIGINAL_BETTER = "original_better"  # H_a: pi12 > pi21 (the perturbation hurts)
+TWO_SIDED = "two_sided"
+ALTERNATIVES = (PERTURBED_BETTER, ORIGINAL_BETTER, TWO_SIDED)
+NORMAL_ABOVE = 10  # the paper's rule of thumb: n* > 10 is close enough to normal
+
+HYPOTHESIS_COLUMNS = [
+    "hypothesis",
+    "model",
+    "prompting",
+    "n",
+    "n11",
+    "n12",
+    "n21",
+    "n22",
+    "n_star",
+    "z",
+    "test",
+    "p_value",
+    "p_adjusted",
+    "reject",
+    "alternative",
+]
+
+
+@dataclass(frozen=True)
+class PairTable:
+    """Counts of matched pairs: n11 both correct, n12 only P, n21 only P', n22 neither."""
+
+    n11: int = 0
+    n12: int = 0
+    n21: int = 0
+    n22: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.n11 + self.n12 + self.n21 + self.n22
+
+    @property
+    def n_star(self) -> int:
+        """The discordant pairs: the only ones that carry information about pi12 vs pi21."""
+        return self.n12 + self.n21
+
+
+def pair_table(original_correct: Iterable[bool], perturbed_correct: Iterable[bool]) -> PairTable:
+    """Tally matched (P correct, P' correct) outcomes into the 2x2 table."""
+    cells = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
+    for p, q in zip(original_correct, perturbed_correct, strict=True):
+        cells[(bool(p), bool(q))] += 1
+    return PairTable(
+        cells[(True, True)], cells[(True, False)], cells[(False, True)], cells[(False, False)]
+    )
+
+
+def matched_pairs_z(n12: int, n21: int) -> float:
+    """z = (n21 - n12) / sqrt(n12 + n21); NaN when there are no discordant pairs."""
+    n_star = n12 + n21
+    return (n21 - n12) / float(np.sqrt(n_star)) if n_star else float("nan")
+
+
+def matched_pairs_p(
+    n12: int, n21: int, alternative: str = TWO_SIDED, normal_above: int = NORMAL_ABOVE
+) -> tuple[float, str]:
+    """(p-value, "exact" or "normal") for H0: pi12 = pi21 against `alternative`.
+
+    n* <= `normal_above` uses the exact binomial test of n21 out of n* at 1/2; larger n* the
+    normal approximation of z. No discordant pairs give no evidence either way: p = 1.
+    """
+    if alternative not in ALTERNATIVES:
+        raise ValueError(
+            f"unknown alternative {alternative!r}; use one of {', '.join(ALTERNATIVES)}"
+        )
+    n_star = n12 + n21
+    if n_star == 0:
+        return 1.0, "exact"
+    if n_star <= normal_above:
+        scipy_side = {PERTURBED_BETTER: "greater", ORIGINAL_BETTER: "less"}.get(
+            alternative, "two-sided"
+        )
+        return float(stats.binomtest(n21, n_star, 0.5, alternative=scipy_side).pvalue), "exact"
+    z = matched_pairs_z(n12, n21)
+    if alternative == PERTURBED_BETTER:
+        return float(stats.norm.sf(z)), "normal"
+    if alternative == ORIGINAL_BETTER:
+        return float(stats.norm.cdf(z)), "normal"
+    return float(min(1.0, 2 * stats.norm.sf(abs(z)))), "normal"
+
+
+def hypothesis_table(
+    pairs: pd.DataFrame,
+    alternatives: Mapping[str, str] | None = None,
+    alpha: float = ALPHA,
+    normal_above: int = NORMAL_ABOVE,
+) -> pd.DataFrame:
+    """The paper's result tables: one row per (hypothesis, model, prompting method).
+
+    `pairs` has columns hypothesis, model, prompting, original_correct, perturbed_correct (one
+    row per answered pair). `alternatives` maps a hypothesis to its H_a (default two-sided).
+    BH runs across the rows of each hypothesis separately; `reject` is p_adjusted < alpha.
+    """
+    alternatives = alternatives or {}
+    records = []
+    keys = ["hypothesis", "model", "prompting"]
+    for (hypothesis, model, prompting), group in pairs.groupby(keys, sort=True):
+        table = pair_table(group["original_correct"], group["perturbed_correct"])
+        p, test = matched_pairs_p(
+            table.n12, table.n21, alternatives.get(str(hypothesis), TWO_SIDED), normal_above
+        )
+        records.append(
+            {
+                "hypothesis": hypothesis,
+                "model": model,
+                "prompting": prompting,
+                "n": table.n,
+                "n11": table.n11,
+                "n12": table.n12,
+                "n21": table.n21,
+                "n22": table.n22,
+                "n_star": table.n_star,
+                "z": matched_pairs_z(table.n12, table.n21),
+                "test": test,
+                "p_value": p,
+            }
+        )
+    frame = pd.DataFrame.from_records(records, columns=HYPOTHESIS_COLUMNS[:-3])
+    frame["p_adjusted"] = np.nan
+    for _, index in frame.groupby("hypothesis", sort=False).groups.items():
+        frame.loc[index, "p_adjusted"] = benjamini_hochberg(frame.loc[index, "p_value"])
+    frame["reject"] = frame["p_adjusted"] < alpha
+    frame["alternative"] = [alternatives.get(str(h), TWO_SIDED) for h in frame["hypothesis"]]
+    return frame

@@ -43,6 +43,14 @@ def add_commands(commands: Any) -> None:
     _common_import_args(p, "mohr2025")
     p.set_defaults(handler=_import_mohr)
 
+    p = kinds.add_parser(
+        "peek2024",
+        help="the token-bias paper's synthetic_dataset_*.json files (gold/random pairs)",
+    )
+    p.add_argument("paths", nargs="+", help="files or folders of synthetic_dataset_*.json")
+    _common_import_args(p, "peek2024")
+    p.set_defaults(handler=_import_peek)
+
     fields = "\n".join(f"  {name:<20} {text}" for name, text in FIELDS.items())
     p = kinds.add_parser(
         "generic",
@@ -175,6 +183,14 @@ def _import_malberg(args: argparse.Namespace) -> int:
                 store, args.directory, name=args.name, replace=args.replace, progress=ByteProgress()
             )
         )
+
+
+def _import_peek(args: argparse.Namespace) -> int:
+    from .datasets import import_peek
+    from .store import Store
+
+    with Store(args.db) as store:
+        return _report(import_peek(store, args.paths, name=args.name, replace=args.replace))
 
 
 def _import_mohr(args: argparse.Namespace) -> int:

@@ -77,6 +77,16 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
     p.add_argument("--dataset", help="run the instances of an imported dataset instead")
     p.add_argument("--per-bias", type=int, help="with --dataset: at most N instances per bias")
+    p.add_argument(
+        "--study",
+        help="run a built-in study (tokenbias): its pairs are stored like a dataset, then run",
+    )
+    p.add_argument(
+        "--prompting",
+        default="baseline",
+        help="comma-separated prompting methods, one run each: baseline, zs_cot, one_shot, "
+        "few_shot, one_shot_cot, few_shot_cot (a name swap: one_shot@Bob)",
+    )
     p.add_argument("--name", default="", help="a label for the run")
     p.add_argument("--dry-run", action="store_true", help="print the plan and estimate, do not run")
     p.add_argument(
@@ -119,6 +129,18 @@ def add_commands(commands: Any) -> None:
     add_db(p)
     p.add_argument("--run", help="only this run")
     p.add_argument("--dataset", help="only decisions on this dataset")
+    p.add_argument(
+        "--study",
+        help="the hypothesis tables of a token-bias study or imported token-bias dataset "
+        "(per hypothesis, model and prompting method: n12, n21, n*, z, p, p_BH, reject)",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="with --study: significance level")
+    p.add_argument(
+        "--normal-above",
+        type=int,
+        default=10,
+        help="with --study: exact binomial test up to this many discordant pairs, normal above",
+    )
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.set_defaults(handler=_results)
 
@@ -143,6 +165,38 @@ def _split(text: str | None) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """One run per prompting method (the method is part of each run's identity)."""
+    from . import prompting
+
+    methods = _split(args.prompting) or [prompting.BASELINE]
+    for method in methods:
+        prompting.parse(method)
+    if args.study:
+        args.dataset = _materialise_study(args)
+    code = 0
+    for method in methods:
+        code = max(code, _run_one(argparse.Namespace(**{**vars(args), "prompting": method})))
+    return code
+
+
+def _materialise_study(args: argparse.Namespace) -> str:
+    """Store a built-in study's pairs like an imported dataset (a no-op when unchanged)."""
+    from . import tokenbias
+    from .store import Store
+
+    if args.study != "tokenbias":
+        raise KeyError(
+            f"--study runs the token-bias study; '{args.study}' is not one (use tokenbias)"
+        )
+    if args.dataset:
+        raise ValueError("--study and --dataset are alternatives: give one")
+    study = tokenbias.load_study()
+    with Store(args.db) as store:
+        print(tokenbias.materialise(store, study).describe(), file=sys.stderr)
+    return study.id
+
+
+def _run_one(args: argparse.Namespace) -> int:
     from . import runner
     from .store import Store
 
@@ -159,6 +213,7 @@ def _run(args: argparse.Namespace) -> int:
         api_base=args.api_base,
         dataset=args.dataset,
         per_bias=args.per_bias,
+        prompting=args.prompting,
     )
     with Store(args.db) as store:
         plan = runner.plan(spec, store)
@@ -325,6 +380,8 @@ def _runs(args: argparse.Namespace) -> int:
 def _results(args: argparse.Namespace) -> int:
     from .store import Store
 
+    if args.study:
+        return _study_results(args)
     with Store(args.db) as store:
         if args.run and store.run(args.run) is None:
             raise KeyError(f"no run {args.run} in {store.path}; see `cogbias runs`")
@@ -387,6 +444,64 @@ def _cache_clear(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         removed = store.prune_cache(model=args.model)
     print(f"removed {removed} cached answer(s)", file=sys.stderr)
+    return 0
+
+
+STUDY_COLUMNS = [
+    "hypothesis",
+    "model",
+    "prompting",
+    "n12",
+    "n21",
+    "n_star",
+    "z",
+    "p_value",
+    "p_adjusted",
+    "reject",
+]
+
+
+SIDES = {
+    "perturbed_better": "pi12 < pi21, P' answered better",
+    "original_better": "pi12 > pi21, the perturbation hurts",
+    "two_sided": "pi12 != pi21",
+}
+
+
+def _study_results(args: argparse.Namespace) -> int:
+    """The paper's layout: per hypothesis, one row per model and prompting method."""
+    from . import tokenbias
+    from .store import Store
+
+    with Store(args.db) as store:
+        table = tokenbias.results(store, args.study, args.alpha, args.normal_above)
+    if table.empty:
+        print(
+            f"no answered pairs on '{args.study}' yet: run it with `cogbias run --study`",
+            file=sys.stderr,
+        )
+        return 0
+    if args.format == "json":
+        print(table.to_json(orient="records", indent=1))
+        return 0
+    if args.format == "csv":
+        table.to_csv(sys.stdout, index=False)
+        return 0
+    shown = table[STUDY_COLUMNS].copy()
+    shown["z"] = shown["z"].map(lambda v: "" if v != v else f"{v:.6f}")
+    for column in ("p_value", "p_adjusted"):
+        shown[column] = shown[column].map(lambda v: f"{v:.6f}")
+    for hypothesis, rows in shown.groupby("hypothesis", sort=False):
+        tests = table.loc[rows.index, "test"]
+        side = table.loc[rows.index, "alternative"].iloc[0]
+        exact = int((tests == "exact").sum())
+        print(
+            f"{hypothesis}  (H_a: {SIDES.get(side, side)}; exact binomial test for n* <= "
+            f"{args.normal_above}: {exact} of {len(rows)} rows; BH within the hypothesis; "
+            f"alpha {args.alpha})"
+        )
+        _table(rows.drop(columns="hypothesis").to_dict("records"), STUDY_COLUMNS[1:])
+        print()
     return 0
 
 

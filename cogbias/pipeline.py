@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import examples, metrics
 from .library import TestCase
 from .llm.profiles import RANDOM_MODEL
+from .prompting import BASELINE, decision_messages
 from .records import Instance, cap_text, decision_id, dumps, instance_id, stable_id
 from .templates import (
     Filled,
@@ -391,8 +392,13 @@ async def decide_half(
     temperature: float,
     seed: int,
     repeat: int,
+    prompting: str = BASELINE,
 ) -> HalfResult:
-    """Free answer, then extraction of "Option N", mapped back to the original order."""
+    """Free answer, then extraction of "Option N", mapped back to the original order.
+
+    `prompting` (see `cogbias.prompting`) shapes only the first question; the random model
+    ignores it and the extraction step is the same for every method.
+    """
     from .llm import LLMRequest
 
     n = len(filled.options)
@@ -409,7 +415,9 @@ async def decide_half(
     first = await client.complete(
         LLMRequest(
             model=model,
-            messages=(("user", DEC_PROMPT.format(task=task) + LOCAL_DEC_SUFFIX * local),),
+            messages=decision_messages(
+                task, prompting, DEC_PROMPT + LOCAL_DEC_SUFFIX * (local and prompting == BASELINE)
+            ),
             temperature=temperature,
             seed=seed,
             max_tokens=profile.answer_tokens,
@@ -466,6 +474,7 @@ async def decide_pair(
     temperature: float = 0.0,
     repeat: int = 0,
     seed: int = 0,
+    prompting: str = BASELINE,
 ) -> dict[str, Any]:
     """Answer both halves (same option order for both) and score: one decisions row.
 
@@ -478,7 +487,7 @@ async def decide_pair(
     order = metrics.option_order(instance.n_options, reverse)
     halves: dict[str, HalfResult] = {}
     asks = [
-        decide_half(client, instance.half(h), order, model, temperature, seed, repeat)
+        decide_half(client, instance.half(h), order, model, temperature, seed, repeat, prompting)
         for h in ("control", "treatment")
     ]
     if model.startswith("local/"):
@@ -496,7 +505,15 @@ async def decide_pair(
             raise outcome
         halves[name] = outcome
     return _decision_row(
-        instance, model, run_id, temperature, repeat, order, halves["control"], halves["treatment"]
+        instance,
+        model,
+        run_id,
+        temperature,
+        repeat,
+        order,
+        halves["control"],
+        halves["treatment"],
+        prompting,
     )
 
 
@@ -516,11 +533,14 @@ def failed_decision(
     repeat: int,
     error: str,
     failure_kind: str,
+    prompting: str = BASELINE,
 ) -> dict[str, Any]:
     """A decisions row for a pair that could not be asked (e.g. its generation failed)."""
     order = list(range(instance.n_options))
     failed = HalfResult(error=error, failure_kind=failure_kind)
-    return _decision_row(instance, model, run_id, temperature, repeat, order, failed, HalfResult())
+    return _decision_row(
+        instance, model, run_id, temperature, repeat, order, failed, HalfResult(), prompting
+    )
 
 
 # A pair fails with its most retryable half's kind: a transient half must be asked again.
@@ -536,6 +556,7 @@ def _decision_row(
     order: Sequence[int],
     c: HalfResult,
     t: HalfResult,
+    prompting: str = BASELINE,
 ) -> dict[str, Any]:
     failed = [(name, h) for name, h in (("control", c), ("treatment", t)) if h.error]
     score = None
@@ -545,7 +566,7 @@ def _decision_row(
     control_answer, cut_c = cap_text(c.answer)
     treatment_answer, cut_t = cap_text(t.answer)
     return {
-        "id": decision_id(run_id, instance.id, model, repeat, temperature),
+        "id": decision_id(run_id, instance.id, model, repeat, temperature, prompting),
         "run_id": run_id,
         "instance_id": instance.id,
         "test_case": instance.test_case,

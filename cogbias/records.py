@@ -90,9 +90,20 @@ def instance_id(
     return stable_id("instance", case_hash, scenario, index, generator, seed, temperature)
 
 
+BASELINE_PROMPTING = "baseline"  # the standard decision prompt (see `cogbias.prompting`)
+
+
 def decision_id(
-    run_id: str, instance: str, model: str, repeat: int, temperature: float | None
+    run_id: str,
+    instance: str,
+    model: str,
+    repeat: int,
+    temperature: float | None,
+    prompting: str = BASELINE_PROMPTING,
 ) -> str:
+    """A non-baseline prompting method is part of the key; baseline keys stay as they were."""
+    if prompting != BASELINE_PROMPTING:
+        return stable_id("decision", run_id, instance, model, repeat, temperature, prompting)
     return stable_id("decision", run_id, instance, model, repeat, temperature)
 
 

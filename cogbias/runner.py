@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import examples, expressions, library, pipeline, records
+from . import prompting as prompting_methods
 from .library import Scenario, TestCase
 from .llm.direct import close_sessions
 from .llm.profiles import RANDOM_MODEL, resolve
@@ -72,6 +73,7 @@ class RunSpec:
     api_base: str | None = None
     dataset: str | None = None
     per_bias: int | None = None
+    prompting: str = prompting_methods.BASELINE  # see cogbias.prompting: one method per run
 
     def canonical(self) -> dict[str, Any]:
         """The spec as stored and hashed into the run id.
@@ -196,6 +198,8 @@ class Plan:
                 f"{len(self.cases)} biases x {self.spec.scenarios} scenarios x {self.spec.instances} instances"
             )
         )
+        if self.spec.prompting != prompting_methods.BASELINE:
+            source += f" (prompting {self.spec.prompting})"
         return (
             f"run {self.spec.run_id}: {source} x {len(self.spec.models)} models x {self.spec.repeats} repeats "
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
@@ -214,6 +218,7 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
         raise ValueError("no decision models given (e.g. --models random,local/smollm2)")
     if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
         raise ValueError("scenarios, instances and repeats must be at least 1")
+    prompting_methods.parse(spec.prompting)
     if spec.api_base:
         check_api_base(spec.api_base)
     for model in {*spec.models, spec.generator}:
@@ -807,7 +812,7 @@ async def _decisions(
             for model in spec.models:
                 for repeat in range(spec.repeats):
                     key = records.decision_id(
-                        spec.run_id, instance.id, model, repeat, spec.temperature
+                        spec.run_id, instance.id, model, repeat, spec.temperature, spec.prompting
                     )
                     if key not in skip:
                         yield instance, model, repeat, key
@@ -823,6 +828,7 @@ async def _decisions(
                 repeat,
                 instance.error or "instance failed",
                 instance.failure_kind or "invalid",
+                spec.prompting,
             )
         else:
             asked_before = retried.get(key) not in (None, "transient")
@@ -834,6 +840,7 @@ async def _decisions(
                 temperature=spec.temperature,
                 repeat=repeat,
                 seed=spec.seed,
+                prompting=spec.prompting,
             )
         writer.add_decision(row)
 

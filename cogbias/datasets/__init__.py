@@ -3,6 +3,7 @@
 - `import_hub`: the paper's 30,000 test cases from the Hugging Face Hub (or a local copy).
 - `import_malberg`: the paper's code output (`full_dataset.csv` + `decision_results/*.csv`).
 - `import_generic`: any CSV / JSONL / Parquet file with a `ColumnMapping`.
+- `import_peek`: the token-bias paper's synthetic `…_gold.json` / `…_random.json` pairs.
 - `import_mohr`: the Mohr 2025 thesis' effect sizes, prompts and model features.
 - `export`: pairs of a run or dataset (or a dataset's test cases) to CSV / JSONL / Parquet.
 
@@ -17,6 +18,7 @@ from .hub import download, hub_url, import_hub
 from .importing import import_run_id
 from .malberg_format import import_malberg
 from .mohr_format import import_mohr
+from .peek_format import import_peek
 from .tables import columns_of, read_table
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "import_generic",
     "import_hub",
     "import_malberg",
+    "import_peek",
     "import_mohr",
     "import_run_id",
     "parse_prompt",

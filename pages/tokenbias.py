@@ -1,0 +1,121 @@
+"""Token bias: does a model reason, or react to surface tokens? (Jiang et al. 2024)
+
+Thin page over `cogbias.tokenbias` and `cogbias.charts_tokenbias`: the hypothesis
+table in the paper's layout, n12 vs n21 bars, a heatmap of rejections, and P beside P' with
+both answers. Every text from a model or a file is shown with `st.text` (never Markdown).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from cogbias import analysis, charts_tokenbias, runner, tokenbias
+from pages._common import attempt, open_store_or_stop
+
+st.title("Token bias")
+st.caption(
+    "Each pair asks one logical question twice: as written (P) and with a change a reasoner "
+    "should ignore (P′). n12 counts pairs where only P was answered correctly, n21 pairs where "
+    "only P′ was. Under the null hypothesis of genuine reasoning they are equally likely; the "
+    "exact binomial test (few discordant pairs) or McNemar's z, corrected with Benjamini–"
+    "Hochberg across each hypothesis' rows, says whether the change moved the model."
+)
+store = open_store_or_stop()
+names = tokenbias.token_bias_datasets(store)
+
+with st.expander("Add the built-in study" if "tokenbias" not in names else "Built-in study"):
+    st.caption(
+        "Stores the study's pairs in this database (like an imported dataset) and answers them "
+        "with the random model, the null baseline. Run real models on the Run page or with "
+        "`cogbias run --study tokenbias --models … --prompting baseline,zs_cot`."
+    )
+    if st.button("Store the study and run the random baseline", key="tb_materialise"):
+
+        def _materialise_and_run() -> dict:
+            tokenbias.materialise(store)
+            spec = runner.RunSpec(models=["random"], dataset="tokenbias")
+            return runner.execute(runner.plan(spec, store), store)
+
+        if attempt("Running the random baseline", _materialise_and_run):
+            st.rerun()
+
+if not names:
+    st.info("No token-bias study or dataset in this database yet.")
+    st.stop()
+
+left, middle, right = st.columns([2, 1, 1])
+dataset = left.selectbox("Study or dataset", names, key="tb_dataset")
+alpha = middle.number_input("α", 0.001, 0.5, analysis.ALPHA, step=0.01, key="tb_alpha")
+normal_above = right.number_input(
+    "Exact test up to n* =", 0, 1000, analysis.NORMAL_ABOVE, key="tb_normal"
+)
+table = attempt(
+    "Computing the hypothesis tables",
+    lambda: tokenbias.results(store, dataset, float(alpha), int(normal_above)),
+)
+if table is None:
+    st.stop()
+if table.empty:
+    st.info(f"No answered pairs on {dataset} yet.")
+    st.stop()
+
+st.subheader("Hypothesis tests")
+shown = table[
+    [
+        "hypothesis",
+        "model",
+        "prompting",
+        "n",
+        "n12",
+        "n21",
+        "n_star",
+        "z",
+        "test",
+        "p_value",
+        "p_adjusted",
+        "reject",
+    ]
+]
+st.dataframe(
+    shown,
+    hide_index=True,
+    column_config={
+        "n_star": st.column_config.NumberColumn("n*"),
+        "z": st.column_config.NumberColumn(format="%.6f"),
+        "p_value": st.column_config.NumberColumn("p", format="%.6f"),
+        "p_adjusted": st.column_config.NumberColumn("p (BH)", format="%.6f"),
+    },
+)
+
+bars, heat = st.tabs(["n12 vs n21", "Rejections"])
+with bars:
+    st.altair_chart(charts_tokenbias.discordant_bars(table))
+with heat:
+    st.altair_chart(charts_tokenbias.rejection_heatmap(table))
+
+st.subheader("P and P′ side by side")
+a, b = st.columns(2)
+hypothesis = a.selectbox("Hypothesis", sorted(table["hypothesis"].unique()), key="tb_hyp")
+model = b.selectbox("Model", sorted(table["model"].unique()), key="tb_model")
+views = tokenbias.pair_views(store, dataset, hypothesis, model, limit=200)
+if not views:
+    st.caption("No answered pairs for this choice.")
+    st.stop()
+index = st.number_input(f"Pair (1–{len(views)})", 1, len(views), 1, key="tb_pair") - 1
+view = views[int(index)]
+st.caption(f"Prompting: {view['prompting']} · status: {view['status']}")
+if view["error"]:
+    st.text(f"Error: {view['error']}")
+for column, (label, half) in zip(
+    st.columns(2),
+    (("P (original)", view["original"]), ("P′ (perturbed)", view["perturbed"])),
+    strict=True,
+):
+    with column:
+        verdict = {True: "correct", False: "wrong", None: "no answer"}[half["correct"]]
+        st.markdown(f"**{label}** — {verdict}")
+        st.text(half["text"])
+        st.caption("Answer")
+        st.text(half["answer"] or "(none)")
+        st.caption("Chosen option · correct option")
+        st.text(f"{half['chosen'] or '(none)'} · {half['correct_option'] or '?'}")

@@ -1,0 +1,64 @@
+"""The Token bias page, driven with Streamlit's AppTest against a real database file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from cogbias import runner, tokenbias
+from cogbias.records import decode_filled
+from cogbias.store import Store
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "tokenbias.py")
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "app.db"
+    monkeypatch.setenv("COGBIAS_DB", str(path))
+    monkeypatch.setenv("COGBIAS_DEMO", "0")
+    return path
+
+
+def page() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(db):
+    at = page()
+    assert any("No token-bias study" in i.value for i in at.info)
+    at.button(key="tb_materialise").click().run()
+    assert not at.exception, at.exception
+    frame = at.dataframe[0].value
+    assert len(frame) == 6 and set(frame["model"]) == {"random"}
+    assert list(frame.columns[:6]) == ["hypothesis", "model", "prompting", "n", "n12", "n21"]
+    assert len(at.get("vega_lite_chart")) == 2  # bars and heatmap
+    # P and P' side by side, texts as plain text exactly as stored
+    with Store(db) as store:
+        first = store.pairs(bias=frame["hypothesis"].min(), model="random", dataset="tokenbias")[0]
+    p = decode_filled(first["control_half"])
+    shown = [t.value for t in at.text]
+    assert any(p.situation in t for t in shown)
+
+
+def test_hostile_text_is_shown_as_text_not_markup(db):
+    with Store(db) as store:
+        tokenbias.materialise(store)
+        runner.execute(
+            runner.plan(runner.RunSpec(models=["random"], dataset="tokenbias"), store), store
+        )
+        store.db.execute(
+            "update decisions set control_answer = ? where rowid = 1",
+            ("<script>alert(1)</script> **bold**",),
+        )
+        store.db.conn.commit()
+        hypothesis = store.query("select test_case from decisions where rowid = 1")[0]["test_case"]
+    at = page()
+    at.selectbox(key="tb_hyp").set_value(hypothesis).run()
+    assert "<script>alert(1)</script> **bold**" in [t.value for t in at.text]
+    assert all("<script>" not in m.value for m in at.markdown)

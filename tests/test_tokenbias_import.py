@@ -1,0 +1,147 @@
+"""Importing the token-bias paper's synthetic data files (fixture: tokenbias-format)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cogbias.cli import main
+from cogbias.datasets import DatasetError, import_peek
+from cogbias.pipeline import Instance
+from cogbias.store import Store
+from tests.dataset_helpers import FIXTURES, snapshot
+
+FIXTURE = FIXTURES / "tokenbias-format"
+GOLD = "synthetic_dataset_demo_original_gold.json"
+RANDOM = "synthetic_dataset_demo_original_random.json"
+
+
+def _copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "files"
+    folder.mkdir()
+    for name in (GOLD, RANDOM):
+        shutil.copyfile(FIXTURE / name, folder / name)
+    return folder
+
+
+def _edit(path: Path, edit) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    edit(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _instances(store: Store, dataset: str) -> list[Instance]:
+    rows = store.query(
+        "select * from instances where dataset = ? order by instance_index", (dataset,)
+    )
+    return [Instance.from_row(r) for r in rows]
+
+
+def test_the_fixture_pair_imports_as_three_perturbation_pairs(tmp_path: Path):
+    with Store(tmp_path / "r.db") as store:
+        summary = import_peek(store, [FIXTURE])
+        assert (summary.instances, summary.biases) == (3, ["demo_original"])
+        pairs = _instances(store, "peek2024")
+        gold = json.loads((FIXTURE / GOLD).read_text(encoding="utf-8"))
+        perturbed = json.loads((FIXTURE / RANDOM).read_text(encoding="utf-8"))
+        for pair in pairs:
+            p, q = gold[str(pair.instance_index)], perturbed[str(pair.instance_index)]
+            assert pair.variant == "pair" and pair.values["generation_mode"] == ["gold", "random"]
+            # the question is kept verbatim, minus the option lines the pipeline renders itself
+            assert pair.control.prompt in p["question"] and pair.treatment.prompt in q["question"]
+            assert "(a)" not in pair.control.prompt
+            # the correctness key points at target_answer, in each half
+            c, t = pair.values["correct"]
+            assert (pair.metric.y1, pair.metric.y2) == (c, t)
+            assert pair.control.options[c] in p["target_answer"]
+            assert pair.treatment.options[t] in q["target_answer"]
+            assert pair.control.options[1 - c] in p["incorrect_answer"]
+        assert pairs[0].control.options == ("No", "Yes")
+        assert pairs[2].treatment.options == (
+            "Oluwaseun is a bank clerk.",
+            "Oluwaseun is a bank clerk and is active in an ocean conservation group.",
+        )
+        assert import_peek(store, [FIXTURE / GOLD, FIXTURE / RANDOM]).unchanged
+
+
+def test_an_unpaired_file_imports_as_plain_reasoning_items(tmp_path: Path):
+    folder = tmp_path / "files"
+    folder.mkdir()
+    shutil.copyfile(FIXTURE / GOLD, folder / "synthetic_dataset_demo_original_baseline.json")
+    with Store(tmp_path / "r.db") as store:
+        import_peek(store, [folder], name="plain")
+        items = _instances(store, "plain")
+    assert len(items) == 3
+    assert all(i.variant == "unpaired" and i.control == i.treatment for i in items)
+
+
+@pytest.mark.parametrize(
+    ("file", "edit", "message"),
+    [
+        (
+            RANDOM,
+            lambda d: d["1"].pop("target_answer"),
+            rf"{RANDOM}, row 2, column 'target_answer': \(item \"1\"\) is missing",
+        ),
+        (
+            GOLD,
+            lambda d: d["0"].update(question_idx="0"),
+            rf"{GOLD}, row 1, column 'question_idx': .*expected a whole number",
+        ),
+        (
+            RANDOM,
+            lambda d: d["2"].update(question_idx=7),
+            rf"{RANDOM}, column 'question_idx': has no item with question_idx 2",
+        ),
+        (
+            GOLD,
+            lambda d: d["2"].update(question_idx=1),
+            rf"{GOLD}, row 3, column 'question_idx': question_idx 1 also appears in row 2",
+        ),
+        (
+            GOLD,
+            lambda d: d["0"].update(incorrect_answer="[No]"),
+            r"column 'incorrect_answer': .*same as target_answer",
+        ),
+    ],
+)
+def test_malformed_files_name_file_row_and_field_and_write_nothing(
+    tmp_path: Path, file, edit, message
+):
+    folder = _copy(tmp_path)
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        import_peek(store, [FIXTURE], name="kept")
+    before = snapshot(db)
+    _edit(folder / file, edit)
+    with Store(db) as store, pytest.raises(DatasetError, match=message):
+        import_peek(store, [folder], name="broken")
+    assert snapshot(db) == before
+
+
+def test_invalid_json_is_located_by_line(tmp_path: Path, capsys):
+    folder = _copy(tmp_path)
+    (folder / GOLD).write_text('{\n "0": {\n  "question_idx": 0,,\n}', encoding="utf-8")
+    code = main(["import", "peek2024", str(folder), "--db", str(tmp_path / "r.db")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{GOLD}, line 3: is not valid JSON" in err and "Traceback" not in err
+
+
+def test_the_command_line_still_starts_without_pandas_or_scipy():
+    """The importer and prompting methods are wired into the CLI without slowing its start."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cogbias.cli, cogbias.runner, cogbias.prompting; cogbias.cli._parser(); "
+        "print(sorted(m for m in ('pandas', 'scipy') if m in sys.modules))"
+    )
+    root = Path(__file__).resolve().parent.parent  # `-c` puts the working directory first
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    assert out.stdout.strip() == "[]"
