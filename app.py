@@ -34,11 +34,21 @@ def _prepare(db: str) -> bool:
 
 
 _prepare(str(db_path()))
+# Streamlit keeps a multiselect's chips on one line and scrolls them sideways, so with two
+# models chosen the first chip is cut off; let them wrap onto a second line instead.
+st.html(
+    "<style>[data-testid='stMultiSelectTagsContainer']"
+    "{flex-wrap: wrap; overflow: visible; height: auto}"
+    "[data-testid='stMultiSelect'] div:has(> [data-testid='stMultiSelectTagsContainer']),"
+    "[data-testid='stMultiSelect'] div:has(> div > [data-testid='stMultiSelectTagsContainer'])"
+    "{height: auto; max-height: none}</style>"
+)
 
 HERE = Path(__file__).parent
 measure = [
     st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
     st.Page("pages/explore.py", title="Explore", icon=":material/grid_on:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
 ]
 if (HERE / "pages/datasets.py").exists():  # written separately; shown once it exists
     measure.append(st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:"))

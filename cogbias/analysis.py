@@ -23,8 +23,20 @@ def scores_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     return frame
 
 
-def t_interval(scores: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
-    """Two-sided t confidence interval of the mean (NaN when fewer than 2 scores)."""
+SCORE_RANGE = (-1.0, 1.0)
+CI_METHOD = "Student-t interval of the mean, truncated to the score range [-1, 1]"
+
+
+def t_interval(
+    scores: np.ndarray, confidence: float = 0.95, bounds: tuple[float, float] = SCORE_RANGE
+) -> tuple[float, float]:
+    """Two-sided t confidence interval of the mean, truncated to [-1, 1] (NaN below 2 scores).
+
+    Scores lie in [-1, 1], so their mean does too: cutting the interval at the range loses no
+    coverage and never shows an impossible bound (with n = 2 the plain t-interval can reach
+    ±2). A percentile bootstrap would also stay inside, but with a handful of scores it is
+    far too narrow (for n = 2 it is just [min, max]); the truncated t keeps its width honest.
+    """
     n = len(scores)
     if n < 2:
         return (float("nan"), float("nan"))
@@ -33,7 +45,8 @@ def t_interval(scores: np.ndarray, confidence: float = 0.95) -> tuple[float, flo
     if sem == 0:
         return (mean, mean)
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sem
-    return (mean - half, mean + half)
+    low, high = bounds
+    return (max(mean - half, low), min(mean + half, high))
 
 
 def one_sample_p(scores: np.ndarray) -> float:
@@ -374,3 +387,86 @@ def hypothesis_table(
     frame["reject"] = frame["p_adjusted"] < alpha
     frame["alternative"] = [alternatives.get(str(h), TWO_SIDED) for h in frame["hypothesis"]]
     return frame
+
+
+# ---------------------------------------------------------------------------- comparing models
+# Two models answered the same instances: per bias, the paired differences of their scores
+# tell whether one is more biased than the other, with far more power than comparing two
+# cell means (each instance's own difficulty cancels out).
+
+COMPARE_COLUMNS = [
+    "bias",
+    "n",
+    "mean_a",
+    "mean_b",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "statistic",
+    "p_value",
+    "p_adjusted",
+    "significant",
+]
+DIFF_RANGE = (-2.0, 2.0)  # a difference of two scores in [-1, 1]
+
+
+def paired_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows with bias, instance_id, score_a, score_b (as `Store.paired_scores` returns them)."""
+    frame = pd.DataFrame(list(rows), columns=["bias", "instance_id", "score_a", "score_b"])
+    for column in ("score_a", "score_b"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame
+
+
+def paired_test(diffs: np.ndarray) -> tuple[float, float]:
+    """Wilcoxon signed-rank test of paired differences against 0: (statistic, p).
+
+    scipy's default: zero differences are dropped, exact p-values for small samples. With
+    no non-zero difference the models agree on every pair (p = 1); below 2 pairs, NaN.
+    """
+    if len(diffs) < 2:
+        return (float("nan"), float("nan"))
+    if not np.any(diffs != 0):
+        return (0.0, 1.0)
+    result = stats.wilcoxon(diffs)
+    return (float(result.statistic), float(result.pvalue))
+
+
+def compare_models(paired: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """Per bias: mean score of A and B on shared instances, mean difference A - B with a
+    t-interval (truncated to [-2, 2]), Wilcoxon signed-rank p and BH-adjusted p across biases.
+
+    `paired` has bias, score_a and score_b (as `Store.paired_scores` returns them). Sorted by
+    the mean difference, largest first.
+    """
+    records = []
+    for bias, group in paired.groupby("bias", sort=True):
+        a = group["score_a"].to_numpy(dtype=float)
+        b = group["score_b"].to_numpy(dtype=float)
+        diffs = a - b
+        low, high = t_interval(diffs, bounds=DIFF_RANGE)
+        statistic, p = paired_test(diffs)
+        records.append(
+            {
+                "bias": bias,
+                "n": len(diffs),
+                "mean_a": float(a.mean()),
+                "mean_b": float(b.mean()),
+                "mean_diff": float(diffs.mean()),
+                "ci_low": low,
+                "ci_high": high,
+                "statistic": statistic,
+                "p_value": p,
+            }
+        )
+    table = pd.DataFrame.from_records(records, columns=COMPARE_COLUMNS[:-2])
+    table = with_significance(table, alpha)
+    return table.sort_values("mean_diff", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def disagreements(paired: pd.DataFrame, bias: str, top: int = 5) -> pd.DataFrame:
+    """The instances of `bias` where the two models' scores differ most (largest |A - B|)."""
+    rows = paired[paired["bias"] == bias].assign(diff=lambda f: f["score_a"] - f["score_b"])
+    rows = rows[rows["diff"] != 0]
+    order = rows["diff"].abs().sort_values(ascending=False, kind="stable").index
+    return rows.loc[order].head(top).reset_index(drop=True)

@@ -123,24 +123,6 @@ async def _collect(plan: Plan, store: Store, client: CollectingClient) -> None:
     await close_sessions()
 
 
-def request_body(req: LLMRequest, profile: ModelProfile) -> dict[str, Any]:
-    """The chat-completions body of one call, as an OpenAI-compatible engine expects it."""
-    body: dict[str, Any] = {
-        "model": str(profile.litellm_model).split("/", 1)[-1],
-        "messages": req.message_dicts(),
-        "temperature": req.temperature,
-    }
-    if req.seed is not None:
-        body["seed"] = req.seed
-    if req.max_tokens is not None:
-        body["max_tokens"] = req.max_tokens
-    if req.response_format is not None:
-        body["response_format"] = req.response_format
-    if req.grammar is not None:
-        body["grammar"] = req.grammar
-    return body
-
-
 def export_requests(
     plan: Plan, store: Store, path: str | Path, round_name: str | None = None
 ) -> dict[str, int]:
@@ -160,7 +142,7 @@ def export_requests(
                 return
             counts[kind] += 1
             line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions"}
-            line["body"] = request_body(req, profile)
+            line["body"] = req.chat_body(profile.served_name)
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
             rows.append(
                 {

@@ -131,7 +131,7 @@ def _submit(
             for key in chunk:
                 req, _profile = todo[key]
                 line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions"}
-                line["body"] = batch.request_body(req, profile)
+                line["body"] = req.chat_body(profile.served_name)
                 lines.append(dumps(line))
             path.write_text("\n".join(lines) + "\n", encoding="utf-8")
             client = _client(profile)
@@ -185,7 +185,7 @@ def _chunks(keys: list[str], todo: dict[str, tuple[Any, ModelProfile]]) -> list[
     size = 0
     for key in keys:
         req, profile = todo[key]
-        line = len(dumps(batch.request_body(req, profile)).encode()) + 200
+        line = len(dumps(req.chat_body(profile.served_name)).encode()) + 200
         if chunks[-1] and (
             len(chunks[-1]) >= MAX_REQUESTS_PER_FILE or size + line > MAX_BYTES_PER_FILE
         ):

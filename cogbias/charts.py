@@ -108,3 +108,50 @@ def bubbles(frame: pd.DataFrame) -> alt.Chart:
     )
     text = base.mark_text(dy=-12, fontSize=10).encode(text="label:N")
     return (points + text).properties(width=520, height=360)
+
+
+def compare_chart(
+    table: pd.DataFrame, model_a: str, model_b: str, names: dict[str, str] | None = None
+) -> alt.LayerChart:
+    """Dot-and-whisker of mean paired differences A - B per bias (`analysis.compare_models`),
+    sorted largest first; filled dots are significant after BH, the rule marks 0."""
+    names = names or {}
+    data = table.assign(
+        bias_name=[names.get(b, b) for b in table["bias"]],
+        verdict=["significant (BH)" if s else "not significant" for s in table["significant"]],
+        ci=[
+            "–" if pd.isna(lo) else f"{lo:+.2f} to {hi:+.2f}"
+            for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
+        ],
+    )
+    order = list(data["bias_name"])
+    title = f"mean score difference: {model_a} minus {model_b}"
+    y = alt.Y("bias_name:N", sort=order, title=None, axis=alt.Axis(labelLimit=260))
+    x_scale = alt.Scale(domain=[-2, 2])
+    base = alt.Chart(data).encode(y=y)
+    whiskers = base.mark_rule(strokeWidth=2, color="#868e96").encode(
+        x=alt.X("ci_low:Q", scale=x_scale, title=title), x2="ci_high:Q"
+    )
+    dots = base.mark_point(size=90, filled=True).encode(
+        x=alt.X("mean_diff:Q", scale=x_scale),
+        color=alt.Color(
+            "verdict:N",
+            scale=alt.Scale(
+                domain=["significant (BH)", "not significant"], range=["#c92a2a", "#adb5bd"]
+            ),
+            title=None,
+            legend=alt.Legend(orient="bottom"),
+        ),
+        tooltip=[
+            alt.Tooltip("bias_name:N", title="bias"),
+            alt.Tooltip("n:Q", title="paired instances (n)"),
+            alt.Tooltip("mean_a:Q", format="+.3f", title=f"mean {model_a}"),
+            alt.Tooltip("mean_b:Q", format="+.3f", title=f"mean {model_b}"),
+            alt.Tooltip("mean_diff:Q", format="+.3f", title="mean difference"),
+            alt.Tooltip("ci:N", title="95% CI (t, truncated to [-2, 2])"),
+            alt.Tooltip("p_adjusted:Q", format=".3g", title="p (Wilcoxon, BH-adjusted)"),
+            alt.Tooltip("verdict:N", title="after BH"),
+        ],
+    )
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")
+    return alt.layer(zero, whiskers, dots).properties(width=520, height=alt.Step(22))

@@ -18,6 +18,9 @@ import pandas as pd
 SELECTION = "cell"
 VIEWS = {"mean": "Mean score", "failure_rate": "Failure rate", "n": "Scored pairs (n)"}
 MISSING_COLOR = "#e9ecef"  # cells without a scored pair
+FAILURE_RANGE = ["#ffffff", "#ffa94d", "#c92a2a"]  # 0%, 50%, 100% failed
+CI_TITLE = "95% CI (t, truncated to [-1, 1])"
+SMALL_N = 10  # below this many scored pairs a cell's label shows its n
 
 
 def heatmap_frame(summary: pd.DataFrame, view: str = "mean") -> pd.DataFrame:
@@ -25,13 +28,17 @@ def heatmap_frame(summary: pd.DataFrame, view: str = "mean") -> pd.DataFrame:
     if view not in VIEWS:
         raise ValueError(f"unknown view {view!r}; use one of {', '.join(VIEWS)}")
     frame = summary[
-        ["bias", "model", "mean", "n", "failures", "failure_rate", "p_adjusted", "significant"]
-    ].copy()
+        ["bias", "model", "mean", "n", "failures", "failure_rate", "ci_low", "ci_high",
+         "p_adjusted", "significant"]
+    ].copy()  # fmt: skip
     frame["value"] = frame[view].astype(float)
     if view == "mean":
+        # A mean of two scores is mostly noise: small cells say their n in the cell itself.
         frame["label"] = [
-            "–" if pd.isna(v) else f"{v:+.2f}" + ("*" if sig else "")
-            for v, sig in zip(frame["mean"], frame["significant"], strict=True)
+            "–"
+            if pd.isna(v)
+            else f"{v:+.2f}" + ("*" if sig else "") + (f"  (n={n})" if n < SMALL_N else "")
+            for v, sig, n in zip(frame["mean"], frame["significant"], frame["n"], strict=True)
         ]
     elif view == "failure_rate":
         frame["label"] = [f"{v:.0%}" for v in frame["failure_rate"]]
@@ -39,6 +46,14 @@ def heatmap_frame(summary: pd.DataFrame, view: str = "mean") -> pd.DataFrame:
         frame["label"] = [str(int(v)) for v in frame["n"]]
     frame["significant"] = frame["significant"].fillna(False).astype(bool)
     frame["has_value"] = frame["value"].notna()
+    frame["ci"] = [
+        "– (needs 2 scored pairs)" if pd.isna(lo) else f"{lo:+.2f} to {hi:+.2f}"
+        for lo, hi in zip(frame["ci_low"], frame["ci_high"], strict=True)
+    ]
+    frame["verdict"] = [
+        "yes (BH-adjusted p < 0.05)" if sig else ("no" if pd.notna(p) else "not tested (n < 2)")
+        for sig, p in zip(frame["significant"], frame["p_adjusted"], strict=True)
+    ]
     return frame
 
 
@@ -53,7 +68,8 @@ def _color(view: str, max_n: float) -> alt.Color:
         legend = _legend(values=[-1, -0.5, 0, 0.5, 1])
         return alt.Color("value:Q", scale=scale, title="mean score", legend=legend)
     if view == "failure_rate":
-        scale = alt.Scale(domain=[0, 1], scheme="oranges", clamp=True)
+        # 0% is white: "nothing failed" must not look like a warning colour.
+        scale = alt.Scale(domain=[0, 0.5, 1], range=FAILURE_RANGE, clamp=True)
         return alt.Color("value:Q", scale=scale, title="failure rate", legend=_legend(format="%"))
     scale = alt.Scale(domain=[0, max(max_n, 1)], scheme="greens")
     return alt.Color("value:Q", scale=scale, title="scored pairs (n)", legend=_legend())
@@ -89,14 +105,16 @@ def explore_heatmap(
         alt.Tooltip("bias_name:N", title="bias"),
         alt.Tooltip("model:N"),
         alt.Tooltip("mean:Q", format="+.3f"),
-        alt.Tooltip("n:Q"),
-        alt.Tooltip("failures:Q"),
-        alt.Tooltip("failure_rate:Q", format=".1%"),
+        alt.Tooltip("n:Q", title="n (scored pairs)"),
+        alt.Tooltip("ci:N", title=CI_TITLE),
+        alt.Tooltip("verdict:N", title="significant after BH"),
         alt.Tooltip("p_adjusted:Q", format=".3g", title="p (BH-adjusted)"),
+        alt.Tooltip("failures:Q"),
+        alt.Tooltip("failure_rate:Q", format=".1%", title="failure rate"),
     ]
     colored = (
         base.transform_filter("datum.has_value")
-        .mark_rect(aria=False)
+        .mark_rect(aria=False, stroke="#dee2e6", strokeWidth=0.5)
         .encode(color=_color(view, float(frame["n"].max() if len(frame) else 1)))
     )
     empty = base.transform_filter("!datum.has_value").mark_rect(color=MISSING_COLOR, aria=False)

@@ -122,6 +122,9 @@ def _parser() -> argparse.ArgumentParser:
     from . import cli_datasets
 
     cli_datasets.add_commands(commands)
+    from . import cli_delete
+
+    cli_delete.add_commands(commands)
     return parser
 
 

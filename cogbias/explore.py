@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .analysis import ALPHA, with_significance
+from .analysis import ALPHA, SCORE_RANGE, with_significance
 from .store import Store
 
 
@@ -43,8 +43,9 @@ def summarize_aggregates(
         t = mean / sem
         p = 2 * stats.t.sf(np.abs(t), dof)
     few = n < 2
-    ci_low = np.where(few, np.nan, np.where(degenerate, mean, mean - half))
-    ci_high = np.where(few, np.nan, np.where(degenerate, mean, mean + half))
+    low, high = SCORE_RANGE  # as `analysis.t_interval`: truncated to the score range
+    ci_low = np.where(few, np.nan, np.where(degenerate, mean, np.maximum(mean - half, low)))
+    ci_high = np.where(few, np.nan, np.where(degenerate, mean, np.minimum(mean + half, high)))
     # As in `analysis.one_sample_p`: identical scores fall back to the exact sign test.
     p = np.where(degenerate, np.where(mean == 0, 1.0, np.minimum(1.0, 2 * 0.5**n)), p)
     p = np.where(few, np.nan, p)

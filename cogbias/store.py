@@ -1065,6 +1065,118 @@ class Store:
         sql = f"select count(*) from decisions d{join}{where}"
         return int(self.db.execute(sql, params).fetchone()[0])
 
+    # ---- deleting a run or a dataset (`cogbias.deletion` plans and confirms; this executes)
+    # A run's instances are shared by id with any other run that drew the same pairs, so only
+    # instances no other decision uses (and no dataset owns) go with the run.
+
+    _RUN_ONLY_INSTANCES = (
+        "select id from instances where dataset is null and id in "
+        "(select instance_id from decisions where run_id = :run) and id not in "
+        "(select instance_id from decisions where run_id != :run)"
+    )
+
+    def run_footprint(self, run_id: str) -> dict[str, int]:
+        """What deleting a run removes: its decisions and the instances only it uses."""
+        decisions = self.db.execute(
+            "select count(*) from decisions where run_id = ?", (run_id,)
+        ).fetchone()[0]
+        instances = self.db.execute(
+            f"select count(*) from ({self._RUN_ONLY_INSTANCES})", {"run": run_id}
+        ).fetchone()[0]
+        return {"decisions": int(decisions), "instances": int(instances)}
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove a run, its decisions, its batch requests and the instances only it used,
+        in one transaction."""
+        with self.atomic():
+            self.db.execute(
+                f"delete from instances where id in ({self._RUN_ONLY_INSTANCES})", {"run": run_id}
+            )
+            self.db.execute("delete from decisions where run_id = ?", (run_id,))
+            self.db.execute("delete from batch_requests where run_id = ?", (run_id,))
+            self.db.execute("delete from runs where id = ?", (run_id,))
+
+    def dataset_footprint(self, name: str) -> dict[str, Any]:
+        """What deleting a dataset removes: its instances, every decision on them (published
+        and from runs) and the runs whose decisions all lie on it."""
+        instances = self.db.execute(
+            "select count(*) from instances where dataset = ?", (name,)
+        ).fetchone()[0]
+        decisions = self.db.execute(
+            "select count(*) from decisions where instance_id in "
+            "(select id from instances where dataset = ?)",
+            (name,),
+        ).fetchone()[0]
+        return {
+            "instances": int(instances),
+            "decisions": int(decisions),
+            "runs": self._dataset_runs(name),
+        }
+
+    def _dataset_runs(self, name: str) -> list[str]:
+        """Runs with decisions on this dataset and on nothing else."""
+        rows = self.db.execute(
+            "select r.id from runs r where exists (select 1 from decisions d join instances i "
+            "on i.id = d.instance_id where d.run_id = r.id and i.dataset = ?) and not exists "
+            "(select 1 from decisions d join instances i on i.id = d.instance_id "
+            "where d.run_id = r.id and i.dataset is not ?) order by r.created_at",
+            (name, name),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def remove_dataset(self, name: str) -> None:
+        """Remove a dataset with its instances, all decisions on them and its own runs."""
+        with self.atomic():
+            runs = self._dataset_runs(name)
+            self.db.execute(
+                "delete from decisions where instance_id in "
+                "(select id from instances where dataset = ?)",
+                (name,),
+            )
+            self.db.execute("delete from instances where dataset = ?", (name,))
+            self.db.execute("delete from datasets where name = ?", (name,))
+            for run_id in runs:
+                self.db.execute("delete from batch_requests where run_id = ?", (run_id,))
+                self.db.execute("delete from runs where id = ?", (run_id,))
+
+    # ---- comparing two models on the same instances (`analysis.compare_models`)
+
+    def paired_scores(
+        self,
+        model_a: str,
+        model_b: str,
+        run_id: str | None = None,
+        dataset: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Per instance both models scored: bias, instance_id, score_a, score_b.
+
+        A model with several scored decisions on one instance (repeats, or two runs) counts
+        with their mean, so each instance is one pair in the paired test.
+        """
+        where, params = self._filter(run_id, dataset)
+        clauses = [where.removeprefix("where ")] if where else []
+        clauses += ["d.status = 'ok'", "d.score is not null", "d.model in (?, ?)"]
+        return self.query(
+            "with s as (select d.test_case as bias, d.instance_id, d.model, avg(d.score) as score "
+            f"from decisions d where {' and '.join(clauses)} "
+            "group by d.test_case, d.instance_id, d.model) "
+            "select a.bias, a.instance_id, a.score as score_a, b.score as score_b "
+            "from s a join s b on b.instance_id = a.instance_id and b.bias = a.bias "
+            "where a.model = ? and b.model = ? order by a.bias, a.instance_id",
+            [*params, model_a, model_b, model_a, model_b],
+        )
+
+    def instance_pairs(self, instance_id: str, models: Sequence[str]) -> list[dict[str, Any]]:
+        """Every decision of these models on one instance, joined like `pairs` rows."""
+        marks = ",".join("?" * len(models))
+        return self.query(
+            "select d.*, i.scenario, i.control as control_template, "
+            "i.treatment as treatment_template, i.metric, i.n_options, i.dataset "
+            "from decisions d join instances i on i.id = d.instance_id "
+            f"where d.instance_id = ? and d.model in ({marks}) order by d.rowid",
+            [instance_id, *models],
+        )
+
 
 def describe_error(path: str | Path, exc: sqlite3.Error) -> str:
     """What went wrong with the database at `path`, in words, with what to do."""

@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from cogbias import library
+from cogbias import library, present
 from cogbias.library import LibraryError, ModelInfo, TestCase
+from cogbias.redact import redact
 from cogbias.store import SchemaError, Store, default_path
 
 T = TypeVar("T")
@@ -64,7 +65,7 @@ def open_store_or_stop() -> Store:
     try:
         return get_store()
     except SchemaError as exc:
-        st.error(f"The database cannot be opened: {exc}")
+        st.error(f"The database cannot be opened: {friendly(exc)}")
     except Exception as exc:  # sqlite3 errors: not a database, no permission, disk full
         st.error(
             f"The database {db_path()} cannot be opened ({friendly(exc)}). Point COGBIAS_DB at "
@@ -75,13 +76,15 @@ def open_store_or_stop() -> Store:
 
 
 def friendly(exc: BaseException) -> str:
-    """A one-line message for a user; LLM errors are already scrubbed of secrets."""
+    """A one-line message for a user, safe to put in Markdown: redacted (a provider may echo
+    a key) and escaped (it may quote a model's or a file's text)."""
     if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
-    if isinstance(exc, LibraryError):
-        return "; ".join(f"line {p.line}, column {p.col}: {p.message}" for p in exc.problems)
-    text = str(exc).strip()
-    return text or type(exc).__name__
+        text = str(exc.args[0])
+    elif isinstance(exc, LibraryError):
+        text = "; ".join(f"line {p.line}, column {p.col}: {p.message}" for p in exc.problems)
+    else:
+        text = str(exc).strip() or type(exc).__name__
+    return present.escape_markdown(redact(text))
 
 
 def attempt(what: str, func: Callable[[], T], hint: str = "") -> T | None:
@@ -152,9 +155,10 @@ def api_base_of(model: str, infos: list[ModelInfo]) -> str | None:
 
 
 def run_label(run: dict[str, Any]) -> str:
+    """Safe in Markdown: a run's name is the user's text."""
     name = f"{run['name']} · " if run.get("name") else ""
     when = (run.get("created_at") or "")[:16].replace("T", " ")
-    return f"{name}{run['id']} · {run['status']} · {when}"
+    return present.escape_markdown(f"{name}{run['id']} · {run['status']} · {when}")
 
 
 def share_local_server() -> None:
@@ -176,3 +180,45 @@ def load_secrets_into_env() -> None:
     for name, value in items.items():
         if isinstance(value, str) and name.isupper():
             os.environ.setdefault(name, value)
+
+
+def explore_columns() -> dict[str, Any]:
+    """Column labels for a bias x model summary table (Explore, Datasets), saying the method."""
+    from cogbias.analysis import CI_METHOD
+
+    ci_help = f"95% confidence interval: {CI_METHOD}."
+    return {
+        "mean": st.column_config.NumberColumn("mean score", format="%+.3f"),
+        "n": st.column_config.NumberColumn("n", help="scored pairs"),
+        "ci_low": st.column_config.NumberColumn(
+            "CI low (t, cut to [-1, 1])", format="%+.2f", help=ci_help
+        ),
+        "ci_high": st.column_config.NumberColumn(
+            "CI high (t, cut to [-1, 1])", format="%+.2f", help=ci_help
+        ),
+        "p_adjusted": st.column_config.NumberColumn("p (BH-adjusted)", format="%.3g"),
+        "significant": st.column_config.CheckboxColumn("significant after BH"),
+        "failure_rate": st.column_config.NumberColumn("failure rate", format="percent"),
+    }
+
+
+def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
+    """What results can be shown: "all", each run ("run:ID") and each dataset
+    ("dataset:NAME"), with a label function for a selectbox."""
+    runs = {r["id"]: r for r in store.runs()}
+    datasets = [d["name"] for d in store.datasets()]
+    sources = ["all"] + [f"run:{r}" for r in runs] + [f"dataset:{d}" for d in datasets]
+
+    def label(source: str) -> str:
+        if source == "all":
+            return "All results in this database"
+        kind, _, name = source.partition(":")
+        return f"Run {run_label(runs[name])}" if kind == "run" else f"Dataset {name}"
+
+    return sources, label
+
+
+def source_filter(source: str) -> tuple[str | None, str | None]:
+    """(run_id, dataset) for a source from `result_sources`."""
+    kind, _, name = source.partition(":")
+    return (name if kind == "run" else None, name if kind == "dataset" else None)

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from cogbias import analysis, charts, explore, runner
+from cogbias import analysis, charts, explore, present, runner
 from cogbias.datasets import (
     FIELDS,
     ColumnMapping,
@@ -23,17 +23,21 @@ from cogbias.datasets import (
     import_run_id,
 )
 from cogbias.datasets.tables import columns_of
+from cogbias.redact import redact
 from cogbias.store import Store, cogbias_home
 from cogbias.templates import Filled, render_decision_text
+from pages import _delete, _pair
 from pages._common import (
     RANDOM_MODEL,
     attempt,
     db_path,
+    explore_columns,
     friendly,
     model_names,
     models,
     open_store_or_stop,
     share_local_server,
+    test_cases,
 )
 
 PAGE = 20
@@ -43,6 +47,15 @@ FORMATS = {
     "generic": "Any CSV / JSONL / Parquet file of prompts (and answers): map its columns",
 }
 
+BROWSING = ("ds_bias", "ds_search", "ds_page", "ds_pick", "ds_pair")
+
+
+def _reset_browsing() -> None:
+    """Another dataset: forget the bias, search, page and pair picked in the previous one."""
+    for key in BROWSING:
+        st.session_state.pop(key, None)
+
+
 st.title("Datasets")
 st.caption(
     "Published bias benchmarks and results: import them, read the test cases and what models "
@@ -51,12 +64,22 @@ st.caption(
 )
 store = open_store_or_stop()
 if flash := st.session_state.pop("ds_flash", None):
-    st.success(flash)
+    st.success(present.escape_markdown(flash))  # names a dataset: imported text
+_delete.flash("ds_delete")
 
 datasets = {d["name"]: d for d in store.datasets()}
+# A dataset just imported (or deleted) is selected here, before the selectbox exists:
+# Streamlit refuses a change to a widget's value after the widget has been drawn.
+if "ds_select" in st.session_state:
+    st.session_state["ds_current"] = st.session_state.pop("ds_select")
+    _reset_browsing()
+if st.session_state.get("ds_current") not in datasets:
+    st.session_state.pop("ds_current", None)
 current = (
-    st.selectbox("Dataset", list(datasets), key="ds_current") if datasets else None
-)  # fmt: skip
+    st.selectbox("Dataset", list(datasets), key="ds_current", on_change=_reset_browsing)
+    if datasets
+    else None
+)
 tabs = st.tabs(["Imported", "Import", "Browse", "Run", "Export", "Analysis"])
 
 
@@ -74,14 +97,15 @@ def _import(what: str, func: Any) -> None:
     """Run an import; a malformed file is reported with its file, row and column."""
     try:
         summary = func(_progress())
-    except DatasetError as exc:
-        st.error(f"{what} failed: {exc}\n\nThe database was not changed.")
+    except DatasetError as exc:  # quotes the file's own text: shown as text, not Markdown
+        reason = present.escape_markdown(redact(str(exc)))
+        st.error(f"{what} failed: {reason}\n\nThe database was not changed.")
         return
     except Exception as exc:
         st.error(f"{what} failed: {friendly(exc)}")
         return
     st.session_state["ds_flash"] = summary.describe()
-    st.session_state["ds_current"] = summary.dataset
+    st.session_state["ds_select"] = summary.dataset
     st.rerun()
 
 
@@ -132,6 +156,24 @@ def _summary(db: str, dataset: str, version: tuple[Any, ...]) -> pd.DataFrame:
         return explore.heatmap_summary(fresh, dataset=dataset)
 
 
+def _dataset_runs(dataset: str, was_active: bool) -> None:
+    """The runs on `dataset`, with a progress bar for each one still going."""
+    runs = [r for r in runner.run_summaries(store) if r["biases"] == dataset]
+    going = [r for r in runs if r["status"] in ("planned", "running")]
+    for run in going:
+        planned = max(run["planned"] or 0, 1)
+        generated, to_generate = run.get("generated") or 0, run.get("to_generate") or 0
+        text = f"Run {run['id']}: {run['done']:,} of {run['planned']:,} pairs, {run['failed']:,} failed"
+        if run["done"] == 0 and to_generate and generated < to_generate:
+            text = f"Run {run['id']}: preparing {generated:,} of {to_generate:,} test cases"
+        st.progress(min(run["done"] / planned, 1.0), text=text)
+    if runs:
+        cols = ["id", "status", "models", "planned", "done", "failed", "cost", "duration_s"]
+        st.dataframe(pd.DataFrame(runs)[cols], hide_index=True)
+    if was_active and not going:
+        st.rerun()  # finished: redraw the page (Browse and Analysis show the new pairs)
+
+
 # ------------------------------------------------------------------ imported
 with tabs[0]:
     if not datasets:
@@ -155,6 +197,9 @@ with tabs[0]:
             ),
             hide_index=True,
         )
+        if current:
+            with st.expander(f"Delete the dataset {present.escape_markdown(current)}"):
+                _delete.delete_control(store, "dataset", current, "ds_delete")
 
 # ------------------------------------------------------------------ import
 with tabs[1]:
@@ -265,15 +310,19 @@ with tabs[2]:
                 ),  # fmt: skip
                 hide_index=True,
             )
-            st.caption("Chosen options are numbered from 1 in the original option order.")
+            st.caption(
+                "Chosen options are numbered from 1 in the test case's own order; below, each "
+                "pair lists the options in the order its model saw them."
+            )
             which = st.selectbox(
                 "Read a pair's answers", range(len(pairs)), key="ds_pair",
                 format_func=lambda i: f"{pairs[i]['model']} · {pairs[i]['test_case']} · {pairs[i]['status']}",
             )  # fmt: skip
-            one = pairs[which]
-            answers = st.columns(2)
-            answers[0].text_area("Control answer", one["control_answer"] or "", disabled=True)
-            answers[1].text_area("Treatment answer", one["treatment_answer"] or "", disabled=True)
+            shown = present.shown_stored_pair(pairs[min(which or 0, len(pairs) - 1)])
+            if shown is None:
+                st.warning("This pair's stored text cannot be read.")
+            else:
+                _pair.show_pair(shown)
 
 # ------------------------------------------------------------------ run
 with tabs[3]:
@@ -304,7 +353,7 @@ with tabs[3]:
             )
             plan = attempt("Planning the run", lambda: runner.plan(spec, store)) if chosen else None
             if plan is not None:
-                st.caption(plan.describe())
+                st.caption(present.escape_markdown(plan.describe()))  # names the dataset
             if st.button("Start the run", disabled=plan is None, key="ds_start"):
                 share_local_server()
                 run_id = attempt("Starting the run", lambda: runner.launch(spec, db_path()))
@@ -314,12 +363,10 @@ with tabs[3]:
                         "browser. Its pairs appear in Browse and Analysis as they finish."
                     )
                     st.rerun()
-        runs = [r for r in runner.run_summaries(store) if r["biases"] == current]
-        if runs:
-            cols = ["id", "status", "models", "planned", "done", "failed", "cost", "duration_s"]
-            st.dataframe(pd.DataFrame(runs)[cols], hide_index=True)
-            if any(r["status"] in ("planned", "running") for r in runs) and st.button("Refresh"):
-                st.rerun()
+        runs_here = [r for r in runner.run_summaries(store) if r["biases"] == current]
+        active = any(r["status"] in ("planned", "running") for r in runs_here)
+        # While a run on this dataset is going, this part redraws itself every two seconds.
+        st.fragment(run_every=2.0 if active else None)(_dataset_runs)(current, active)
 
 # ------------------------------------------------------------------ export
 with tabs[4]:
@@ -361,6 +408,9 @@ with tabs[5]:
             store.query("select count(*) as n, max(rowid) as last from decisions")[0].values()
         )
         summary = _summary(str(db_path()), current, version)
+        # Rows by display name, as on Explore (ids the library does not know stay as they are).
+        names = {case_id: case.name for case_id, case in test_cases().items()}
+        summary = summary.assign(bias=summary["bias"].map(lambda b: names.get(b, b)))
         if summary.empty:
             st.info("No decisions on this dataset yet: run it on some models first.")
         else:
@@ -387,4 +437,4 @@ with tabs[5]:
             else:
                 st.caption("None of these models has a capability score in the registry.")
             with st.expander("The numbers: mean, 95% CI, p-values, failures"):
-                st.dataframe(summary, hide_index=True)
+                st.dataframe(summary, hide_index=True, column_config=explore_columns())

@@ -8,8 +8,18 @@ import streamlit as st
 from cogbias import charts_explore, explore, present
 from cogbias.datasets.export import csv_bytes
 from cogbias.records import pair_record
+from cogbias.redact import redactor
 from cogbias.store import Store
-from pages._common import db_path, friendly, open_store_or_stop, run_label, test_cases
+from pages import _delete, _pair
+from pages._common import (
+    db_path,
+    explore_columns,
+    friendly,
+    open_store_or_stop,
+    result_sources,
+    source_filter,
+    test_cases,
+)
 
 PAGE_SIZE = 20
 EXPORT_LIMIT = 20000
@@ -37,25 +47,13 @@ def summary(
         return explore.heatmap_summary(own, run_id=run_id, dataset=dataset)
 
 
-runs = store.runs()
-datasets = [d["name"] for d in store.datasets()]
-if not runs and not datasets:
+sources, _source_label = result_sources(store)
+if sources == ["all"]:
     st.info(
         "This database has no results yet. Start a run on the **Run** page (the random "
         "baseline needs no key and finishes in seconds), or import a published dataset."
     )
     st.stop()
-
-sources = ["all"] + [f"run:{r['id']}" for r in runs] + [f"dataset:{d}" for d in datasets]
-run_by_id = {r["id"]: r for r in runs}
-
-
-def _source_label(source: str) -> str:
-    if source == "all":
-        return "All results in this database"
-    kind, _, name = source.partition(":")
-    return f"Run {run_label(run_by_id[name])}" if kind == "run" else f"Dataset {name}"
-
 
 if st.session_state.get("explore_source") not in sources:
     st.session_state["explore_source"] = "all"
@@ -79,8 +77,11 @@ order = c3.selectbox(
     key="explore_order",
 )
 kind, _, name = source.partition(":")
-run_id = name if kind == "run" else None
-dataset = name if kind == "dataset" else None
+_delete.flash("explore_delete")
+if kind in ("run", "dataset"):
+    with st.expander(f"Delete this {kind}"):
+        _delete.delete_control(store, kind, name, "explore_delete")
+run_id, dataset = source_filter(source)
 path = str(db_path())
 try:
     table = summary(path, _version(path), run_id, dataset)
@@ -95,17 +96,36 @@ rows = explore.row_order(table, order)
 columns = sorted(table["model"].unique())
 names = {case_id: case.name for case_id, case in test_cases().items()}
 chart = charts_explore.explore_heatmap(table, view, rows, columns, names)
+CAPTIONS = {
+    "mean": "Mean score per cell, from -1 to 1: positive (red) means the model shows the bias, "
+    "negative (blue) the opposite effect. * and a dashed frame: significantly different from 0 "
+    "(t-test, Benjamini–Hochberg adjusted p < 0.05 across the table). Grey: no scored pair. "
+    "Click a cell to read its responses.",
+    "failure_rate": "Share of pairs per cell that could not be scored (no answer, an answer "
+    "no option could be read from, or an error): white is 0%, darker is more. * and a dashed "
+    "frame still mark cells whose mean score is significant. Click a cell to read its pairs.",
+    "n": "Scored pairs per cell: the more pairs, the more a cell's mean can be trusted. * and a "
+    "dashed frame mark significant means. Click a cell to read its pairs.",
+}
 event = st.altair_chart(
     chart,
     key="explore_heatmap",
     on_select="rerun",
     selection_mode=[charts_explore.SELECTION],
 )
+st.caption(CAPTIONS[view])
 st.caption(
-    "Scores run from -1 to 1: positive (red) means the model shows the bias, negative (blue) the "
-    "opposite effect. * and a dashed frame: significantly different from 0 (t-test, Benjamini–Hochberg "
-    "adjusted p < 0.05). Grey: no scored pair. Click a cell to read its responses."
+    "Hover a cell for its n, its 95% CI and whether it is significant. The **random** baseline "
+    "answers at random: its cells show how far from 0 chance alone can move a mean with that "
+    "n, so read a model's cell against it (with few pairs even random scores look large)."
 )
+with st.expander("The numbers behind the heatmap"):
+    st.dataframe(
+        table[["bias", "model", "mean", "n", "ci_low", "ci_high", "p_adjusted", "significant",
+               "failures", "failure_rate"]].assign(bias=table["bias"].map(lambda b: names.get(b, b))),
+        hide_index=True,
+        column_config=explore_columns(),
+    )  # fmt: skip
 
 # A click on the chart moves the two pickers below; they also work without a mouse.
 clicked = charts_explore.selected_cell(event)
@@ -136,10 +156,15 @@ cell = table[(table["bias"] == bias) & (table["model"] == model)]
 if not cell.empty:
     c = cell.iloc[0]
     mean = "–" if pd.isna(c["mean"]) else f"{c['mean']:+.3f}"
-    ci = "" if pd.isna(c["ci_low"]) else f" (95% CI {c['ci_low']:+.2f} to {c['ci_high']:+.2f})"
+    ci = (
+        " (95% CI needs 2 scored pairs)"
+        if pd.isna(c["ci_low"])
+        else f" (95% CI {c['ci_low']:+.2f} to {c['ci_high']:+.2f}, t-interval truncated to [-1, 1])"
+    )
+    title = present.escape_markdown(f"{names.get(bias, bias)} × {model}")
     st.markdown(
-        f"**{names.get(bias, bias)} × {model}**: mean {mean}{ci}, n = {c['n']}, {c['failures']} failed"
-        + (", significant" if c["significant"] else "")
+        f"**{title}**: mean {mean}{ci}, n = {c['n']}, {c['failures']} failed"
+        + (", significant after BH" if c["significant"] else ", not significant after BH")
     )
 total = store.pair_count(bias, model, run_id, dataset, search or None)
 pages = max(1, -(-total // PAGE_SIZE))
@@ -154,24 +179,26 @@ st.dataframe(
     frame[["score", "status", "control_choice", "treatment_choice", "scenario", "error"]],
     hide_index=True,
     width="stretch",
+    column_config={
+        "control_choice": st.column_config.NumberColumn(
+            "control choice", help="The option scored, numbered in the test case's own order"
+        ),
+        "treatment_choice": st.column_config.NumberColumn(
+            "treatment choice", help="The option scored, numbered in the test case's own order"
+        ),
+    },
 )
-for i, pair in frame.iterrows():
-    score = "failed" if pair["status"] != "ok" else f"score {pair['score']:+.2f}"
-    with st.expander(
-        f"Pair {(page - 1) * PAGE_SIZE + i + 1}: {score} — {str(pair['scenario'])[:90]}"
-    ):
-        left, right = st.columns(2)
-        for column, half in ((left, "control"), (right, "treatment")):
-            with column:
-                st.markdown(
-                    f"**{half.capitalize()}** · chose option {pair[f'{half}_choice'] or '–'}"
-                )
-                st.text(pair[f"{half}_text"])
-                st.markdown("*Answer*")
-                st.text(pair[f"{half}_answer"] or "(none)")
-                st.caption(f"Extracted: {pair[f'{half}_extraction'] or '–'}")
-        if pair["error"]:
-            st.caption(f"Error: {pair['error']}")
+clean = redactor()
+for i, (raw, pair) in enumerate(zip(rows_page, frame.itertuples(), strict=True)):
+    score = "failed" if pair.status != "ok" else f"score {pair.score:+.2f}"
+    flipped = " · options reversed" if raw.get("reversed") else ""
+    scenario = present.escape_markdown(clean(str(pair.scenario))[:90])
+    with st.expander(f"Pair {(page - 1) * PAGE_SIZE + i + 1}: {score}{flipped} — {scenario}"):
+        shown = present.shown_stored_pair(raw, clean)
+        if shown is None:
+            st.warning("This pair's stored text cannot be read.")
+        else:
+            _pair.show_pair(shown)
 
 
 def _csv() -> bytes:

@@ -3,12 +3,13 @@
 import streamlit as st
 
 from cogbias import present
-from pages import _live
+from cogbias.pipeline import Instance
+from pages import _live, _pair
 from pages._common import (
     LOCAL_MODEL,
     RANDOM_MODEL,
-    attempt,
     case_label,
+    friendly,
     model_names,
     models,
     scenarios,
@@ -26,12 +27,12 @@ st.caption(
 cases = test_cases()
 case_id = st.selectbox("Bias", list(cases), format_func=case_label(cases), key="learn_bias")
 case = cases[case_id]
-st.subheader(case.name)
-st.write(case.description)
+st.subheader(present.escape_markdown(case.name))  # a user's file: text, never markup
+st.markdown(present.escape_paragraphs(case.description))
 if case.references:
     with st.expander("References"):
         for ref in case.references:
-            st.markdown(f"- {ref}")
+            st.markdown(f"- {present.escape_markdown(ref)}")
 
 halves = present.case_halves_html(case)
 for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
@@ -43,6 +44,12 @@ for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
 
 st.divider()
 st.subheader("Run it live")
+st.caption(
+    "The **random baseline** picks an answer uniformly at random: its scores show how far from "
+    "0 a score can land by chance alone, so a real bias has to stand out from it. The **local "
+    "model** (SmolLM2-135M) is a tiny demonstration model that runs on this machine without a "
+    "key; it shows how a test works, not how capable models behave."
+)
 infos = models()
 ids = [m.id for m in infos]
 label = model_names(infos)
@@ -64,38 +71,42 @@ generator = c2.selectbox(
 )
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="learn_seed"))
 scenario = scenarios()[seed % len(scenarios())]
-st.caption(f"Scenario: {scenario.text}")
+st.caption(f"Scenario: {present.escape_markdown(scenario.text)}")
 
+
+def _run_pair() -> tuple[Instance, dict] | str:
+    """The filled pair and its decision, or what went wrong and what to do."""
+    step = "Filling the gaps"
+    try:
+        instance = _live.fill_pair(case, scenario.text, generator, seed, infos)
+        step = "Asking the model"
+        return instance, _live.decide(instance, model, infos, seed)
+    except Exception as exc:
+        reason = friendly(exc)
+        return f"{step} failed: {reason}\n\n{_live.FAILURE_HINT}"
+
+
+# A result belongs to exactly these choices: switching the bias, a model or the seed hides it.
+chosen = (case.content_hash, generator, model, seed)
 if st.button("Run this pair", type="primary", key="learn_run"):
-    with st.status("Running the pair…", expanded=True) as status:
-        st.write(f"Filling the gaps with {generator} (the local model may take a minute)…")
-        instance = attempt(
-            "Filling the gaps",
-            lambda: _live.fill_pair(case, scenario.text, generator, seed, infos),
-            _live.FAILURE_HINT,
-        )
-        row = None
-        if instance is not None:
-            st.write(f"Asking {model} both versions…")
-            row = attempt(
-                "Asking the model",
-                lambda: _live.decide(instance, model, infos, seed),
-                _live.FAILURE_HINT,
-            )
-        if row is None:
-            status.update(label="The pair could not be run", state="error")
-        else:
-            st.session_state["learn_result"] = (case.content_hash, instance, row)
-            status.update(label="Done", state="complete", expanded=False)
+    who = f"Filling the gaps with {label(generator)}, then asking {label(model)}…"
+    with st.spinner(present.escape_markdown(who)):
+        st.session_state["learn_result"] = (chosen, _run_pair())
 
-result = st.session_state.get("learn_result")
-if result and result[0] == case.content_hash:
-    _, instance, row = result
-    for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
-        with column, st.container(border=True):
-            filled = present.filled_html(case, instance, half)
-            st.markdown(f"**{half.capitalize()}** — {filled['situation']}", unsafe_allow_html=True)
-            st.markdown(f"*{filled['prompt']}*", unsafe_allow_html=True)
-            st.markdown("**Answer**")
-            st.text(row.get(f"{half}_answer") or "(no answer)")
-    st.info(present.explain_score(instance, row))
+held = st.session_state.get("learn_result")
+if held and held[0] == chosen:
+    outcome = held[1]
+    if isinstance(outcome, str):
+        st.error(outcome, icon=":material/error:")
+    else:
+        instance, row = outcome
+        pair = present.shown_pair(instance.control, instance.treatment, row)
+        html = {h: present.filled_html(case, instance, h) for h in ("control", "treatment")}
+        st.caption(
+            f"Generator: {present.escape_markdown(label(generator))} · decision model: "
+            f"{present.escape_markdown(label(model))} · seed {seed}"
+        )
+        if pair is not None:
+            _pair.show_pair(pair, html)
+        explained = present.explain_score(instance, row)
+        (st.info if row.get("status") == "ok" else st.warning)(present.escape_markdown(explained))

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from cogbias import present
-from pages import _live
+from pages import _live, _pair
 from pages._common import (
     LOCAL_MODEL,
     RANDOM_MODEL,
@@ -59,7 +59,8 @@ case = cases[case_id]
 
 
 def _fill() -> None:
-    with st.spinner(f"Filling the gaps with {generator or 'value generators only'}…"):
+    what = f"Filling the gaps with {generator or 'value generators only'}…"
+    with st.spinner(present.escape_markdown(what)):
         instance = attempt(
             "Filling the gaps",
             lambda: _live.fill_pair(
@@ -90,8 +91,10 @@ if not held or held[0] != case.content_hash:
     st.stop()
 instance = held[1]
 st.caption(
-    f"Scenario: {instance.scenario} · generator: {instance.generator or 'none'} · "
-    f"seed {instance.seed} · variant: {instance.variant}"
+    present.escape_markdown(
+        f"Scenario: {instance.scenario} · generator: {instance.generator or 'none'} · "
+        f"seed {instance.seed} · variant: {instance.variant}"
+    )
 )
 st.markdown(
     f'<span style="border-bottom:2px solid {present.LLM_COLOR}">from the generator LLM</span>'
@@ -120,19 +123,19 @@ model = c1.selectbox(
     key="pv_model",
 )
 if c2.button("Decide", key="pv_decide"):
-    with st.spinner(f"Asking {model} both versions…"):
+    with st.spinner(present.escape_markdown(f"Asking {model} both versions…")):
         row = attempt(
             "Asking the model", lambda: _live.decide(instance, model, infos), _live.FAILURE_HINT
         )
     if row is not None:
         st.session_state["pv_decision"] = (instance.id, model, row)
 decision = st.session_state.get("pv_decision")
-if decision and decision[0] == instance.id:
+if decision and decision[0] == instance.id and decision[1] == model:
     row = decision[2]
-    for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
-        with column:
-            st.markdown(f"**{half.capitalize()} answer** ({decision[1]})")
-            st.text(row.get(f"{half}_answer") or "(no answer)")
-            if row.get(f"{half}_extraction"):
-                st.caption(f"Extracted: {row[f'{half}_extraction']}")
-    st.info(present.explain_score(instance, row))
+    pair = present.shown_pair(instance.control, instance.treatment, row)
+    safe_model = present.escape_markdown(label(decision[1]))
+    st.markdown(f"**Answers of {safe_model}**, with the options as this model saw them")
+    if pair is not None:
+        _pair.show_pair(pair)
+    explained = present.escape_markdown(present.explain_score(instance, row))
+    (st.info if row.get("status") == "ok" else st.warning)(explained)

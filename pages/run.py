@@ -12,6 +12,8 @@ import pandas as pd
 import streamlit as st
 
 from cogbias import runner
+from cogbias.present import escape_markdown
+from cogbias.redact import redact
 from cogbias.runner import RunSpec
 from cogbias.settings import check_api_base
 from cogbias.store import Store, now
@@ -105,7 +107,7 @@ if custom_base.strip():
     try:
         bases.add(check_api_base(custom_base))
     except ValueError as exc:
-        st.error(f"Base URL: {exc}")
+        st.error(f"Base URL: {friendly(exc)}")
         st.stop()
 
 
@@ -119,7 +121,7 @@ def _spec() -> RunSpec | None:
     if len(bases) > 1:
         st.error(
             "These models live on different endpoints "
-            f"({', '.join(sorted(bases))}); one run can use one custom endpoint. "
+            f"({escape_markdown(', '.join(sorted(bases)))}); one run can use one custom endpoint. "
             "Split them into separate runs."
         )
         return None
@@ -278,6 +280,11 @@ def progress(run_id: str) -> None:
         st.warning("cancelling… the run stops within seconds and keeps what is finished.")
 
 
+def shown(text: str) -> str:
+    """A stored error as safe Markdown: redacted (a provider may echo a key) and escaped."""
+    return escape_markdown(redact(text))
+
+
 def _totals(run: dict) -> str:
     saved = run.get("cost_saved") or 0.0
     return (
@@ -300,7 +307,7 @@ elif current:
     if current["status"] == "done":
         st.success(text)
     else:
-        st.warning(text + (f" {current['error']}" if current.get("error") else ""))
+        st.warning(text + (f" {shown(current['error'])}" if current.get("error") else ""))
     if current["done"] and st.button("Open this run in Explore", key="run_last_explore"):
         st.session_state["explore_source"] = f"run:{active}"
         st.switch_page("pages/explore.py")
@@ -361,7 +368,7 @@ if picked["status"] in ("planned", "running") and b4.button("Cancel", key="run_c
     store.request_cancel(pick)
     st.rerun()
 if picked.get("error"):
-    st.caption(f"Error: {picked['error']}")
+    st.caption(f"Error: {shown(picked['error'])}")
 batches = store.batches(pick)
 if batches:
     st.markdown("**Provider batches**")

@@ -55,13 +55,17 @@ try:
 except LibraryError as exc:
     problems = sorted(exc.problems, key=lambda p: (p.line, p.col))
     problem_lines = [p.line for p in problems]
-    listed = "\n".join(f"- **Line {p.line}, column {p.col}:** {p.message}" for p in problems)
+    listed = "\n".join(
+        f"- **Line {p.line}, column {p.col}:** {present.escape_markdown(p.message)}"
+        for p in problems
+    )
     count = "1 problem" if len(exc.problems) == 1 else f"{len(exc.problems)} problems"
     st.error(f"{count} to fix before saving (the lines are marked in red below):\n\n{listed}")
 except Exception as exc:  # validation must never crash the editor
     st.error(f"The test case could not be checked: {friendly(exc)}")
 else:
-    st.success(f"Valid: {case.name} ({case.id}), {case.n_options} answer options.")
+    name, case_id = present.escape_markdown(case.name), present.escape_markdown(case.id)
+    st.success(f"Valid: {name} ({case_id}), {case.n_options} answer options.")
 
 
 def _save(replace_id: str | None = None) -> None:
@@ -98,6 +102,8 @@ c1.button(
 c2.download_button(
     "Export .toml",
     data=text.encode("utf-8"),
+    disabled=case is None,  # only a file that loads can be exported
+    help=None if case is not None else "Fix the problems above to export the file.",
     file_name=f"{case.id if case else 'test_case'}.toml",
     mime="application/toml",
     key="tpl_export",
@@ -134,4 +140,6 @@ mine = {cid: c for cid, c in test_cases().items() if not c.is_builtin}
 if not mine:
     st.caption(f"No test cases of your own yet; saved ones go to {library.user_dir()}.")
 for cid, c in mine.items():
-    st.markdown(f"- **{c.name}** (`{cid}`) — {c.path}")
+    st.markdown(
+        f"- **{present.escape_markdown(c.name)}** ({present.escape_markdown(cid)}) — {present.escape_markdown(c.path)}"
+    )

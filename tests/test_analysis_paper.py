@@ -157,3 +157,13 @@ def test_charts_build_valid_vega_lite():
         charts.bubbles(analysis.capability_frame(summary, [])).to_dict(),
     ]
     assert all("$schema" in spec for spec in specs)
+
+
+def test_t_interval_never_leaves_the_score_range():
+    # n = 2, far apart: the plain t-interval is about -5.9 to +6.3 (t = 12.7)
+    low, high = analysis.t_interval(np.array([-0.5, 1.0]))
+    assert (low, high) == (-1.0, 1.0)
+    # near the edge: only the outer side is cut, the inner side is the plain t bound
+    scores = np.array([0.9, 1.0, 1.0, 0.8])
+    half = stats.t.ppf(0.975, 3) * np.std(scores, ddof=1) / 2
+    assert analysis.t_interval(scores) == pytest.approx((scores.mean() - half, 1.0))

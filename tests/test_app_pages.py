@@ -8,6 +8,7 @@ the way the Models page registers one; runs start real worker processes.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,7 +64,12 @@ def texts(at: AppTest) -> str:
     parts = [e.value for kind in ("markdown", "caption", "info", "success", "warning", "error")
              for e in getattr(at, kind)]  # fmt: skip
     parts += [e.label for e in at.expander]
-    return "\n".join(str(p) for p in parts)
+    return re.sub(r"\\(.)", r"\1", "\n".join(str(p) for p in parts))  # as a reader sees it
+
+
+def shown_text(at: AppTest) -> str:
+    """`texts` plus every plain-text element (answers, options)."""
+    return texts(at) + "\n" + "\n".join(str(t.value) for t in at.text)
 
 
 def chart_specs(at: AppTest) -> list[dict]:
@@ -158,7 +164,7 @@ def test_explore_cell_lists_paired_responses_paginated_searchable_and_downloadab
     assert "Anchoring × random" in shown and "30 pair(s) · page 1 of 2" in shown
     pairs = [e for e in at.expander if e.label.startswith("Pair ")]
     assert len(pairs) == 20
-    frame = at.dataframe[0].value
+    (frame,) = [d.value for d in at.dataframe if "score" in d.value.columns]
     assert list(frame.columns)[:2] == ["score", "status"] and len(frame) == 20
     at.number_input(key="explore_page").set_value(2).run()
     assert len([e for e in at.expander if e.label.startswith("Pair ")]) == 10
@@ -187,8 +193,13 @@ def test_learn_runs_the_pair_live_and_explains_the_score(db: Path, fake_model: s
     at.button(key="learn_run").click().run()
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
-    (explanation,) = [i.value for i in at.info]
-    assert "Score" in explanation and "control" in explanation
+    (explanation,) = [i.value for i in at.info if "Score" in i.value]
+    assert "control" in explanation
+    shown = shown_text(at)
+    assert "◀ chosen" in shown and "Chose “" in shown  # options as presented, choice marked
+    # switching the decision model hides the result instead of showing it under the new name
+    at.selectbox(key="learn_model").set_value("random").run()
+    assert not [i for i in at.info if "Score" in i.value] and "◀ chosen" not in shown_text(at)
 
 
 def test_learn_with_a_failing_model_says_what_to_do(db: Path) -> None:
@@ -197,10 +208,14 @@ def test_learn_with_a_failing_model_says_what_to_do(db: Path) -> None:
         at = open_page("learn")
         at.selectbox(key="learn_generator").set_value("openai/locked").run()
         at.button(key="learn_run").click().run()
-    assert_clean(at)
-    (error,) = [e.value for e in at.error]
-    assert "Filling the gaps failed" in error and "What to do" in error
-    assert "the-right-key" not in error
+        assert_clean(at)
+        (error,) = [e.value for e in at.error]
+        assert "Filling the gaps failed" in error and "What to do" in error
+        assert "the-right-key" not in error
+        # shown in the open, not inside a collapsed "The pair could not be run" box
+        assert all("could not be run" not in e.label for e in at.expander)
+        at.selectbox(key="learn_generator").set_value("local/smollm2").run()
+        assert not at.error, "a stale error survived the model switch"
 
 
 # --------------------------------------------------------------------------- templates
@@ -219,6 +234,8 @@ def test_templates_validate_live_then_save_to_the_library(db: Path) -> None:
     line = _line_of(broken, 'kind = "likert9"')
     assert f"Line {line}, column" in texts(at) and "unknown scale kind" in texts(at)
     assert at.button(key="tpl_save").disabled
+    (export,) = at.get("download_button")
+    assert export.proto.disabled, "an invalid file must not be exportable"
     fixed = present.BLANK_TEST_CASE.replace('"my_bias"', '"peer_pressure"')
     at.text_area(key="tpl_text").input(fixed).run()
     at.button(key="tpl_save").click().run()
@@ -402,7 +419,7 @@ def test_a_missing_key_is_named_with_what_to_do(db: Path, monkeypatch) -> None:
     at.selectbox(key="pv_model").set_value("openai/gpt-4o-mini-2024-07-18")
     at.button(key="pv_decide").click().run()
     assert_clean(at)
-    (error,) = [e.value for e in at.error]
+    (error,) = [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]  # shown unescaped
     assert "OPENAI_API_KEY is not set" in error and "What to do" in error
 
 
@@ -424,3 +441,51 @@ def test_explore_filters_by_an_imported_dataset(db: Path) -> None:
     assert chart_specs(at)
     biases = set(at.selectbox(key="explore_bias").options)  # the heatmap's rows
     assert biases == {"Anchoring", "Framing Effect", "Loss Aversion"}  # shown by display name
+
+
+# --------------------------------------------------------------------------- compare, delete
+
+
+def test_compare_two_models_on_shared_instances(results: str, db: Path) -> None:
+    at = open_page("compare")
+    at.selectbox(key="cmp_a").set_value("random_b").run()
+    assert_clean(at)
+    assert at.selectbox(key="cmp_b").value == "random"
+    (spec,) = chart_specs(at)
+    assert "mean score difference: random_b minus random" in json.dumps(spec)
+    shown = texts(at)
+    assert "Wilcoxon signed-rank" in shown
+    assert [s.value for s in at.subheader] == ["Where they disagree most"]
+    pairs = [e for e in at.expander if e.label.startswith("1. A ")]
+    assert len(pairs) == 1, [e.label for e in at.expander]
+    assert "**random_b** · score" in shown and "**Control**" in shown
+    at.selectbox(key="cmp_bias").set_value("loss_aversion").run()
+    assert_clean(at)
+
+
+def test_compare_explains_when_there_is_nothing_to_compare(db: Path) -> None:
+    make_results_db(db, models=("random",), instances=3)
+    at = open_page("compare")
+    assert "at least two models" in texts(at)
+
+
+def test_explore_deletes_a_run_only_after_confirming(db: Path) -> None:
+    keep = make_results_db(db, biases=("anchoring",), instances=3, name="keep")
+    drop = make_results_db(db, biases=("loss_aversion",), instances=3, name="drop")
+    at = open_page("explore")
+    at.selectbox(key="explore_source").set_value(f"run:{drop}").run()
+    at.button(key="explore_delete").click().run()
+    assert f"Delete run {drop}" in texts(at) + "".join(w.value for w in at.warning).replace(
+        "\\", ""
+    )
+    at.button(key="explore_delete_no").click().run()
+    with Store(db) as store:
+        assert {r["id"] for r in store.runs()} == {keep, drop}
+    at.button(key="explore_delete").click().run()
+    at.button(key="explore_delete_yes").click().run()
+    assert_clean(at)
+    with Store(db) as store:
+        assert [r["id"] for r in store.runs()] == [keep]
+        assert store.results(run_id=keep) and not store.results(run_id=drop)
+    assert at.selectbox(key="explore_source").value == "all"
+    assert f"Deleted run {drop}" in texts(at)

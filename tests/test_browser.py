@@ -143,7 +143,7 @@ def test_explore_heatmap_and_paired_responses(page: object) -> None:
     page.get_by_text(" pair(s) · page 1 of").wait_for()  # type: ignore[attr-defined]
     page.get_by_test_id("stDownloadButton").filter(has_text="as CSV").wait_for()  # type: ignore[attr-defined]
     pairs.first.click()
-    page.get_by_text("Extracted:").first.wait_for()  # type: ignore[attr-defined]
+    page.get_by_text("Option 1:").first.wait_for()  # the options, as the model saw them  # type: ignore[attr-defined]
     no_exception(page)
     assert "bias" in label
     shot(page, "1_explore_cell")

@@ -134,6 +134,10 @@ def test_heatmap_chart_layers_labels_and_selection(view: str) -> None:
     labels = {(r["bias"], r["model"]): r["label"] for r in data}
     if view == "mean":
         assert labels[("a", "m1")] == "+0.80*" and labels[("b", "m1")] == "–"
+        assert labels[("b", "m2")] == "+0.10  (n=5)"  # a small cell says how small
+        tips = {r["bias"] + r["model"]: (r["ci"], r["verdict"]) for r in data}
+        assert tips["am1"] == ("+0.70 to +0.90", "yes (BH-adjusted p < 0.05)")
+        assert tips["bm1"][1] == "not tested (n < 2)"
         (scale,) = [
             layer["encoding"]["color"]["scale"]
             for layer in spec["layer"]
@@ -142,6 +146,12 @@ def test_heatmap_chart_layers_labels_and_selection(view: str) -> None:
         assert scale["domain"] == [-1, 1] and scale["domainMid"] == 0
     elif view == "failure_rate":
         assert labels[("b", "m1")] == "100%"
+        (scale,) = [
+            layer["encoding"]["color"]["scale"]
+            for layer in spec["layer"]
+            if "scale" in layer.get("encoding", {}).get("color", {})
+        ]
+        assert scale["domain"][0] == 0 and scale["range"][0] == "#ffffff"  # 0% is white
     else:
         assert labels[("a", "m2")] == "10"
     assert spec["layer"][0]["encoding"]["y"]["sort"] == ["b", "a"]
@@ -162,3 +172,14 @@ def test_selected_cell_reads_streamlit_selection_events() -> None:
 def test_unknown_view_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown view"):
         charts_explore.heatmap_frame(_summary(), "median")
+
+
+def test_sql_summary_intervals_stay_within_the_score_range(tmp_path: Path) -> None:
+    rows = [("two", "random", "ok", 0.75), ("two", "random", "ok", -0.5)]
+    rows += [("edge", "m", "ok", 1.0)] * 3 + [("edge", "m", "ok", 0.6)]
+    with Store(tmp_path / "b.db") as store:
+        _fill(store, rows)
+        table = explore.heatmap_summary(store).set_index("bias")
+    assert (table.loc["two", "ci_low"], table.loc["two", "ci_high"]) == (-1.0, 1.0)
+    assert table.loc["edge", "ci_high"] == 1.0 and -1 < table.loc["edge", "ci_low"] < 0.9
+    assert table[["ci_low", "ci_high"]].abs().max().max() <= 1.0

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
+import re
 import threading
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias import runner
+from cogbias import present, runner
 from cogbias.datasets import import_hub, import_malberg
 from cogbias.store import Store
 from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, edited_csv, write_rows
@@ -33,9 +35,22 @@ def page() -> AppTest:
 
 
 def texts(at: AppTest) -> str:
-    shown = [*at.markdown, *at.caption, *at.info, *at.error, *at.success, *at.subheader]
+    shown = [
+        *at.markdown,
+        *at.caption,
+        *at.info,
+        *at.error,
+        *at.success,
+        *at.subheader,
+        *at.warning,
+    ]
     parts = [m.value for m in shown]
-    return "\n".join(str(p) for p in parts)
+    return unescape("\n".join(str(p) for p in parts))
+
+
+def unescape(text: str) -> str:
+    """What a reader sees of Markdown-escaped text (untrusted text is shown escaped)."""
+    return re.sub(r"\\(.)", r"\1", text)
 
 
 def button(at: AppTest, label: str):
@@ -143,3 +158,90 @@ def test_import_from_the_hub_and_start_a_background_run(db, monkeypatch):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _shown_text(at: AppTest) -> str:
+    return texts(at) + "\n" + "\n".join(str(t.value) for t in at.text)
+
+
+def test_two_imports_in_a_row_then_switching_keeps_the_pair_viewer_in_step(db):
+    at = page()
+    at.radio(key="ds_src").set_value("A path on this machine").run()
+    at.selectbox(key="ds_fmt").set_value("malberg2024-hub").run()
+    at.text_input(key="ds_path").set_value(str(HUB_CSV)).run()
+    button(at, "Import").click().run()
+    assert not at.exception
+    assert at.selectbox(key="ds_current").value == "malberg2024-hub"
+    with Store(db) as store:  # answers on the first dataset, each recognisable on the page
+        runner.execute(
+            runner.plan(runner.RunSpec(["random"], dataset="malberg2024-hub"), store), store
+        )
+        with store.atomic():
+            store.db.execute(
+                "update decisions set control_answer = 'first dataset answer ' || rowid "
+                "where instance_id in (select id from instances where dataset = 'malberg2024-hub')"
+            )
+    # the second import in the same session used to raise StreamlitWidgetAlreadyInstantiatedError
+    at.selectbox(key="ds_fmt").set_value("malberg2024").run()
+    at.text_input(key="ds_path").set_value(str(FORMAT_DIR)).run()
+    button(at, "Import").click().run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="ds_current").value == "malberg2024"
+    with Store(db) as store:
+        first = store.pairs(dataset="malberg2024-hub", limit=1)[0]
+        second = store.pairs(dataset="malberg2024", limit=1)[0]
+    assert first["control_answer"] != second["control_answer"]
+
+    def viewer_shows(pair: dict) -> bool:
+        """The pair's own answer (distinct in each dataset) is on the page."""
+        shown = present.shown_stored_pair(pair)
+        assert shown is not None
+        return shown.control.answer[:200] in _shown_text(at)
+
+    assert viewer_shows(second) and not viewer_shows(first)
+    at.selectbox(key="ds_pair").set_value(1).run()  # read another pair, then switch dataset
+    at.selectbox(key="ds_current").set_value("malberg2024-hub").run()
+    assert not at.exception
+    assert at.selectbox(key="ds_pair").value == 0  # the pick starts afresh in this dataset
+    assert viewer_shows(first) and not viewer_shows(second)
+    at.selectbox(key="ds_current").set_value("malberg2024").run()
+    assert not at.exception and viewer_shows(second)
+
+
+def test_delete_a_dataset_after_confirming(db):
+    with Store(db) as store:
+        import_hub(store, HUB_CSV, name="keep")
+        import_hub(store, HUB_CSV, name="drop")
+    at = page()
+    at.selectbox(key="ds_current").set_value("drop").run()
+    button(at, "Delete this dataset…").click().run()
+    assert "Delete dataset drop" in texts(at)
+    button(at, "Cancel").click().run()
+    with Store(db) as store:
+        assert {d["name"] for d in store.datasets()} == {"keep", "drop"}
+    button(at, "Delete this dataset…").click().run()
+    button(at, "Yes, delete").click().run()
+    assert not at.exception
+    with Store(db) as store:
+        assert [d["name"] for d in store.datasets()] == ["keep"]
+        assert store.counts()["instances"] == 12
+    assert at.selectbox(key="ds_current").value == "keep"
+    assert "Deleted dataset drop" in texts(at)
+
+
+def test_run_tab_shows_progress_and_analysis_uses_display_names(db):
+    import os
+
+    with Store(db) as store:
+        import_hub(store, HUB_CSV)
+        spec = runner.RunSpec(["random"], dataset="malberg2024-hub")
+        runner.execute(runner.plan(spec, store), store)
+        going = runner.RunSpec(["random_b"], dataset="malberg2024-hub", per_bias=2)
+        store.create_run(going.run_id, {"models": ["random_b"], "dataset": "malberg2024-hub"}, 6)
+        store.update_run(going.run_id, status="running", pid=os.getpid(), done=2)
+    at = page()
+    assert not at.exception
+    bars = [p for p in at.get("progress") if going.run_id in p.proto.text]
+    assert bars and "2 of 6 pairs" in bars[0].proto.text
+    heatmap = json.dumps([json.loads(c.proto.spec) for c in at.get("vega_lite_chart")])
+    assert "Framing Effect" in heatmap and '"framing_effect"' not in heatmap

@@ -88,6 +88,24 @@ class LLMRequest:
         """Messages in the OpenAI wire format."""
         return [{"role": role, "content": content} for role, content in self.messages]
 
+    def chat_body(self, model: str) -> dict[str, Any]:
+        """The OpenAI chat-completions JSON body, for the model the server knows as `model`
+        (the lean client's request, and a batch file's line)."""
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": self.message_dicts(),
+            "temperature": self.temperature,
+        }
+        if self.seed is not None:
+            body["seed"] = self.seed
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        if self.response_format is not None:
+            body["response_format"] = self.response_format
+        if self.grammar is not None:
+            body["grammar"] = self.grammar  # llama.cpp and vLLM read it from the body
+        return body
+
     def request_record(self) -> dict[str, Any]:
         """JSON-able description of the request for the store (never keys or headers)."""
         return {
@@ -347,7 +365,10 @@ class LLMClient:
                 if local_server_started()
                 else await asyncio.to_thread(ensure_local_server)
             )
-        kwargs = self._kwargs(req, profile, api_base)
+        if profile.direct and api_base:
+            kwargs = req.chat_body(profile.served_name)
+        else:
+            kwargs = self._kwargs(req, profile, api_base)
         return await self._call_with_retries(req.model, profile, api_base, kwargs)
 
     def _kwargs(
@@ -432,12 +453,9 @@ class LLMClient:
         self, profile: ModelProfile, api_base: str | None, kwargs: dict[str, Any], timeout: float
     ) -> tuple[str | None, int, int, float]:
         """One attempt: (text, prompt tokens, completion tokens, latency)."""
-        if profile.direct and api_base:
-            body = {k: v for k, v in kwargs.items() if k not in _LITELLM_ONLY}
-            body["model"] = str(profile.litellm_model).removeprefix("openai/")
-            body.update(body.pop("extra_body", {}))
+        if profile.direct and api_base:  # `kwargs` is the chat body
             key = direct.api_key_for(profile.kind == "local")
-            data, latency = await direct.chat(api_base, body, profile.id, timeout, key)
+            data, latency = await direct.chat(api_base, kwargs, profile.id, timeout, key)
             return (*direct.answer_of(data), latency)
         kwargs["timeout"] = timeout
         started = time.perf_counter()
@@ -474,10 +492,6 @@ class LLMClient:
             latency_s=latency,
             cached=False,
         )
-
-
-# Arguments only litellm understands; the direct path sends the rest as the JSON body.
-_LITELLM_ONLY = ("api_base", "api_key", "num_retries", "drop_params", "timeout")
 
 
 def _as_record(response: LLMResponse) -> dict[str, Any]:

@@ -63,6 +63,11 @@ class ModelProfile:
     direct: bool = False  # sent by our lean OpenAI-compatible client rather than litellm
 
     @property
+    def served_name(self) -> str:
+        """The name the endpoint knows the model by (the litellm string minus its provider)."""
+        return str(self.litellm_model).split("/", 1)[-1]
+
+    @property
     def priced(self) -> bool:
         return self.input_price is not None and self.output_price is not None
 

@@ -1,0 +1,54 @@
+"""Deleting a run or a dataset from a page: a button, then a confirmation naming what goes."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from cogbias import deletion, present
+from cogbias.store import Store
+from pages._common import friendly
+
+
+def _plan(store: Store, kind: str, name: str) -> deletion.Deletion:
+    return (deletion.plan_run if kind == "run" else deletion.plan_dataset)(store, name)
+
+
+def delete_control(store: Store, kind: str, name: str, key: str) -> None:
+    """Offer to delete run or dataset `name`; nothing happens until the user confirms.
+    The page shows the outcome with `flash(key)` (after the rerun, the item is gone)."""
+    pending = f"{key}_pending"
+    if st.session_state.get(pending) != (kind, name):
+        if st.button(f"Delete this {kind}…", key=key, icon=":material/delete:"):
+            st.session_state[pending] = (kind, name)
+            st.rerun()
+        return
+    try:
+        plan = _plan(store, kind, name)
+    except (KeyError, ValueError) as exc:
+        st.session_state.pop(pending, None)
+        st.error(f"Cannot delete: {friendly(exc)}")
+        return
+    st.warning(
+        f"Delete {present.escape_markdown(plan.describe())}? This cannot be undone. Nothing "
+        "else in the database is changed."
+    )
+    yes, no = st.columns(2)
+    if yes.button("Yes, delete", type="primary", key=f"{key}_yes"):
+        try:
+            deletion.apply(store, plan)
+        except Exception as exc:  # e.g. the database is locked: nothing was deleted
+            st.error(f"Deleting failed, nothing was deleted: {friendly(exc)}")
+            return
+        st.session_state.pop(pending, None)
+        st.session_state[f"{key}_done"] = f"Deleted {plan.describe()}."
+        st.rerun()
+    if no.button("Cancel", key=f"{key}_no"):
+        st.session_state.pop(pending, None)
+        st.rerun()
+
+
+def flash(key: str) -> None:
+    """Say what the last confirmed deletion under `key` removed (once)."""
+    done = st.session_state.pop(f"{key}_done", None)
+    if done:
+        st.success(present.escape_markdown(done))

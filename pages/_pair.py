@@ -1,0 +1,86 @@
+"""One way to show a decided pair on every page (Learn, Preview, Explore, Datasets).
+
+The options are listed in the order the decision model saw them, with a note when that was
+reversed; then the raw answer, the extraction step's reading and the choice the score uses
+(`cogbias.present.ShownPair` holds the logic). Every model or imported text goes out through
+`st.text` or escaped Markdown: it is data, never markup, so an answer holding
+`![x](http://host/p.png)` cannot make the browser fetch anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import streamlit as st
+
+from cogbias import present
+
+SHOWN_CHARS = 600  # a longer text shows its start; the rest sits in a collapsed expander
+MAX_CHARS = 20_000  # more than this is never laid out on a page (exports hold it all)
+
+
+def long_text(text: str, empty: str = "(none)") -> None:
+    """Plain text; long texts collapsed after their first lines, huge ones cut."""
+    start, cut = present.preview_text(text, SHOWN_CHARS)
+    st.text(start or empty)
+    if cut:
+        rest = text[:MAX_CHARS]
+        note = "" if len(text) <= MAX_CHARS else f" (the first {MAX_CHARS:,} shown)"
+        with st.expander(f"All {len(text):,} characters{note}"):
+            st.text(rest)
+
+
+def safe_caption(text: str) -> None:
+    """A caption of untrusted text (names, errors): Markdown escaped."""
+    st.caption(present.escape_markdown(text))
+
+
+def show_half(half: present.ShownHalf, html: Mapping[str, str] | None = None) -> None:
+    """One half: its text (marked-up HTML from `present.filled_html` if given), the options
+    as presented, the answer, the extraction and the scored choice."""
+    st.markdown(f"**{half.name.capitalize()}**")
+    if html is not None:  # present.filled_html: escaped text with insertions marked
+        st.markdown(html["situation"], unsafe_allow_html=True)
+        st.markdown(f"*{html['prompt']}*", unsafe_allow_html=True)
+    else:
+        long_text(f"{half.situation.strip()}\n\n{half.prompt.strip()}")
+    st.text("\n".join(half.option_lines()))
+    st.markdown("*Answer*")
+    long_text(half.answer, "(no answer)")
+    if half.extraction and half.extraction != half.answer:
+        safe_caption(f"Extraction step read: {half.extraction}")
+    safe_caption(half.choice_sentence())
+    _disagreement(half)
+
+
+def _disagreement(half: present.ShownHalf) -> None:
+    disagreement = half.answer_disagreement()
+    if disagreement:
+        st.warning(present.escape_markdown(disagreement), icon=":material/report:")
+
+
+def show_pair(pair: present.ShownPair, html: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    """Both halves side by side, under a note if the options were not in canonical order."""
+    note = pair.order_note()
+    if note:
+        st.info(note, icon=":material/swap_vert:")
+    for column, half in zip(st.columns(2), pair.halves, strict=True):
+        with column, st.container(border=True):
+            show_half(half, None if html is None else html[half.name])
+    if pair.error:
+        safe_caption(f"Error: {pair.error}")
+
+
+def show_answers(pair: present.ShownPair) -> None:
+    """A compact view of one model's pair (for side-by-side comparisons): per half, what it
+    chose and its raw answer; the options' order noted when it was not canonical."""
+    note = pair.order_note()
+    if note:
+        st.caption(note)
+    for half in pair.halves:
+        st.markdown(f"**{half.name.capitalize()}**")
+        safe_caption(half.choice_sentence())
+        long_text(half.answer, "(no answer)")
+        _disagreement(half)
+    if pair.error:
+        safe_caption(f"Error: {pair.error}")

@@ -1,0 +1,100 @@
+"""Compare: two models on the same instances, bias by bias (paired differences)."""
+
+import streamlit as st
+
+from cogbias import analysis, charts, present
+from cogbias.redact import redactor
+from pages import _pair
+from pages._common import open_store_or_stop, result_sources, source_filter, test_cases
+
+st.title("Compare two models")
+st.caption(
+    "Where two models answered the *same* instances, the difference of their scores on each "
+    "instance shows which one is more biased, with each instance's own quirks cancelled out. "
+    "Per bias: the mean of those differences, its 95% CI (t-interval, truncated to [-2, 2]), "
+    "and a Wilcoxon signed-rank test, Benjamini–Hochberg adjusted across biases."
+)
+store = open_store_or_stop()
+sources, source_label = result_sources(store)
+if st.session_state.get("cmp_source") not in sources:
+    st.session_state["cmp_source"] = "all"
+c1, c2, c3 = st.columns([3, 2, 2])
+source = c1.selectbox("Results", sources, format_func=source_label, key="cmp_source")
+run_id, dataset = source_filter(source)
+models = sorted({r["model"] for r in store.results(run_id, dataset)})
+if len(models) < 2:
+    st.info(
+        "Comparing needs results of at least two models here. Start a run with two decision "
+        "models on the **Run** page (the random baseline needs no key)."
+    )
+    st.stop()
+others = [m for m in models if m != "random"] or models
+model_a = c2.selectbox("Model A", models, index=models.index(others[0]), key="cmp_a")
+rest = [m for m in models if m != model_a]
+model_b = c3.selectbox(
+    "Model B", rest, index=rest.index("random") if "random" in rest else 0, key="cmp_b"
+)
+paired = analysis.paired_frame(store.paired_scores(model_a, model_b, run_id, dataset))
+if paired.empty:
+    st.info(
+        "These two models share no scored instance here. Run both on the same test cases, "
+        "scenarios and generator (one run with both models does it), or on the same dataset."
+    )
+    st.stop()
+
+names = {case_id: case.name for case_id, case in test_cases().items()}
+table = analysis.compare_models(paired)
+st.altair_chart(charts.compare_chart(table, model_a, model_b, names))
+st.caption(
+    f"Right of the dashed line: {present.escape_markdown(model_a)} scores higher (more biased "
+    f"in the test's direction) than {present.escape_markdown(model_b)} on the same instances; "
+    "red dots differ significantly after Benjamini–Hochberg correction. Hover for n and p."
+)
+with st.expander("The numbers"):
+    st.dataframe(
+        table.assign(bias=table["bias"].map(lambda b: names.get(b, b))),
+        hide_index=True,
+        column_config={
+            "mean_a": st.column_config.NumberColumn(f"mean {model_a}", format="%+.3f"),
+            "mean_b": st.column_config.NumberColumn(f"mean {model_b}", format="%+.3f"),
+            "mean_diff": st.column_config.NumberColumn("mean difference A − B", format="%+.3f"),
+            "ci_low": st.column_config.NumberColumn("CI low (t, cut to [-2, 2])", format="%+.2f"),
+            "ci_high": st.column_config.NumberColumn("CI high (t, cut to [-2, 2])", format="%+.2f"),
+            "statistic": st.column_config.NumberColumn("Wilcoxon W"),
+            "p_value": st.column_config.NumberColumn("p (Wilcoxon)", format="%.3g"),
+            "p_adjusted": st.column_config.NumberColumn("p (BH-adjusted)", format="%.3g"),
+            "significant": st.column_config.CheckboxColumn("significant after BH"),
+        },
+    )
+
+st.subheader("Where they disagree most")
+biases = list(table["bias"])
+if st.session_state.get("cmp_bias") not in biases:
+    st.session_state["cmp_bias"] = biases[0]
+bias = st.selectbox("Bias", biases, format_func=lambda b: names.get(b, b), key="cmp_bias")
+top = analysis.disagreements(paired, bias)
+if top.empty:
+    st.info("The two models scored every shared instance of this bias the same.")
+clean = redactor()
+for number, item in enumerate(top.itertuples(), start=1):
+    rows = store.instance_pairs(item.instance_id, [model_a, model_b])
+    scenario = present.escape_markdown(clean(str(rows[0]["scenario"] if rows else ""))[:80])
+    label = f"{number}. A {item.score_a:+.2f} vs B {item.score_b:+.2f} — {scenario}"
+    with st.expander(label, expanded=number == 1):
+        first = present.shown_stored_pair(rows[0], clean) if rows else None
+        if first is not None:
+            left, right = st.columns(2)
+            left.markdown("**Control, as written**")
+            left.text(first.control.situation + "\n\n" + first.control.prompt)
+            right.markdown("**Treatment, as written**")
+            right.text(first.treatment.situation + "\n\n" + first.treatment.prompt)
+        for column, model, score in zip(
+            st.columns(2), (model_a, model_b), (item.score_a, item.score_b), strict=True
+        ):
+            with column, st.container(border=True):
+                st.markdown(f"**{present.escape_markdown(model)}** · score {score:+.2f}")
+                for row in (r for r in rows if r["model"] == model and r["status"] == "ok"):
+                    shown = present.shown_stored_pair(row, clean)
+                    if shown is not None:
+                        _pair.show_answers(shown)
+                    break

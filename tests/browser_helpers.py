@@ -1,0 +1,70 @@
+"""Starting `streamlit run app.py` on 127.0.0.1 for a browser test, and driving its widgets."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def running_app(env: Mapping[str, str], log_path: Path) -> Iterator[str]:
+    """The app served on a free port with `env`; yields its URL, stops it afterwards."""
+    port = free_port()
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true"],
+            cwd=ROOT, env=dict(env), stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        try:
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(log_path.read_text()) from None
+                    time.sleep(0.2)
+            yield url
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+
+
+def settle(page: Any) -> None:
+    """Wait until Streamlit has finished running the script (its status widget is gone)."""
+    page.wait_for_timeout(500)
+    page.get_by_test_id("stStatusWidget").wait_for(state="detached", timeout=120_000)
+
+
+def choose(page: Any, label: str, option: str) -> None:
+    """Pick `option` in the selectbox labelled `label` (typing filters long lists)."""
+    settle(page)
+    box = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text(label, exact=True))
+    box.locator("input").click()
+    box.locator("input").fill(option[:20])
+    page.get_by_role("option", name=option, exact=True).first.click()
+
+
+def go(page: Any, title: str) -> None:
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
