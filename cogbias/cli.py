@@ -8,8 +8,9 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from . import library, settings
+from . import examples, library, settings
 from .errors import StoreError
 from .redact import redact
 
@@ -95,10 +96,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("--scenario", type=int, default=1, help="scenario number (1-200)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--generator", help="model that fills [[gaps]] (default: leave them visible)")
+    p.add_argument(
+        "--generator",
+        help="what fills [[gaps]]: 'examples' (offline, the default unless COGBIAS_GENERATOR "
+        "is set), a model id, or 'none' to leave them visible",
+    )
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
     p.set_defaults(handler=_preview)
+
+    p = commands.add_parser(
+        "pair", help="fill one pair and have it decided live (what Learn's 'Run it live' does)"
+    )
+    p.add_argument("id")
+    p.add_argument("--scenario", default="1", help="scenario number (1-200), or several: 1,50,120")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--generator", help="what fills [[gaps]] (default: 'examples', offline)")
+    p.add_argument("--models", default="local/smollm2", help="comma-separated decision models")
+    p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
+    p.set_defaults(handler=_pair)
 
     from . import cli_runs
 
@@ -183,32 +199,80 @@ def _preview(args: argparse.Namespace) -> int:
 
     case = library.get_test_case(args.id)
     scenario = _scenario(args.scenario)
-    api_base = settings.check_api_base(args.api_base) if args.api_base else None
-    if args.generator:
-        from .llm import LLMClient
-
+    generator = args.generator or examples.default_generator()
+    if generator == "none":
+        instance = pipeline.generate_offline(case, scenario.text, seed=args.seed)
+    else:
         instance = pipeline.run_sync(
             pipeline.generate(
-                LLMClient(api_base=api_base),
+                _client(generator, args.api_base),
                 case,
                 scenario.text,
-                generator=args.generator,
+                generator=generator,
                 seed=args.seed,
                 temperature=args.temperature,
             )
         )
-    else:
-        instance = pipeline.generate_offline(case, scenario.text, seed=args.seed)
     lines = [f"{case.name} — scenario {scenario.id}: {scenario.text}\n"]
     for half in ("control", "treatment"):
         lines += [f"=== {half.upper()} ===", instance.decision_text(half), ""]
     if instance.insertions:
         lines.append("Insertions:")
         for ins in instance.insertions:
-            lines.append(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}")
+            note = f"  ({ins['note']})" if ins.get("note") else ""
+            lines.append(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}{note}")
     # A generator may echo a key it was tricked into revealing: never print one.
     print(redact("\n".join(lines)))
     return 0
+
+
+def _pair(args: argparse.Namespace) -> int:
+    """Fill a pair and have each model answer both halves, per scenario; print the answers,
+    the choices, the score and how long the pair took (the first pair pays the start-up)."""
+    import time
+
+    from . import pipeline
+
+    case = library.get_test_case(args.id)
+    try:
+        numbers = [int(n) for n in str(args.scenario).split(",") if n.strip()]
+    except ValueError:
+        raise ValueError(
+            f"--scenario expects numbers like 1 or 1,50,120, not {args.scenario!r}"
+        ) from None
+    scenarios = [_scenario(n) for n in numbers]
+    generator = args.generator or examples.default_generator()
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    gen_client = _client(generator, args.api_base)
+    client = None
+    for scenario in scenarios:
+        start = time.perf_counter()
+        instance = pipeline.run_sync(
+            pipeline.generate(gen_client, case, scenario.text, generator, seed=args.seed)
+        )
+        for model in models:
+            if model != pipeline.RANDOM_MODEL and client is None:
+                client = _client(model, args.api_base)
+            row = pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=args.seed))
+            print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
+            for half in ("control", "treatment"):
+                choice = row[f"{half}_choice"]
+                options = instance.half(half).options
+                shown = "none" if choice is None else f"{choice + 1} {options[choice]!r}"
+                print(f"{half}: answer {row[f'{half}_answer']!r} -> {shown}")
+            error = f"  error: {row['error']}" if row["error"] else ""
+            print(f"score: {row['score']}{error}")
+        print(f"pair time: {time.perf_counter() - start:.1f} s (scenario {scenario.id})")
+    return 0
+
+
+def _client(generator: str, api_base: str | None) -> Any:
+    """An LLM client for a model generator; the offline `examples` generator needs none."""
+    if generator == examples.EXAMPLES_GENERATOR:
+        return None
+    from .llm import LLMClient
+
+    return LLMClient(api_base=settings.check_api_base(api_base) if api_base else None)
 
 
 def _scenario(number: int) -> library.Scenario:

@@ -11,6 +11,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from . import examples
+
 
 def add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -62,7 +64,11 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--scenarios", type=int, default=1, help="number of scenarios (first N)")
     p.add_argument("--instances", type=int, default=1, help="instances per bias and scenario")
     p.add_argument("--models", required=True, help="comma-separated decision models")
-    p.add_argument("--generator", default="local/smollm2", help="model that fills [[gaps]]")
+    p.add_argument(
+        "--generator",
+        default=examples.default_generator(),
+        help="what fills [[gaps]]: 'examples' (offline, the default) or a model id",
+    )
     add_db(p)
     p.add_argument("--temperature", type=float, default=0.0, help="decision temperature")
     p.add_argument("--generator-temperature", type=float, default=0.7)

@@ -61,6 +61,7 @@ _TOP = {
     "control": (dict, True),
     "treatment": (dict, True),
     "metric": (dict, True),
+    "examples": (dict, False),
 }
 _SCALE = {"kind": (str, True), "options": (list, False)}
 _TEMPLATE = {"situation": (str, True), "prompt": (str, True), "options": (list, False)}
@@ -133,6 +134,8 @@ class TestCase:
     control: Template
     treatment: Template
     metric: dict[str, Any]
+    # gap instruction -> author-written example fills (the offline `examples` generator)
+    examples: dict[str, tuple[str, ...]] = field(default_factory=dict)
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -419,10 +422,55 @@ def _build(data: dict[str, Any], check: _Checker) -> TestCase:
         control=templates.get("control", Template("", "", ())),
         treatment=templates.get("treatment", Template("", "", ())),
         metric=dict(data["metric"]),
+        examples=_build_examples(data.get("examples", {}), check),
     )
     if len(templates) == 2:
         _check_references(case, check)
+        _check_examples(case, check)
     return case
+
+
+def _build_examples(table: dict[str, Any], check: _Checker) -> dict[str, tuple[str, ...]]:
+    """`[examples]`: instruction -> list of at least MIN_EXAMPLES non-empty strings."""
+    from .examples import MAX_EXAMPLE_CHARS, MIN_EXAMPLES
+
+    out: dict[str, tuple[str, ...]] = {}
+    for key, fills in table.items():
+        path = ("examples", key)
+        if not isinstance(fills, list):
+            check.add(path, f"examples for '{_clip(key)}' should be a list of strings")
+            continue
+        if len(fills) < MIN_EXAMPLES:
+            check.add(
+                path,
+                f"gap '{_clip(key)}' has {len(fills)} example fill(s); write at least "
+                f"{MIN_EXAMPLES}",
+            )
+        for i, text in enumerate(fills):
+            if not isinstance(text, str) or not text.strip():
+                check.add(
+                    path,
+                    f"example {i + 1} of '{_clip(key)}' should be a non-empty string",
+                    index=i,
+                )
+            elif len(text) > MAX_EXAMPLE_CHARS:
+                check.add(
+                    path,
+                    f"example {i + 1} of '{_clip(key)}' is longer than {MAX_EXAMPLE_CHARS} characters",
+                    index=i,
+                )
+            elif "[[" in text or "]]" in text or "a/an" in text:
+                check.add(
+                    path,
+                    f"example {i + 1} of '{_clip(key)}' contains '[[', ']]' or 'a/an': write the finished text",
+                    index=i,
+                )
+        out[key] = tuple(str(t) for t in fills)
+    return out
+
+
+def _clip(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _build_values(
@@ -597,6 +645,55 @@ def _check_references(case: TestCase, check: _Checker) -> None:
                 check.add(("metric", key), problem)
 
 
+def _check_examples(case: TestCase, check: _Checker) -> None:
+    """Every `[examples]` key names a gap; fills refer only to known names; sets line up.
+
+    Which keys a case needs depends on sampled values, so coverage is checked in `_dry_run`.
+    """
+    from .examples import COMMON_GAPS
+
+    if not case.examples:
+        return
+    named = case.named_gaps()
+    gaps = [g for t in (case.control, case.treatment) for g in t.llm_gaps()]
+    patterns = []
+    for gap in gaps:
+        parts = re.split(r"(\{\{\s*[a-z][a-z0-9_]*\s*\}\})", gap.instruction)
+        regex = "".join(
+            (re.escape(p) if p.strip("{} ") in named else ".+?")
+            if p.startswith("{{")
+            else re.escape(p)
+            for p in parts
+        )
+        patterns.append(re.compile(regex, re.DOTALL))
+    known = set(case.values) | {"variant"} | set(named)
+    sizes = {len(v) for v in case.examples.values()}
+    for key, fills in case.examples.items():
+        path = ("examples", key)
+        if key in COMMON_GAPS:
+            check.add(path, f"'{key}' is filled from the scenario; it needs no examples")
+        elif not any(p.fullmatch(key) for p in patterns):
+            hint = difflib.get_close_matches(key, [g.instruction for g in gaps], n=1, cutoff=0.5)
+            extra = f"; did you mean '{_clip(hint[0])}'?" if hint else ""
+            check.add(path, f"no gap has the instruction '{_clip(key)}'{extra}")
+        if len(sizes) > 1:
+            check.add(
+                path,
+                f"'{_clip(key)}' has {len(fills)} examples but other gaps have "
+                f"{', '.join(str(n) for n in sorted(sizes - {len(fills)}))}: every gap needs "
+                "the same number (the k-th examples of all gaps are used together)",
+            )
+        for i, text in enumerate(fills):
+            for name in re.findall(r"\{\{\s*([a-z][a-z0-9_]*)\s*\}\}", text):
+                if name not in known:
+                    check.add(
+                        path,
+                        f"example {i + 1} of '{_clip(key)}' refers to '{{{{{name}}}}}', which "
+                        "is not a value or named gap of this test case",
+                        index=i,
+                    )
+
+
 def _field_source(
     case: TestCase, half: str, template: Template, path: str
 ) -> tuple[tuple[str, ...], int | None]:
@@ -639,6 +736,19 @@ def _dry_run(case: TestCase, check: _Checker) -> None:
             else:
                 path, what = ("values", exc.name, "expr"), f"value '{exc.name}'"
             check.add(path, f"{what} fails for {drawn}: {exc.message}", offset=exc.offset)
+            continue
+        missing = _missing_examples(case, values)
+        if missing and "examples" not in reported:
+            reported.add("examples")
+            half, field_path, gap, key = missing
+            src, index = _field_source(case, half, case.templates()[half], field_path)
+            check.add(
+                src,
+                f"no example fills for the gap '{_clip(key)}' (values {values}); "
+                "add them under [examples]",
+                index=index,
+                offset=gap.start,
+            )
 
 
 def _assignments(case: TestCase) -> Iterable[dict[str, Any]]:
@@ -711,6 +821,26 @@ def _domain(spec: ValueSpec) -> Any:
     return None
 
 
+def _missing_examples(
+    case: TestCase, values: Mapping[str, Any]
+) -> tuple[str, str, LLMGap, str] | None:
+    """(half, field, gap, lookup key) of the first gap without examples, when the case has any."""
+    from .examples import COMMON_GAPS, example_key
+
+    if not case.examples:
+        return None
+    named = set(case.named_gaps())
+    for half, template in case.templates().items():
+        for path, _ in template.fields():
+            for gap in template.segments(path):
+                if not isinstance(gap, LLMGap) or gap.instruction in COMMON_GAPS:
+                    continue
+                key = example_key(gap, values, named)
+                if key not in case.examples:
+                    return half, path, gap, key
+    return None
+
+
 def load_test_case(path: str | Path) -> TestCase:
     """Read and validate one file; errors carry the file's path."""
     path = Path(path)
@@ -771,6 +901,11 @@ def to_toml(case: TestCase) -> str:
     for key, value in case.metric.items():
         metric[key] = value
     doc["metric"] = metric
+    if case.examples:
+        examples = tomlkit.table()
+        for key, fills in case.examples.items():
+            examples[key] = _list(fills)
+        doc["examples"] = examples
     return tomlkit.dumps(doc)
 
 

@@ -10,11 +10,11 @@ import asyncio
 import json
 import random
 import re
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import metrics
+from . import examples, metrics
 from .library import TestCase
 from .llm.profiles import RANDOM_MODEL
 from .prompting import BASELINE, decision_messages
@@ -142,7 +142,15 @@ async def generate(
     values = _sample(case, scenario, seed, index)
     fills: dict[str, str] = {}
     insertions = _value_insertions(case, values)
-    json_schema = client.profile(generator).json_schema
+    filler = examples.ExampleFiller(case, scenario, seed, index)
+    offline = generator == examples.EXAMPLES_GENERATOR
+    missing = filler.prefill(values, fills, everything=offline)
+    if offline and missing:
+        raise GenerationError(
+            f"{case.id} has no example fills for the gap '{missing[0].instruction}': add them "
+            "under [examples] in its file, or choose a model as generator"
+        )
+    json_schema = offline or client.profile(generator).json_schema
     if generator == RANDOM_MODEL:
         gaps = list(
             dict.fromkeys(
@@ -153,23 +161,38 @@ async def generate(
             raise GenerationError(random_generator_refusal(case.id, gaps))
     for template in (case.control, case.treatment):
         await _fill_template(
-            client, template, scenario, values, fills, generator, temperature, seed, json_schema
+            client,
+            template,
+            scenario,
+            values,
+            fills,
+            generator,
+            temperature,
+            seed,
+            json_schema,
+            filler.vet,
         )
-    for gap in case.control.llm_gaps() + case.treatment.llm_gaps():
-        key = gap.resolve(values)
-        if not any(i["gap"] == key for i in insertions):
-            insertions.append({"gap": key, "source": "llm", "text": fills[key]})
 
     def from_fills(gap: LLMGap) -> str:
         return fills[gap.resolve(values)]
+
+    control = examples.fix_articles(fill(case.control, values, from_fills))
+    for gap in case.control.llm_gaps() + case.treatment.llm_gaps():
+        key = gap.resolve(values)
+        if not any(i["gap"] == key for i in insertions):
+            text = fills[key]
+            if gap.instruction == examples.ARTICLE_GAP:
+                text = examples.first_article(control) or "a"
+            extra = filler.sources.get(key, {"source": "llm"})
+            insertions.append({"gap": key, **extra, "text": text})
 
     return Instance(
         id=instance_id(case.content_hash, scenario, index, generator, seed, temperature),
         test_case=case.id,
         test_case_hash=case.content_hash,
         scenario=scenario,
-        control=fill(case.control, values, from_fills),
-        treatment=fill(case.treatment, values, from_fills),
+        control=control,
+        treatment=examples.fix_articles(fill(case.treatment, values, from_fills)),
         metric=case.metric_params(values),
         scenario_id=scenario_id,
         instance_index=index,
@@ -192,6 +215,7 @@ async def _fill_template(
     temperature: float,
     seed: int,
     json_schema: bool,
+    vet: Callable[[list[LLMGap], dict[str, str], dict[str, Any]], None],
 ) -> None:
     gaps = template.llm_gaps()
     while True:
@@ -206,6 +230,7 @@ async def _fill_template(
         answer = await _ask_for_fills(
             client, template, scenario, values, keys, generator, temperature, seed, json_schema
         )
+        vet(ready, answer, values)  # a rejected fill falls back to an example fill
         fills.update(answer)
         for gap in ready:
             if gap.name:
@@ -309,6 +334,9 @@ DEC_PROMPT = """Here is a decision-making task with several answer options.
 {task}
 
 Think it through briefly, then choose exactly one of the options."""
+# A 135M model's "reasoning" adds time, not accuracy: on 2 shared cores each token costs
+# 15-100 ms. Its answer budget is short (profiles.LOCAL_ANSWER_TOKENS); ask for one sentence.
+LOCAL_DEC_SUFFIX = "\nReply in one short sentence that names the option you choose."
 
 EXTRACT_PROMPT = """Below are the answer options of a decision task and a written answer to it.
 
@@ -340,6 +368,14 @@ class HalfResult:
         self.cost += response.cost
         self.cost_saved += response.cost_saved
         self.cached = self.cached and response.cached
+
+
+def _single_option(answer: str, n_options: int) -> int | None:
+    """The option number when the answer names exactly one valid "Option N", else None."""
+    named = {int(m) for m in OPTION_RE.findall(answer)}
+    if len(named) == 1 and 1 <= min(named) <= n_options:
+        return named.pop()
+    return None
 
 
 def option_grammar(n_options: int) -> str:
@@ -375,10 +411,13 @@ async def decide_half(
         return result
     profile = client.profile(model)
     task = render_decision_text(filled, order)
+    local = profile.kind == "local"
     first = await client.complete(
         LLMRequest(
             model=model,
-            messages=decision_messages(task, prompting, DEC_PROMPT),
+            messages=decision_messages(
+                task, prompting, DEC_PROMPT + LOCAL_DEC_SUFFIX * (local and prompting == BASELINE)
+            ),
             temperature=temperature,
             seed=seed,
             max_tokens=profile.answer_tokens,
@@ -387,26 +426,32 @@ async def decide_half(
     )
     result.account(first)
     result.answer = first.text
-    second = await client.complete(
-        LLMRequest(
-            model=model,
-            messages=(
-                (
-                    "user",
-                    EXTRACT_PROMPT.format(
-                        options=render_options(filled.options, order), answer=first.text
+    direct = _single_option(first.text, n) if local else None
+    if direct is not None:
+        # A tiny local model's answer that names exactly one valid option is read directly:
+        # on 2 shared cores the extraction call costs as much as the answer itself.
+        result.extraction = f"Option {direct}"
+    else:
+        second = await client.complete(
+            LLMRequest(
+                model=model,
+                messages=(
+                    (
+                        "user",
+                        EXTRACT_PROMPT.format(
+                            options=render_options(filled.options, order), answer=first.text
+                        ),
                     ),
                 ),
-            ),
-            temperature=0.0,
-            seed=seed,
-            max_tokens=12,
-            grammar=option_grammar(n) if profile.grammar else None,
-            repeat=repeat,
+                temperature=0.0,
+                seed=seed,
+                max_tokens=12,
+                grammar=option_grammar(n) if profile.grammar else None,
+                repeat=repeat,
+            )
         )
-    )
-    result.account(second)
-    result.extraction = second.text.strip()
+        result.account(second)
+        result.extraction = second.text.strip()
     match = OPTION_RE.search(result.extraction)
     if match is None:
         result.error = (
@@ -441,15 +486,16 @@ async def decide_pair(
     reverse = metrics.should_reverse(instance.id, seed)
     order = metrics.option_order(instance.n_options, reverse)
     halves: dict[str, HalfResult] = {}
-    outcomes = await asyncio.gather(
-        *(
-            decide_half(
-                client, instance.half(h), order, model, temperature, seed, repeat, prompting
-            )
-            for h in ("control", "treatment")
-        ),
-        return_exceptions=True,
-    )
+    asks = [
+        decide_half(client, instance.half(h), order, model, temperature, seed, repeat, prompting)
+        for h in ("control", "treatment")
+    ]
+    if model.startswith("local/"):
+        # One after the other, so the local server reuses the control's prompt prefix (kept
+        # in its KV cache) for the treatment: the halves differ in a few words only.
+        outcomes = [await _settle(ask) for ask in asks]
+    else:
+        outcomes = await asyncio.gather(*asks, return_exceptions=True)
     for name, outcome in zip(("control", "treatment"), outcomes, strict=True):
         if isinstance(outcome, FatalLLMError):
             raise outcome
@@ -469,6 +515,14 @@ async def decide_pair(
         halves["treatment"],
         prompting,
     )
+
+
+async def _settle(ask: Awaitable[T]) -> T | BaseException:
+    """Await like `gather(..., return_exceptions=True)` does for one awaitable."""
+    try:
+        return await ask
+    except Exception as exc:
+        return exc
 
 
 def failed_decision(

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from .examples import SOURCE_LABELS
 from .library import TestCase
 from .records import Instance, decode_filled
 from .redact import Redactor, redactor
@@ -129,7 +130,7 @@ def case_halves_html(case: TestCase) -> dict[str, dict[str, str]]:
 
 
 def _insertion_span(text: str, source: str, title: str) -> str:
-    color = LLM_COLOR if source == "llm" else VALUE_COLOR
+    color = VALUE_COLOR if source == "value" else LLM_COLOR
     return (
         f'<span class="ins-{source}" title="{html.escape(title, quote=True)}" '
         f'style="background:{color}1f;border-bottom:2px solid {color}">{html_text(text)}</span>'
@@ -146,7 +147,9 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
     clean = redactor()  # a generator may echo a key into a fill: never show it
     values = {k: clean(v) if isinstance(v, str) else v for k, v in instance.values.items()}
     llm_fills = {
-        i["gap"]: clean(i["text"]) or "" for i in instance.insertions if i.get("source") == "llm"
+        i["gap"]: {**i, "text": clean(i["text"]) or ""}
+        for i in instance.insertions
+        if i.get("source") != "value"
     }
     named = case.named_gaps()
 
@@ -156,7 +159,7 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
             if isinstance(seg, str):
                 out.append(html_text(seg))
             elif isinstance(seg, ValueGap):
-                out.append(_value_gap(seg, values, named))
+                out.append(_value_gap(seg, values, named, llm_fills))
             else:
                 out.append(_llm_gap(seg, values, llm_fills))
         return "".join(out)
@@ -165,20 +168,36 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
     return {"situation": render("situation"), "prompt": render("prompt"), "options": options}
 
 
-def _value_gap(seg: ValueGap, values: Mapping[str, Any], named: Mapping[str, LLMGap]) -> str:
+def _value_gap(
+    seg: ValueGap,
+    values: Mapping[str, Any],
+    named: Mapping[str, LLMGap],
+    fills: Mapping[str, Mapping[str, str]],
+) -> str:
     if seg.name not in values:
         return highlight_gaps(f"{{{{{seg.name}}}}}")
     text = show_value(values[seg.name])
     if seg.name in named:
-        return _insertion_span(text, "llm", f"generator LLM (named gap '{seg.name}')")
+        fill = fills.get(named[seg.name].resolve(values), {"source": "llm"})
+        title = f"{_source_label(fill)} (named gap '{seg.name}')"
+        return _insertion_span(text, str(fill.get("source", "llm")), title)
     return _insertion_span(text, "value", f"value generator '{seg.name}'")
 
 
-def _llm_gap(seg: LLMGap, values: Mapping[str, Any], fills: Mapping[str, str]) -> str:
+def _llm_gap(seg: LLMGap, values: Mapping[str, Any], fills: Mapping[str, Mapping[str, str]]) -> str:
     key = seg.resolve(values)
     if key not in fills:
         return highlight_gaps(f"[[{key}]]")
-    return _insertion_span(fills[key], "llm", f"generator LLM: {key}")
+    fill = fills[key]
+    title = f"{_source_label(fill)}: {key}"
+    return _insertion_span(fill["text"], str(fill.get("source", "llm")), title)
+
+
+def _source_label(insertion: Mapping[str, str]) -> str:
+    """Where an insertion came from, in words (a rejected model fill says so)."""
+    source = insertion.get("source", "llm")
+    label = SOURCE_LABELS.get(source, source)
+    return f"{label} ({insertion['note']})" if insertion.get("note") else label
 
 
 def insertions_frame(instance: Instance) -> pd.DataFrame:
@@ -186,7 +205,7 @@ def insertions_frame(instance: Instance) -> pd.DataFrame:
     clean = redactor()
     rows = [
         {
-            "source": "generator LLM" if i.get("source") == "llm" else "value generator",
+            "source": _source_label(i),
             "gap": i.get("gap", ""),
             "inserted text": clean(i.get("text", "")),
         }

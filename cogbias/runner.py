@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import expressions, library, pipeline, records
+from . import examples, expressions, library, pipeline, records
 from . import prompting as prompting_methods
 from .library import Scenario, TestCase
 from .llm.direct import close_sessions
@@ -65,7 +65,7 @@ class RunSpec:
     biases: list[str] = field(default_factory=list)  # empty: the whole library
     scenarios: int = 1
     instances: int = 1
-    generator: str = "local/smollm2"
+    generator: str = field(default_factory=examples.default_generator)
     temperature: float = 0.0
     repeats: int = 1
     seed: int = 0
@@ -154,7 +154,8 @@ class Plan:
     def llm_calls(self) -> dict[str, int]:
         """Upper bound of LLM calls by kind (cached calls are free and not counted later)."""
         gen = 0
-        if not self.dataset_instances and self.spec.generator != RANDOM_MODEL:
+        offline = (RANDOM_MODEL, examples.EXAMPLES_GENERATOR)  # fill gaps without a model
+        if not self.dataset_instances and self.spec.generator not in offline:
             gen = sum(
                 2 for j in self.jobs if j.case.control.llm_gaps() or j.case.treatment.llm_gaps()
             )

@@ -93,6 +93,10 @@ def default_responder(request: dict[str, Any]) -> str:
     fmt = request.get("response_format") or {}
     if fmt.get("type") == "json_schema":
         schema = fmt.get("json_schema", {}).get("schema", {})
+        if fmt.get("json_schema", {}).get("name") == "gap_fills":
+            # a fill that reads like one (an echo of the instruction would be rejected)
+            keys = schema.get("required") or list(schema.get("properties", {}))
+            return json.dumps({k: f"fake fill {i + 1}" for i, k in enumerate(keys)})
         return json.dumps(_example_object(schema))
     if fmt.get("type") == "json_object":
         return "{}"

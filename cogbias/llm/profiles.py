@@ -29,7 +29,9 @@ from cogbias.llm.local import LOCAL_MODELS, LOCAL_PREFIX, LOCAL_TIMEOUT_S, smoll
 RANDOM_MODEL = "random"
 ProfileKind = Literal["random", "local", "remote"]
 ANSWER_TOKENS = 300  # room to reason before choosing, as in the paper's free-answer step
-LOCAL_ANSWER_TOKENS = 120  # a 135M model's reasoning adds time, not accuracy, on 2 cores
+LOCAL_ANSWER_TOKENS = (
+    32  # one short sentence: each token of a 135M model costs 15-100 ms on 2 busy cores
+)
 # Hosted APIs answer within seconds or not at all: a hung attempt is cut after a minute, and
 # a call gives up (as a transient failure, retried on resume) after five. The local model on
 # two busy cores is slow rather than broken, so it gets much longer.
