@@ -147,6 +147,13 @@ def model_names(infos: list[ModelInfo]) -> Callable[[str], str]:
     return lambda mid: f"{names[mid]} ({mid})" if mid in names and names[mid] != mid else mid
 
 
+def generator_label(label: Callable[[str], str]) -> Callable[[str], str]:
+    """Model labels, with the offline example fills named for what they are."""
+    from cogbias.examples import EXAMPLES_GENERATOR
+
+    return lambda g: "Example fills (offline, instant)" if g == EXAMPLES_GENERATOR else label(g)
+
+
 def api_base_of(model: str, infos: list[ModelInfo]) -> str | None:
     for info in infos:
         if info.id == model:

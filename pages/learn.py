@@ -2,14 +2,14 @@
 
 import streamlit as st
 
-from cogbias import present
+from cogbias import examples, present
 from cogbias.pipeline import Instance
 from pages import _live, _pair
 from pages._common import (
     LOCAL_MODEL,
-    RANDOM_MODEL,
     case_label,
     friendly,
+    generator_label,
     model_names,
     models,
     scenarios,
@@ -61,12 +61,11 @@ model = c1.selectbox(
     format_func=label,
     key="learn_model",
 )
-generators = [g for g in ids if g != RANDOM_MODEL]
+generators = examples.generator_choices(ids)  # the default first
 generator = c2.selectbox(
     "Generator (fills the blue gaps)",
     generators,
-    index=generators.index(LOCAL_MODEL) if LOCAL_MODEL in generators else 0,
-    format_func=label,
+    format_func=generator_label(label),
     key="learn_generator",
 )
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="learn_seed"))

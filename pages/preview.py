@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from cogbias import present
+from cogbias import examples, present
 from pages import _live, _pair
 from pages._common import (
-    LOCAL_MODEL,
     RANDOM_MODEL,
     attempt,
     case_label,
+    generator_label,
     model_names,
     models,
     scenarios,
@@ -42,13 +42,14 @@ typed = st.text_input(
 )
 scenario = typed.strip() or all_scenarios[number].text
 
-generators = [NO_GENERATOR] + [m.id for m in infos if m.id != RANDOM_MODEL]
+generators = [*examples.generator_choices([m.id for m in infos]), NO_GENERATOR]
 c1, c2, c3 = st.columns([3, 1, 1])
 generator = c1.selectbox(
     "Generator model",
     generators,
-    index=generators.index(LOCAL_MODEL) if LOCAL_MODEL in generators else 0,
-    format_func=lambda g: "None: fill values only, leave [[gaps]] visible" if not g else label(g),
+    format_func=lambda g: (
+        "None: fill values only, leave [[gaps]] visible" if not g else generator_label(label)(g)
+    ),
     key="pv_generator",
 )
 if "pv_seed" not in st.session_state:

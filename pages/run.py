@@ -11,19 +11,19 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from cogbias import runner
+from cogbias import examples, runner
 from cogbias.present import escape_markdown
 from cogbias.redact import redact
 from cogbias.runner import RunSpec
 from cogbias.settings import check_api_base
 from cogbias.store import Store, now
 from pages._common import (
-    LOCAL_MODEL,
     RANDOM_MODEL,
     api_base_of,
     case_label,
     db_path,
     friendly,
+    generator_label,
     library_version,
     model_names,
     models,
@@ -78,12 +78,11 @@ c1, c2 = st.columns(2)
 chosen = c1.multiselect(
     "Decision models", ids, default=[RANDOM_MODEL], format_func=label, key="run_models"
 )
-generators = [m for m in ids if m != RANDOM_MODEL]
+generators = examples.generator_choices(ids)  # the default first
 generator = c2.selectbox(
     "Generator (fills [[gaps]])",
     generators,
-    index=generators.index(LOCAL_MODEL) if LOCAL_MODEL in generators else 0,
-    format_func=label,
+    format_func=generator_label(label),
     key="run_generator",
     disabled=source == "dataset",
 )

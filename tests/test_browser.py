@@ -178,6 +178,7 @@ def test_templates_error_fix_save(page: object) -> None:
 def test_preview_fills_with_the_local_model(page: object) -> None:
     go(page, "Preview")
     choose(page, "Test case", "Social Desirability Bias")
+    choose(page, "Generator model", "SmolLM2 135M Instruct (local) (local/smollm2)")
     page.get_by_role("button", name="Fill", exact=True).click()  # type: ignore[attr-defined]
     filled = page.locator(".ins-llm").first  # type: ignore[attr-defined]
     filled.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)
