@@ -177,10 +177,11 @@ def test_templates_error_fix_save(page: object) -> None:
 
 def test_preview_fills_with_the_local_model(page: object) -> None:
     go(page, "Preview")
-    choose(page, "Test case", "Social Desirability Bias")
+    choose(page, "Test case", "Framing Effect")
     choose(page, "Generator model", "SmolLM2 135M Instruct (local) (local/smollm2)")
     page.get_by_role("button", name="Fill", exact=True).click()  # type: ignore[attr-defined]
-    filled = page.locator(".ins-llm").first  # type: ignore[attr-defined]
+    # the local model's fills, or an example fill where the checker rejected one of them
+    filled = page.locator(".ins-llm, .ins-example").first  # type: ignore[attr-defined]
     filled.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)
     assert page.get_by_text("generator: local/smollm2").count() == 1  # type: ignore[attr-defined]
     no_exception(page)
@@ -194,12 +195,14 @@ def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
         has=page.get_by_text("Test cases", exact=True)
     )  # type: ignore[attr-defined]
     multiselect.locator("input").click()
-    multiselect.locator("input").fill("Social Desirability")
-    page.get_by_role("option", name="Social Desirability Bias", exact=True).click()  # type: ignore[attr-defined]
+    multiselect.locator("input").fill("Framing")
+    page.get_by_role("option", name="Framing Effect", exact=True).click()  # type: ignore[attr-defined]
     page.keyboard.press("Escape")  # type: ignore[attr-defined]
     instances = page.get_by_role("spinbutton", name="Instances each")  # type: ignore[attr-defined]
     instances.fill("2")
     instances.press("Enter")
+    # the local model writes the gaps, so that progress has something to show
+    choose(page, "Generator (fills [[gaps]])", "SmolLM2 135M Instruct (local) (local/smollm2)")
     page.get_by_text("LLM calls (at most)").wait_for()  # type: ignore[attr-defined]
     page.get_by_test_id("stMetricValue").first.filter(has_text="2").wait_for()  # type: ignore[attr-defined]
     page.get_by_role("button", name="Start run").click()  # type: ignore[attr-defined]
@@ -221,8 +224,8 @@ def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
     cells = page.get_by_test_id("stVegaLiteChart").locator("g.mark-rect path[aria-label]")  # type: ignore[attr-defined]
     cells.first.wait_for()
     labels = [cells.nth(i).get_attribute("aria-label") or "" for i in range(cells.count())]
-    assert any("Social Desirability Bias" in x for x in labels)  # rows show display names
-    assert all("Social Desirability Bias" in x for x in labels if "bias:" in x)
+    assert any("Framing Effect" in x for x in labels)  # rows show display names
+    assert all("Framing Effect" in x for x in labels if "bias:" in x)
     no_exception(page)
     shot(page, "4c_explore_run")
 
@@ -292,3 +295,28 @@ def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Pa
         page.get_by_text(f"· {run['duration_s']:.0f} s").first.wait_for()  # type: ignore[attr-defined]
         no_exception(page)
         shot(page, "5c_run_resumed")
+
+
+def test_teacher_journey_learn_with_the_defaults_reads_as_plain_english(page: object) -> None:
+    """No key, the defaults: Learn fills Framing Effect with the offline example fills and
+    asks the local model; the pair on screen carries no template syntax or instructions."""
+    from cogbias import library, pipeline
+
+    case = library.get_test_case("framing_effect")
+    instructions = {g.instruction for t in (case.control, case.treatment) for g in t.llm_gaps()}
+    choose(page, "Bias", "Framing Effect")
+    page.get_by_role("button", name="Run this pair").click()  # type: ignore[attr-defined]
+    page.get_by_text("◀ chosen").first.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
+    no_exception(page)
+    assert page.get_by_test_id("stAlertContentError").count() == 0  # type: ignore[attr-defined]
+    innermost = (
+        '[data-testid="stVerticalBlock"]:has-text("◀ chosen")'
+        ':not(:has([data-testid="stVerticalBlock"]:has-text("◀ chosen")))'
+    )
+    halves = page.locator(innermost).all_inner_texts()  # type: ignore[attr-defined]
+    assert len(halves) == 2, halves
+    example = pipeline.GEN_EXAMPLE.split('"organization": "')[1].split('"')[0]
+    for text in halves:
+        for leak in ("[[", "]]", "{{", "}}", "a/an", example, *instructions):
+            assert leak not in text, (leak, text)
+    shot(page, "0_teacher_learn_defaults")

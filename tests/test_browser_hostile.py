@@ -171,9 +171,10 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(
 
     # Preview: fill with the hostile generator, decide with it
     go(page, "Preview")
+    choose(page, "Test case", "Framing Effect")  # gaps beyond the scenario's own fields
     choose(page, "Generator model", label)
     page.get_by_role("button", name="Fill", exact=True).click()
-    page.locator(".ins-llm").first.wait_for(timeout=120_000)
+    page.locator(".ins-llm, .ins-example").first.wait_for(timeout=120_000)
     choose(page, "Decision model", label)
     page.get_by_role("button", name="Decide").click()
     page.get_by_text("◀ chosen").first.wait_for(timeout=120_000)
