@@ -102,7 +102,7 @@ if held and held[0] == chosen:
         pair = present.shown_pair(instance.control, instance.treatment, row)
         html = {h: present.filled_html(case, instance, h) for h in ("control", "treatment")}
         st.caption(
-            f"Generator: {present.escape_markdown(label(generator))} · decision model: "
+            f"Generator: {present.escape_markdown(generator_label(label)(generator))} · decision model: "
             f"{present.escape_markdown(label(model))} · seed {seed}"
         )
         if pair is not None:
