@@ -92,3 +92,26 @@ def test_a_batch_run_killed_while_batches_are_pending_resumes_without_resubmitti
             assert len(first_round) == created_before  # polled, not submitted again
             assert store.query("select max(attempts) as n from batch_requests")[0]["n"] == 1
             assert store.run(run_id)["status"] == "done"
+
+
+def test_cancelling_a_batch_run_cancels_its_provider_batches(tmp_path):
+    db = imported(tmp_path / "batch.db")
+    with FakeLLMServer(batch_delay=600) as server:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "cogbias", *map(str, batch_args(db, server.base_url))],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        submitted: list[dict] = []
+        while not submitted and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with Store(db) as store:
+                submitted = store.batches()
+        cancelled = cogbias("cancel", submitted[0]["run_id"], "--db", db)
+        assert cancelled.returncode == 0, cancelled.stderr
+        worker.wait(timeout=60)
+        assert {b["status"] for b in server.batches.values()} == {"cancelled"}
+        assert server.calls == 0
+    with Store(db) as store:
+        assert store.run(submitted[0]["run_id"])["status"] == "cancelled"
+        assert {b["status"] for b in store.batches()} == {"cancelled"}
