@@ -43,6 +43,23 @@ def imported(db: Path) -> Path:
     return db
 
 
+def start_until_a_batch_is_submitted(
+    db: Path, base_url: str
+) -> tuple[subprocess.Popen[bytes], list[dict]]:
+    """A `--batch` worker in the background, once its first batch is stored."""
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "cogbias", *map(str, batch_args(db, base_url))],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    submitted: list[dict] = []
+    while not submitted and time.monotonic() < deadline:
+        time.sleep(0.1)
+        with Store(db) as store:
+            submitted = store.batches()
+    return worker, submitted
+
+
 def test_a_batch_run_completes_from_batches_and_equals_an_interactive_run(tmp_path):
     db = imported(tmp_path / "batch.db")
     with FakeLLMServer(batch_delay=0.3, batch_fail=0.25, seed=2) as server:
@@ -69,16 +86,7 @@ def test_a_batch_run_completes_from_batches_and_equals_an_interactive_run(tmp_pa
 def test_a_batch_run_killed_while_batches_are_pending_resumes_without_resubmitting(tmp_path):
     db = imported(tmp_path / "batch.db")
     with FakeLLMServer(batch_delay=4.0) as server:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "cogbias", *map(str, batch_args(db, server.base_url))],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 120
-        submitted: list[dict] = []
-        while not submitted and time.monotonic() < deadline:
-            time.sleep(0.1)
-            with Store(db) as store:
-                submitted = store.batches()
+        worker, submitted = start_until_a_batch_is_submitted(db, server.base_url)
         worker.send_signal(signal.SIGKILL)
         worker.wait()
         assert submitted and submitted[0]["status"] in ("validating", "in_progress")
@@ -97,16 +105,7 @@ def test_a_batch_run_killed_while_batches_are_pending_resumes_without_resubmitti
 def test_cancelling_a_batch_run_cancels_its_provider_batches(tmp_path):
     db = imported(tmp_path / "batch.db")
     with FakeLLMServer(batch_delay=600) as server:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "cogbias", *map(str, batch_args(db, server.base_url))],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 120
-        submitted: list[dict] = []
-        while not submitted and time.monotonic() < deadline:
-            time.sleep(0.1)
-            with Store(db) as store:
-                submitted = store.batches()
+        worker, submitted = start_until_a_batch_is_submitted(db, server.base_url)
         cancelled = cogbias("cancel", submitted[0]["run_id"], "--db", db)
         assert cancelled.returncode == 0, cancelled.stderr
         worker.wait(timeout=60)
