@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import pipeline, records
+from . import pipeline, records, runner
 from .llm import LLMClient, LLMRequest, cache_key
 from .llm.direct import close_sessions
 from .llm.profiles import ModelProfile, resolve
@@ -101,25 +101,18 @@ async def _collect(plan: Plan, store: Store, client: CollectingClient) -> None:
                 )  # fmt: skip
             except Exception:  # pending, or a failure the run itself will record
                 continue
-    failed = store.failed_decisions(spec.run_id)
-    done = store.existing_decision_ids(spec.run_id) - {
-        k for k, kind in failed.items() if kind in records.RETRIED_ON_RESUME
-    }
-    for instance in instances.values():
+    retried = runner.retried_decisions(store, spec.run_id, retry_failed=False)
+    skip = store.existing_decision_ids(spec.run_id) - set(retried)
+    for instance, model, repeat, _ in runner.decision_jobs(plan, instances, skip):
         if instance.status != "ok":
             continue
-        for model in spec.models:
-            for repeat in range(spec.repeats):
-                key = records.decision_id(spec.run_id, instance.id, model, repeat, spec.temperature)
-                if key in done:
-                    continue
-                try:
-                    await pipeline.decide_pair(
-                        client, instance, model, run_id=spec.run_id,
-                        temperature=spec.temperature, repeat=repeat, seed=spec.seed,
-                    )  # fmt: skip
-                except _Pending:
-                    continue
+        try:
+            await pipeline.decide_pair(
+                client, instance, model, run_id=spec.run_id, temperature=spec.temperature,
+                repeat=repeat, seed=spec.seed, prompting=spec.prompting,
+            )  # fmt: skip
+        except _Pending:
+            continue
     await close_sessions()
 
 

@@ -25,7 +25,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +35,15 @@ from .llm.direct import close_sessions
 from .llm.profiles import RANDOM_MODEL, resolve
 from .metrics import MetricParams
 from .records import Instance, dumps
-from .store import LEASE_STALE_S, Store, lease_alive, lease_owner, now, pid_alive
+from .store import (
+    LEASE_STALE_S,
+    Store,
+    lease_alive,
+    lease_owner,
+    now,
+    parse_time,
+    pid_alive,
+)
 from .templates import Filled
 
 if TYPE_CHECKING:
@@ -441,13 +448,17 @@ class _Writer:
                 for cache in self.caches:
                     self.store.put_llm_calls(cache.drain())
                 keys = ("done", "failed", "generated", "to_generate")
-                self.store.update_run(self.run["id"], **{k: self.run[k] for k in keys})
+                waiting = sum(c.stats.waiting for c in self.clients)
+                reason = next((c.stats.wait_reason for c in self.clients if c.stats.waiting), "")
+                self.store.update_run(
+                    self.run["id"],
+                    **{k: self.run[k] for k in keys},
+                    waiting=waiting,
+                    wait_reason=reason,
+                )
                 totals = self._totals()
                 increments = {k: totals[k] - self.accounted[k] for k in totals}
                 increments["duration_s"] = t - self.last
-                waiting = sum(c.stats.waiting for c in self.clients)
-                reason = next((c.stats.wait_reason for c in self.clients if c.stats.waiting), "")
-                self.store.update_run(self.run["id"], waiting=waiting, wait_reason=reason)
                 current = self.store.heartbeat_run(self.run["id"], self.owner, **increments)
         except sqlite3.OperationalError as exc:
             if not _busy(exc):
@@ -568,7 +579,6 @@ async def _work(
 
     spec = plan.spec
     run_id = spec.run_id
-    retry_kinds = set(records.FAILURE_KINDS) if retry_failed else set(records.RETRIED_ON_RESUME)
     if (store.run(run_id) or {}).get("cancel_requested"):  # cancelled while this worker started
         store.update_run(run_id, status="cancelled", cancel_requested=0, finished_at=now())
         return store.run(run_id) or {}
@@ -591,8 +601,7 @@ async def _work(
             wait_reason=None,
         )
     store.set_busy_timeout(0.2)  # never block the event loop on another process's writes
-    failed = store.failed_decisions(run_id)
-    retried = {k: v for k, v in failed.items() if v in retry_kinds}
+    retried = retried_decisions(store, run_id, retry_failed)
     run = {
         "id": run_id,
         "planned": plan.planned,
@@ -801,21 +810,7 @@ async def _decisions(
     concurrency: int,
 ) -> None:
     spec = plan.spec
-    stored = store.existing_decision_ids(spec.run_id)
-    skip = stored - set(retried)
-
-    def jobs() -> Iterator[tuple[Instance, str, int, str]]:
-        for instance_id in plan.instance_ids:
-            instance = instances.get(instance_id)
-            if instance is None:
-                continue
-            for model in spec.models:
-                for repeat in range(spec.repeats):
-                    key = records.decision_id(
-                        spec.run_id, instance.id, model, repeat, spec.temperature, spec.prompting
-                    )
-                    if key not in skip:
-                        yield instance, model, repeat, key
+    skip = store.existing_decision_ids(spec.run_id) - set(retried)
 
     async def decide(job: tuple[Instance, str, int, str]) -> None:
         instance, model, repeat, key = job
@@ -844,7 +839,32 @@ async def _decisions(
             )
         writer.add_decision(row)
 
-    await _pool(jobs(), decide, concurrency)
+    await _pool(decision_jobs(plan, instances, skip), decide, concurrency)
+
+
+def retried_decisions(store: Store, run_id: str, retry_failed: bool) -> dict[str, str]:
+    """The run's failed decisions to ask again (id -> kind): transient ones on every resume,
+    all of them with `retry_failed`."""
+    kinds = records.FAILURE_KINDS if retry_failed else records.RETRIED_ON_RESUME
+    return {k: v for k, v in store.failed_decisions(run_id).items() if v in kinds}
+
+
+def decision_jobs(
+    plan: Plan, instances: Mapping[str, Instance], skip: set[str]
+) -> Iterator[tuple[Instance, str, int, str]]:
+    """(instance, model, repeat, decision id) of every planned pair not in `skip`, in plan order."""
+    spec = plan.spec
+    for instance_id in plan.instance_ids:
+        instance = instances.get(instance_id)
+        if instance is None:
+            continue
+        for model in spec.models:
+            for repeat in range(spec.repeats):
+                key = records.decision_id(
+                    spec.run_id, instance.id, model, repeat, spec.temperature, spec.prompting
+                )
+                if key not in skip:
+                    yield instance, model, repeat, key
 
 
 # --------------------------------------------------------------------------- background runs
@@ -926,5 +946,4 @@ def _loads(text: str | None) -> dict[str, Any]:
 def _duration(start: str | None, end: str | None) -> float | None:
     if not start or not end:
         return None
-    fmt = "%Y-%m-%dT%H:%M:%S.%fZ"
-    return round((datetime.strptime(end, fmt) - datetime.strptime(start, fmt)).total_seconds(), 1)
+    return round((parse_time(end) - parse_time(start)).total_seconds(), 1)

@@ -68,7 +68,8 @@ def open_store_or_stop() -> Store:
         st.error(f"The database cannot be opened: {friendly(exc)}")
     except Exception as exc:  # sqlite3 errors: not a database, no permission, disk full
         st.error(
-            f"The database {db_path()} cannot be opened ({friendly(exc)}). Point COGBIAS_DB at "
+            f"The database {present.escape_markdown(db_path())} cannot be opened "
+            f"({friendly(exc)}). Point COGBIAS_DB at "
             "another file, or move this one away to start afresh."
         )
     st.stop()
@@ -88,11 +89,15 @@ def friendly(exc: BaseException) -> str:
 
 
 def attempt(what: str, func: Callable[[], T], hint: str = "") -> T | None:
-    """Run `func`; on failure show what failed and what to do, and return None."""
+    """Run `func`; on failure show what failed and what to do, and return None.
+
+    Every part is shown as text: `what` and `hint` are escaped like the error itself, so a
+    caller may name a model, file or dataset in them."""
     try:
         return func()
     except Exception as exc:
-        st.error(f"{what} failed: {friendly(exc)}" + (f"\n\n{hint}" if hint else ""))
+        parts = [f"{present.escape_markdown(what)} failed: {friendly(exc)}"]
+        st.error("\n\n".join(parts + ([present.escape_markdown(hint)] if hint else [])))
         return None
 
 

@@ -19,25 +19,15 @@ from ..records import PAIR_COLUMNS, half_fields, metric_fields, pair_record
 from ..store import Store
 
 FORMATS = ("csv", "jsonl", "parquet")
+# A test case's columns are the pair columns that describe the test case, typed alike.
 INSTANCE_COLUMNS: dict[str, str] = {
-    "dataset": "str",
-    "instance_id": "str",
-    "bias": "str",
-    "scenario": "str",
-    "variant": "str",
-    "control_text": "str",
-    "treatment_text": "str",
-    "control_options": "list",
-    "treatment_options": "list",
-    "n_options": "int",
-    "k": "float",
-    "y1": "float",
-    "y2": "float",
-    "flip_control": "bool",
-    "flip_treatment": "bool",
-    "status": "str",
-    "error": "str",
-}
+    name: PAIR_COLUMNS[name]
+    for name in (
+        "dataset", "instance_id", "bias", "scenario", "variant", "control_text",
+        "treatment_text", "control_options", "treatment_options", "n_options", "k", "y1", "y2",
+        "flip_control", "flip_treatment", "status", "error",
+    )
+}  # fmt: skip
 
 
 def instance_record(row: dict[str, Any]) -> dict[str, Any]:

@@ -374,27 +374,19 @@ class LLMClient:
     def _kwargs(
         self, req: LLMRequest, profile: ModelProfile, api_base: str | None
     ) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "model": profile.litellm_model,
-            "messages": req.message_dicts(),
-            "temperature": req.temperature,
-            "num_retries": 0,  # we retry ourselves, see module docstring
-            "drop_params": True,  # e.g. `seed` for providers without it, instead of a 400
-        }
+        """litellm's arguments: the chat body, with the grammar as `extra_body`."""
+        kwargs = req.chat_body(str(profile.litellm_model))
+        grammar = kwargs.pop("grammar", None)
+        if grammar is not None:
+            kwargs["extra_body"] = {"grammar": grammar}
+        kwargs["num_retries"] = 0  # we retry ourselves, see module docstring
+        kwargs["drop_params"] = True  # e.g. `seed` for providers without it, instead of a 400
         if api_base:
             kwargs["api_base"] = api_base
             if str(profile.litellm_model).startswith("openai/") and (
                 profile.kind == "local" or not os.environ.get("OPENAI_API_KEY")
             ):
                 kwargs["api_key"] = DUMMY_API_KEY  # litellm insists on some key
-        if req.seed is not None:
-            kwargs["seed"] = req.seed
-        if req.max_tokens is not None:
-            kwargs["max_tokens"] = req.max_tokens
-        if req.response_format is not None:
-            kwargs["response_format"] = req.response_format
-        if req.grammar is not None:
-            kwargs["extra_body"] = {"grammar": req.grammar}
         return kwargs
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
