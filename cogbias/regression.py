@@ -110,6 +110,12 @@ def model_features(store: Store, dataset: str) -> pd.DataFrame:
     )
 
 
+def published_features(store: Store, datasets: Sequence[str]) -> pd.DataFrame:
+    """`model_features` of several datasets in one frame, each model once (the first wins)."""
+    frames = [model_features(store, d) for d in datasets]
+    return pd.concat(frames, ignore_index=True).drop_duplicates("model").reset_index(drop=True)
+
+
 def feature_frame(
     effects: pd.DataFrame,
     features: pd.DataFrame,
