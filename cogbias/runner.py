@@ -414,6 +414,7 @@ class _Writer:
         self.retried = retried  # failed decision ids being asked again -> their old kind
         self.instances: list[dict[str, Any]] = []
         self.decisions: list[dict[str, Any]] = []
+        self.study_calls: list[dict[str, Any]] = []  # turns of a study run (study_runner)
         self.stop_reason: str | None = None  # "cancel" | "lease" | "error"
         self.error: str | None = None
         self.last = time.monotonic()
@@ -445,6 +446,7 @@ class _Writer:
             with self.store.atomic():
                 self.store.save_instances(self.instances)
                 self.store.save_decisions(self.decisions)
+                self.store.save_study_calls(self.study_calls)
                 for cache in self.caches:
                     self.store.put_llm_calls(cache.drain())
                 keys = ("done", "failed", "generated", "to_generate")
@@ -475,7 +477,7 @@ class _Writer:
         self.last, self.accounted = t, totals
         self.db_wait_since = None
         self.run["db_wait"] = False
-        self.instances, self.decisions = [], []
+        self.instances, self.decisions, self.study_calls = [], [], []
         self.run["waiting"], self.run["wait_reason"] = waiting, reason
         if current is None:
             self._stop("lease")
@@ -499,7 +501,8 @@ class _Writer:
     async def ticker(self) -> None:
         while self.stop_reason is None:
             await asyncio.sleep(FLUSH_SECONDS)
-            idle = not (self.instances or self.decisions or any(c.pending for c in self.caches))
+            pending = self.instances or self.decisions or self.study_calls
+            idle = not (pending or any(c.pending for c in self.caches))
             # With nothing to write, only beat the lease and look for a cancel now and then.
             if not idle or time.monotonic() - self.last >= IDLE_CHECK_SECONDS:
                 self.flush()

@@ -44,7 +44,7 @@ def _import_sqlite_utils() -> Any:
 
 sqlite_utils = _import_sqlite_utils()
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 LOCK_TIMEOUT = 30.0  # seconds to wait for another process's write lock before giving up
 
 
@@ -224,7 +224,32 @@ def _schema_v5(db: sqlite_utils.Database) -> None:
     db["llm_calls"].add_column("source", str)
 
 
-MIGRATIONS = {1: _schema_v1, 2: _schema_v2, 3: _schema_v3, 4: _schema_v4, 5: _schema_v5}
+def _schema_v6(db: sqlite_utils.Database) -> None:
+    """Study runs: one row per model call (a turn of a conversation), and the study sources
+    runs were planned from (so a run resumes with the words it started with)."""
+    db["study_sources"].create(
+        {"hash": str, "study": str, "source": str, "created_at": str}, pk="hash"
+    )
+    db["study_calls"].create(
+        {"id": str, "run_id": str, "conversation": str, "turn": int, "role": str, "test": str,
+         "bias": str, "condition": str, "model": str, "temperature": float, "variant": str,
+         "mitigation": str, "slot": int, "ord": int, "attempt": int, "presented": str,
+         "status_quo_at": int, "prompt": str, "original": str, "response": str, "value": str,
+         "status": str, "error": str, "failure_kind": str, "cache_key": str, "created_at": str},
+        pk="id",
+    )  # fmt: skip
+    db["study_calls"].create_index(["run_id", "test", "model"])
+    db["study_calls"].create_index(["conversation", "turn"])
+
+
+MIGRATIONS = {
+    1: _schema_v1,
+    2: _schema_v2,
+    3: _schema_v3,
+    4: _schema_v4,
+    5: _schema_v5,
+    6: _schema_v6,
+}
 
 
 _PROVIDER_TEXTS = (
@@ -236,6 +261,7 @@ _PROVIDER_TEXTS = (
 )
 
 
+_STUDY_TEXTS = ("error", "response")
 _INSTANCE_TEXTS = ("error", "control", "treatment", "insertions", "values_json")
 
 
@@ -455,6 +481,25 @@ class Store:
                     pk="id",
                     ignore=True,
                 )
+
+    def save_study_calls(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Turns of study conversations; a turn asked again replaces its earlier row.
+        Provider texts are redacted, as in `save_decisions`."""
+        if rows:
+            clean, stamp = redactor(), now()
+            self.db["study_calls"].insert_all(
+                [{**r, **{k: clean(r.get(k)) for k in _STUDY_TEXTS}, "created_at": stamp}
+                 for r in rows],
+                pk="id",
+                replace=True,
+            )  # fmt: skip
+
+    def save_study_source(self, digest: str, study: str, source: str) -> None:
+        self.db["study_sources"].insert(
+            {"hash": digest, "study": study, "source": source, "created_at": now()},
+            pk="hash",
+            ignore=True,
+        )
 
     def save_decisions(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Upsert decisions by id: a resumed run fills the gaps and never duplicates.
@@ -1094,6 +1139,7 @@ class Store:
             )
             self.db.execute("delete from decisions where run_id = ?", (run_id,))
             self.db.execute("delete from batch_requests where run_id = ?", (run_id,))
+            self.db.execute("delete from study_calls where run_id = ?", (run_id,))
             self.db.execute("delete from runs where id = ?", (run_id,))
 
     def dataset_footprint(self, name: str) -> dict[str, Any]:

@@ -166,6 +166,7 @@ class Study:
     max_attempts: int = 3
     mitigations: tuple[str, ...] = ("none",)
     path: Path | None = None
+    source: str = ""  # the TOML it was parsed from: a run stores it, to resume unchanged
 
     def sample_values(self, rng: random.Random) -> dict[str, Any]:
         """Draw every value generator once, in file order."""
@@ -236,7 +237,7 @@ def parse_study(text: str, file: str = "<string>") -> Study:
         _dry_run(study, check)
     if check.problems:
         raise LibraryError(check.problems)
-    return study
+    return Study(**{**study.__dict__, "source": text})
 
 
 def _build(data: dict[str, Any], check: _Checker) -> Study:
