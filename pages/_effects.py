@@ -96,6 +96,28 @@ def show_effects(store: Store, dataset: str) -> None:
         _ols(fit)
 
 
+def show_rows(store: Store, dataset: str) -> None:
+    """The published effect sizes as stored, one row per experiment (for the Browse tab)."""
+    frame = attempt("Reading the effect sizes", lambda: effect_tables.load_effects(store, dataset))
+    if frame is None:
+        return
+    st.caption(
+        "One row per bias × prompt scenario × model × temperature as published: the group "
+        "sizes, Cohen's d (pooled SD) and d capped to [0, 1]. The Analysis tab charts them."
+    )
+    st.dataframe(
+        frame[effect_tables.EFFECT_COLUMNS],
+        hide_index=True,
+        column_config={
+            "bias_name": st.column_config.TextColumn("bias (as published)"),
+            "n_control": st.column_config.NumberColumn("n control"),
+            "n_treatment": st.column_config.NumberColumn("n treatment"),
+            "d": st.column_config.NumberColumn("d", format="%+.3f"),
+            "d_capped": st.column_config.NumberColumn("d capped", format="%.3f"),
+        },
+    )
+
+
 def _ols(fit: regression.OlsResult) -> None:
     st.dataframe(fit.table, hide_index=True, column_config=OLS_COLUMNS)
     st.caption(

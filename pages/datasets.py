@@ -254,7 +254,9 @@ with tabs[1]:
 
 # ------------------------------------------------------------------ browse
 with tabs[2]:
-    if current:
+    if current and datasets[current]["kind"] == "mohr2025":
+        _effects.show_rows(store, current)
+    elif current:
         counts = store.dataset_bias_counts(current)
         left, middle, right = st.columns([2, 2, 1])
         bias = left.selectbox(
@@ -335,7 +337,13 @@ with tabs[2]:
 # ------------------------------------------------------------------ run
 with tabs[3]:
     if current:
-        if store.dataset_unscorable(current):
+        if datasets[current]["kind"] == "mohr2025":
+            st.info(
+                "This dataset holds the thesis' published effect sizes, not paired test cases, "
+                "so there is nothing to run from this tab. Its effect sizes are in the Browse "
+                "and Analysis tabs."
+            )
+        elif store.dataset_unscorable(current):
             st.info(
                 "This dataset holds published results without metric parameters (the paper's "
                 "code format does not record them), so new models cannot be scored on it. "
