@@ -31,6 +31,18 @@ OLS_COLUMNS = {
 }
 
 
+# A fit on the thesis' 1,599 experiments takes most of a second: fit once per data, not on
+# every click of a radio. (A fit that fails raises, and failures are not cached.)
+@st.cache_data(show_spinner=False, max_entries=8)
+def _experiment_fit(frame: pd.DataFrame) -> regression.OlsResult:
+    return regression.experiment_ols(frame)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _feature_fit(frame: pd.DataFrame, features: pd.DataFrame) -> regression.OlsResult:
+    return regression.feature_ols(regression.feature_frame(frame, features))
+
+
 def show_effects(store: Store, dataset: str) -> None:
     """Everything the page shows about the effect sizes of `dataset`."""
     frame = attempt("Reading the effect sizes", lambda: effect_tables.load_effects(store, dataset))
@@ -76,7 +88,7 @@ def show_effects(store: Store, dataset: str) -> None:
         "the alphabetically first level) and temperature (linear), as in the thesis' Table 4."
     )
     fit = attempt("The OLS on bias, model, scenario and temperature",
-                  lambda: regression.experiment_ols(frame))  # fmt: skip
+                  lambda: _experiment_fit(frame))  # fmt: skip
     if fit is not None:
         _ols(fit)
     features = regression.published_features(store, [dataset])
@@ -90,7 +102,7 @@ def show_effects(store: Store, dataset: str) -> None:
     )
     fit = attempt(
         "The OLS on model features",
-        lambda: regression.feature_ols(regression.feature_frame(frame, features)),
+        lambda: _feature_fit(frame, features),
     )
     if fit is not None:
         _ols(fit)
