@@ -150,7 +150,7 @@ async def _work(
     stored = stored_turns(store, run_id, retry_failed)
     store.set_busy_timeout(0.2)
     run = {"id": run_id, "planned": plan.planned, "status": "running", "done": 0, "failed": 0}
-    run.update(generated=0, to_generate=0)
+    run.update(generated=0, to_generate=0, unit="units")
     cache = BufferedCache(store)
     client = LLMClient(
         cache=cache,
