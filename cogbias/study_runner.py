@@ -113,7 +113,8 @@ def stored_turns(store: Store, run_id: str, retry_failed: bool) -> dict[str, dic
     """The turns a resumed run keeps, by conversation and turn. Turns that failed on a
     transient error are asked again; with `retry_failed`, every failed turn is."""
     kept: dict[str, dict[int, dict]] = {}
-    for row in store.query("select * from study_calls where run_id = ?", [run_id]):
+    columns = "conversation, turn, status, failure_kind, response"
+    for row in store.query(f"select {columns} from study_calls where run_id = ?", [run_id]):
         if row["status"] == "failed" and (retry_failed or row["failure_kind"] == "transient"):
             continue
         kept.setdefault(row["conversation"], {})[row["turn"]] = row
@@ -332,7 +333,7 @@ class _Conversations:
                 unit.model,
                 messages,
                 temperature=unit.temperature,
-                max_tokens=self._tokens(profile, test, role),
+                max_tokens=self._tokens(profile, test, role, script),
                 grammar=answer_grammar(test, role) if profile.grammar else None,
                 repeat=unit.slot * self.spec.max_attempts + attempt,
             )
@@ -351,9 +352,9 @@ class _Conversations:
         return row
 
     @staticmethod
-    def _tokens(profile: Any, test: StudyTest, role: str) -> int:
-        if role == "rewrite":
-            return REWRITE_TOKENS
+    def _tokens(profile: Any, test: StudyTest, role: str, script: Script) -> int:
+        if role == "rewrite":  # about as long as the prompt (~4 characters a token)
+            return min(REWRITE_TOKENS, len(script.original) // 3 + 64)
         if role == "revise":
             return REVISE_TOKENS_PER_ITEM * test.length + 16
         return int(profile.answer_tokens)
