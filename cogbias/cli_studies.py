@@ -10,13 +10,24 @@ from typing import Any
 STUDY_OPTIONS = ("mitigations", "temperatures", "variants", "tests", "max_attempts")
 
 
-def _split(text: str | None) -> list[str]:
-    return [part.strip() for part in (text or "").split(",") if part.strip()]
+def _split(text: str | None, flag: str = "") -> list[str]:
+    """A comma-separated option; given but empty (`--models ""`) is an error, not "all"."""
+    parts = [part.strip() for part in (text or "").split(",") if part.strip()]
+    if text is not None and not parts and flag:
+        raise ValueError(f"{flag} is empty: give a comma-separated list, or leave it out")
+    return list(dict.fromkeys(parts))  # a name given twice is asked once
+
+
+def _count(value: int | None, flag: str) -> int:
+    """A count option; 0 means the study's own default only when the option is left out."""
+    if value is not None and value < 1:
+        raise ValueError(f"{flag} must be at least 1, not {value}")
+    return value or 0
 
 
 def _temperatures(text: str | None) -> list[float]:
     out = []
-    for part in _split(text):
+    for part in _split(text, "--temperatures"):
         try:
             out.append(float(part))
         except ValueError:
@@ -42,16 +53,23 @@ def run(args: argparse.Namespace) -> int:
     from .store import Store
 
     with Store(args.db) as store:
+        if is_token_bias(args.study, store):
+            raise ValueError(
+                f"'{args.study}' is a token-bias dataset, not a study: run it with "
+                f"`cogbias run --dataset {args.study} --models ...`"
+            )
         study = study_plan.load_study(args.study, store)
+        for problem in study_plan.shadowing_problems(args.study):
+            print(f"note: {problem}", file=sys.stderr)
         asked = study_plan.StudySpec(
             study=args.study,
-            models=_split(args.models),
-            tests=_split(args.tests),
+            models=_split(args.models, "--models"),
+            tests=_split(args.tests, "--tests"),
             temperatures=_temperatures(args.temperatures),
-            variants=_split(args.variants),
-            mitigations=_split(args.mitigations) or ["none"],
-            repeats=args.repeats or 0,
-            max_attempts=args.max_attempts or 0,
+            variants=_split(args.variants, "--variants"),
+            mitigations=_split(args.mitigations, "--mitigations") or ["none"],
+            repeats=_count(args.repeats, "--repeats"),
+            max_attempts=_count(args.max_attempts, "--max-attempts"),
             seed=args.seed,
             api_base=args.api_base,
         )

@@ -24,6 +24,7 @@ presenting tests and reading answers: `study_questions`.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import random
 import re
@@ -42,6 +43,7 @@ from .library import (
     ValueSpec,
     _build_values,
     _Checker,
+    _clip,
 )
 
 STUDY_DIR = DATA_DIR / "studies"
@@ -59,6 +61,14 @@ METRICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 # Texts a run fills in itself: the option list, the item of a turn, the prompt to rewrite.
 RUN_GAPS = {"options", "item", "prompt"}
+# Bounds on what a file may ask for: a study file is untrusted input, and each of these
+# multiplies the work or memory of a run (a sequence's orders are built in memory, a prompt
+# is sent once per turn). Paper scale fits well inside them.
+MAX_STUDY_BYTES = 2_000_000
+MAX_REPEATS = 100_000
+MAX_ATTEMPTS = 20
+MAX_LENGTH = 50  # items of one sequential conversation (BiasBuster: 6)
+MAX_TEXT_CHARS = 50_000  # one rendered prompt, item or turn
 _GAP = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9_]*")
 
@@ -195,14 +205,31 @@ def show(value: Any) -> str:
     return str(value)
 
 
+class RenderError(ValueError):
+    """A rendered text would be longer than MAX_TEXT_CHARS (a hostile or runaway file)."""
+
+
 def render(text: str, values: Mapping[str, Any]) -> str:
-    """Replace each `{{name}}` with its value; a name without a value raises KeyError."""
+    """Replace each `{{name}}` with its value; a name without a value raises KeyError.
+
+    Filled values are inserted as they are, never rendered again, so a value holding
+    `{{prompt}}` stays text. The result is bounded: RenderError past MAX_TEXT_CHARS.
+    """
+    size = len(text)
 
     def fill(match: re.Match[str]) -> str:
+        nonlocal size
         name = match.group(1)
         if name not in values:
             raise KeyError(name)
-        return show(values[name])
+        shown = show(values[name])
+        size += len(shown) - len(match.group(0))
+        if size > MAX_TEXT_CHARS:
+            raise RenderError(
+                f"the text with its values filled in is longer than {MAX_TEXT_CHARS:,} "
+                f"characters (at {{{{{name}}}}})"
+            )
+        return shown
 
     return _GAP.sub(fill, text)
 
@@ -220,6 +247,7 @@ def scaled_values(test: StudyTest, values: Mapping[str, Any], variant: Variant) 
 
 def parse_study(text: str, file: str = "<string>") -> Study:
     """Parse and fully validate a study; raises LibraryError listing every problem."""
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark, as some editors write
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -228,6 +256,10 @@ def parse_study(text: str, file: str = "<string>") -> Study:
         message = _TOML_POS_RE.sub("", str(exc)).strip()
         raise LibraryError(
             [Problem(file, line, col, f"this is not valid TOML: {message}")]
+        ) from None
+    except (RecursionError, MemoryError):
+        raise LibraryError(
+            [Problem(file, 1, 1, "this file nests arrays or tables too deeply to be read")]
         ) from None
     check = _Checker(text, file)
     if not check.fields(data, _TOP, ()):
@@ -242,7 +274,9 @@ def parse_study(text: str, file: str = "<string>") -> Study:
 
 def _build(data: dict[str, Any], check: _Checker) -> Study:
     if not _ID_RE.fullmatch(data["id"]):
-        check.add(("id",), f"id '{data['id']}' must be snake_case: lower-case letters, digits, '_'")
+        check.add(
+            ("id",), f"id {_clip(data['id'])!r} must be snake_case: lower-case letters, digits, '_'"
+        )
     for key in ("references", "mitigations", "temperatures"):
         for i, item in enumerate(data.get(key, [])):
             kinds = (int, float) if key == "temperatures" else str
@@ -261,21 +295,16 @@ def _build(data: dict[str, Any], check: _Checker) -> Study:
                 f"unknown mitigation '{name}'; use {', '.join(MITIGATIONS)}",
                 index=i,
             )
-    for key in ("repeats", "max_attempts"):
-        if key in data and data[key] < 1:
-            check.add((key,), f"{key} must be at least 1")
+    for key, most in (("repeats", MAX_REPEATS), ("max_attempts", MAX_ATTEMPTS)):
+        if key in data and not 1 <= data[key] <= most:
+            check.add((key,), f"{key} must be between 1 and {most:,}, not {data[key]:,}")
     prompts = data.get("prompts", {})
-    check.fields(prompts, _PROMPTS, ("prompts",))
+    if check.fields(prompts, _PROMPTS, ("prompts",)):
+        _check_prompt_gaps(prompts, check)
     mitigations = tuple(data.get("mitigations", ["none"]))
     for mitigation in ("awareness", "selfhelp"):
         if mitigation in mitigations and mitigation not in prompts:
             check.add(("mitigations",), f"mitigation '{mitigation}' needs prompts.{mitigation}")
-    selfhelp = prompts.get("selfhelp")
-    if isinstance(selfhelp, str) and "{{prompt}}" not in selfhelp.replace(" ", ""):
-        check.add(
-            ("prompts", "selfhelp"),
-            "the self-help prompt needs {{prompt}} where the prompt to rewrite goes",
-        )
     variants = _variants(data.get("variants", {}), check)
     if any(v.persona for v in variants.values()) and "persona" not in prompts:
         check.add(("variants",), "a variant with persona = true needs prompts.persona")
@@ -287,6 +316,8 @@ def _build(data: dict[str, Any], check: _Checker) -> Study:
             tests[test_id] = test
     if not data["tests"]:
         check.add(("tests",), "a study needs at least one test")
+    if check.problems:
+        return Study(data["id"], "", "", (), tests, values, variants, {})
     return Study(
         id=data["id"],
         name=data["name"],
@@ -304,6 +335,27 @@ def _build(data: dict[str, Any], check: _Checker) -> Study:
     )
 
 
+def _check_prompt_gaps(prompts: dict[str, Any], check: _Checker) -> None:
+    """The self-help prompt has exactly the gap {{prompt}}; the other prompts are used as
+    written, so a gap in them would reach the model as literal braces."""
+    for key, text in prompts.items():
+        allowed = {"prompt"} if key == "selfhelp" else set()
+        for match in _GAP.finditer(text):
+            if match.group(1) not in allowed:
+                what = "only {{prompt}}" if allowed else "no {{gaps}}: it is used as written"
+                check.add(
+                    ("prompts", key),
+                    f"prompts.{key} has '{match.group(0)}'; it takes {what}",
+                    offset=match.start(),
+                )
+    selfhelp = prompts.get("selfhelp")
+    if isinstance(selfhelp, str) and "{{prompt}}" not in selfhelp.replace(" ", ""):
+        check.add(
+            ("prompts", "selfhelp"),
+            "the self-help prompt needs {{prompt}} where the prompt to rewrite goes",
+        )
+
+
 def _variants(table: dict[str, Any], check: _Checker) -> dict[str, Variant]:
     variants = {}
     for name, spec in table.items():
@@ -311,11 +363,15 @@ def _variants(table: dict[str, Any], check: _Checker) -> dict[str, Variant]:
         if not isinstance(spec, dict):
             check.add(path, f"variant '{name}' should be a table [variants.{name}]")
             continue
+        if not _ID_RE.fullmatch(name):
+            check.add(path, f"variant name {_clip(name)!r} must be lower-case letters, digits, '_'")
         if not check.fields(spec, _VARIANT, path):
             continue
         scale = float(spec.get("scale", 1.0))
-        if scale <= 0:
-            check.add((*path, "scale"), f"variant '{name}': scale must be positive")
+        if not (math.isfinite(scale) and 0 < scale <= 1e12):
+            check.add(
+                (*path, "scale"), f"variant '{name}': scale must be a positive number up to 1e12"
+            )
         variants[name] = Variant(
             name, spec.get("persona", True), scale, spec.get("description", "")
         )
@@ -337,13 +393,14 @@ def _test(
         return None
     problems = len(check.problems)
     if not _ID_RE.fullmatch(test_id):
-        check.add(path, f"test id '{test_id}' must be lower-case letters, digits, '_'")
+        check.add(path, f"test id {_clip(test_id)!r} must be lower-case letters, digits, '_'")
     for key, allowed in (("design", DESIGNS), ("answer", ANSWERS), ("metric", tuple(METRICS))):
         if table[key] not in allowed:
             hint = difflib.get_close_matches(table[key], list(allowed), n=1)
             extra = f" (did you mean '{hint[0]}'?)" if hint else ""
             check.add(
-                (*path, key), f"unknown {key} '{table[key]}'{extra}; use {', '.join(allowed)}"
+                (*path, key),
+                f"unknown {key} {_clip(table[key])!r}{extra}; use {', '.join(allowed)}",
             )
     if len(check.problems) > problems:
         return None
@@ -361,14 +418,16 @@ def _test(
         )
     letters = table.get("letters", "abcd")
     if answer == "letter" and (
-        len(set(letters)) != len(letters)
-        or len(letters) < 2
-        or not letters.isalpha()
-        or letters != letters.lower()
+        len(set(letters)) != len(letters) or not re.fullmatch("[a-z]{2,26}", letters)
     ):
         check.add(
-            (*path, "letters"), f"letters '{letters}' must be 2 or more distinct lower-case letters"
+            (*path, "letters"),
+            f"letters {_clip(letters)!r} must be 2 or more distinct letters a-z",
         )
+    for key in ("min", "max"):
+        if key in table and not math.isfinite(table[key]):
+            check.add((*path, key), f"{key} must be a finite number")
+            return None
     if "min" in table and "max" in table and table["min"] > table["max"]:
         check.add((*path, "min"), f"min ({table['min']}) is greater than max ({table['max']})")
     target = table.get("target")
@@ -417,10 +476,17 @@ def _test(
         for key in ("item", "turn"):
             if key not in table:
                 check.add(path, f"test '{test_id}' with design 'sequence' needs '{key}'")
-        if table.get("length", 0) < 2:
-            check.add((*path, "length"), "a sequence needs length ≥ 2 items")
-        if table.get("orders", 0) < 2:
-            check.add((*path, "orders"), "a sequence needs orders ≥ 2 presentation orders")
+        length = table.get("length", 0)
+        if not 2 <= length <= MAX_LENGTH:
+            check.add(
+                (*path, "length"), f"a sequence has between 2 and {MAX_LENGTH} items, not {length}"
+            )
+        if not 2 <= table.get("orders", 0) <= 2 * max(length, 2):
+            check.add(
+                (*path, "orders"),
+                f"a sequence needs between 2 and {2 * max(length, 2)} presentation orders (its "
+                f"rotations, then the reversed ones), not {table.get('orders', 0)}",
+            )
     examples = table.get("examples", {})
     check.fields(examples, _EXAMPLES, (*path, "examples"))
     for mitigation in ("contrastive", "counterfactual"):
@@ -465,6 +531,11 @@ def _conditions(table: Any, path: tuple[str, ...], check: _Checker) -> list[Cond
         if not isinstance(spec, dict):
             check.add((*path, name), f"condition '{name}' should be a table with a prompt")
             continue
+        if not _ID_RE.fullmatch(name):
+            check.add(
+                (*path, name),
+                f"condition name {_clip(name)!r} must be lower-case letters, digits, '_'",
+            )
         if check.fields(spec, _CONDITION, (*path, name)):
             out.append(
                 Condition(
@@ -522,7 +593,8 @@ def _check_gaps(
 
 
 def _dry_run(study: Study, check: _Checker, samples: int = 10) -> None:
-    """Sample and render every test so a failing expression or gap shows up at load time."""
+    """Sample and render every test so a failing expression or gap, or a text that renders
+    too long, shows up at load time with where it is."""
     rng = random.Random(0)
     variants = list(study.variants.values()) or [Variant("default")]
     for _ in range(samples):
@@ -535,29 +607,62 @@ def _dry_run(study: Study, check: _Checker, samples: int = 10) -> None:
             for variant in variants:
                 try:
                     filled = scaled_values(test, values, variant)
-                except TypeError:
+                except (TypeError, ArithmeticError):
                     check.add(
-                        ("tests", test.id, "scaled"), "only numbers can be scaled by a variant"
+                        ("tests", test.id, "scaled"),
+                        "only numbers can be scaled by a variant, to a finite number",
                     )
                     return
                 filled |= {gap: "" for gap in RUN_GAPS}
-                for condition in test.conditions:
-                    render(condition.prompt, filled)
-                render(test.item, filled)
+                texts = [(("conditions", c.name, "prompt"), c.prompt) for c in test.conditions]
+                texts += [(("item",), test.item), (("turn",), test.turn)]
+                for where, text in texts:
+                    try:
+                        render(text, filled)
+                    except (ArithmeticError, ValueError) as exc:  # RenderError, show() overflow
+                        check.add(("tests", test.id, *where), str(exc))
+                        return
 
 
 # --------------------------------------------------------------------------- loading
 
 
+def _read(path: Path) -> str:
+    """A study file's text: bounded in size, UTF-8 (a bad byte is located by line:col)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_STUDY_BYTES:
+            raise LibraryError(
+                [
+                    Problem(
+                        str(path), 1, 1, f"the file is {size:,} bytes; a study file "
+                        f"may be at most {MAX_STUDY_BYTES:,} bytes",
+                    )
+                ]
+            )  # fmt: skip
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LibraryError([Problem(str(path), 1, 1, f"cannot read the file: {exc}")]) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        col = len(before) - (before.rfind(b"\n") + 1) + 1
+        raise LibraryError(
+            [Problem(str(path), line, col, f"byte {data[exc.start]:#04x} is not UTF-8 text; "
+                     "save the file as UTF-8")]
+        ) from None  # fmt: skip
+
+
 def load_study(path: str | Path) -> Study:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LibraryError([Problem(str(path), 1, 1, f"cannot read the file: {exc}")]) from None
-    study = parse_study(text, str(path))
+    study = parse_study(_read(path), str(path))
     if study.id != path.stem:
-        raise LibraryError([Problem(str(path), 1, 1, f"the file name should be {study.id}.toml")])
+        line, col = _Checker(study.source, str(path)).source.locate(("id",), None, None)
+        raise LibraryError(
+            [Problem(str(path), line, col, f"the file name should be {study.id}.toml")]
+        )
     return Study(**{**study.__dict__, "path": path})
 
 
@@ -566,19 +671,43 @@ def study_dirs() -> list[Path]:
     return [STUDY_DIR, home / "studies"]
 
 
-def load_studies() -> dict[str, Study]:
-    """Built-in studies, then the user's (which cannot shadow a built-in)."""
+def load_studies_report() -> tuple[dict[str, Study], list[Problem]]:
+    """Built-in studies, then the user's, and the problems of the files left out: a broken
+    user file, or one whose id a built-in already has (it cannot shadow the built-in)."""
     studies: dict[str, Study] = {}
+    problems: list[Problem] = []
     for directory in study_dirs():
         for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
-            study = load_study(path)
-            studies.setdefault(study.id, study)
-    return studies
+            try:
+                study = load_study(path)
+            except LibraryError as exc:
+                problems.extend(exc.problems)
+                continue
+            if study.id in studies:
+                line, col = _Checker(study.source, str(path)).source.locate(("id",), None, None)
+                problems.append(
+                    Problem(
+                        str(path), line, col, f"a built-in study has the id '{study.id}'; "
+                        "this file is ignored (give it another id and file name)",
+                    )
+                )  # fmt: skip
+                continue
+            studies[study.id] = study
+    return studies, problems
+
+
+def load_studies() -> dict[str, Study]:
+    """Every usable study by id (files with problems are left out: `load_studies_report`)."""
+    return load_studies_report()[0]
 
 
 def get_study(study_id: str) -> Study:
-    studies = load_studies()
+    """A study by id; a broken file of that name raises LibraryError with its problems."""
+    studies, problems = load_studies_report()
     if study_id not in studies:
+        broken = [p for p in problems if Path(p.file).stem == study_id]
+        if broken:
+            raise LibraryError(broken)
         hint = difflib.get_close_matches(study_id, list(studies), n=2)
         extra = f"; did you mean {', '.join(hint)}?" if hint else f"; known: {', '.join(studies)}"
         raise KeyError(f"no study with id '{study_id}'{extra}")

@@ -17,15 +17,22 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import records
 from .answers import permuted_orders
-from .studies import Study, Variant, get_study, parse_study, render
+from .studies import (
+    MAX_ATTEMPTS,
+    MAX_REPEATS,
+    Study,
+    Variant,
+    get_study,
+    parse_study,
+    render,
+)
 from .study_questions import option_list, question, sequence_turns
 
-MAX_REPEATS = 100_000
-MAX_ATTEMPTS = 20
 MAX_UNITS = 2_000_000  # ~1 GB of plan in memory; paper scale (the thesis) is ~320,000
 LOCAL_REPEATS = 2  # a study on the local model runs in miniature unless --repeats says more
 REWRITE_TOKENS = 600  # a rewritten prompt is as long as the prompt
@@ -166,6 +173,13 @@ def load_study(name: str, store: Any = None) -> Study:
         raise KeyError(f"no study or dataset '{name}': {missing.args[0]}") from None
 
 
+def shadowing_problems(name: str) -> list[str]:
+    """Why a user's study file of this name is ignored (a built-in has its id), for a note."""
+    from .studies import load_studies_report
+
+    return [str(p) for p in load_studies_report()[1] if Path(p.file).stem == name]
+
+
 def stored_study(store: Any, spec: StudySpec) -> Study:
     rows = store.query("select source from study_sources where hash = ?", [spec.study_hash])
     if not rows:
@@ -194,9 +208,14 @@ def resolve(spec: StudySpec, study: Study) -> StudySpec:
 
     if not spec.models:
         raise StudyPlanError("give at least one model")
-    tests = _pick(spec.tests, list(study.tests), "test")
-    variants = _pick(spec.variants, list(study.variants) or ["default"], "variant")
-    temperatures = [float(t) for t in spec.temperatures] or list(study.temperatures)
+    # A name given twice is asked once (twice would plan the same conversations twice).
+    tests = _pick(list(dict.fromkeys(spec.tests)), list(study.tests), "test")
+    variants = _pick(
+        list(dict.fromkeys(spec.variants)), list(study.variants) or ["default"], "variant"
+    )
+    temperatures = list(dict.fromkeys(float(t) for t in spec.temperatures)) or list(
+        study.temperatures
+    )
     for t in temperatures:
         if not 0.0 <= t <= 2.0:
             raise StudyPlanError(f"temperature {t} is outside 0..2")
@@ -224,7 +243,7 @@ def resolve(spec: StudySpec, study: Study) -> StudySpec:
         repeats = min(study.repeats, LOCAL_REPEATS) if local else study.repeats
     return StudySpec(
         study=study.id if not spec.study else spec.study,
-        models=list(spec.models),
+        models=list(dict.fromkeys(spec.models)),
         tests=tests,
         temperatures=temperatures,
         variants=variants,
