@@ -67,6 +67,7 @@ RUN_GAPS = {"options", "item", "prompt"}
 MAX_STUDY_BYTES = 2_000_000
 MAX_REPEATS = 100_000
 MAX_ATTEMPTS = 20
+MAX_TESTS = 500
 MAX_LENGTH = 50  # items of one sequential conversation (BiasBuster: 6)
 MAX_TEXT_CHARS = 50_000  # one rendered prompt, item or turn
 _GAP = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
@@ -316,6 +317,8 @@ def _build(data: dict[str, Any], check: _Checker) -> Study:
             tests[test_id] = test
     if not data["tests"]:
         check.add(("tests",), "a study needs at least one test")
+    if len(data["tests"]) > MAX_TESTS:
+        check.add(("tests",), f"a study has at most {MAX_TESTS} tests, not {len(data['tests']):,}")
     if check.problems:
         return Study(data["id"], "", "", (), tests, values, variants, {})
     return Study(

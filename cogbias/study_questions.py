@@ -17,7 +17,17 @@ from typing import Any
 import tomlkit
 
 from .answers import Answer, parse_admit_reject, parse_letter, parse_number, parse_yes_no
-from .studies import Condition, Study, StudyTest, Variant, parse_study, render, scaled_values
+from .library import LibraryError
+from .studies import (
+    MAX_TESTS,
+    Condition,
+    Study,
+    StudyTest,
+    Variant,
+    parse_study,
+    render,
+    scaled_values,
+)
 
 
 def question(
@@ -77,7 +87,13 @@ def read_answer(test: StudyTest, text: str, strict: bool = False) -> Answer:
         return parse_yes_no(text, strict)
     if test.answer == "letter":
         return parse_letter(text, test.letters, strict)
-    return parse_number(text, test.min, test.max, strict)
+    answer = parse_number(text, test.min, test.max, strict)
+    if answer.ok and not abs(answer.value) <= MAX_NUMBER_ANSWER:  # 10**400 reads as inf
+        return Answer(text, error=f"the number is too large to be an answer: {text[:40]!r}")
+    return answer
+
+
+MAX_NUMBER_ANSWER = 1e15  # beyond any price or estimate; squares of it stay finite
 
 
 def code_answer(test: StudyTest, value: Any) -> float:
@@ -101,57 +117,143 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "x"
 
 
+def _unique(name: str, used: set[str]) -> str:
+    """`name`, or `name_2`, `name_3`, ... when taken: "a b" and "a_b" slug alike but must stay
+    two tests (two values), not silently merge."""
+    candidate, n = name, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{name}_{n}"
+    used.add(candidate)
+    return candidate
+
+
+# Texts of an imported prompt that the template language would read as gaps: they enter the
+# study as values, which are inserted as written and never read again.
+_LITERALS = {"{{": "text_open_braces", "[[": "text_open_brackets"}
+
+
+def _gapped(text: str, slots: Mapping[str, str]) -> str:
+    """`text` with every bare variable name (longest first, in one pass, so `a` never
+    matches inside `a.b` and a filled gap is never matched again) and every literal `{{`/`[[`
+    replaced by a gap."""
+    keys = sorted(slots, key=len, reverse=True)
+    variable = "|".join(rf"(?<!\w){re.escape(k)}(?!\w)" for k in keys)
+    literal = "|".join(re.escape(k) for k in _LITERALS)
+    pattern = re.compile(f"{variable}|{literal}" if keys else literal)
+
+    def gap(match: re.Match[str]) -> str:
+        found = match.group(0)
+        return "{{" + (slots[found] if found in slots else _LITERALS[found]) + "}}"
+
+    return pattern.sub(gap, text)
+
+
+def _answer_format(first: Mapping[str, Any], where: str) -> dict[str, str]:
+    """How a prompt's answers are read and coded for Cohen's d (the target answer is 1)."""
+    target = (first.get("target_response") or "").strip().lower()
+    if first["response_type"] == "numerical":
+        return {"answer": "number"}
+    if target in ("yes", "no"):
+        return {"answer": "yes_no", "target": target}
+    letter = target.strip("().: ")
+    if re.fullmatch("[a-z]", letter):
+        letters = "abcdefghijklmnopqrstuvwxyz"[: max(2, ord(letter) - ord("a") + 1)]
+        return {"answer": "letter", "letters": letters, "target": letter}
+    raise ValueError(
+        f"{where}: target_response {target[:40]!r} is neither yes, no nor one letter, so "
+        "the choice answers cannot be coded for Cohen's d"
+    )
+
+
 def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
     """A runnable study from imported thesis prompts (`study_prompts` rows of one dataset).
 
-    One test per bias × scenario; part 1 is the control, part 2 the treatment. Variable names
-    that stand bare in the text (`anchor_value`) become `{{anchor_value}}` gaps with their
-    published values; `__` stays where the answer goes. Numerical prompts read a number;
-    choice prompts read yes/no when the target is yes or no, otherwise a letter, and Cohen's d
-    codes the `target_response` as 1. The generated definition goes through the same
-    validation as a study file.
+    One test per bias × scenario: part 1 is the control, part 2 the treatment (with more
+    parts, one test per further part against part 1, named `…__part3`). Variable names that
+    stand bare in the text (`anchor_value`) become `{{…}}` gaps with their published values;
+    `__` stays where the answer goes. Numerical prompts read a number; choice prompts read
+    yes/no when the target is yes or no, otherwise a letter, and Cohen's d codes the
+    `target_response` as 1. The generated definition goes through the same validation as a
+    study file; a problem is reported with the `experiments.csv` rows it comes from.
     """
     doc = tomlkit.document()
     doc["id"] = _slug(name)
     doc["name"] = f"Prompts of dataset {name}"
     doc["description"] = "The published prompts of an imported dataset, run as they are."
     values, tests = tomlkit.table(), tomlkit.table()
-    groups: dict[str, list[Mapping[str, Any]]] = {}
+    used = set(_LITERALS.values())
+    for literal, slot in _LITERALS.items():
+        values[slot] = {"type": "choice", "options": [literal]}
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for row in sorted(rows, key=lambda r: (r["bias"], r["scenario"], r["part"])):
-        groups.setdefault(f"{_slug(row['bias'])}__{_slug(row['scenario'])}", []).append(row)
-    for test_id, parts in groups.items():
-        first = parts[0]
-        test = tomlkit.table()
-        test["bias"] = first["bias"]
-        test["name"] = f"{first['bias_name']} ({first['scenario']})"
-        test["design"] = "conditions"
-        test["metric"] = "cohens_d"
-        target = (first.get("target_response") or "").strip().lower()
-        if first["response_type"] == "numerical":
-            test["answer"] = "number"
-        elif target in ("yes", "no"):
-            test["answer"], test["target"] = "yes_no", target
-        else:
-            letters = "abcdefgh"[: max(2, "abcdefgh".find(target[:1]) + 1 if target else 2)]
-            test["answer"], test["letters"] = "letter", letters
-            test["target"] = target[:1] or "b"
-        conditions = tomlkit.table()
+        groups.setdefault((row["bias"], row["scenario"]), []).append(row)
+    n_tests = sum(len(parts) - 1 for parts in groups.values())
+    if n_tests > MAX_TESTS:  # before building: tomlkit takes seconds per thousand tests
+        raise ValueError(
+            f"dataset {name}: its prompts make {n_tests:,} tests (one per part after the "
+            f"first); a study has at most {MAX_TESTS}"
+        )
+    origins: dict[str, str] = {}  # test id → where its rows are, for messages
+    for (bias, scenario), parts in groups.items():
+        where = (
+            f"dataset {name}, experiments.csv rows "
+            f"{', '.join(str(p.get('source_row', '?')) for p in parts)} "
+            f"(bias {bias[:40]!r}, scenario {scenario[:40]!r})"
+        )
+        if len(parts) < 2:
+            raise ValueError(f"{where}: a test needs a control part and a treatment part")
+        base = f"{_slug(bias)}__{_slug(scenario)}"
+        texts = {}
         for part in parts:
-            text = part["content"]
             variables = part["variables"]
             if isinstance(variables, str):
                 variables = json.loads(variables or "{}")
-            for key, value in variables.items():
-                slot = f"{test_id}_{_slug(key)}_{part['part']}"
-                text = re.sub(rf"(?<![\w{{]){re.escape(key)}(?![\w}}])", "{{" + slot + "}}", text)
-                values[slot] = {"type": "choice", "options": [value]}
-            label = "control" if part["part"] == 1 else f"treatment_{part['part']}"
-            if part["part"] == 2 and len(parts) == 2:
-                label = "treatment"
-            conditions[label] = {"prompt": text}
-        test["conditions"] = conditions
-        tests[test_id] = test
-    if values:
-        doc["values"] = values
+            slots = {key: _unique(f"{_slug(base)}_{_slug(key)}_{part['part']}", used)
+                     for key in variables}  # fmt: skip
+            for key, slot in slots.items():
+                values[slot] = {"type": "choice", "options": [variables[key]]}
+            texts[part["part"]] = _gapped(part["content"], slots)
+        control, treatments = parts[0], parts[1:]
+        for treatment in treatments:
+            suffix = "" if len(parts) == 2 else f"__part{treatment['part']}"
+            test_id = _unique(base + suffix, used)
+            origins[test_id] = where
+            test = tomlkit.table()
+            test["bias"] = bias
+            test["name"] = f"{control['bias_name']} ({scenario})" + (
+                f", part {treatment['part']}" if suffix else ""
+            )
+            test["design"] = "conditions"
+            test["metric"] = "cohens_d"
+            for key, value in _answer_format(control, where).items():
+                test[key] = value
+            test["conditions"] = {
+                "control": {"prompt": texts[control["part"]]},
+                "treatment": {"prompt": texts[treatment["part"]]},
+            }
+            tests[test_id] = test
+    doc["values"] = values
     doc["tests"] = tests
-    return parse_study(tomlkit.dumps(doc), f"<dataset {name}>")
+    try:
+        return parse_study(tomlkit.dumps(doc), f"<dataset {name}>")
+    except LibraryError as exc:
+        raise ValueError(_located(exc, tomlkit.dumps(doc), origins, name)) from None
+
+
+def _located(exc: LibraryError, source: str, origins: Mapping[str, str], name: str) -> str:
+    """The problems of a generated study, each named by the dataset rows it comes from (the
+    generated TOML's line numbers mean nothing to the person who imported the CSV)."""
+    lines = source.splitlines()
+    out = []
+    for problem in exc.problems[:10]:
+        where = f"dataset {name}"
+        for line in reversed(lines[: problem.line]):
+            found = re.match(r"\[tests\.([a-z0-9_]+)", line)
+            if found and found.group(1) in origins:
+                where = origins[found.group(1)]
+                break
+        out.append(f"{where}: {problem.message}")
+    if len(exc.problems) > 10:
+        out.append(f"... and {len(exc.problems) - 10} more problems")
+    return "\n".join(out)

@@ -84,7 +84,7 @@ def results(store: Store, run_id: str) -> pd.DataFrame:
         try:
             figures = _score(test, cell)
             row["note"] = ""
-        except ValueError as exc:  # too few answers for the metric: say so in the cell
+        except (ValueError, ArithmeticError) as exc:  # too few answers, or numbers too large
             figures, row["note"] = {}, str(exc)
         row["value"] = figures.get(HEADLINE[test.metric])
         row["n"] = figures.get("n", figures.get("n_control", figures.get("n_a", 0)))

@@ -51,6 +51,9 @@ from .study_plan import (
 from .study_questions import read_answer
 
 SPEC_VERSION = 1
+# A rewrite is asked for at most REWRITE_TOKENS tokens; an endpoint that ignores that limit
+# must not turn the next prompt into megabytes.
+MAX_REWRITE_CHARS = REWRITE_TOKENS * 10
 
 
 def create(plan: StudyPlan, store: Store, name: str = "") -> str:
@@ -236,7 +239,13 @@ class _Conversations:
 
     async def unit(self, unit: Unit) -> None:
         test = self.study.tests[unit.test]
-        script = compose(self.study, self.spec, unit)
+        try:
+            script = compose(self.study, self.spec, unit)
+        except (ValueError, KeyError, ArithmeticError) as exc:
+            # A value that fails for this draw only (the file's dry run samples a few): this
+            # unit fails with the reason, the run goes on.
+            self._invalid(unit, test, f"the question could not be composed: {exc}")
+            return
         if test.design == "sequence":
             ok = await self._sequence(unit, test, script)
         else:
@@ -284,7 +293,15 @@ class _Conversations:
             said.append(row["response"] or "")
         return True
 
-    async def _ask(
+    def _invalid(self, unit: Unit, test: StudyTest, error: str) -> None:
+        conversation = unit.conversation(self.run_id)
+        row = self._row(unit, test, Script([], ""), conversation, 0, 0, "decide", "")
+        row.update(status="failed", error=error, failure_kind="invalid")
+        self.writer.study_calls.append(row)
+        self.writer.run["done"] += 1
+        self.writer.run["failed"] += 1
+
+    def _row(
         self,
         unit: Unit,
         test: StudyTest,
@@ -293,13 +310,10 @@ class _Conversations:
         attempt: int,
         turn: int,
         role: str,
-        said: list[str],
+        prompt: str,
     ) -> dict[str, Any]:
-        """Ask one turn (`said` alternates user and assistant texts, ending with the user's)
-        and record it: read, unreadable, or failed with the failure's kind."""
-        from .llm import FatalLLMError, LLMError, LLMRequest
-
-        row: dict[str, Any] = {
+        """A turn's record before it is asked."""
+        return {
             "id": records.stable_id(conversation, turn),
             "run_id": self.run_id,
             "conversation": conversation,
@@ -317,7 +331,7 @@ class _Conversations:
             "attempt": attempt,
             "presented": json.dumps(script.order),
             "status_quo_at": script.status_quo_at,
-            "prompt": said[-1],
+            "prompt": prompt,
             "original": script.original
             if role == "decide" and (turn == 0 or script.rewrite is not None)
             else None,
@@ -328,6 +342,23 @@ class _Conversations:
             "failure_kind": None,
             "cache_key": None,
         }
+
+    async def _ask(
+        self,
+        unit: Unit,
+        test: StudyTest,
+        script: Script,
+        conversation: str,
+        attempt: int,
+        turn: int,
+        role: str,
+        said: list[str],
+    ) -> dict[str, Any]:
+        """Ask one turn (`said` alternates user and assistant texts, ending with the user's)
+        and record it: read, unreadable, or failed with the failure's kind."""
+        from .llm import FatalLLMError, LLMError, LLMRequest
+
+        row = self._row(unit, test, script, conversation, attempt, turn, role, said[-1])
         if unit.model == RANDOM_MODEL:
             text = random_answer(test, role, script, records.stable_id(conversation, turn))
         else:
@@ -348,7 +379,9 @@ class _Conversations:
             except FatalLLMError:
                 raise
             except LLMError as exc:
-                row.update(status="failed", error=str(exc), failure_kind=exc.failure_kind)
+                # an empty answer is an answer that cannot be read: asked again like one
+                status = "unparseable" if exc.failure_kind == "unparseable" else "failed"
+                row.update(status=status, error=str(exc), failure_kind=exc.failure_kind)
                 self.writer.study_calls.append(row)
                 return row
             text, row["cache_key"] = response.text, response.key
@@ -388,6 +421,12 @@ def _read(test: StudyTest, role: str, text: str, row: dict[str, Any]) -> None:
         answer: Answer = Answer(text, rewritten(text) or None)
         if not answer.value:
             answer = Answer(text, error="the rewritten prompt is empty")
+        elif len(answer.value) > MAX_REWRITE_CHARS:  # it becomes the next prompt: bounded
+            answer = Answer(
+                text,
+                error=f"the rewritten prompt has {len(answer.value):,} characters, more than "
+                f"the {MAX_REWRITE_CHARS:,} a rewrite may have",
+            )
     elif role == "revise":
         answer = read_revision(test, text)
     else:
@@ -403,8 +442,8 @@ def _read(test: StudyTest, role: str, text: str, row: dict[str, Any]) -> None:
 def read_revision(test: StudyTest, text: str) -> Answer:
     """The revised decisions: one readable line per item of the sequence, in order."""
     lines = [line for line in text.splitlines() if line.strip()]
-    values = [read_answer(test, line) for line in lines]
-    if len(values) != test.length or not all(v.ok for v in values):
+    values = [read_answer(test, line) for line in lines[: test.length + 1]]
+    if len(lines) != test.length or not all(v.ok for v in values):
         return Answer(
             text, error=f"expected {test.length} lines, each one decision; got {len(lines)}"
         )

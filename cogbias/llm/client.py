@@ -476,6 +476,9 @@ class LLMClient:
         if not text or not text.strip():
             self.stats.failures += 1
             raise LLMError(f"{model_id}: empty answer", kind="empty", model=model_id)
+        # A lone surrogate ("\ud800", valid in JSON, not in UTF-8) would make every later
+        # write of the answer fail (cache, records): keep the rest and mark it.
+        text = text.encode("utf-8", "replace").decode("utf-8")
         return LLMResponse(
             text=text,
             prompt_tokens=prompt_tokens,
