@@ -419,6 +419,12 @@ def _results(args: argparse.Namespace) -> int:
             args.study and not cli_studies.is_token_bias(args.study, store)
         ):
             return cli_studies.results(args, store)
+    if args.by:  # a paired run's table has no study dimensions to pivot on
+        what = f"run {args.run} is a paired run" if args.run else "these are paired runs"
+        raise ValueError(
+            f"--by pivots study runs; {what}: leave --by out "
+            "(see `cogbias results --study NAME --by ...`)"
+        )
     if args.study:
         return _study_results(args)
     with Store(args.db) as store:

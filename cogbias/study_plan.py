@@ -183,7 +183,11 @@ def shadowing_problems(name: str) -> list[str]:
 def stored_study(store: Any, spec: StudySpec) -> Study:
     rows = store.query("select source from study_sources where hash = ?", [spec.study_hash])
     if not rows:
-        raise KeyError(f"the study source of this run ({spec.study_hash}) is not in the store")
+        raise KeyError(
+            f"the study {spec.study!r} this run was planned from ({spec.study_hash}) is no "
+            "longer in the store, so the run cannot be scored or resumed; delete the run with "
+            "`cogbias delete run RUN_ID`"
+        )
     return parse_study(rows[0]["source"], f"<study {spec.study} of the run>")
 
 

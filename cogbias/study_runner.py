@@ -443,10 +443,13 @@ def read_revision(test: StudyTest, text: str) -> Answer:
     """The revised decisions: one readable line per item of the sequence, in order."""
     lines = [line for line in text.splitlines() if line.strip()]
     values = [read_answer(test, line) for line in lines[: test.length + 1]]
-    if len(lines) != test.length or not all(v.ok for v in values):
+    if len(lines) != test.length:
         return Answer(
             text, error=f"expected {test.length} lines, each one decision; got {len(lines)}"
         )
+    bad = next((i for i, v in enumerate(values) if not v.ok), None)
+    if bad is not None:
+        return Answer(text, error=f"line {bad + 1} of the revision: {values[bad].error}")
     return Answer(text, [v.value for v in values])
 
 
