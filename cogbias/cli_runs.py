@@ -23,8 +23,21 @@ def add_db(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _at_least_one(text: str) -> int:
+    """A count that must be positive (`--concurrency 0` would wait forever for a free slot)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def _add_execution(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--concurrency", type=int, default=16, help="LLM requests in flight at once")
+    p.add_argument(
+        "--concurrency", type=_at_least_one, default=16, help="LLM requests in flight at once"
+    )
     p.add_argument(
         "--retry-failed",
         action="store_true",

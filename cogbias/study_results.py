@@ -178,9 +178,13 @@ def pivot(table: pd.DataFrame, by: str) -> pd.DataFrame:
     if by not in DIMENSIONS:
         raise ValueError(f"pivot by one of {', '.join(DIMENSIONS)}, not '{by}'")
     rows = ["test", "metric"] + [d for d in DIMENSIONS if d != by and table[d].nunique() > 1]
-    wide = table.pivot_table(index=rows, columns=by, values="value", aggfunc="first", sort=False)
+    # unstack, not pivot_table: a test with no figure (too few readable answers) keeps its
+    # row, empty, instead of vanishing from the table
+    keyed = table.drop_duplicates([*rows, by]).set_index([*rows, by])
+    wide = keyed["value"].astype(float).unstack(by)
+    order = list(dict.fromkeys(keyed.index.droplevel(by)))
     columns = sorted(wide.columns, key=_column_order if by == "mitigation" else None)
-    return wide[columns]
+    return wide.reindex(order)[columns]
 
 
 def _column_order(mitigation: str) -> int:

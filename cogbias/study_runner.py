@@ -80,6 +80,8 @@ def execute(
 ) -> dict[str, Any]:
     """Run (or resume) a study plan; returns the run row. Raises `RunBusy` when another live
     worker holds the run."""
+    if concurrency < 1:  # no slot would ever be free: the run would wait forever
+        raise ValueError(f"concurrency must be at least 1, not {concurrency}")
     options = dict(timeout=timeout, deadline=deadline, max_retries=max_retries)
     return asyncio.run(
         _execute(plan, store, progress, name, retry_failed, read_cache, concurrency, options)

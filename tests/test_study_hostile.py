@@ -652,3 +652,33 @@ def test_a_cancelled_study_run_resumes_to_exactly_the_planned_turns(
     assert all(sorted(t) == list(range(len(t))) for t in by_conversation.values())
     with Store(db) as store:
         assert store.run(run_id)["status"] == "done"
+
+
+def test_concurrency_below_one_is_refused_instead_of_waiting_forever(tmp_path: Path) -> None:
+    for value in ("0", "-3"):
+        done = cogbias("run", "--study", "mohr8", "--models", "random", "--concurrency", value,
+                       "--db", tmp_path / "s.db")  # fmt: skip
+        assert done.returncode == 2
+        assert f"argument --concurrency: must be at least 1, not {value}" in done.stderr
+    plan = study_plan.plan(
+        study_plan.resolve(study_plan.StudySpec("mohr8", ["random"], repeats=1), study_plan.load_study("mohr8")),
+        study_plan.load_study("mohr8"),
+    )  # fmt: skip
+    with Store(tmp_path / "s.db") as store, pytest.raises(ValueError, match="at least 1, not 0"):
+        study_runner.execute(plan, store, concurrency=0)
+
+
+def test_a_pivot_keeps_the_tests_that_have_no_figure_yet(home: Path, tmp_path: Path) -> None:
+    (home / "studies" / "hostile.toml").write_text(HOSTILE_STUDY, encoding="utf-8")
+    db = tmp_path / "s.db"
+    with FakeLLMServer(lambda request: "no idea") as server:  # nothing can be read
+        done = cogbias(
+            "run", "--study", "hostile", "--models", "openai/fake", "--api-base", server.base_url,
+            "--mitigations", "none,awareness", "--repeats", "1", "--db", db, home=home,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shown = cogbias("results", "--study", "hostile", "--by", "mitigation", "--db", db, home=home)
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split() for line in shown.stdout.splitlines()[3:]]
+    assert [r[0] for r in rows] == ["num", "opt", "seq"]
+    assert all(r[2:] == ["NaN", "NaN"] for r in rows)
