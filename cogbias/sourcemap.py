@@ -65,7 +65,7 @@ class SourceMap:
         """Best position for `path` (the `index`-th string of a list, `offset` chars into it)."""
         position = self.key_position(path)
         if position is None:
-            for depth in range(len(path) - 1, 0, -1):
+            for depth in range(len(path), 0, -1):  # the table itself, then its parents
                 line = self.table_line(path[:depth])
                 if line is not None:
                     return line, 1

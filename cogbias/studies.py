@@ -68,6 +68,9 @@ MAX_STUDY_BYTES = 2_000_000
 MAX_REPEATS = 100_000
 MAX_ATTEMPTS = 20
 MAX_TESTS = 500
+MAX_CONDITIONS = 20  # per test (the papers use 1 or 2)
+MAX_VARIANTS = 20
+MAX_NUMBER = 1e15  # bounds of number answers: beyond any price or estimate, squares stay finite
 MAX_LENGTH = 50  # items of one sequential conversation (BiasBuster: 6)
 MAX_TEXT_CHARS = 50_000  # one rendered prompt, item or turn
 _GAP = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
@@ -360,7 +363,13 @@ def _check_prompt_gaps(prompts: dict[str, Any], check: _Checker) -> None:
 
 
 def _variants(table: dict[str, Any], check: _Checker) -> dict[str, Variant]:
-    variants = {}
+    variants: dict[str, Variant] = {}
+    if len(table) > MAX_VARIANTS:
+        check.add(
+            ("variants", next(iter(table))),
+            f"a study has at most {MAX_VARIANTS} variants, not {len(table)}",
+        )
+        return variants
     for name, spec in table.items():
         path = ("variants", name)
         if not isinstance(spec, dict):
@@ -428,8 +437,8 @@ def _test(
             f"letters {_clip(letters)!r} must be 2 or more distinct letters a-z",
         )
     for key in ("min", "max"):
-        if key in table and not math.isfinite(table[key]):
-            check.add((*path, key), f"{key} must be a finite number")
+        if key in table and not abs(table[key]) <= MAX_NUMBER:
+            check.add((*path, key), f"{key} must be a number between -1e15 and 1e15")
             return None
     if "min" in table and "max" in table and table["min"] > table["max"]:
         check.add((*path, "min"), f"min ({table['min']}) is greater than max ({table['max']})")
@@ -452,7 +461,7 @@ def _test(
             (*path, "conditions"),
             f"metric '{metric}' compares exactly 2 conditions, found {len(conditions)}",
         )
-    elif not conditions:
+    elif not table["conditions"]:
         check.add((*path, "conditions"), "a test needs at least one condition")
     k = table.get("k", 0)
     if design == "options":
@@ -529,7 +538,10 @@ def _test(
 
 
 def _conditions(table: Any, path: tuple[str, ...], check: _Checker) -> list[Condition]:
-    out = []
+    out: list[Condition] = []
+    if len(table) > MAX_CONDITIONS:
+        check.add(path, f"a test has at most {MAX_CONDITIONS} conditions, not {len(table)}")
+        return out
     for name, spec in table.items():
         if not isinstance(spec, dict):
             check.add((*path, name), f"condition '{name}' should be a table with a prompt")
@@ -600,14 +612,15 @@ def _dry_run(study: Study, check: _Checker, samples: int = 10) -> None:
     too long, shows up at load time with where it is."""
     rng = random.Random(0)
     variants = list(study.variants.values()) or [Variant("default")]
-    for _ in range(samples):
+    # one variant per draw, each at least once: the work stays tests × draws, not × variants
+    for draw in range(max(samples, len(variants))):
         try:
             values = study.sample_values(rng)
         except Exception as exc:  # noqa: BLE001 - the expression module's errors are ValueErrors
             check.add(("values",), f"a value fails when sampled: {exc}")
             return
         for test in study.tests.values():
-            for variant in variants:
+            for variant in (variants[draw % len(variants)],):
                 try:
                     filled = scaled_values(test, values, variant)
                 except (TypeError, ArithmeticError):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -361,7 +362,8 @@ def compose(study: Study, spec: StudySpec, unit: Unit) -> Script:
 
 
 def rewritten(text: str) -> str:
-    """The prompt a self-help answer gives back: what follows the marker (or all of it)."""
+    """The prompt a self-help answer gives back: what follows the marker (or all of it),
+    without further copies of the marker (an answer of nothing but markers is empty)."""
     at = text.lower().find(REWRITE_MARKER)
     body = text[at + len(REWRITE_MARKER) :] if at >= 0 else text
-    return body.strip()
+    return re.sub(re.escape(REWRITE_MARKER), "", body, flags=re.IGNORECASE).strip()

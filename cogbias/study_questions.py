@@ -19,6 +19,7 @@ import tomlkit
 from .answers import Answer, parse_admit_reject, parse_letter, parse_number, parse_yes_no
 from .library import LibraryError
 from .studies import (
+    MAX_NUMBER,
     MAX_TESTS,
     Condition,
     Study,
@@ -88,12 +89,9 @@ def read_answer(test: StudyTest, text: str, strict: bool = False) -> Answer:
     if test.answer == "letter":
         return parse_letter(text, test.letters, strict)
     answer = parse_number(text, test.min, test.max, strict)
-    if answer.ok and not abs(answer.value) <= MAX_NUMBER_ANSWER:  # 10**400 reads as inf
+    if answer.ok and not abs(answer.value) <= MAX_NUMBER:  # 10**400 reads as inf
         return Answer(text, error=f"the number is too large to be an answer: {text[:40]!r}")
     return answer
-
-
-MAX_NUMBER_ANSWER = 1e15  # beyond any price or estimate; squares of it stay finite
 
 
 def code_answer(test: StudyTest, value: Any) -> float:

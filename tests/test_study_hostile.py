@@ -113,7 +113,7 @@ HOSTILE_FILES = {
     "megaprompt": (BASE.replace("[tests.t]", LONG_VALUE + "[tests.t]").replace("n is {{n}}0", "{{big}}" * 2000), "{{big}}", "longer than 50,000 characters"),
     "scale_nan": (BASE + "[variants.v]\npersona = false\nscale = nan\n", "scale = nan", "positive number up to 1e12"),
     "scale_inf": (BASE + "[variants.v]\npersona = false\nscale = inf\n", "scale = inf", "positive number up to 1e12"),
-    "min_nan": (BASE.replace('metric = "cohens_d"', 'metric = "cohens_d"\nmin = nan'), "min = nan", "finite number"),
+    "min_nan": (BASE.replace('metric = "cohens_d"', 'metric = "cohens_d"\nmin = nan'), "min = nan", "between -1e15 and 1e15"),
     "letters": (BASE.replace('answer = "number"', 'answer = "letter"\nletters = "éàü"\ntarget = "é"'), "letters =", "distinct letters a-z"),
     "condition_name": (BASE.replace("conditions.control]", 'conditions."c\\u001b[2J"]'), "[tests.t]", r"condition name 'c\x1b[2J'"),
     "selfhelp_gap": (BASE.replace("[values.n]", '[prompts]\nselfhelp = "Rewrite {{prompt}} for {{n}}"\n[values.n]'), "selfhelp =", "takes only {{prompt}}"),
@@ -121,6 +121,9 @@ HOSTILE_FILES = {
     "nested": ("a = " + "[" * 50_000 + "]" * 50_000, "a = ", "nests arrays or tables too deeply"),
     "control_char": (BASE.replace('design = "conditions"', 'design = "\x1b[2J"'), "design", "not valid TOML"),
     "scaled_overflow": (BASE.replace("max = 9", "max = " + "9" * 400).replace('metric = "cohens_d"', 'metric = "cohens_d"\nscaled = ["n"]') + "[variants.v]\npersona = false\nscale = 1e12\n", "scaled", "only numbers can be scaled"),
+    "min_huge": (BASE.replace('metric = "cohens_d"', 'metric = "cohens_d"\nmin = -1e300'), "min = -1e300", "between -1e15 and 1e15"),
+    "variants": (BASE + "".join(f"[variants.v{i}]\npersona = false\n" for i in range(21)), "[variants.v0]", "at most 20 variants, not 21"),
+    "conditions": (BASE.replace('design = "conditions"', 'design = "options"').replace('answer = "number"', 'answer = "letter"').replace('metric = "cohens_d"', 'metric = "primacy"\nk = 2\nitem = "i {{n}}"').split("[tests.t.conditions")[0] + "".join(f'[tests.t.conditions.c{i}]\nprompt = "{{{{options}}}}"\n' for i in range(21)), "[tests.t]", "at most 20 conditions, not 21"),
 }  # fmt: skip
 
 
@@ -682,3 +685,19 @@ def test_a_pivot_keeps_the_tests_that_have_no_figure_yet(home: Path, tmp_path: P
     rows = [line.split() for line in shown.stdout.splitlines()[3:]]
     assert [r[0] for r in rows] == ["num", "opt", "seq"]
     assert all(r[2:] == ["NaN", "NaN"] for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("answer", "prompt"),
+    [
+        ("[rewritten text]\nDecide on the facts.", "Decide on the facts."),
+        ("Sure! [REWRITTEN TEXT] Decide. [rewritten text]", "Decide."),
+        ("[rewritten text]" * 5000, ""),
+        ("No marker at all", "No marker at all"),
+    ],
+    ids=["plain", "marker-twice", "markers-only", "no-marker"],
+)
+def test_a_rewrite_is_what_follows_the_marker_without_further_markers(
+    answer: str, prompt: str
+) -> None:
+    assert study_plan.rewritten(answer) == prompt
