@@ -1,0 +1,157 @@
+"""The Studies page: start a study run, its results pivoted, conversations, self-help pairs.
+
+The runs are real study runs (`study_runner.execute`): the `random` model answers offline,
+and a scripted OpenAI-compatible server on 127.0.0.1 plays a model whose self-help rewrite
+differs from the original and whose answers carry Markdown and HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from cogbias import study_plan, study_results, study_runner
+from cogbias.store import Store
+from cogbias.study_plan import StudySpec
+from tests.fake_llm_server import FakeLLMServer, _last_user_text
+from tests.test_app_pages import assert_clean, chart_specs, open_page, texts
+
+HOSTILE = "**bold** <script>alert(1)</script>"
+
+
+def study_run(db: Path, spec: StudySpec) -> str:
+    """Plan and run a study to the end in this process; returns the run id."""
+    with Store(db) as store:
+        study = study_plan.load_study(spec.study, store)
+        run = study_runner.execute(study_plan.plan(study_plan.resolve(spec, study), study), store)
+    assert run["status"] == "done", run
+    return run["id"]
+
+
+def scripted(request: dict) -> str:
+    """Rewrites say so; decisions admit, with Markdown and HTML around the word."""
+    text = _last_user_text(request)
+    if "[text starts]" in text:
+        body = text.split("[text starts]", 1)[1].split("[text ends]", 1)[0].strip()
+        return "[rewritten text]\nNEUTRAL REWRITE. " + body.splitlines()[-1]
+    if text.startswith("Look back at all your decisions"):
+        return "\n".join(["admit"] * 6)
+    return f"admit {HOSTILE}"
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "app.db"
+    monkeypatch.setenv("COGBIAS_DB", str(path))
+    monkeypatch.setenv("COGBIAS_DEMO", "0")
+    return path
+
+
+@pytest.fixture
+def random_run(db: Path) -> str:
+    spec = StudySpec(
+        "biasbuster",
+        ["random"],
+        temperatures=[0.2, 1.0],
+        mitigations=["none", "awareness", "selfhelp"],
+        repeats=2,
+    )
+    return study_run(db, spec)
+
+
+@pytest.fixture
+def scripted_run(db: Path) -> str:
+    with FakeLLMServer(responder=scripted) as fake:
+        spec = StudySpec(
+            "biasbuster",
+            ["openai/scripted"],
+            tests=["framing", "anchoring"],
+            mitigations=["selfhelp"],
+            repeats=1,
+            api_base=fake.base_url,
+        )
+        return study_run(db, spec)
+
+
+def columns_of(at: AppTest) -> list[list[str]]:
+    return [[str(c) for c in frame.value.columns] for frame in at.dataframe]
+
+
+def test_without_study_runs_the_page_points_at_the_start_form(db: Path) -> None:
+    at = open_page("studies")
+    assert "No study runs yet" in texts(at)
+    assert "Start a study run" in texts(at)
+    assert at.button(key="study_start")  # the random model is chosen: ready to start
+
+
+def test_the_plan_is_described_before_starting(db: Path) -> None:
+    at = open_page("studies")
+    at.selectbox(key="study_name").set_value("mohr8")
+    at.multiselect(key="study_mitigations").set_value(["none", "awareness"]).run()
+    at.number_input(key="study_repeats").set_value(3).run()
+    assert_clean(at)
+    plan_text = "\n".join(str(t.value) for t in at.text)
+    assert "study mohr8:" in plan_text and "× 2 mitigations × 3 repeats" in plan_text
+    at.multiselect(key="study_mitigations").set_value(["contrastive"]).run()
+    assert_clean(at)
+    assert any("cannot be planned" in e.value and "contrastive" in e.value for e in at.error)
+
+
+def test_pivot_by_changes_the_columns_of_table_and_heatmap(random_run: str) -> None:
+    at = open_page("studies")
+    assert at.session_state["study_run"] == random_run
+    assert ["none", "awareness", "selfhelp"] in columns_of(at)
+    (spec,) = chart_specs(at)
+    assert "Mitigation" in json.dumps(spec)
+    at.radio(key="study_pivot").set_value("temperature").run()
+    assert_clean(at)
+    assert ["0.2", "1.0"] in columns_of(at)
+    assert ["none", "awareness", "selfhelp"] not in columns_of(at)
+    (spec,) = chart_specs(at)
+    assert "Temperature" in json.dumps(spec)
+
+
+def test_conversation_viewer_shows_the_turns_in_order(random_run: str, db: Path) -> None:
+    at = open_page("studies")
+    at.selectbox(key="study_chat_mitigation").set_value("selfhelp").run()
+    assert_clean(at)
+    conversation = at.selectbox(key="study_chat_conversation").value
+    with Store(db) as store:
+        turns = study_results.conversations(store, random_run, "anchoring")
+    turns = turns[turns["conversation"] == conversation].sort_values("turn")
+    assert list(turns["role"]) == ["decide"] * 6 + ["revise"]
+    messages = at.get("chat_message")
+    assert [m.proto.name for m in messages] == ["user", "assistant"] * 7
+    shown = [m.text[0].value for m in messages]
+    expected = [t for row in turns.itertuples() for t in (row.prompt, row.response)]
+    assert [s[:200] for s in shown] == [e[:200] for e in expected]
+    assert "Revise turn" in messages[-2].markdown[0].value
+    caption = re.sub(r"\\(.)", r"\1", messages[1].caption[0].value)  # as a reader sees it
+    assert re.fullmatch(r"Turn 1, read as: (admit|reject)", caption)
+    assert caption.endswith(turns.iloc[0]["response"])
+
+
+def test_selfhelp_side_by_side_and_hostile_text_shown_literally(scripted_run: str) -> None:
+    at = open_page("studies")
+    (tab,) = [t for t in at.tabs if t.label == "Self-help rewrites"]
+    assert [m.value for m in tab.markdown][:3] == [
+        "**Original prompt**",
+        "**Rewritten by the model**",
+        "**Decision on the rewritten prompt**",
+    ]
+    plain = [str(t.value) for t in tab.text]
+    original = next(t for t in plain if t.startswith("You review applications"))
+    rewritten = next(t for t in plain if t.startswith("NEUTRAL REWRITE."))
+    assert original.splitlines()[-1] in rewritten  # the rewrite keeps the question
+    assert f"admit {HOSTILE}" in plain  # the decision, as text
+    assert "read as: admit" in texts(at)
+    # Markup in answers never reaches Markdown unescaped (chat turns included).
+    for element in [*at.markdown, *at.caption]:
+        assert "<script>" not in element.value and "**bold**" not in element.value
+    at.selectbox(key="study_chat_mitigation").set_value("selfhelp").run()
+    chat_texts = [m.text[0].value for m in at.get("chat_message") if m.proto.name == "assistant"]
+    assert f"admit {HOSTILE}" in chat_texts
