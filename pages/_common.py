@@ -215,9 +215,11 @@ def explore_columns() -> dict[str, Any]:
 
 
 def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
-    """What results can be shown: "all", each run ("run:ID") and each dataset
+    """What paired results can be shown: "all", each paired run ("run:ID") and each dataset
     ("dataset:NAME"), with a label function for a selectbox."""
-    runs = {r["id"]: r for r in store.runs()}
+    from cogbias.study_plan import is_study_run  # study runs have their own page (Studies)
+
+    runs = {r["id"]: r for r in store.runs() if not is_study_run(r["spec"])}
     datasets = [d["name"] for d in store.datasets()]
     sources = ["all"] + [f"run:{r}" for r in runs] + [f"dataset:{d}" for d in datasets]
 
@@ -228,6 +230,22 @@ def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
         return f"Run {run_label(runs[name])}" if kind == "run" else f"Dataset {name}"
 
     return sources, label
+
+
+def studies_link(store: Store) -> None:
+    """Point at the Studies page when the database holds study runs: their results are
+    pivoted there (by mitigation, temperature, prompt variant or model), not in the paired
+    heatmaps."""
+    from cogbias.study_plan import is_study_run
+
+    count = sum(is_study_run(r["spec"]) for r in store.runs())
+    if count:
+        st.page_link(
+            "pages/studies.py",
+            label=f"{count} study run(s): results by mitigation, temperature and prompt variant, "
+            "conversations and self-help rewrites are on the Studies page",
+            icon=":material/lab_profile:",
+        )
 
 
 def source_filter(source: str) -> tuple[str | None, str | None]:

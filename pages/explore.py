@@ -18,6 +18,7 @@ from pages._common import (
     open_store_or_stop,
     result_sources,
     source_filter,
+    studies_link,
     test_cases,
 )
 
@@ -47,6 +48,7 @@ def summary(
         return explore.heatmap_summary(own, run_id=run_id, dataset=dataset)
 
 
+studies_link(store)
 sources, _source_label = result_sources(store)
 if sources == ["all"]:
     st.info(

@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 from cogbias import study_plan, study_results, study_runner
 from cogbias.store import Store
 from cogbias.study_plan import StudySpec
+from tests.app_helpers import make_results_db
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 from tests.test_app_pages import assert_clean, chart_specs, open_page, texts
 
@@ -155,3 +156,14 @@ def test_selfhelp_side_by_side_and_hostile_text_shown_literally(scripted_run: st
     at.selectbox(key="study_chat_mitigation").set_value("selfhelp").run()
     chat_texts = [m.text[0].value for m in at.get("chat_message") if m.proto.name == "assistant"]
     assert f"admit {HOSTILE}" in chat_texts
+
+
+def test_explore_points_at_studies_and_lists_only_paired_runs(random_run: str, db: Path) -> None:
+    at = open_page("explore")
+    (link,) = at.get("page_link")
+    assert "1 study run(s)" in link.proto.label and link.proto.page.endswith("studies")
+    assert "no results yet" in texts(at)  # the study run is not offered as paired results
+    paired = make_results_db(db, instances=4)
+    at = open_page("explore")
+    options = at.selectbox(key="explore_source").options
+    assert len(options) == 2 and paired in options[1] and not any(random_run in o for o in options)
