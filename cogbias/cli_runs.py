@@ -72,15 +72,26 @@ def add_commands(commands: Any) -> None:
     add_db(p)
     p.add_argument("--temperature", type=float, default=0.0, help="decision temperature")
     p.add_argument("--generator-temperature", type=float, default=0.7)
-    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument(
+        "--repeats",
+        type=int,
+        help="answers per pair (default 1); with a study: valid answers wanted per condition "
+        "(default: the study's, 2 on the local model)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
     p.add_argument("--dataset", help="run the instances of an imported dataset instead")
     p.add_argument("--per-bias", type=int, help="with --dataset: at most N instances per bias")
     p.add_argument(
         "--study",
-        help="run a built-in study (tokenbias): its pairs are stored like a dataset, then run",
+        help="run a study: biasbuster, mohr8, your own, or an imported thesis dataset's "
+        "prompts (docs/studies.md); tokenbias stores its pairs like a dataset, then runs them",
     )
+    p.add_argument("--mitigations", help="with a study: none,awareness,contrastive,...")
+    p.add_argument("--temperatures", help="with a study: a sweep, e.g. 0.2,1.0")
+    p.add_argument("--variants", help="with a study: prompt scenarios (default: all)")
+    p.add_argument("--tests", help="with a study: only these tests (default: all)")
+    p.add_argument("--max-attempts", type=int, help="with a study: tries per wanted answer")
     p.add_argument(
         "--prompting",
         default="baseline",
@@ -141,6 +152,11 @@ def add_commands(commands: Any) -> None:
         default=10,
         help="with --study: exact binomial test up to this many discordant pairs, normal above",
     )
+    p.add_argument(
+        "--by",
+        choices=["mitigation", "temperature", "variant", "model"],
+        help="with a study: one column per mitigation, temperature, ...",
+    )
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.set_defaults(handler=_results)
 
@@ -168,6 +184,13 @@ def _run(args: argparse.Namespace) -> int:
     """One run per prompting method (the method is part of each run's identity)."""
     from . import prompting
 
+    if args.study and args.study != "tokenbias":
+        from . import cli_studies
+
+        return cli_studies.run(args)
+    from .cli_studies import refuse_pair_options
+
+    refuse_pair_options(args)
     methods = _split(args.prompting) or [prompting.BASELINE]
     for method in methods:
         prompting.parse(method)
@@ -208,7 +231,7 @@ def _run_one(args: argparse.Namespace) -> int:
         generator=args.generator,
         temperature=args.temperature,
         generator_temperature=args.generator_temperature,
-        repeats=args.repeats,
+        repeats=args.repeats or 1,
         seed=args.seed,
         api_base=args.api_base,
         dataset=args.dataset,
@@ -230,8 +253,14 @@ def _run_one(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     from . import runner
     from .store import Store
+    from .study_plan import is_study_run
 
     with Store(args.db) as store:
+        run = store.run(args.run_id)
+        if run is not None and is_study_run(run["spec"]):
+            from . import cli_studies
+
+            return cli_studies.resume(store, run, args)
         spec = runner.stored_spec(store, args.run_id)
         plan = runner.plan(spec, store)
         if plan.spec.run_id != args.run_id:  # stored by an older cogbias under another id
@@ -378,13 +407,21 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _results(args: argparse.Namespace) -> int:
+    from . import cli_studies
     from .store import Store
+    from .study_plan import is_study_run
 
+    with Store(args.db) as store:
+        run = store.run(args.run) if args.run else None
+        if args.run and run is None:
+            raise KeyError(f"no run {args.run} in {store.path}; see `cogbias runs`")
+        if (run and is_study_run(run["spec"])) or (
+            args.study and not cli_studies.is_token_bias(args.study, store)
+        ):
+            return cli_studies.results(args, store)
     if args.study:
         return _study_results(args)
     with Store(args.db) as store:
-        if args.run and store.run(args.run) is None:
-            raise KeyError(f"no run {args.run} in {store.path}; see `cogbias runs`")
         if args.dataset and store.dataset(args.dataset) is None:
             raise KeyError(f"no dataset {args.dataset} in {store.path}; see `cogbias datasets`")
         rows = store.results(run_id=args.run, dataset=args.dataset)

@@ -376,7 +376,8 @@ class TerminalProgress:
         if run.get("generated", 0) < run.get("to_generate", 0):
             done, planned, what = run["generated"], run["to_generate"], "instances generated"
         else:
-            done, planned, what = run["done"], run["planned"] or 1, f"pairs, {run['failed']} failed"
+            done, planned = run["done"], run["planned"] or 1
+            what = f"{run.get('unit', 'pairs')}, {run['failed']} failed"
         bar = "#" * int(30 * done / max(planned, 1))
         line = f"[{bar:<30}] {done}/{planned} {what}, {time.monotonic() - self.started:.0f} s"
         if run.get("waiting"):
@@ -925,7 +926,11 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
         if run["status"] == "running" and run["cancel_requested"]:
             run["status"] = "cancelling"
         run["models"] = ",".join(spec.get("models", []))
-        run["biases"] = spec.get("dataset") or (",".join(spec.get("biases", [])) or "all")
+        run["biases"] = (
+            spec.get("dataset")
+            or (spec.get("kind") == "study" and f"study {spec['study']}")
+            or (",".join(spec.get("biases", [])) or "all")
+        )
         if run.get("duration_s") is None:  # made before durations accumulated
             run["duration_s"] = _duration(
                 run["started_at"], run["finished_at"] or run["heartbeat_at"]

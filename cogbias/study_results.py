@@ -68,7 +68,8 @@ def results(store: Store, run_id: str) -> pd.DataFrame:
     rows = []
     if frame.empty:
         return pd.DataFrame(columns=RESULT_COLUMNS)
-    frame["parsed"] = [json.loads(v) if v else None for v in frame["value"]]
+    parsed = [json.loads(v) if isinstance(v, str) else None for v in frame["value"]]
+    frame["parsed"] = pd.Series(parsed, index=frame.index, dtype=object)  # ints stay ints
     for key, cell in frame.groupby(["test", *DIMENSIONS], sort=False):
         test = study.tests[key[0]]
         decisions = cell[cell["role"] == "decide"]

@@ -150,7 +150,7 @@ async def _work(
     stored = stored_turns(store, run_id, retry_failed)
     store.set_busy_timeout(0.2)
     run = {"id": run_id, "planned": plan.planned, "status": "running", "done": 0, "failed": 0}
-    run.update(generated=0, to_generate=0)
+    run.update(generated=0, to_generate=0, unit="units")
     cache = BufferedCache(store)
     client = LLMClient(
         cache=cache,
@@ -405,3 +405,19 @@ def _random_choice(test: StudyTest, rng: random.Random) -> str:
     low = test.min if test.min is not None else 0.0
     high = test.max if test.max is not None else low + 1000.0
     return str(round(rng.uniform(low, high)))
+
+
+def launch(plan: StudyPlan, db: str | os.PathLike[str], name: str = "") -> str:
+    """Store a study run and work on it in a background `cogbias resume` process (the app's
+    way to start one: the run survives the page)."""
+    from .runner import start_background
+    from .store import lease_alive
+
+    with Store(db) as store:
+        run_id = create(plan, store, name)
+        run = store.run(run_id) or {}
+        owner = run.get("lease_owner")
+        if owner and lease_alive(owner, run.get("heartbeat_at"), LEASE_STALE_S):
+            raise RunBusy(f"run {run_id} is already running")
+    start_background(run_id, db)
+    return run_id
