@@ -142,7 +142,7 @@ if study is not None:
         if st.button("Start study run", type="primary", key="study_start", disabled=busy):
             share_local_server()
             try:
-                run_id = study_runner.launch(resolved, db_path(), run_name.strip())
+                run_id = study_runner.launch(the_plan, db_path(), run_name.strip())
             except (OSError, runner.RunBusy, KeyError, ValueError) as exc:
                 st.error(f"The study run could not be started: {friendly(exc)}")
             else:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias import study_plan, study_results, study_runner
+from cogbias import settings, study_plan, study_results, study_runner
 from cogbias.store import Store
 from cogbias.study_plan import StudySpec
 from tests.app_helpers import make_results_db
@@ -167,3 +168,50 @@ def test_explore_points_at_studies_and_lists_only_paired_runs(random_run: str, d
     at = open_page("explore")
     options = at.selectbox(key="explore_source").options
     assert len(options) == 2 and paired in options[1] and not any(random_run in o for o in options)
+
+
+def test_start_a_study_run_watch_it_finish_and_read_its_results(db: Path) -> None:
+    at = open_page("studies")
+    at.multiselect(key="study_tests:biasbuster").set_value(["framing", "anchoring"])
+    at.multiselect(key="study_mitigations").set_value(["none", "selfhelp"])
+    at.number_input(key="study_repeats").set_value(1)
+    at.text_input(key="study_run_name").set_value("from the page").run()
+    assert_clean(at)
+    at.button(key="study_start").click().run()
+    assert_clean(at)
+    run_id = at.session_state["study_active"]
+    with Store(db) as store:
+        run = store.wait_for(run_id, timeout=90)
+        assert run is not None and run["status"] == "done", run
+        assert run["name"] == "from the page" and run["done"] == run["planned"] == 16
+    at.run()
+    assert_clean(at)
+    assert at.session_state["study_run"] == run_id
+    assert ["none", "selfhelp"] in columns_of(at)
+    assert len(at.get("chat_message")) == 2 * 6  # a conversation without a revise turn
+
+
+def test_a_running_study_shows_progress_and_cancels(db: Path) -> None:
+    # The server hangs on every call until the run is cancelled: cancel must not wait for it.
+    with FakeLLMServer(latency=60) as slow:
+        settings.add_custom_model("openai/slow", "Slow", slow.base_url, json_schema=True)
+        at = open_page("studies")
+        at.multiselect(key="study_models").set_value(["openai/slow"])
+        at.multiselect(key="study_tests:biasbuster").set_value(["framing"])
+        at.number_input(key="study_repeats").set_value(1).run()
+        at.button(key="study_start").click().run()
+        run_id = at.session_state["study_active"]
+        with Store(db) as store:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and store.run(run_id)["status"] != "running":
+                time.sleep(0.1)
+            at.run()
+            assert_clean(at)
+            assert "0 of 2 units" in [p.proto.text for p in at.get("progress")]
+            at.button(key=f"study_cancel:{run_id}").click().run()
+            assert "cancelling" in texts(at)
+            run = store.wait_for(run_id, timeout=60)
+        assert run is not None and run["status"] == "cancelled", run
+        at.run()
+        assert_clean(at)
+        assert not at.get("progress") and at.button(key="study_resume")
