@@ -31,6 +31,20 @@ def study_choices(store: Store) -> list[str]:
     return names
 
 
+def run_choice(run: dict[str, Any]) -> str:
+    """A study run as a select box option (plain text: options are not Markdown)."""
+    name = f"{run['name']} · " if run.get("name") else ""
+    when = (run.get("created_at") or "")[:16].replace("T", " ")
+    return f"{name}{run.get('study', '')} · {run['id']} · {when}"
+
+
+def presented_order(turns: pd.DataFrame, conversation: str) -> str:
+    """The items of a conversation in the order they were shown (1-based, as generated)."""
+    rows = turns[turns["conversation"] == conversation]
+    order = json.loads(rows["presented"].iloc[0] or "[]") if len(rows) else []
+    return ", ".join(str(i + 1) for i in order)
+
+
 def sequence_tests(study: Study) -> list[str]:
     """The tests whose unit is a conversation (the conversation viewer's choices)."""
     return [t.id for t in study.tests.values() if t.design == "sequence"]

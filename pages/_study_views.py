@@ -81,6 +81,13 @@ def conversation_viewer(store: Store, run_id: str, study: Study) -> None:
     conversation = c3.selectbox(
         "Conversation", list(labels), format_func=labels.get, key="study_chat_conversation"
     )
+    picked = shown[shown["conversation"] == conversation].iloc[0]
+    st.caption(
+        escape_markdown(
+            f"{study.tests[test].name}, {mitigation}: {picked['turns']} turns; the items in the "
+            f"order shown: {study_views.presented_order(turns, conversation)}"
+        )
+    )
     for message in study_views.chat(turns, conversation, study):
         with st.chat_message(message.speaker):
             if message.revise and message.speaker == "user":

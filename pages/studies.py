@@ -152,7 +152,11 @@ if study is not None:
                 st.rerun()
 
 # ------------------------------------------------------------------ progress
-runs = {r["id"]: r for r in runner.run_summaries(store) if study_plan.is_study_run(r["spec"])}
+runs = {
+    r["id"]: {**r, "study": StudySpec.from_stored(r["spec"]).study}
+    for r in runner.run_summaries(store)
+    if study_plan.is_study_run(r["spec"])
+}
 
 
 def working(run: dict) -> bool:
@@ -197,7 +201,8 @@ if not runs:
     st.stop()
 st.dataframe(
     pd.DataFrame(runs.values())[
-        ["id", "name", "status", "planned", "done", "failed", "cost", "models", "created_at"]
+        ["id", "name", "study", "status", "planned", "done", "failed", "cost", "models"]
+        + ["created_at"]
     ],
     hide_index=True,
     width="stretch",
@@ -207,7 +212,7 @@ if st.session_state.get("study_run") not in runs:
 pick = st.selectbox(
     "Study run",
     list(runs),
-    format_func=lambda r: run_label({**runs[r], "status": ""}).replace(" ·  · ", " · "),
+    format_func=lambda r: study_views.run_choice(runs[r]),
     key="study_run",
 )
 picked = runs[pick]

@@ -15,34 +15,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias import settings, study_plan, study_results, study_runner
+from cogbias import settings, study_results
 from cogbias.store import Store
 from cogbias.study_plan import StudySpec
 from tests.app_helpers import make_results_db
-from tests.fake_llm_server import FakeLLMServer, _last_user_text
+from tests.fake_llm_server import FakeLLMServer
+from tests.study_helpers import HOSTILE, scripted, study_run
 from tests.test_app_pages import assert_clean, chart_specs, open_page, texts
-
-HOSTILE = "**bold** <script>alert(1)</script>"
-
-
-def study_run(db: Path, spec: StudySpec) -> str:
-    """Plan and run a study to the end in this process; returns the run id."""
-    with Store(db) as store:
-        study = study_plan.load_study(spec.study, store)
-        run = study_runner.execute(study_plan.plan(study_plan.resolve(spec, study), study), store)
-    assert run["status"] == "done", run
-    return run["id"]
-
-
-def scripted(request: dict) -> str:
-    """Rewrites say so; decisions admit, with Markdown and HTML around the word."""
-    text = _last_user_text(request)
-    if "[text starts]" in text:
-        body = text.split("[text starts]", 1)[1].split("[text ends]", 1)[0].strip()
-        return "[rewritten text]\nNEUTRAL REWRITE. " + body.splitlines()[-1]
-    if text.startswith("Look back at all your decisions"):
-        return "\n".join(["admit"] * 6)
-    return f"admit {HOSTILE}"
 
 
 @pytest.fixture
