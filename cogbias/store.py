@@ -1121,9 +1121,12 @@ class Store:
     )
 
     def run_footprint(self, run_id: str) -> dict[str, int]:
-        """What deleting a run removes: its decisions and the instances only it uses."""
+        """What deleting a run removes: its decisions (a study run's model calls) and the
+        instances only it uses."""
         decisions = self.db.execute(
-            "select count(*) from decisions where run_id = ?", (run_id,)
+            "select (select count(*) from decisions where run_id = :run) "
+            "+ (select count(*) from study_calls where run_id = :run)",
+            {"run": run_id},
         ).fetchone()[0]
         instances = self.db.execute(
             f"select count(*) from ({self._RUN_ONLY_INSTANCES})", {"run": run_id}

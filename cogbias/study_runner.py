@@ -327,11 +327,13 @@ class _Conversations:
             messages = self.system + [
                 ("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(said)
             ]
+            profile = resolve_model(unit.model, api_base=self.spec.api_base)
             request = LLMRequest(
                 unit.model,
                 messages,
                 temperature=unit.temperature,
-                max_tokens=self._tokens(unit, test, role),
+                max_tokens=self._tokens(profile, test, role),
+                grammar=answer_grammar(test, role) if profile.grammar else None,
                 repeat=unit.slot * self.spec.max_attempts + attempt,
             )
             try:
@@ -348,12 +350,29 @@ class _Conversations:
         self.writer.study_calls.append(row)
         return row
 
-    def _tokens(self, unit: Unit, test: StudyTest, role: str) -> int:
+    @staticmethod
+    def _tokens(profile: Any, test: StudyTest, role: str) -> int:
         if role == "rewrite":
             return REWRITE_TOKENS
         if role == "revise":
             return REVISE_TOKENS_PER_ITEM * test.length + 16
-        return resolve_model(unit.model, api_base=self.spec.api_base).answer_tokens
+        return int(profile.answer_tokens)
+
+
+def answer_grammar(test: StudyTest, role: str) -> str | None:
+    """GBNF that only admits an answer in the test's format (for llama.cpp-served models,
+    which otherwise ramble past the answer); a rewrite is free text."""
+    if role == "rewrite":
+        return None
+    one = {
+        "admit_reject": '("admit" | "reject")',
+        "yes_no": '("yes" | "no")',
+        "letter": "(" + " | ".join(f'"{c}"' for c in test.letters[: test.k or None]) + ")",
+        "number": '("-"? [0-9]+ ("." [0-9]+)?)',
+    }[test.answer]
+    if role == "revise":
+        return "root ::= " + ' "\\n" '.join(["answer"] * test.length) + "\nanswer ::= " + one
+    return "root ::= " + one
 
 
 def _read(test: StudyTest, role: str, text: str, row: dict[str, Any]) -> None:
