@@ -103,6 +103,7 @@ def add_commands(commands: Any) -> None:
     )
     p.add_argument("--db", required=True)
     p.add_argument("--dataset", help="only this dataset (default: all effect sizes)")
+    p.add_argument("--run", help="the Cohen's d cells of a study run of yours instead")
     p.add_argument("--by", choices=["model", "temperature", "scenario"], default="model")
     p.add_argument(
         "--view",
@@ -302,7 +303,15 @@ def _effects(args: argparse.Namespace) -> int:
 
     value = "d" if args.uncapped else "d_capped"
     with Store(args.db) as store:
-        frame = tables.load_effects(store, args.dataset)
+        if args.run:
+            from . import study_results
+
+            study = study_results.study_of_run(store, args.run)
+            frame = study_results.effect_frame(study_results.results(store, args.run), study)
+            if frame.empty:
+                raise KeyError(f"run {args.run} has no Cohen's d cells with a value yet")
+        else:
+            frame = tables.load_effects(store, args.dataset)
         if args.view == "features":
             datasets = [args.dataset] if args.dataset else sorted(frame["dataset"].unique())
             features = pd.concat(

@@ -407,7 +407,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _results(args: argparse.Namespace) -> int:
-    from . import cli_studies
+    from . import cli_studies, study_results
     from .store import Store
     from .study_plan import is_study_run
 
@@ -425,8 +425,15 @@ def _results(args: argparse.Namespace) -> int:
         if args.dataset and store.dataset(args.dataset) is None:
             raise KeyError(f"no dataset {args.dataset} in {store.path}; see `cogbias datasets`")
         rows = store.results(run_id=args.run, dataset=args.dataset)
+        studies = {r["study"] for r in study_results.study_runs(store)}
     if not rows:
-        print("no results yet: start a run with `cogbias run`", file=sys.stderr)
+        print("no results of paired runs yet: start a run with `cogbias run`", file=sys.stderr)
+        if studies:
+            print(
+                "study runs are shown with `cogbias results --study NAME` (here: "
+                f"{', '.join(sorted(studies))})",
+                file=sys.stderr,
+            )
         return 0
     for row in rows:
         total = (row["n"] or 0) + (row["failures"] or 0)

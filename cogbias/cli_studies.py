@@ -121,6 +121,9 @@ def results(args: argparse.Namespace, store: Any) -> int:
     if args.run:
         run_ids = [args.run]
     else:
+        from .study_plan import load_study
+
+        load_study(args.study, store)  # an unknown name is an error, not "no runs yet"
         run_ids = [r["id"] for r in study_results.study_runs(store, args.study)]
         if not run_ids:
             print(

@@ -157,7 +157,7 @@ def load_study(name: str, store: Any = None) -> Study:
                 from .study_questions import study_from_prompts
 
                 return study_from_prompts(rows, name)
-        raise missing from None
+        raise KeyError(f"no study or dataset '{name}': {missing.args[0]}") from None
 
 
 def stored_study(store: Any, spec: StudySpec) -> Study:

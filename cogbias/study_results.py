@@ -24,7 +24,7 @@ import pandas as pd
 
 from .store import Store
 from .studies import Study, StudyTest
-from .study_plan import StudySpec, is_study_run, stored_study
+from .study_plan import MITIGATION_ORDER, StudySpec, is_study_run, stored_study
 from .study_scores import score_conditions, score_options, score_sequence
 
 DIMENSIONS = ("model", "temperature", "variant", "mitigation")
@@ -90,6 +90,16 @@ def results(store: Store, run_id: str) -> pd.DataFrame:
         row["degenerate"] = bool(figures.get("degenerate", False))
         row["details"] = json.dumps(figures, default=float)
         rows.append(row)
+    tests = list(study.tests)
+    rows.sort(
+        key=lambda r: (
+            tests.index(r["test"]),
+            r["model"],
+            r["temperature"],
+            r["variant"],
+            _column_order(r["mitigation"]),
+        )
+    )
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
@@ -133,13 +143,44 @@ def _score(test: StudyTest, cell: pd.DataFrame) -> dict[str, Any]:
     return score_sequence(test, by_item, (before, after) if before else None)
 
 
+def effect_frame(table: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """The Cohen's d cells of a run as rows of published effect sizes
+    (`effect_tables.EFFECT_COLUMNS`), so a run of our own gets the thesis' tables,
+    homogeneity and OLS. A mitigation other than none is part of the scenario."""
+    rows = []
+    for row in table[(table["metric"] == "cohens_d") & table["value"].notna()].itertuples():
+        figures = json.loads(row.details)
+        scenario = row.variant if row.mitigation == "none" else f"{row.variant}+{row.mitigation}"
+        rows.append(
+            {
+                "bias": row.bias,
+                "bias_name": study.tests[row.test].name,
+                "scenario": scenario,
+                "model": row.model,
+                "temperature": row.temperature,
+                "n_control": figures["n_control"],
+                "n_treatment": figures["n_treatment"],
+                "d": figures["bias_detected"],
+                "d_capped": figures["capped"],
+                "dataset": row.run_id,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def pivot(table: pd.DataFrame, by: str) -> pd.DataFrame:
     """Headline values with one column per value of `by` (mitigation, temperature, variant,
     model); rows are test × the other dimensions that vary."""
     if by not in DIMENSIONS:
         raise ValueError(f"pivot by one of {', '.join(DIMENSIONS)}, not '{by}'")
     rows = ["test", "metric"] + [d for d in DIMENSIONS if d != by and table[d].nunique() > 1]
-    return table.pivot_table(index=rows, columns=by, values="value", aggfunc="first", sort=False)
+    wide = table.pivot_table(index=rows, columns=by, values="value", aggfunc="first", sort=False)
+    columns = sorted(wide.columns, key=_column_order if by == "mitigation" else None)
+    return wide[columns]
+
+
+def _column_order(mitigation: str) -> int:
+    return MITIGATION_ORDER.index(mitigation) if mitigation in MITIGATION_ORDER else 99
 
 
 def conversations(store: Store, run_id: str, test: str | None = None) -> pd.DataFrame:

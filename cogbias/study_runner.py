@@ -332,7 +332,7 @@ class _Conversations:
                 unit.model,
                 messages,
                 temperature=unit.temperature,
-                max_tokens=self._tokens(profile, test, role),
+                max_tokens=self._tokens(profile, test, role, script),
                 grammar=answer_grammar(test, role) if profile.grammar else None,
                 repeat=unit.slot * self.spec.max_attempts + attempt,
             )
@@ -351,9 +351,9 @@ class _Conversations:
         return row
 
     @staticmethod
-    def _tokens(profile: Any, test: StudyTest, role: str) -> int:
-        if role == "rewrite":
-            return REWRITE_TOKENS
+    def _tokens(profile: Any, test: StudyTest, role: str, script: Script) -> int:
+        if role == "rewrite":  # about as long as the prompt (~4 characters a token)
+            return min(REWRITE_TOKENS, len(script.original) // 3 + 64)
         if role == "revise":
             return REVISE_TOKENS_PER_ITEM * test.length + 16
         return int(profile.answer_tokens)

@@ -10,13 +10,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 from fake_llm_server import FakeLLMServer, _last_user_text
 
-from cogbias import study_plan, study_results
+from cogbias import study_plan, study_results, study_runner
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,6 +83,15 @@ def test_mohr8_sweep_on_random_completes_offline_and_pivots_by_temperature(tmp_p
         (table.test == "anchoring") & (table.temperature == 1.0) & (table.variant == "1_no_persona")
     ]
     assert got["value"].item() == pytest.approx(expected) and got["n"].item() == 40
+    # the thesis' tables and OLS work on a run of our own, as on published effect sizes
+    thesis = cogbias(
+        "effects", "--db", db, "--run", run_id, "--view", "thesis", "--by", "temperature"
+    )
+    assert thesis.returncode == 0, thesis.stderr
+    assert thesis.stdout.split("\n")[0].split() == ["bias", "0.2", "1"]
+    assert len(thesis.stdout.strip().splitlines()) == 1 + 8
+    ols = cogbias("effects", "--db", db, "--run", run_id, "--view", "ols")
+    assert ols.returncode == 0 and "n = 64" in ols.stderr, ols.stderr
 
 
 def test_a_temperature_a_provider_refuses_is_left_out_with_a_note():
@@ -229,18 +239,26 @@ def test_unreadable_answers_are_asked_again_up_to_the_cap(tmp_path):
 
 def test_a_conversation_killed_midway_resumes_with_exactly_the_planned_turns(tmp_path):
     db = tmp_path / "s.db"
-    with FakeLLMServer(admissions_responder, latency=0.05) as server:
+    with FakeLLMServer(admissions_responder, latency=0.2) as server:
         args = [
             "run", "--study", "biasbuster", "--tests", "anchoring", "--models", "openai/fake",
             "--api-base", server.base_url, "--mitigations", "none,selfhelp", "--repeats", "1",
             "--concurrency", "3", "--db", db,
         ]  # fmt: skip
-        for pause in (1.0, 1.5, 1.2):
+        midway = False
+        for stored in (5, 25, 45):  # kill -9 once this many turns are stored
             proc = subprocess.Popen([sys.executable, "-m", "cogbias", *map(str, args)], cwd=ROOT)
-            time.sleep(pause)
+            deadline = time.monotonic() + 120
+            while proc.poll() is None and time.monotonic() < deadline:
+                if db.exists() and len(calls(db)) >= stored:
+                    break
+                time.sleep(0.05)
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-        partial = calls(db) if db.exists() else []
+            counts = Counter(r["conversation"] for r in calls(db))
+            midway = midway or any(0 < n < 6 for n in counts.values())
+        assert midway  # some conversation was killed between its turns
+        partial = calls(db)
         with Store(db) as store:
             run_id = study_results.study_runs(store)[0]["id"]
         final = cogbias("resume", run_id, "--db", db)
@@ -286,3 +304,33 @@ def test_the_thesis_experiments_import_and_run_offline_on_random(tmp_path):
     assert shown.returncode == 0 and "anchoring__0_normal" in shown.stdout
     framing = [r for r in rows if r["test"] == "framing_effect__0_normal"]
     assert {r["response"] for r in framing} <= {"yes", "no"}
+
+
+# --------------------------------------------------------------------------- the local model
+
+
+@pytest.mark.local_model
+def test_biasbuster_in_miniature_on_the_local_model(tmp_path):
+    pytest.importorskip("xllamacpp")
+    study = study_plan.load_study("biasbuster")
+    asked = study_plan.StudySpec(
+        "biasbuster", ["local/smollm2"], tests=["framing", "anchoring"],
+        mitigations=["none", "selfhelp"], repeats=1,
+    )  # fmt: skip
+    spec = study_plan.resolve(asked, study)
+    with Store(tmp_path / "s.db") as store:
+        outcome = study_runner.execute(study_plan.plan(spec, study), store, concurrency=4)
+        assert outcome["status"] == "done", outcome["error"]
+        rows = store.query("select * from study_calls")
+        table = study_results.results(store, outcome["id"])
+    decisions = [r for r in rows if r["role"] == "decide"]
+    # the grammar keeps the small model to the answer format
+    assert {r["status"] for r in decisions} == {"ok"}
+    assert {r["response"] for r in decisions} <= {"admit", "reject"}
+    conversations = {r["conversation"] for r in rows if r["test"] == "anchoring"}
+    assert len(conversations) == 12  # 6 orders × 2 mitigations
+    assert sum(r["test"] == "anchoring" for r in rows) == 6 * 6 + 6 * 7
+    rewrites = [r for r in rows if r["role"] == "rewrite"]
+    assert len(rewrites) == 2 and all(r["response"] for r in rewrites)
+    assert set(table["mitigation"]) == {"none", "selfhelp"}
+    assert table[table.test == "anchoring"]["value"].notna().all()
