@@ -13,7 +13,6 @@ import altair as alt
 import pandas as pd
 
 from .study_results import pivot
-from .study_views import mitigation_order
 
 MISSING_COLOR = "#e9ecef"  # a cell whose metric had too few answers
 PIVOT_LABELS = {
@@ -29,13 +28,8 @@ def column_text(value: object) -> str:
 
 
 def column_order(table: pd.DataFrame, by: str) -> list[str]:
-    """The pivot's columns in reading order: mitigations as planned, temperatures rising."""
-    values = list(dict.fromkeys(table[by]))
-    if by == "mitigation":
-        values = mitigation_order(values)
-    elif by == "temperature":
-        values = sorted(values)
-    return [column_text(v) for v in values]
+    """The heatmap's columns in the pivot table's order (mitigations as planned)."""
+    return [column_text(v) for v in pivot(table, by).columns]
 
 
 def heatmap_frame(table: pd.DataFrame, by: str) -> pd.DataFrame:

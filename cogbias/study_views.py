@@ -16,7 +16,6 @@ import pandas as pd
 
 from .store import Store
 from .studies import Study, StudyTest, load_studies, show
-from .study_plan import MITIGATION_ORDER
 
 CONVERSATION_KEYS = ["test", "mitigation", "model", "temperature", "variant", "slot", "ord"]
 SELFHELP_KEYS = ["test", "condition", "model", "temperature", "variant", "slot", "attempt"]
@@ -48,12 +47,6 @@ def presented_order(turns: pd.DataFrame, conversation: str) -> str:
 def sequence_tests(study: Study) -> list[str]:
     """The tests whose unit is a conversation (the conversation viewer's choices)."""
     return [t.id for t in study.tests.values() if t.design == "sequence"]
-
-
-def mitigation_order(values: Any) -> list[str]:
-    """Mitigations as the study plan orders them (none first, self-help last)."""
-    rank = {m: i for i, m in enumerate(MITIGATION_ORDER)}
-    return sorted({str(v) for v in values}, key=lambda m: (rank.get(m, len(rank)), m))
 
 
 def conversation_index(turns: pd.DataFrame) -> pd.DataFrame:

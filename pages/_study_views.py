@@ -13,6 +13,7 @@ from cogbias import charts_studies, study_results, study_views
 from cogbias.present import escape_markdown
 from cogbias.store import Store
 from cogbias.studies import Study
+from cogbias.study_plan import MITIGATION_ORDER
 from pages._common import attempt
 from pages._pair import long_text, safe_caption
 
@@ -72,7 +73,7 @@ def conversation_viewer(store: Store, run_id: str, study: Study) -> None:
     if index.empty:
         st.info(f"No conversation of the test {test} is stored in this run (yet).")
         return
-    mitigations = study_views.mitigation_order(index["mitigation"])
+    mitigations = [m for m in MITIGATION_ORDER if m in set(index["mitigation"])]
     _keep_valid("study_chat_mitigation", mitigations)
     mitigation = c2.selectbox("Mitigation", mitigations, key="study_chat_mitigation")
     shown = index[index["mitigation"] == mitigation]
