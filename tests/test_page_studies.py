@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cogbias import settings, study_results
+from cogbias.datasets.mohr_format import import_mohr
 from cogbias.store import Store
 from cogbias.study_plan import StudySpec
 from tests.app_helpers import make_results_db
@@ -194,3 +196,24 @@ def test_a_running_study_shows_progress_and_cancels(db: Path) -> None:
         at.run()
         assert_clean(at)
         assert not at.get("progress") and at.button(key="study_resume")
+
+
+def test_an_imported_thesis_dataset_is_a_study_to_start(db: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "mohr"
+    shutil.copytree("/work/shared/fixtures/mohr2025-format", folder)
+    with Store(db) as store:
+        name = import_mohr(store, folder).dataset
+    at = open_page("studies")
+    assert name in at.selectbox(key="study_name").options
+    at.selectbox(key="study_name").set_value(name).run()
+    assert_clean(at)
+    assert any(t.value.startswith(f"study {name}:") for t in at.text)
+    at.number_input(key="study_repeats").set_value(1).run()
+    at.button(key="study_start").click().run()
+    assert_clean(at)
+    with Store(db) as store:
+        run = store.wait_for(at.session_state["study_active"], timeout=90)
+    assert run is not None and run["status"] == "done" and run["done"] == run["planned"], run
+    at.run()
+    assert_clean(at)
+    assert at.dataframe and "No answers" not in texts(at)
