@@ -217,3 +217,17 @@ def test_an_imported_thesis_dataset_is_a_study_to_start(db: Path, tmp_path: Path
     at.run()
     assert_clean(at)
     assert at.dataframe and "No answers" not in texts(at)
+
+
+def test_the_run_page_opens_a_study_run_in_studies(random_run: str, db: Path) -> None:
+    paired = make_results_db(db, instances=2)
+    at = open_page("run")
+    at.selectbox(key="run_pick").set_value(random_run).run()
+    assert "run_explore" not in [b.key for b in at.button]
+    at.button(key="run_studies").click().run()
+    assert_clean(at)
+    assert at.session_state["study_run"] == random_run and at.title[0].value == "Studies"
+    at = open_page("run")
+    at.selectbox(key="run_pick").set_value(paired).run()
+    at.button(key="run_explore").click().run()
+    assert at.session_state["explore_source"] == f"run:{paired}"
