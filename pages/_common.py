@@ -101,6 +101,18 @@ def attempt(what: str, func: Callable[[], T], hint: str = "") -> T | None:
         return None
 
 
+def db_version(path: str) -> tuple[float, ...]:
+    """Changes whenever the database is written (main file or WAL), at the cost of two stats."""
+    out: list[float] = []
+    for suffix in ("", "-wal"):
+        try:
+            info = os.stat(path + suffix)
+            out += [info.st_mtime_ns, info.st_size]
+        except FileNotFoundError:
+            out += [0, 0]
+    return tuple(out)
+
+
 def library_version() -> tuple[tuple[str, float], ...]:
     folder = library.user_dir()
     files = sorted(folder.glob("*.toml")) if folder.is_dir() else []

@@ -14,7 +14,7 @@ from cogbias.present import escape_markdown
 from cogbias.store import Store
 from cogbias.studies import Study
 from cogbias.study_plan import MITIGATION_ORDER
-from pages._common import attempt
+from pages._common import attempt, db_path, db_version
 from pages._pair import long_text, safe_caption
 
 
@@ -24,9 +24,17 @@ def _keep_valid(key: str, options: list) -> None:
         st.session_state[key] = options[0]
 
 
-def results(store: Store, run_id: str) -> None:
+@st.cache_data(show_spinner="Scoring…", max_entries=16)
+def _scored(path: str, version: tuple[float, ...], run_id: str) -> pd.DataFrame:
+    """Scoring a full study takes seconds: once per run and database state."""
+    with Store(path) as own:  # cached work may run in any session's thread: its own connection
+        return study_results.results(own, run_id)
+
+
+def results(run_id: str) -> None:
     """The run's headline value per test, pivoted by the dimension the reader picks."""
-    table = attempt("Scoring this study run", lambda: study_results.results(store, run_id))
+    path = str(db_path())
+    table = attempt("Scoring this study run", lambda: _scored(path, db_version(path), run_id))
     if table is None:
         return
     if table.empty:

@@ -238,7 +238,7 @@ if study_of_run is None:
     st.stop()
 table_tab, chat_tab, selfhelp_tab = st.tabs(["Results", "Conversations", "Self-help rewrites"])
 with table_tab:
-    _study_views.results(store, pick)
+    _study_views.results(pick)
 with chat_tab:
     _study_views.conversation_viewer(store, pick, study_of_run)
 with selfhelp_tab:
