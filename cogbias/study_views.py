@@ -30,13 +30,6 @@ def study_choices(store: Store) -> list[str]:
     return names
 
 
-def run_choice(run: dict[str, Any]) -> str:
-    """A study run as a select box option (plain text: options are not Markdown)."""
-    name = f"{run['name']} · " if run.get("name") else ""
-    when = (run.get("created_at") or "")[:16].replace("T", " ")
-    return f"{name}{run.get('study', '')} · {run['id']} · {when}"
-
-
 def presented_order(turns: pd.DataFrame, conversation: str) -> str:
     """The items of a conversation in the order they were shown (1-based, as generated)."""
     rows = turns[turns["conversation"] == conversation]

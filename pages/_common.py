@@ -185,6 +185,13 @@ def run_label(run: dict[str, Any]) -> str:
     return present.escape_markdown(f"{name}{run['id']} · {run['status']} · {when}")
 
 
+def run_option(run: dict[str, Any]) -> str:
+    """A run as a select box option: plain text (options are not Markdown, so nothing is
+    escaped) and no status (an open select box would not redraw a label that changes)."""
+    when = (run.get("created_at") or "")[:16].replace("T", " ")
+    return " · ".join(str(p) for p in (run.get("name"), run.get("study"), run["id"], when) if p)
+
+
 def share_local_server() -> None:
     """Let worker processes reuse this process's local model server, if one is running:
     two llama.cpp servers competing for two cores are each many times slower than one."""

@@ -30,6 +30,7 @@ from pages._common import (
     models,
     open_store_or_stop,
     run_label,
+    run_option,
     scenarios,
     share_local_server,
     test_cases,
@@ -348,9 +349,7 @@ if st.session_state.get("run_pick") not in by_id:  # new runs appear; keep the c
 pick = st.selectbox(
     "Run",
     list(by_id),
-    # no status in the label: the table above shows it, and a label that changes while the
-    # run goes on would not be redrawn by the open select box
-    format_func=lambda r: run_label({**by_id[r], "status": ""}).replace(" ·  · ", " · "),
+    format_func=lambda r: run_option(by_id[r]),
     key="run_pick",
 )
 picked = by_id[pick]

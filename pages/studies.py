@@ -26,6 +26,7 @@ from pages._common import (
     models,
     open_store_or_stop,
     run_label,
+    run_option,
     share_local_server,
 )
 
@@ -212,7 +213,7 @@ if st.session_state.get("study_run") not in runs:
 pick = st.selectbox(
     "Study run",
     list(runs),
-    format_func=lambda r: study_views.run_choice(runs[r]),
+    format_func=lambda r: run_option(runs[r]),
     key="study_run",
 )
 picked = runs[pick]
