@@ -24,6 +24,9 @@ from .answers import permuted_orders
 from .studies import Study, Variant, get_study, parse_study, render
 from .study_questions import option_list, question, sequence_turns
 
+MAX_REPEATS = 100_000
+MAX_ATTEMPTS = 20
+MAX_UNITS = 2_000_000  # ~1 GB of plan in memory; paper scale (the thesis) is ~320,000
 LOCAL_REPEATS = 2  # a study on the local model runs in miniature unless --repeats says more
 REWRITE_TOKENS = 600  # a rewritten prompt is as long as the prompt
 REVISE_TOKENS_PER_ITEM = 8
@@ -207,8 +210,12 @@ def resolve(spec: StudySpec, study: Study) -> StudySpec:
                     f"test '{lacking[0]}' has none ([tests.{lacking[0]}.examples])"
                 )
     repeats = spec.repeats
-    if repeats < 0 or spec.max_attempts < 0:
-        raise StudyPlanError("repeats and attempts must be positive")
+    if not 0 <= repeats <= MAX_REPEATS:
+        raise StudyPlanError(f"repeats must be between 1 and {MAX_REPEATS:,}, not {repeats}")
+    if not 0 <= spec.max_attempts <= MAX_ATTEMPTS:
+        raise StudyPlanError(
+            f"attempts must be between 1 and {MAX_ATTEMPTS}, not {spec.max_attempts}"
+        )
     if repeats == 0:
         local = all(resolve_model(m).kind == "local" for m in spec.models)
         repeats = min(study.repeats, LOCAL_REPEATS) if local else study.repeats
@@ -237,6 +244,18 @@ def plan(spec: StudySpec, study: Study) -> StudyPlan:
     provider accepts are left out, with a note."""
     from .llm.profiles import resolve as resolve_model
 
+    per_model = (
+        len(spec.variants)
+        * len(spec.mitigations)
+        * spec.repeats
+        * sum(len(study.tests[t].conditions) * n_orders(study, t) for t in spec.tests)
+    )
+    total = per_model * len(spec.models) * len(spec.temperatures)
+    if total > MAX_UNITS:
+        raise StudyPlanError(
+            f"this run would hold {total:,} units; one run takes at most {MAX_UNITS:,}: "
+            "fewer repeats, tests, temperatures or models, or several runs"
+        )
     units, notes = [], []
     for model in spec.models:
         profile = resolve_model(model, api_base=spec.api_base)

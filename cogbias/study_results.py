@@ -51,9 +51,13 @@ def study_runs(store: Store, study: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def calls(store: Store, run_id: str) -> pd.DataFrame:
+# what scoring reads of each turn (not the texts: a paper-scale run has 10⁵-10⁶ turns)
+SCORED = "conversation, turn, role, test, condition, slot, presented, status_quo_at, value, status"
+
+
+def calls(store: Store, run_id: str, columns: str = "*") -> pd.DataFrame:
     return pd.DataFrame(
-        store.query("select * from study_calls where run_id = ? order by rowid", [run_id])
+        store.query(f"select {columns} from study_calls where run_id = ? order by rowid", [run_id])
     )
 
 
@@ -64,7 +68,7 @@ def results(store: Store, run_id: str) -> pd.DataFrame:
         raise KeyError(f"no study run {run_id} in {store.path}; see `cogbias runs`")
     spec = StudySpec.from_stored(run["spec"])
     study = stored_study(store, spec)
-    frame = calls(store, run_id)
+    frame = calls(store, run_id, f"{SCORED}, {', '.join(DIMENSIONS)}")
     rows = []
     if frame.empty:
         return pd.DataFrame(columns=RESULT_COLUMNS)

@@ -113,7 +113,8 @@ def stored_turns(store: Store, run_id: str, retry_failed: bool) -> dict[str, dic
     """The turns a resumed run keeps, by conversation and turn. Turns that failed on a
     transient error are asked again; with `retry_failed`, every failed turn is."""
     kept: dict[str, dict[int, dict]] = {}
-    for row in store.query("select * from study_calls where run_id = ?", [run_id]):
+    columns = "conversation, turn, status, failure_kind, response"
+    for row in store.query(f"select {columns} from study_calls where run_id = ?", [run_id]):
         if row["status"] == "failed" and (retry_failed or row["failure_kind"] == "transient"):
             continue
         kept.setdefault(row["conversation"], {})[row["turn"]] = row

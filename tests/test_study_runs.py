@@ -114,6 +114,8 @@ def test_a_temperature_a_provider_refuses_is_left_out_with_a_note():
         (["--tests", "anchoring,priming"], "unknown test 'priming'"),
         (["--temperatures", "0.2,hot"], "'hot' is not a number"),
         (["--temperatures", "2.5"], "temperature 2.5 is outside 0..2"),
+        (["--repeats", "99999"], "one run takes at most 2,000,000"),
+        (["--max-attempts", "50"], "attempts must be between 1 and 20"),
     ],
 )
 def test_what_a_study_cannot_do_is_refused_by_name(tmp_path, args, message):
@@ -263,6 +265,7 @@ def test_a_conversation_killed_midway_resumes_with_exactly_the_planned_turns(tmp
             run_id = study_results.study_runs(store)[0]["id"]
         final = cogbias("resume", run_id, "--db", db)
         assert final.returncode == 0, final.stderr
+        requests = list(server.requests)
     rows = calls(db)
     # 6 orders × (6 turns without, 7 with the self-help revision)
     assert 0 < len(partial) < len(rows) == 6 * 6 + 6 * 7
@@ -274,12 +277,21 @@ def test_a_conversation_killed_midway_resumes_with_exactly_the_planned_turns(tmp
     study = study_plan.load_study("biasbuster")
     with Store(db) as store:
         spec = study_plan.StudySpec.from_stored(store.run(run_id)["spec"])
+    planned_conversations: set[tuple[str, ...]] = set()
     for unit in study_plan.plan(spec, study).units:
         turns = sorted(by_conversation[unit.conversation(run_id)], key=lambda r: r["turn"])
         script = study_plan.compose(study, spec, unit)
         expected = script.turns + ([script.revise] if script.revise else [])
         assert [r["turn"] for r in turns] == list(range(len(expected)))
         assert [r["prompt"] for r in turns] == expected
+        planned_conversations.add(tuple(expected))
+    # every request, before and after the kills, carried its conversation so far: the planned
+    # user turns in order, each answered by the model's own stored answer
+    for request in requests:
+        said = [m["content"] for m in request["messages"] if m["role"] == "user"]
+        answers = [m["content"] for m in request["messages"] if m["role"] == "assistant"]
+        assert len(answers) == len(said) - 1 and set(answers) <= {"admit"}
+        assert any(list(p[: len(said)]) == said for p in planned_conversations)
     with Store(db) as store:
         assert store.run(run_id)["status"] == "done"
 
