@@ -82,7 +82,12 @@ def friendly(exc: BaseException) -> str:
     if isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
     elif isinstance(exc, LibraryError):
-        text = "; ".join(f"line {p.line}, column {p.col}: {p.message}" for p in exc.problems)
+        text = "; ".join(
+            # a file's problems name the file; text typed in the page is "<...>"
+            ("" if p.file.startswith("<") else f"{p.file}: ")
+            + f"line {p.line}, column {p.col}: {p.message}"
+            for p in exc.problems
+        )
     else:
         text = str(exc).strip() or type(exc).__name__
     return present.escape_markdown(redact(text))

@@ -44,17 +44,26 @@ label = model_names(infos)
 
 # ------------------------------------------------------------------ start a study run
 st.subheader("Start a study run")
-choices = attempt("Loading the studies", lambda: study_views.study_choices(store)) or []
-if not choices:
-    st.info("No study can be loaded; fix or remove the broken study files named above.")
-    st.stop()
-c1, c2 = st.columns(2)
-name = c1.selectbox("Study", choices, key="study_name")
-study = attempt(f"Loading the study {name}", lambda: study_plan.load_study(name, store))
-chosen = c2.multiselect(
-    "Models", [m.id for m in infos], default=[RANDOM_MODEL], format_func=label, key="study_models"
-)
-if study is not None:
+
+
+def start_form() -> None:
+    """Plan a study run from the choices, show the plan, start it in the background."""
+    choices = attempt("Loading the studies", lambda: study_views.study_choices(store)) or []
+    if not choices:
+        st.info("No study can be loaded; fix or remove the broken study files named above.")
+        return
+    c1, c2 = st.columns(2)
+    name = c1.selectbox("Study", choices, key="study_name")
+    study = attempt(f"Loading the study {name}", lambda: study_plan.load_study(name, store))
+    chosen = c2.multiselect(
+        "Models",
+        [m.id for m in infos],
+        default=[RANDOM_MODEL],
+        format_func=label,
+        key="study_models",
+    )
+    if study is None:
+        return
     st.caption(escape_markdown(f"{study.name}. {study.description}".strip()))
     variants = list(study.variants) or ["default"]
     c1, c2 = st.columns(2)
@@ -151,6 +160,9 @@ if study is not None:
                 st.session_state["study_run"] = run_id
                 st.session_state["study_started_at"] = time.monotonic()
                 st.rerun()
+
+
+start_form()
 
 # ------------------------------------------------------------------ progress
 runs = {

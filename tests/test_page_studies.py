@@ -8,6 +8,7 @@ differs from the original and whose answers carry Markdown and HTML.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
@@ -231,3 +232,13 @@ def test_the_run_page_opens_a_study_run_in_studies(random_run: str, db: Path) ->
     at.selectbox(key="run_pick").set_value(paired).run()
     at.button(key="run_explore").click().run()
     assert at.session_state["explore_source"] == f"run:{paired}"
+
+
+def test_a_broken_study_file_is_named_and_the_results_stay(random_run: str) -> None:
+    folder = Path(os.environ["COGBIAS_HOME"]) / "studies"
+    folder.mkdir(parents=True)
+    (folder / "broken.toml").write_text('id = "broken"\nname = [unclosed\n')
+    at = open_page("studies")
+    assert any("broken.toml" in e.value and "failed" in e.value for e in at.error)
+    assert at.session_state["study_run"] == random_run
+    assert ["none", "awareness", "selfhelp"] in columns_of(at)
