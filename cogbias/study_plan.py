@@ -98,7 +98,10 @@ class Unit:
     order: int = 0
 
     def conversation(self, run_id: str, attempt: int = 0) -> str:
-        return records.stable_id(run_id, *asdict(self).values(), attempt)
+        return records.stable_id(
+            run_id, self.test, self.condition, self.model, self.temperature, self.variant,
+            self.mitigation, self.slot, self.order, attempt,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

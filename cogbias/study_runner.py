@@ -227,6 +227,12 @@ class _Conversations:
         self.plan, self.study, self.spec = plan, plan.study, plan.spec
         self.client, self.writer, self.stored = client, writer, stored
         self.system = [("system", self.study.system)] if self.study.system else []
+        self.run_id = self.spec.run_id
+        self.profiles = {  # resolved once: resolving reads the model registry
+            m: resolve_model(m, api_base=self.spec.api_base)
+            for m in self.spec.models
+            if m != RANDOM_MODEL
+        }
 
     async def unit(self, unit: Unit) -> None:
         test = self.study.tests[unit.test]
@@ -241,7 +247,7 @@ class _Conversations:
     async def _single(self, unit: Unit, test: StudyTest, script: Script) -> bool:
         """One decision, after a self-help rewrite when asked; again while unreadable."""
         for attempt in range(self.spec.max_attempts):
-            conversation = unit.conversation(self.spec.run_id, attempt)
+            conversation = unit.conversation(self.run_id, attempt)
             rows = self.stored.get(conversation, {})
             asked, turn = script.turns[0], 0
             if script.rewrite is not None:
@@ -262,7 +268,7 @@ class _Conversations:
 
     async def _sequence(self, unit: Unit, test: StudyTest, script: Script) -> bool:
         """One conversation; each turn sees the earlier turns and answers."""
-        conversation = unit.conversation(self.spec.run_id)
+        conversation = unit.conversation(self.run_id)
         rows = self.stored.get(conversation, {})
         said: list[str] = []
         role_turns = [("decide", t) for t in script.turns]
@@ -295,7 +301,7 @@ class _Conversations:
 
         row: dict[str, Any] = {
             "id": records.stable_id(conversation, turn),
-            "run_id": self.spec.run_id,
+            "run_id": self.run_id,
             "conversation": conversation,
             "turn": turn,
             "role": role,
@@ -328,7 +334,7 @@ class _Conversations:
             messages = self.system + [
                 ("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(said)
             ]
-            profile = resolve_model(unit.model, api_base=self.spec.api_base)
+            profile = self.profiles[unit.model]
             request = LLMRequest(
                 unit.model,
                 messages,

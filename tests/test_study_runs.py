@@ -3,6 +3,7 @@ OpenAI-compatible server on 127.0.0.1 that checks what each turn was shown."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -198,6 +199,18 @@ def test_biasbuster_mitigations_pivot_and_every_turn_sees_what_it_should(tmp_pat
     assert anchoring.loc["selfhelp", "change_rate"] == 1.0  # the revision flipped them all
     framing = table[table.test == "framing"].set_index("mitigation")
     assert framing.loc["none", "value"] == 0.0 and framing.loc["none", "degenerate"]
+    # the turns export as they were asked and answered, conversation by conversation
+    out = tmp_path / "turns.csv"
+    exported = cogbias("export", "--run", table["run_id"][0], "--db", db, "-o", out)
+    assert exported.returncode == 0, exported.stderr
+    with out.open(newline="") as handle:
+        turns = list(csv.DictReader(handle))
+    assert len(turns) == len(rows) and turns[0]["role"] in ("decide", "rewrite")
+    assert [(t["conversation"], int(t["turn"])) for t in turns] == sorted(
+        (r["conversation"], r["turn"]) for r in rows
+    )
+    revised = next(t for t in turns if t["role"] == "revise")
+    assert json.loads(revised["value"]) == [False] * 6
     status_quo = table[table.test == "status_quo"].set_index("mitigation")
     # always "b": the status quo (shown at each position once) is chosen 1 time in 4
     assert status_quo.loc["none", "value"] == pytest.approx(0.0)
