@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from cogbias import charts_studies, study_results, study_views
+from cogbias.datasets.export import export_bytes
 from cogbias.present import escape_markdown
 from cogbias.store import Store
 from cogbias.studies import Study
@@ -60,6 +61,27 @@ def results(run_id: str) -> None:
     st.dataframe(study_results.pivot(table, by), width="stretch")
     with st.expander("All figures per cell"):
         st.dataframe(table.drop(columns=["run_id", "study"]), hide_index=True, width="stretch")
+    c1, c2, _ = st.columns([1, 1, 2])
+    c1.download_button(
+        "Download the figures (CSV)",
+        table.to_csv(index=False).encode("utf-8"),
+        file_name=f"{run_id}-results.csv",
+        mime="text/csv",
+        key="study_download_results",
+    )
+    c2.download_button(
+        "Download every turn (CSV)",
+        lambda: _turns_csv(path, run_id),  # written only when clicked: a run has many turns
+        file_name=f"{run_id}-turns.csv",
+        mime="text/csv",
+        key="study_download_turns",
+        help="One row per model call, as `cogbias export --run RUN -o turns.csv` writes it.",
+    )
+
+
+def _turns_csv(path: str, run_id: str) -> bytes:
+    with Store(path) as own:  # called from a thread of its own when the button is clicked
+        return export_bytes(own, "csv", run_id=run_id)
 
 
 def conversation_viewer(store: Store, run_id: str, study: Study) -> None:

@@ -8,6 +8,7 @@ saves a screenshot to the test's tmp dir.
 
 from __future__ import annotations
 
+import csv
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -128,3 +129,10 @@ def test_results_heatmap_pivots_by_mitigation(page: Any, tmp_path: Path) -> None
     assert chart.get_by_text("selfhelp").count() and chart.get_by_text("Mitigation").count()
     no_exception(page)
     shot(page, tmp_path / "studies_results.png", page.get_by_role("tablist"))
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download every turn (CSV)").click()
+    saved = tmp_path / "turns.csv"
+    download.value.save_as(saved)
+    rows = list(csv.DictReader(saved.open(encoding="utf-8")))
+    assert len(rows) == 2 + 2 * 2 + 6 * 6 + 6 * 7  # framing: none, selfhelp; anchoring: both
+    assert {r["role"] for r in rows} == {"rewrite", "decide", "revise"}

@@ -7,6 +7,8 @@ differs from the original and whose answers carry Markdown and HTML.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -242,3 +244,18 @@ def test_a_broken_study_file_is_named_and_the_results_stay(random_run: str) -> N
     assert any("broken.toml" in e.value and "failed" in e.value for e in at.error)
     assert at.session_state["study_run"] == random_run
     assert ["none", "awareness", "selfhelp"] in columns_of(at)
+
+
+def test_the_turns_download_is_the_export_of_the_run(random_run: str, db: Path) -> None:
+    from pages._study_views import _turns_csv
+
+    at = open_page("studies")
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Download the figures (CSV)", "Download every turn (CSV)"]
+    rows = list(csv.DictReader(io.StringIO(_turns_csv(str(db), random_run).decode())))
+    with Store(db) as store:
+        stored = study_results.calls(store, random_run)
+    assert len(rows) == len(stored)
+    assert {(r["conversation"], int(r["turn"])) for r in rows} == set(
+        zip(stored["conversation"], stored["turn"], strict=True)
+    )
