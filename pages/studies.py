@@ -30,7 +30,6 @@ from pages._common import (
     share_local_server,
 )
 
-ACTIVE = ("planned", "running", "cancelling")
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
 st.title("Studies")
 st.caption(
@@ -173,9 +172,12 @@ runs = {
 
 
 def working(run: dict) -> bool:
-    """A worker is on it: the run says so, or the process just started has not claimed it."""
-    just_started = run["id"] == st.session_state.get("study_active")
-    return run["status"] in ACTIVE or (just_started and pid_alive(run.get("pid")))
+    """A worker is on it: the run says so (`run_summaries` calls a running run whose worker
+    died interrupted), or a worker process started for it has not claimed it yet."""
+    if run["status"] in ("running", "cancelling"):
+        return True
+    starting = run["status"] == "planned" or run["id"] == st.session_state.get("study_active")
+    return starting and pid_alive(run.get("pid"))
 
 
 @st.fragment(run_every=1.0)
@@ -229,8 +231,13 @@ pick = st.selectbox(
     key="study_run",
 )
 picked = runs[pick]
+stalled = picked["status"] == "planned" and not working(picked)  # its worker never began
+if stalled:
+    log = db_path().parent / f"{pick}.log"
+    st.warning("This run's worker stopped before it began. The end of its log:")
+    st.code(redact(log.read_text(errors="replace")[-1500:]) if log.is_file() else "(no log)")
 b1, b2, _ = st.columns([1, 1, 4])
-if picked["status"] in RESUMABLE and b1.button("Resume", key="study_resume"):
+if (picked["status"] in RESUMABLE or stalled) and b1.button("Resume", key="study_resume"):
     share_local_server()
     try:
         runner.start_background(pick, db_path())
@@ -239,7 +246,7 @@ if picked["status"] in RESUMABLE and b1.button("Resume", key="study_resume"):
     else:
         st.session_state["study_active"] = pick
         st.rerun()
-if picked["status"] in ("planned", "running") and b2.button("Cancel", key="study_cancel_pick"):
+if working(picked) and b2.button("Cancel", key="study_cancel_pick"):
     store.request_cancel(pick)
     st.rerun()
 if picked.get("error"):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias import settings, study_results
+from cogbias import settings, study_plan, study_results, study_runner
 from cogbias.datasets.mohr_format import import_mohr
 from cogbias.store import Store
 from cogbias.study_plan import StudySpec
@@ -259,3 +259,24 @@ def test_the_turns_download_is_the_export_of_the_run(random_run: str, db: Path) 
     assert {(r["conversation"], int(r["turn"])) for r in rows} == set(
         zip(stored["conversation"], stored["turn"], strict=True)
     )
+
+
+def test_a_run_whose_worker_never_began_shows_its_log_and_resumes(db: Path) -> None:
+    with Store(db) as store:
+        study = study_plan.load_study("biasbuster", store)
+        spec = StudySpec("biasbuster", ["random"], tests=["framing"], repeats=1)
+        run_id = study_runner.create(study_plan.plan(study_plan.resolve(spec, study), study), store)
+        store.update_run(run_id, pid=2**22 + 12345)  # no such process
+    (db.parent / f"{run_id}.log").write_text("ImportError: something went wrong\n")
+    at = open_page("studies")
+    assert not at.get("progress")  # nothing pretends to be working on it
+    assert any("stopped before it began" in w.value for w in at.warning)
+    assert "ImportError: something went wrong" in at.code[0].value
+    at.button(key="study_resume").click().run()
+    assert_clean(at)
+    with Store(db) as store:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and store.run(run_id)["status"] == "planned":
+            time.sleep(0.1)
+        run = store.wait_for(run_id, timeout=90)
+    assert run is not None and run["status"] == "done" and run["done"] == 2, run
