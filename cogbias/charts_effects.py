@@ -40,9 +40,11 @@ def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatCh
         label=lambda f: f["homogeneity"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}"),
         column="homogeneity",
     )
-    side = alt.Chart(per_bias).encode(x=alt.X("column:N", title=None), y=y)
+    side = alt.Chart(per_bias).encode(
+        x=alt.X("column:N", title="homogeneity", axis=alt.Axis(labels=False, ticks=False)), y=y
+    )
     homogeneity = side.mark_rect().encode(
-        color=alt.Color("homogeneity:Q", scale=HOMOGENEITY_SCALE, title="homogeneity"),
+        color=alt.Color("homogeneity:Q", scale=HOMOGENEITY_SCALE, title="σ²_e / σ²_d"),
         tooltip=["bias", alt.Tooltip("homogeneity:Q", format=".3f")],
     ) + side.mark_text(fontSize=10).encode(text="label:N")
     return alt.hconcat(

@@ -295,8 +295,6 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _effects(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     from . import effect_tables as tables
     from . import regression
     from .store import Store
@@ -314,9 +312,7 @@ def _effects(args: argparse.Namespace) -> int:
             frame = tables.load_effects(store, args.dataset)
         if args.view == "features":
             datasets = [args.dataset] if args.dataset else sorted(frame["dataset"].unique())
-            features = pd.concat(
-                [regression.model_features(store, d) for d in datasets], ignore_index=True
-            ).drop_duplicates("model")
+            features = regression.published_features(store, datasets)
     if args.view in ("ols", "features"):
         if args.view == "ols":
             result = regression.experiment_ols(frame, target=value)

@@ -427,7 +427,7 @@ def _results(args: argparse.Namespace) -> int:
         rows = store.results(run_id=args.run, dataset=args.dataset)
         studies = {r["study"] for r in study_results.study_runs(store)}
     if not rows:
-        print("no results of paired runs yet: start a run with `cogbias run`", file=sys.stderr)
+        print("no results yet: start a run with `cogbias run`", file=sys.stderr)
         if studies:
             print(
                 "study runs are shown with `cogbias results --study NAME` (here: "

@@ -35,6 +35,8 @@ EFFECT_COLUMNS = [
     "d_capped",
 ]
 PIVOTS = ("model", "temperature", "scenario")
+# How a bias × pivot cell is filled: "mean" = mean_table, "thesis" = thesis_table.
+AGGREGATES = ("mean", "thesis")
 
 
 class NoEffectSizes(KeyError):
@@ -122,13 +124,18 @@ def heatmap_frame(
     by: str = "temperature",
     value: str = "d_capped",
     biases: Sequence[str] | None = None,
+    how: str = "mean",
 ) -> pd.DataFrame:
     """Long rows (bias, column, value, homogeneity) for a bias × `by` heatmap.
 
-    `column` is the pivot value as text (temperatures as "0.2", "1"), ordered as in the data;
-    `homogeneity` repeats the bias' own figure on each of its rows.
+    `how` fills the cells: "mean" is `mean_table` of `value`, "thesis" is `thesis_table`
+    (which always weighs the uncapped d, so `value` is not used). `column` is the pivot value
+    as text (temperatures as "0.2", "1"), ordered as in the data; `homogeneity` repeats the
+    bias' own figure on each of its rows.
     """
-    table = mean_table(frame, by, value)
+    if how not in AGGREGATES:
+        raise ValueError(f"fill the cells by one of {', '.join(AGGREGATES)}, not {how!r}")
+    table = thesis_table(frame, by) if how == "thesis" else mean_table(frame, by, value)
     if biases is not None:
         table = table.loc[[b for b in biases if b in table.index]]
     homogeneity = homogeneity_by_bias(frame)

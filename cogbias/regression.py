@@ -26,6 +26,7 @@ from .store import Store
 FEATURES = ("temperature", "number_parameters", "capability", "release_days")
 # models.csv columns that may hold a capability score, in order of preference.
 CAPABILITY_COLUMNS = ("chatbot_arena", "arena_score", "mmlu")
+FEATURE_COLUMNS = ("model", "number_parameters", "release_date", "capability")
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def experiment_ols(frame: pd.DataFrame, target: str = "d_capped") -> OlsResult:
 def model_features(store: Store, dataset: str) -> pd.DataFrame:
     """One row per model: number_parameters, release_date, capability (when published)."""
     if "model_features" not in store.db.table_names():
-        return pd.DataFrame(columns=["model", "number_parameters", "release_date", "capability"])
+        return pd.DataFrame(columns=list(FEATURE_COLUMNS))
     rows = store.query(
         "select model, number_parameters, release_date, features from model_features "
         "where dataset = ? order by source_row",
@@ -105,9 +106,15 @@ def model_features(store: Store, dataset: str) -> pd.DataFrame:
             np.nan,
         )
         records.setdefault(row["model"], row)  # features do not depend on the temperature
-    return pd.DataFrame(
-        list(records.values()), columns=["model", "number_parameters", "release_date", "capability"]
-    )
+    return pd.DataFrame(list(records.values()), columns=list(FEATURE_COLUMNS))
+
+
+def published_features(store: Store, datasets: Sequence[str]) -> pd.DataFrame:
+    """`model_features` of several datasets in one frame, each model once (the first wins)."""
+    frames = [model_features(store, d) for d in datasets]
+    if not frames:
+        return pd.DataFrame(columns=list(FEATURE_COLUMNS))
+    return pd.concat(frames, ignore_index=True).drop_duplicates("model").reset_index(drop=True)
 
 
 def feature_frame(

@@ -20,13 +20,14 @@ from cogbias.datasets import (
     import_generic,
     import_hub,
     import_malberg,
+    import_mohr,
     import_run_id,
 )
 from cogbias.datasets.tables import columns_of
 from cogbias.redact import redact
 from cogbias.store import Store, cogbias_home
 from cogbias.templates import Filled, render_decision_text
-from pages import _delete, _pair
+from pages import _delete, _effects, _pair
 from pages._common import (
     RANDOM_MODEL,
     attempt,
@@ -44,9 +45,11 @@ PAGE = 20
 FORMATS = {
     "malberg2024-hub": "The paper's benchmark: the Hub CSV (test cases with metric parameters)",
     "malberg2024": "The paper's code output: a folder with full_dataset.csv and decision_results/",
+    "mohr2025": "The Mohr 2025 thesis: its 04_Datasets/ folder (effect sizes, prompts, models)",
     "generic": "Any CSV / JSONL / Parquet file of prompts (and answers): map its columns",
 }
 
+FOLDERS = ("malberg2024", "mohr2025")  # formats that are a folder: given as a path
 BROWSING = ("ds_bias", "ds_search", "ds_page", "ds_pick", "ds_pair")
 
 
@@ -219,10 +222,10 @@ with tabs[1]:
         fmt = st.selectbox("Format", list(FORMATS), format_func=FORMATS.get, key="ds_fmt")
         path: Path | None = None
         if source == "A path on this machine":
-            typed = st.text_input("Path (for the code output: its folder)", key="ds_path").strip()
+            typed = st.text_input("Path (for a folder format: the folder)", key="ds_path").strip()
             path = Path(typed).expanduser() if typed else None
-        elif fmt == "malberg2024":
-            st.info("The code output is a folder: give its path instead of uploading.")
+        elif fmt in FOLDERS:
+            st.info("This format is a folder: give its path instead of uploading.")
         else:
             uploaded = st.file_uploader("File", type=["csv", "jsonl", "ndjson", "parquet"])
             path = _save_upload(uploaded) if uploaded is not None else None
@@ -241,12 +244,19 @@ with tabs[1]:
                     "Import",
                     lambda p: import_malberg(store, path, name=name, replace=replace, progress=p),
                 )
+            elif fmt == "mohr2025":
+                _import(
+                    "Import",
+                    lambda p: import_mohr(store, path, name=name, replace=replace, progress=p),
+                )
             elif mapping is not None:
                 _import("Import", lambda p: import_generic(store, path, mapping, name=name or None, replace=replace, progress=p))  # fmt: skip
 
 # ------------------------------------------------------------------ browse
 with tabs[2]:
-    if current:
+    if current and datasets[current]["kind"] == "mohr2025":
+        _effects.show_rows(store, current)
+    elif current:
         counts = store.dataset_bias_counts(current)
         left, middle, right = st.columns([2, 2, 1])
         bias = left.selectbox(
@@ -327,7 +337,13 @@ with tabs[2]:
 # ------------------------------------------------------------------ run
 with tabs[3]:
     if current:
-        if store.dataset_unscorable(current):
+        if datasets[current]["kind"] == "mohr2025":
+            st.info(
+                "This dataset holds the thesis' published effect sizes, not paired test cases, "
+                "so there is nothing to run from this tab. Its effect sizes are in the Browse "
+                "and Analysis tabs."
+            )
+        elif store.dataset_unscorable(current):
             st.info(
                 "This dataset holds published results without metric parameters (the paper's "
                 "code format does not record them), so new models cannot be scored on it. "
@@ -403,7 +419,9 @@ with tabs[4]:
 
 # ------------------------------------------------------------------ analysis
 with tabs[5]:
-    if current:
+    if current and datasets[current]["kind"] == "mohr2025":
+        _effects.show_effects(store, current)
+    elif current:
         version = tuple(
             store.query("select count(*) as n, max(rowid) as last from decisions")[0].values()
         )

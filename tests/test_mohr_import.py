@@ -177,6 +177,12 @@ def test_pivots_by_temperature_and_scenario_with_homogeneity(store):
     assert isinstance(chart, alt.HConcatChart)
     spec = chart.to_dict()
     assert len(spec["hconcat"]) == 2
+    thesis = heatmap_frame(frame, by="temperature", how="thesis")
+    expected = thesis_table(frame, "temperature").stack()
+    cells = {(r.bias, r.column): r.value for r in thesis.itertuples()}
+    assert cells == pytest.approx({(b, f"{t:g}"): v for (b, t), v in expected.items()})
+    with pytest.raises(ValueError, match="one of mean, thesis"):
+        heatmap_frame(frame, how="median")
 
 
 def test_thesis_table_caps_the_weighted_mean_of_raw_effects(store):
@@ -239,3 +245,10 @@ def test_cli_effects_views(tmp_path, folder):
     terms = [row["term"] for row in json.loads(run.stdout)]
     assert terms[0] == "Intercept" and "temperature" in terms
     assert "n = 16" in run.stderr
+    run = cogbias("effects", "--db", str(db), "--view", "features", "--format", "json")
+    assert run.returncode == 0, run.stderr
+    assert [row["term"] for row in json.loads(run.stdout)] == [
+        "Intercept",
+        "temperature",
+        "release_days",
+    ]

@@ -1,0 +1,138 @@
+"""Published effect sizes on the Datasets page (the Mohr thesis' `bias_detections.csv`).
+
+A thin view over `cogbias.effect_tables`, `cogbias.charts_effects` and `cogbias.regression`:
+the bias × pivot heatmap with each bias' homogeneity, the homogeneity table, and the two
+OLS fits. Names in these tables come from an imported CSV, so they are only ever shown in
+charts and dataframes (as text), never in Markdown.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from cogbias import effect_tables, regression
+from cogbias.charts_effects import effects_heatmap
+from cogbias.store import Store
+from pages._common import attempt
+
+CELLS = {
+    "mean": "mean of capped d",
+    "thesis": "thesis aggregate (inverse-variance, then capped)",
+}
+OLS_COLUMNS = {
+    "term": st.column_config.TextColumn("term"),
+    "coef": st.column_config.NumberColumn("coefficient", format="%+.3f"),
+    "std_err": st.column_config.NumberColumn("std. error", format="%.3f"),
+    "t": st.column_config.NumberColumn("t", format="%+.2f"),
+    "p": st.column_config.NumberColumn("p", format="%.3g"),
+    "ci_low": st.column_config.NumberColumn("95% CI low", format="%+.3f"),
+    "ci_high": st.column_config.NumberColumn("95% CI high", format="%+.3f"),
+}
+
+
+# A fit on the thesis' 1,599 experiments takes most of a second: fit once per data, not on
+# every click of a radio. (A fit that fails raises, and failures are not cached.)
+@st.cache_data(show_spinner=False, max_entries=8)
+def _experiment_fit(frame: pd.DataFrame) -> regression.OlsResult:
+    return regression.experiment_ols(frame)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _feature_fit(frame: pd.DataFrame, features: pd.DataFrame) -> regression.OlsResult:
+    return regression.feature_ols(regression.feature_frame(frame, features))
+
+
+def show_effects(store: Store, dataset: str) -> None:
+    """Everything the page shows about the effect sizes of `dataset`."""
+    frame = attempt("Reading the effect sizes", lambda: effect_tables.load_effects(store, dataset))
+    if frame is None:
+        return
+    st.subheader("Published effect sizes (Cohen's d, capped to [0, 1])")
+    st.caption(
+        f"{len(frame):,} experiments: one per bias × prompt scenario × model × temperature. "
+        "0 means no bias, 1 a large effect. The right-hand column is each bias' homogeneity "
+        "σ²_e / σ²_d over all its experiments (1: every experiment agrees)."
+    )
+    left, right = st.columns([2, 3])
+    by = left.radio("Pivot by", effect_tables.PIVOTS, horizontal=True, key="ds_eff_by")
+    how = right.radio("Cells", list(CELLS), format_func=CELLS.get, key="ds_eff_how")
+    long = effect_tables.heatmap_frame(frame, by=by, how=how)
+    st.altair_chart(effects_heatmap(long, column_title=by))
+    if how == "thesis":
+        st.caption(
+            "Thesis aggregate (its Figure 2): the inverse-variance weighted mean of the "
+            "uncapped d, capped afterwards. Experiments whose d is infinite are left out."
+        )
+
+    st.subheader("Homogeneity per bias")
+    homogeneity = effect_tables.homogeneity_by_bias(frame)
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "bias": homogeneity.index,
+                "homogeneity": homogeneity.to_numpy(),
+                "experiments": frame.groupby("bias").size().reindex(homogeneity.index).to_numpy(),
+            }
+        ),
+        hide_index=True,
+        column_config={
+            "bias": st.column_config.TextColumn("bias"),
+            "homogeneity": st.column_config.NumberColumn("homogeneity σ²_e / σ²_d", format="%.3f"),
+        },
+    )
+
+    st.subheader("What explains the effect (OLS)")
+    st.caption(
+        "The capped effect regressed on bias, model and prompt scenario (fixed effects against "
+        "the alphabetically first level) and temperature (linear), as in the thesis' Table 4."
+    )
+    fit = attempt("The OLS on bias, model, scenario and temperature",
+                  lambda: _experiment_fit(frame))  # fmt: skip
+    if fit is not None:
+        _ols(fit)
+    features = regression.published_features(store, [dataset])
+    if features.empty:
+        st.caption("This dataset has no models.csv, so there are no model features to regress on.")
+        return
+    st.caption(
+        "The capped effect regressed on temperature and the published model features "
+        "(parameters, capability score, release date in days since the earliest) — Table 5. "
+        "Features that are unknown or never vary are left out."
+    )
+    fit = attempt(
+        "The OLS on model features",
+        lambda: _feature_fit(frame, features),
+    )
+    if fit is not None:
+        _ols(fit)
+
+
+def show_rows(store: Store, dataset: str) -> None:
+    """The published effect sizes as stored, one row per experiment (for the Browse tab)."""
+    frame = attempt("Reading the effect sizes", lambda: effect_tables.load_effects(store, dataset))
+    if frame is None:
+        return
+    st.caption(
+        "One row per bias × prompt scenario × model × temperature as published: the group "
+        "sizes, Cohen's d (pooled SD) and d capped to [0, 1]. The Analysis tab charts them."
+    )
+    st.dataframe(
+        frame[effect_tables.EFFECT_COLUMNS],
+        hide_index=True,
+        column_config={
+            "bias_name": st.column_config.TextColumn("bias (as published)"),
+            "n_control": st.column_config.NumberColumn("n control"),
+            "n_treatment": st.column_config.NumberColumn("n treatment"),
+            "d": st.column_config.NumberColumn("d", format="%+.3f"),
+            "d_capped": st.column_config.NumberColumn("d capped", format="%.3f"),
+        },
+    )
+
+
+def _ols(fit: regression.OlsResult) -> None:
+    st.dataframe(fit.table, hide_index=True, column_config=OLS_COLUMNS)
+    st.caption(
+        f"n = {fit.n:,} experiments · R² = {fit.r_squared:.3f} · "
+        f"adjusted R² = {fit.adj_r_squared:.3f}"
+    )
