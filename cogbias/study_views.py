@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from .redact import redactor
 from .store import Store
 from .studies import Study, StudyTest, load_studies, show
 
@@ -97,21 +98,29 @@ def reading(row: Any, test: StudyTest | None) -> tuple[str, bool]:
     return f"{what}: {row.error or 'no reason recorded'}", False
 
 
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
 def chat(turns: pd.DataFrame, conversation: str, study: Study) -> list[ChatMessage]:
-    """The conversation's messages in turn order: each turn's prompt, then the answer."""
+    """The conversation's messages in turn order: each turn's prompt, then the answer.
+    Texts are redacted again (rows stored by an older version may not be)."""
+    clean = redactor()
     rows = turns[turns["conversation"] == conversation].sort_values("turn")
     messages: list[ChatMessage] = []
     for row in rows.itertuples():
         revise = row.role == "revise"
-        messages.append(ChatMessage("user", str(row.prompt or ""), int(row.turn), revise))
+        turn = int(row.turn)
+        messages.append(ChatMessage("user", clean(_text(row.prompt)) or "", turn, revise))
         note, ok = reading(row, study.tests.get(row.test))
-        text = "" if row.response is None or pd.isna(row.response) else str(row.response)
-        messages.append(ChatMessage("assistant", text, int(row.turn), revise, note, ok))
+        answer = clean(_text(row.response)) or ""
+        messages.append(ChatMessage("assistant", answer, turn, revise, clean(note) or "", ok))
     return messages
 
 
 def selfhelp_index(pairs: pd.DataFrame, study: Study) -> pd.DataFrame:
-    """`study_results.selfhelp_pairs` with a label per unit and how its decision was read."""
+    """`study_results.selfhelp_pairs` with a label per unit and how its decision was read;
+    texts redacted."""
     if pairs.empty:
         return pairs.assign(label=[], reading=[])
     out = pairs.sort_values(SELFHELP_KEYS, kind="stable").reset_index(drop=True)
@@ -121,4 +130,7 @@ def selfhelp_index(pairs: pd.DataFrame, study: Study) -> pd.DataFrame:
         for r in out.itertuples()
     ]
     out["reading"] = [reading(r, study.tests.get(r.test))[0] for r in out.itertuples()]
+    clean = redactor()  # as in `chat`
+    for column in ("original", "rewrite_answer", "rewritten", "answer", "reading"):
+        out[column] = [clean(_text(v)) or "" for v in out[column]]
     return out
