@@ -5,8 +5,6 @@ mitigations × repeats (`cogbias.study_plan`); it runs in its own process like a
 (`cogbias resume RUN`), so this page only plans, starts and reads the database.
 """
 
-import time
-
 import pandas as pd
 import streamlit as st
 
@@ -157,7 +155,6 @@ def start_form() -> None:
             else:
                 st.session_state["study_active"] = run_id
                 st.session_state["study_run"] = run_id
-                st.session_state["study_started_at"] = time.monotonic()
                 st.rerun()
 
 
