@@ -18,6 +18,7 @@ from cogbias import library, present
 from cogbias.library import LibraryError, ModelInfo, TestCase
 from cogbias.redact import redact
 from cogbias.store import SchemaError, Store, default_path
+from cogbias.study_plan import is_study_run
 
 T = TypeVar("T")
 
@@ -241,9 +242,7 @@ def explore_columns() -> dict[str, Any]:
 def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
     """What paired results can be shown: "all", each paired run ("run:ID") and each dataset
     ("dataset:NAME"), with a label function for a selectbox."""
-    from cogbias.study_plan import is_study_run  # study runs have their own page (Studies)
-
-    runs = {r["id"]: r for r in store.runs() if not is_study_run(r["spec"])}
+    runs = {r["id"]: r for r in store.runs() if not is_study_run(r["spec"])}  # see studies_link
     datasets = [d["name"] for d in store.datasets()]
     sources = ["all"] + [f"run:{r}" for r in runs] + [f"dataset:{d}" for d in datasets]
 
@@ -260,8 +259,6 @@ def studies_link(store: Store) -> None:
     """Point at the Studies page when the database holds study runs: their results are
     pivoted there (by mitigation, temperature, prompt variant or model), not in the paired
     heatmaps."""
-    from cogbias.study_plan import is_study_run
-
     count = sum(is_study_run(r["spec"]) for r in store.runs())
     if count:
         st.page_link(
