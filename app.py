@@ -52,6 +52,7 @@ measure = [
 ]
 if (HERE / "pages/datasets.py").exists():  # written separately; shown once it exists
     measure.append(st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:"))
+measure.append(st.Page("pages/studies.py", title="Studies", icon=":material/lab_profile:"))
 measure.append(st.Page("pages/tokenbias.py", title="Token bias", icon=":material/compare_arrows:"))
 pages = {
     "Learn and author": [

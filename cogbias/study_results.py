@@ -201,8 +201,9 @@ def conversations(store: Store, run_id: str, test: str | None = None) -> pd.Data
     frame = pd.DataFrame(store.query(sql + " order by conversation, turn", params))
     if frame.empty:
         return frame
-    multi = frame.groupby("conversation")["turn"].transform("max") > 0
-    return frame[multi].reset_index(drop=True)
+    # a conversation has several decisions (a self-help rewrite + decision is not one)
+    decisions = (frame["role"] == "decide").groupby(frame["conversation"]).transform("sum")
+    return frame[decisions > 1].reset_index(drop=True)
 
 
 def selfhelp_pairs(store: Store, run_id: str) -> pd.DataFrame:

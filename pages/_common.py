@@ -18,6 +18,7 @@ from cogbias import library, present
 from cogbias.library import LibraryError, ModelInfo, TestCase
 from cogbias.redact import redact
 from cogbias.store import SchemaError, Store, default_path
+from cogbias.study_plan import is_study_run
 
 T = TypeVar("T")
 
@@ -82,7 +83,12 @@ def friendly(exc: BaseException) -> str:
     if isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
     elif isinstance(exc, LibraryError):
-        text = "; ".join(f"line {p.line}, column {p.col}: {p.message}" for p in exc.problems)
+        text = "; ".join(
+            # a file's problems name the file; text typed in the page is "<...>"
+            ("" if p.file.startswith("<") else f"{p.file}: ")
+            + f"line {p.line}, column {p.col}: {p.message}"
+            for p in exc.problems
+        )
     else:
         text = str(exc).strip() or type(exc).__name__
     return present.escape_markdown(redact(text))
@@ -99,6 +105,18 @@ def attempt(what: str, func: Callable[[], T], hint: str = "") -> T | None:
         parts = [f"{present.escape_markdown(what)} failed: {friendly(exc)}"]
         st.error("\n\n".join(parts + ([present.escape_markdown(hint)] if hint else [])))
         return None
+
+
+def db_version(path: str) -> tuple[float, ...]:
+    """Changes whenever the database is written (main file or WAL), at the cost of two stats."""
+    out: list[float] = []
+    for suffix in ("", "-wal"):
+        try:
+            info = os.stat(path + suffix)
+            out += [info.st_mtime_ns, info.st_size]
+        except FileNotFoundError:
+            out += [0, 0]
+    return tuple(out)
 
 
 def library_version() -> tuple[tuple[str, float], ...]:
@@ -173,6 +191,13 @@ def run_label(run: dict[str, Any]) -> str:
     return present.escape_markdown(f"{name}{run['id']} · {run['status']} · {when}")
 
 
+def run_option(run: dict[str, Any]) -> str:
+    """A run as a select box option: plain text (options are not Markdown, so nothing is
+    escaped) and no status (an open select box would not redraw a label that changes)."""
+    when = (run.get("created_at") or "")[:16].replace("T", " ")
+    return " · ".join(str(p) for p in (run.get("name"), run.get("study"), run["id"], when) if p)
+
+
 def share_local_server() -> None:
     """Let worker processes reuse this process's local model server, if one is running:
     two llama.cpp servers competing for two cores are each many times slower than one."""
@@ -215,9 +240,9 @@ def explore_columns() -> dict[str, Any]:
 
 
 def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
-    """What results can be shown: "all", each run ("run:ID") and each dataset
+    """What paired results can be shown: "all", each paired run ("run:ID") and each dataset
     ("dataset:NAME"), with a label function for a selectbox."""
-    runs = {r["id"]: r for r in store.runs()}
+    runs = {r["id"]: r for r in store.runs() if not is_study_run(r["spec"])}  # see studies_link
     datasets = [d["name"] for d in store.datasets()]
     sources = ["all"] + [f"run:{r}" for r in runs] + [f"dataset:{d}" for d in datasets]
 
@@ -228,6 +253,20 @@ def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
         return f"Run {run_label(runs[name])}" if kind == "run" else f"Dataset {name}"
 
     return sources, label
+
+
+def studies_link(store: Store) -> None:
+    """Point at the Studies page when the database holds study runs: their results are
+    pivoted there (by mitigation, temperature, prompt variant or model), not in the paired
+    heatmaps."""
+    count = sum(is_study_run(r["spec"]) for r in store.runs())
+    if count:
+        st.page_link(
+            "pages/studies.py",
+            label=f"{count} study run(s): results by mitigation, temperature and prompt variant, "
+            "conversations and self-help rewrites are on the Studies page",
+            icon=":material/lab_profile:",
+        )
 
 
 def source_filter(source: str) -> tuple[str | None, str | None]:

@@ -1,7 +1,5 @@
 """Explore: the bias x model heatmap; click a cell to read its paired responses."""
 
-import os
-
 import pandas as pd
 import streamlit as st
 
@@ -13,11 +11,13 @@ from cogbias.store import Store
 from pages import _delete, _pair
 from pages._common import (
     db_path,
+    db_version,
     explore_columns,
     friendly,
     open_store_or_stop,
     result_sources,
     source_filter,
+    studies_link,
     test_cases,
 )
 
@@ -25,18 +25,6 @@ PAGE_SIZE = 20
 EXPORT_LIMIT = 20000
 st.title("Explore results")
 store = open_store_or_stop()
-
-
-def _version(path: str) -> tuple[float, ...]:
-    """Changes whenever the database is written (main file or WAL), at the cost of two stats."""
-    out: list[float] = []
-    for suffix in ("", "-wal"):
-        try:
-            info = os.stat(path + suffix)
-            out += [info.st_mtime_ns, info.st_size]
-        except FileNotFoundError:
-            out += [0, 0]
-    return tuple(out)
 
 
 @st.cache_data(show_spinner="Summarising…", max_entries=32)
@@ -47,6 +35,7 @@ def summary(
         return explore.heatmap_summary(own, run_id=run_id, dataset=dataset)
 
 
+studies_link(store)
 sources, _source_label = result_sources(store)
 if sources == ["all"]:
     st.info(
@@ -84,7 +73,7 @@ if kind in ("run", "dataset"):
 run_id, dataset = source_filter(source)
 path = str(db_path())
 try:
-    table = summary(path, _version(path), run_id, dataset)
+    table = summary(path, db_version(path), run_id, dataset)
 except Exception as exc:
     st.error(f"The results could not be summarised: {friendly(exc)}")
     st.stop()

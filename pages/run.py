@@ -17,6 +17,7 @@ from cogbias.redact import redact
 from cogbias.runner import RunSpec
 from cogbias.settings import check_api_base
 from cogbias.store import Store, now
+from cogbias.study_plan import is_study_run
 from pages._common import (
     RANDOM_MODEL,
     api_base_of,
@@ -29,6 +30,7 @@ from pages._common import (
     models,
     open_store_or_stop,
     run_label,
+    run_option,
     scenarios,
     share_local_server,
     test_cases,
@@ -37,6 +39,12 @@ from pages._common import (
 ACTIVE = ("planned", "running", "cancelling")
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
 st.title("Run a batch")
+st.page_link(
+    "pages/studies.py",
+    label="Whole studies (BiasBuster, Mohr's eight problems, imported thesis prompts) with "
+    "mitigations and temperature sweeps are run on the Studies page",
+    icon=":material/lab_profile:",
+)
 store = open_store_or_stop()
 cases = test_cases()
 infos = models()
@@ -231,7 +239,10 @@ summaries = runner.run_summaries(store)
 by_id = {r["id"]: r for r in summaries}
 active = st.session_state.get("run_active")
 if active is None:  # after a reload: pick up a run that is still going
-    active = next((r["id"] for r in summaries if r["status"] in ACTIVE), None)
+    active = next(
+        (r["id"] for r in summaries if r["status"] in ACTIVE and not is_study_run(r["spec"])),
+        None,
+    )
 
 
 def _log_tail(run_id: str) -> str:
@@ -338,14 +349,16 @@ if st.session_state.get("run_pick") not in by_id:  # new runs appear; keep the c
 pick = st.selectbox(
     "Run",
     list(by_id),
-    # no status in the label: the table above shows it, and a label that changes while the
-    # run goes on would not be redrawn by the open select box
-    format_func=lambda r: run_label({**by_id[r], "status": ""}).replace(" ·  · ", " · "),
+    format_func=lambda r: run_option(by_id[r]),
     key="run_pick",
 )
 picked = by_id[pick]
 b1, b2, b3, b4 = st.columns(4)
-if b1.button("Open in Explore", key="run_explore"):
+if is_study_run(picked["spec"]):  # a study run's results are on the Studies page
+    if b1.button("Open in Studies", key="run_studies"):
+        st.session_state["study_run"] = pick
+        st.switch_page("pages/studies.py")
+elif b1.button("Open in Explore", key="run_explore"):
     st.session_state["explore_source"] = f"run:{pick}"
     st.switch_page("pages/explore.py")
 retry = b3.button(

@@ -120,9 +120,16 @@ make_results_db(db, biases=("anchoring", "framing_effect"), models=("random", ev
 with Store(db) as store:
     import_hub(store, HUB_CSV, name=dataset)
     runner.execute(runner.plan(runner.RunSpec(["random"], dataset=dataset, per_bias=2), store), store)
+    # a study run by the echoing model: conversations and self-help rewrites
+    from cogbias import study_plan, study_runner
+    study = study_plan.load_study("biasbuster", store)
+    spec = study_plan.StudySpec("biasbuster", ["openai/hostile"], tests=["framing", "anchoring"],
+                                mitigations=["selfhelp"], repeats=1)
+    study_runner.execute(study_plan.plan(study_plan.resolve(spec, study), study), store)
 conn = sqlite3.connect(db)
 with conn:  # unredacted, as if an older version had stored them
     conn.execute("update decisions set control_answer = ?, treatment_answer = ?", (answer, answer))
+    conn.execute("update study_calls set response = ?", (answer,))
     conn.execute("update instances set scenario = ? where dataset is null", (scenario,))
 conn.close()
 """
@@ -199,6 +206,16 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(
     page.get_by_role("tab", name="Browse").click()
     page.get_by_text("Read a pair's answers").wait_for()
     _clean(page, "Datasets")
+
+    # Studies: the echoed answers in a conversation and in a self-help side by side
+    go(page, "Studies")
+    page.get_by_role("tab", name="Conversations").click()
+    page.get_by_test_id("stChatMessage").first.wait_for()
+    assert page.get_by_text("my key is ***").count() >= 1
+    _clean(page, "Studies conversations")
+    page.get_by_role("tab", name="Self-help rewrites").click()
+    page.get_by_text("Rewritten by the model").wait_for()
+    _clean(page, "Studies self-help")
 
     for title in ("Templates", "Run", "Models"):
         go(page, title)

@@ -194,6 +194,9 @@ def test_biasbuster_mitigations_pivot_and_every_turn_sees_what_it_should(tmp_pat
     assert header.split()[1:] == ["none", "awareness", "selfhelp"]
     with Store(db) as store:
         table = study_results.results(store, study_results.study_runs(store)[0]["id"])
+        chats = study_results.conversations(store, table["run_id"][0])
+    assert set(chats["test"]) == {"anchoring"}  # rewrite + decision pairs are not chats
+    assert len(chats) == 2 * 6 * 6 * 3 + 2 * 6  # 2 repeats × 6 orders × 6 turns, 3 mitigations
     anchoring = table[table.test == "anchoring"].set_index("mitigation")
     assert anchoring.loc["none", "value"] == 0.0  # admitted everyone in every order
     assert anchoring.loc["selfhelp", "change_rate"] == 1.0  # the revision flipped them all

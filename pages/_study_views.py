@@ -1,0 +1,169 @@
+"""The Studies page's views of one study run: results pivoted, conversations, self-help pairs.
+
+Every prompt and answer is model or study text: it goes out through `st.text` (`long_text`)
+or escaped Markdown, never as markup.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from cogbias import charts_studies, study_results, study_views
+from cogbias.datasets.export import export_bytes
+from cogbias.present import escape_markdown
+from cogbias.store import Store
+from cogbias.studies import Study
+from cogbias.study_plan import MITIGATION_ORDER
+from pages._common import attempt, db_path, db_version
+from pages._pair import long_text, safe_caption
+
+
+def _keep_valid(key: str, options: list) -> None:
+    """A choice left from another run or test falls back to the first option."""
+    if options and st.session_state.get(key) not in options:
+        st.session_state[key] = options[0]
+
+
+@st.cache_data(show_spinner="Scoring…", max_entries=16)
+def _scored(path: str, version: tuple[float, ...], run_id: str) -> pd.DataFrame:
+    """Scoring a full study takes seconds: once per run and database state."""
+    with Store(path) as own:  # cached work may run in any session's thread: its own connection
+        return study_results.results(own, run_id)
+
+
+def results(run_id: str) -> None:
+    """The run's headline value per test, pivoted by the dimension the reader picks."""
+    path = str(db_path())
+    table = attempt("Scoring this study run", lambda: _scored(path, db_version(path), run_id))
+    if table is None:
+        return
+    if table.empty:
+        st.info("No answers of this run are stored yet; they appear here as the run goes on.")
+        return
+    dimensions = list(charts_studies.PIVOT_LABELS)
+    varying = [d for d in dimensions if table[d].nunique() > 1]
+    by = st.radio(
+        "Pivot by",
+        dimensions,
+        index=dimensions.index(varying[0]) if varying else 0,
+        format_func=charts_studies.PIVOT_LABELS.get,
+        horizontal=True,
+        key="study_pivot",
+    )
+    st.altair_chart(charts_studies.study_heatmap(table, by))
+    st.caption(
+        "Headline value of each test's metric: the rate difference for framing and group "
+        "attribution, the status-quo share above 1/k, the first-half minus second-half choice "
+        "share for primacy, the anchoring distance, the capped Cohen's d for Mohr's problems. "
+        "Grey cells had too few readable answers (see the note in the table below)."
+    )
+    st.dataframe(study_results.pivot(table, by), width="stretch")
+    with st.expander("All figures per cell"):
+        st.dataframe(table.drop(columns=["run_id", "study"]), hide_index=True, width="stretch")
+    c1, c2, _ = st.columns([1, 1, 2])
+    c1.download_button(
+        "Download the figures (CSV)",
+        table.to_csv(index=False).encode("utf-8"),
+        file_name=f"{run_id}-results.csv",
+        mime="text/csv",
+        key="study_download_results",
+    )
+    c2.download_button(
+        "Download every turn (CSV)",
+        lambda: _turns_csv(path, run_id),  # written only when clicked: a run has many turns
+        file_name=f"{run_id}-turns.csv",
+        mime="text/csv",
+        key="study_download_turns",
+        help="One row per model call, as `cogbias export --run RUN -o turns.csv` writes it.",
+    )
+
+
+def _turns_csv(path: str, run_id: str) -> bytes:
+    with Store(path) as own:  # called from a thread of its own when the button is clicked
+        return export_bytes(own, "csv", run_id=run_id)
+
+
+def conversation_viewer(store: Store, run_id: str, study: Study) -> None:
+    """One conversation of a sequential test, turn by turn, as the model saw it."""
+    tests = study_views.sequence_tests(study)
+    if not tests:
+        st.info(
+            f"The study {study.id} has no sequential tests, so its units are single questions; "
+            "their answers are in the Results tab."
+        )
+        return
+    c1, c2, c3 = st.columns([1, 1, 3])
+    _keep_valid("study_chat_test", tests)
+    test = c1.selectbox("Test", tests, key="study_chat_test")
+    turns = attempt(
+        "Reading the conversations", lambda: study_results.conversations(store, run_id, test)
+    )
+    index = study_views.conversation_index(turns if turns is not None else pd.DataFrame())
+    if index.empty:
+        st.info(f"No conversation of the test {test} is stored in this run (yet).")
+        return
+    mitigations = [m for m in MITIGATION_ORDER if m in set(index["mitigation"])]
+    _keep_valid("study_chat_mitigation", mitigations)
+    mitigation = c2.selectbox("Mitigation", mitigations, key="study_chat_mitigation")
+    shown = index[index["mitigation"] == mitigation]
+    labels = dict(zip(shown["conversation"], shown["label"], strict=True))
+    _keep_valid("study_chat_conversation", list(labels))
+    conversation = c3.selectbox(
+        "Conversation", list(labels), format_func=labels.get, key="study_chat_conversation"
+    )
+    picked = shown[shown["conversation"] == conversation].iloc[0]
+    st.caption(
+        escape_markdown(
+            f"{study.tests[test].name}, {mitigation}: {picked['turns']} turns; the items in the "
+            f"order shown: {study_views.presented_order(turns, conversation)}"
+        )
+    )
+    for message in study_views.chat(turns, conversation, study):
+        with st.chat_message(message.speaker):
+            if message.revise and message.speaker == "user":
+                st.markdown("**Revise turn** (self-help: the model may change its decisions)")
+            long_text(message.text, "(no answer)")
+            if message.speaker == "assistant":
+                if message.ok:
+                    safe_caption(f"Turn {message.turn + 1}, {message.note}")
+                else:
+                    st.warning(f"Turn {message.turn + 1}, {escape_markdown(message.note)}")
+
+
+def selfhelp_viewer(store: Store, run_id: str, study: Study) -> None:
+    """Self-help units: the original prompt beside the model's rewrite, then the decision."""
+    pairs = attempt(
+        "Reading the self-help units", lambda: study_results.selfhelp_pairs(store, run_id)
+    )
+    if pairs is None:
+        return
+    index = study_views.selfhelp_index(pairs, study)
+    if index.empty:
+        st.info(
+            "This run has no self-help rewrites: start a study run with the mitigation "
+            "**selfhelp**. (In sequential tests self-help is a final revise turn instead; see "
+            "the Conversations tab.)"
+        )
+        return
+    labels = dict(enumerate(index["label"]))
+    _keep_valid("study_selfhelp_unit", list(labels))
+    unit = st.selectbox("Unit", list(labels), format_func=labels.get, key="study_selfhelp_unit")
+    row = index.iloc[unit]
+    original, rewritten = st.columns(2)
+    with original, st.container(border=True):
+        st.markdown("**Original prompt**")
+        long_text(row["original"])
+    with rewritten, st.container(border=True):
+        st.markdown("**Rewritten by the model**")
+        long_text(row["rewritten"])
+        if (row["rewrite_answer"] or "").strip() != (row["rewritten"] or "").strip():
+            with st.expander("The model's whole rewrite answer"):
+                st.text(row["rewrite_answer"])
+    with st.container(border=True):
+        st.markdown("**Decision on the rewritten prompt**")
+        long_text(row["answer"], "(no answer)")
+        if row["status"] == "ok":
+            safe_caption(row["reading"])
+        else:
+            st.warning(escape_markdown(row["reading"]))

@@ -1,0 +1,262 @@
+"""Studies: start a run of a built-in or imported study, watch it, and read its results.
+
+A study run crosses a study's tests with models × temperatures × prompt variants ×
+mitigations × repeats (`cogbias.study_plan`); it runs in its own process like any run
+(`cogbias resume RUN`), so this page only plans, starts and reads the database.
+"""
+
+import pandas as pd
+import streamlit as st
+
+from cogbias import runner, study_plan, study_results, study_runner, study_views
+from cogbias.present import escape_markdown
+from cogbias.redact import redact
+from cogbias.store import pid_alive
+from cogbias.study_plan import MITIGATION_ORDER, StudySpec
+from pages import _study_views
+from pages._common import (
+    RANDOM_MODEL,
+    api_base_of,
+    attempt,
+    db_path,
+    friendly,
+    model_names,
+    models,
+    open_store_or_stop,
+    run_label,
+    run_option,
+    share_local_server,
+)
+
+RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
+st.title("Studies")
+st.caption(
+    "Whole studies from the literature (BiasBuster's admissions tests, Mohr's eight classic "
+    "problems, or an imported thesis dataset), crossed with models, temperatures, prompt "
+    "variants and mitigations. The random baseline needs no key and finishes in seconds."
+)
+store = open_store_or_stop()
+infos = models()
+label = model_names(infos)
+
+# ------------------------------------------------------------------ start a study run
+st.subheader("Start a study run")
+
+
+def start_form() -> None:
+    """Plan a study run from the choices, show the plan, start it in the background."""
+    choices = attempt("Loading the studies", lambda: study_views.study_choices(store)) or []
+    if not choices:
+        st.info("No study can be loaded; fix or remove the broken study files named above.")
+        return
+    c1, c2 = st.columns(2)
+    name = c1.selectbox("Study", choices, key="study_name")
+    study = attempt(f"Loading the study {name}", lambda: study_plan.load_study(name, store))
+    chosen = c2.multiselect(
+        "Models",
+        [m.id for m in infos],
+        default=[RANDOM_MODEL],
+        format_func=label,
+        key="study_models",
+    )
+    if study is None:
+        return
+    st.caption(escape_markdown(f"{study.name}. {study.description}".strip()))
+    variants = list(study.variants) or ["default"]
+    c1, c2 = st.columns(2)
+    tests = c1.multiselect(
+        "Tests",
+        list(study.tests),
+        default=list(study.tests),
+        format_func=lambda t: f"{study.tests[t].name} ({t})",
+        key=f"study_tests:{name}",
+    )
+    mitigations = c2.multiselect(
+        "Mitigations", list(MITIGATION_ORDER), default=["none"], key="study_mitigations"
+    )
+    c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
+    temperatures = c1.multiselect(
+        "Temperatures",
+        list(study.temperatures),
+        default=list(study.temperatures),
+        key=f"study_temperatures:{name}",
+    )
+    chosen_variants = c2.multiselect(
+        "Prompt variants", variants, default=variants, key=f"study_variants:{name}"
+    )
+    repeats = int(
+        c3.number_input(
+            "Repeats",
+            0,
+            100_000,
+            0,
+            key="study_repeats",
+            help=f"0: the study's own ({study.repeats}; at most "
+            f"{study_plan.LOCAL_REPEATS} when every model is the local one)",
+        )
+    )
+    run_name = c4.text_input("Name (optional)", key="study_run_name")
+    missing = [
+        what
+        for what, picked in (
+            ("a model", chosen),
+            ("a test", tests),
+            ("a temperature", temperatures),
+            ("a prompt variant", chosen_variants),
+        )
+        if not picked
+    ]
+    bases = {b for b in (api_base_of(m, infos) for m in chosen) if b}
+    resolved = the_plan = None
+    if missing:
+        st.info(f"Choose at least {', '.join(missing)}.")
+    elif len(bases) > 1:
+        st.error(
+            "These models live on different endpoints "
+            f"({escape_markdown(', '.join(sorted(bases)))}); one run can use one custom "
+            "endpoint. Split them into separate runs."
+        )
+    else:
+        asked = StudySpec(
+            name,
+            list(chosen),
+            tests=list(tests),
+            temperatures=[float(t) for t in temperatures],
+            variants=list(chosen_variants),
+            mitigations=list(mitigations) or ["none"],
+            repeats=repeats,
+            api_base=next(iter(bases), None),
+        )
+        try:
+            resolved = study_plan.resolve(asked, study)
+            the_plan = study_plan.plan(resolved, study)
+        except (KeyError, ValueError) as exc:  # StudyPlanError is a ValueError
+            st.error(f"This study run cannot be planned: {friendly(exc)}")
+    if the_plan is not None and resolved is not None:
+        m1, m2 = st.columns(2)
+        m1.metric("Units", f"{the_plan.planned:,}")
+        m2.metric("Model calls (at least)", f"{the_plan.calls():,}")
+        st.text(the_plan.describe())
+        existing = store.run(resolved.run_id)
+        busy = existing is not None and existing["status"] in ("running", "cancelling")
+        if busy:
+            st.info("This exact study run is running now: watch it below.")
+        elif existing is not None and existing["status"] == "done":
+            st.info(
+                "This exact study run already finished. Starting it again only asks what is "
+                "missing; change the repeats or the models for new results."
+            )
+        if st.button("Start study run", type="primary", key="study_start", disabled=busy):
+            share_local_server()
+            try:
+                run_id = study_runner.launch(the_plan, db_path(), run_name.strip())
+            except (OSError, runner.RunBusy, KeyError, ValueError) as exc:
+                st.error(f"The study run could not be started: {friendly(exc)}")
+            else:
+                st.session_state["study_active"] = run_id
+                st.session_state["study_run"] = run_id
+                st.rerun()
+
+
+start_form()
+
+# ------------------------------------------------------------------ progress
+runs = {
+    r["id"]: {**r, "study": StudySpec.from_stored(r["spec"]).study}
+    for r in runner.run_summaries(store)
+    if study_plan.is_study_run(r["spec"])
+}
+
+
+def working(run: dict) -> bool:
+    """A worker is on it: the run says so (`run_summaries` calls a running run whose worker
+    died interrupted), or a worker process started for it has not claimed it yet."""
+    if run["status"] in ("running", "cancelling"):
+        return True
+    starting = run["status"] == "planned" or run["id"] == st.session_state.get("study_active")
+    return starting and pid_alive(run.get("pid"))
+
+
+@st.fragment(run_every=1.0)
+def progress(run_id: str) -> None:
+    run = next((r for r in runner.run_summaries(store) if r["id"] == run_id), None)
+    if run is None or not working(run):
+        st.rerun()  # finished (or gone): redraw the whole page
+        return
+    planned = max(run["planned"] or 0, 1)
+    st.markdown(f"**{run_label(run)}**")
+    st.progress(
+        min(run["done"] / planned, 1.0), text=f"{run['done']:,} of {run['planned']:,} units"
+    )
+    st.caption(f"{run['failed']:,} failed · {run['tokens'] or 0:,} tokens · ${run['cost']:.4f}")
+    if run["status"] == "cancelling":
+        st.warning("cancelling… the run stops within seconds and keeps what is finished.")
+    elif st.button("Cancel", key=f"study_cancel:{run_id}"):
+        store.request_cancel(run_id)
+        st.warning("cancelling… the run stops within seconds and keeps what is finished.")
+
+
+going = [r for r in runs.values() if working(r)]
+if going:
+    st.subheader("Running now")
+    for run in going:
+        progress(run["id"])
+
+# ------------------------------------------------------------------ results
+st.divider()
+st.subheader("Results of a study run")
+if not runs:
+    st.info(
+        "No study runs yet. Pick a study and models under **Start a study run** above and "
+        "press **Start study run** (the random baseline needs no key)."
+    )
+    st.stop()
+st.dataframe(
+    pd.DataFrame(runs.values())[
+        ["id", "name", "study", "status", "planned", "done", "failed", "cost", "models"]
+        + ["created_at"]
+    ],
+    hide_index=True,
+    width="stretch",
+)
+if st.session_state.get("study_run") not in runs:
+    st.session_state["study_run"] = next(iter(runs))
+pick = st.selectbox(
+    "Study run",
+    list(runs),
+    format_func=lambda r: run_option(runs[r]),
+    key="study_run",
+)
+picked = runs[pick]
+stalled = picked["status"] == "planned" and not working(picked)  # its worker never began
+if stalled:
+    log = db_path().parent / f"{pick}.log"
+    st.warning("This run's worker stopped before it began. The end of its log:")
+    st.code(redact(log.read_text(errors="replace")[-1500:]) if log.is_file() else "(no log)")
+b1, b2, _ = st.columns([1, 1, 4])
+if (picked["status"] in RESUMABLE or stalled) and b1.button("Resume", key="study_resume"):
+    share_local_server()
+    try:
+        runner.start_background(pick, db_path())
+    except OSError as exc:
+        st.error(f"The study run could not be resumed: {friendly(exc)}")
+    else:
+        st.session_state["study_active"] = pick
+        st.rerun()
+if working(picked) and b2.button("Cancel", key="study_cancel_pick"):
+    store.request_cancel(pick)
+    st.rerun()
+if picked.get("error"):
+    st.caption(f"Error: {escape_markdown(redact(picked['error']))}")
+study_of_run = attempt(
+    "Reading the study of this run", lambda: study_results.study_of_run(store, pick)
+)
+if study_of_run is None:
+    st.stop()
+table_tab, chat_tab, selfhelp_tab = st.tabs(["Results", "Conversations", "Self-help rewrites"])
+with table_tab:
+    _study_views.results(pick)
+with chat_tab:
+    _study_views.conversation_viewer(store, pick, study_of_run)
+with selfhelp_tab:
+    _study_views.selfhelp_viewer(store, pick, study_of_run)

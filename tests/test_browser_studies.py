@@ -1,0 +1,138 @@
+"""The Studies page in a real browser: a conversation as chat bubbles, self-help side by side.
+
+The database holds one finished BiasBuster run (framing and anchoring, without mitigation and
+with self-help) by a scripted model on 127.0.0.1: its rewrites start "NEUTRAL REWRITE." and
+its decisions carry Markdown and an HTML script tag, which must show as typed. Each journey
+saves a screenshot to the test's tmp dir.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cogbias.study_plan import StudySpec
+from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, choose, go, running_app, settle
+from tests.fake_llm_server import FakeLLMServer
+from tests.study_helpers import HOSTILE, scripted, study_run
+
+pytestmark = pytest.mark.browser
+
+if not CHROMIUM.exists():
+    pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    home = tmp_path_factory.mktemp("studies-home")
+    db = home / "app.db"
+    with FakeLLMServer(responder=scripted) as fake:
+        spec = StudySpec(
+            "biasbuster",
+            ["openai/scripted"],
+            tests=["framing", "anchoring"],
+            mitigations=["none", "selfhelp"],
+            repeats=1,
+            api_base=fake.base_url,
+        )
+        # In a thread of its own: Playwright's sync API may already run an event loop here.
+        with ThreadPoolExecutor(1) as worker:
+            worker.submit(study_run, db, spec).result()
+    env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(db), "COGBIAS_DEMO": "0",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    with running_app(env, home / "streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, app_url: str) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    tab = context.new_page()
+    tab.set_default_timeout(60_000)
+    tab.goto(app_url)
+    tab.get_by_text("Learn: cognitive biases").wait_for()
+    go(tab, "Studies")
+    tab.get_by_role("tab", name="Conversations").wait_for()
+    settle(tab)
+    yield tab
+    context.close()
+
+
+def shot(page: Any, path: Path, top: Any) -> None:
+    """A viewport screenshot with `top` at the top (Streamlit scrolls its own container)."""
+    settle(page)
+    top.first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(path))
+    assert path.stat().st_size > 10_000
+
+
+def no_exception(page: Any) -> None:
+    assert page.get_by_test_id("stException").count() == 0
+
+
+def test_conversation_viewer_shows_the_turns_as_chat(page: Any, tmp_path: Path) -> None:
+    page.get_by_role("tab", name="Conversations").click()
+    choose(page, "Mitigation", "selfhelp")
+    settle(page)
+    bubbles = page.get_by_test_id("stChatMessage")
+    assert bubbles.count() == 2 * 7  # six decisions and the revise turn, each asked and answered
+    texts = bubbles.all_inner_texts()
+    assert "You review applications" in texts[0]
+    assert all(f"admit {HOSTILE}" in t for t in texts[1:12:2])  # the answers, as typed
+    assert "Revise turn" in texts[12] and "one line per applicant" in texts[12]
+    assert "read as: admit, admit, admit, admit, admit, admit" in texts[13]
+    assert page.locator("script:text('alert(1)')").count() == 0
+    assert page.get_by_test_id("stChatMessage").locator("strong", has_text="bold").count() == 0
+    no_exception(page)
+    assert page.get_by_text("the items in the order shown:").is_visible()
+    shot(page, tmp_path / "studies_conversation.png", page.get_by_role("tablist"))
+    shot(page, tmp_path / "studies_conversation_revise.png", bubbles.nth(11))
+
+
+def test_selfhelp_rewrites_side_by_side(page: Any, tmp_path: Path) -> None:
+    page.get_by_role("tab", name="Self-help rewrites").click()
+    settle(page)
+    panel = page.get_by_role("tabpanel", name="Self-help rewrites")
+    for heading in ("Original prompt", "Rewritten by the model", "Decision on the rewritten"):
+        assert panel.get_by_text(heading).is_visible()
+    original = panel.get_by_text("You review applications").first
+    rewritten = panel.get_by_text("NEUTRAL REWRITE.").first
+    assert original.is_visible() and rewritten.is_visible()
+    left, right = original.bounding_box(), rewritten.bounding_box()
+    assert left["x"] + left["width"] <= right["x"]  # side by side, original on the left
+    assert panel.get_by_text(f"admit {HOSTILE}").is_visible()
+    no_exception(page)
+    shot(page, tmp_path / "studies_selfhelp.png", page.get_by_role("tablist"))
+
+
+def test_results_heatmap_pivots_by_mitigation(page: Any, tmp_path: Path) -> None:
+    chart = page.get_by_test_id("stVegaLiteChart").first
+    chart.locator("g.mark-rect path").first.wait_for()
+    cells = chart.locator("g.mark-rect path[aria-label]")
+    assert cells.count() == 4  # framing and anchoring × none and selfhelp
+    assert chart.get_by_text("selfhelp").count() and chart.get_by_text("Mitigation").count()
+    no_exception(page)
+    shot(page, tmp_path / "studies_results.png", page.get_by_role("tablist"))
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download every turn (CSV)").click()
+    saved = tmp_path / "turns.csv"
+    download.value.save_as(saved)
+    rows = list(csv.DictReader(saved.open(encoding="utf-8")))
+    assert len(rows) == 2 + 2 * 2 + 6 * 6 + 6 * 7  # framing: none, selfhelp; anchoring: both
+    assert {r["role"] for r in rows} == {"rewrite", "decide", "revise"}

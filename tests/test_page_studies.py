@@ -1,0 +1,282 @@
+"""The Studies page: start a study run, its results pivoted, conversations, self-help pairs.
+
+The runs are real study runs (`study_runner.execute`): the `random` model answers offline,
+and a scripted OpenAI-compatible server on 127.0.0.1 plays a model whose self-help rewrite
+differs from the original and whose answers carry Markdown and HTML.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from cogbias import settings, study_plan, study_results, study_runner
+from cogbias.datasets.mohr_format import import_mohr
+from cogbias.store import Store
+from cogbias.study_plan import StudySpec
+from tests.app_helpers import make_results_db
+from tests.fake_llm_server import FakeLLMServer
+from tests.study_helpers import HOSTILE, scripted, study_run
+from tests.test_app_pages import assert_clean, chart_specs, open_page, texts
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "app.db"
+    monkeypatch.setenv("COGBIAS_DB", str(path))
+    monkeypatch.setenv("COGBIAS_DEMO", "0")
+    return path
+
+
+@pytest.fixture
+def random_run(db: Path) -> str:
+    spec = StudySpec(
+        "biasbuster",
+        ["random"],
+        temperatures=[0.2, 1.0],
+        mitigations=["none", "awareness", "selfhelp"],
+        repeats=2,
+    )
+    return study_run(db, spec)
+
+
+@pytest.fixture
+def scripted_run(db: Path) -> str:
+    with FakeLLMServer(responder=scripted) as fake:
+        spec = StudySpec(
+            "biasbuster",
+            ["openai/scripted"],
+            tests=["framing", "anchoring"],
+            mitigations=["selfhelp"],
+            repeats=1,
+            api_base=fake.base_url,
+        )
+        return study_run(db, spec)
+
+
+def columns_of(at: AppTest) -> list[list[str]]:
+    return [[str(c) for c in frame.value.columns] for frame in at.dataframe]
+
+
+def test_without_study_runs_the_page_points_at_the_start_form(db: Path) -> None:
+    at = open_page("studies")
+    assert "No study runs yet" in texts(at)
+    assert "Start a study run" in texts(at)
+    assert at.button(key="study_start")  # the random model is chosen: ready to start
+
+
+def test_the_plan_is_described_before_starting(db: Path) -> None:
+    at = open_page("studies")
+    at.selectbox(key="study_name").set_value("mohr8")
+    at.multiselect(key="study_mitigations").set_value(["none", "awareness"]).run()
+    at.number_input(key="study_repeats").set_value(3).run()
+    assert_clean(at)
+    plan_text = "\n".join(str(t.value) for t in at.text)
+    assert "study mohr8:" in plan_text and "× 2 mitigations × 3 repeats" in plan_text
+    at.multiselect(key="study_mitigations").set_value(["contrastive"]).run()
+    assert_clean(at)
+    assert any("cannot be planned" in e.value and "contrastive" in e.value for e in at.error)
+
+
+def test_pivot_by_changes_the_columns_of_table_and_heatmap(random_run: str) -> None:
+    at = open_page("studies")
+    assert at.session_state["study_run"] == random_run
+    assert ["none", "awareness", "selfhelp"] in columns_of(at)
+    (spec,) = chart_specs(at)
+    assert "Mitigation" in json.dumps(spec)
+    at.radio(key="study_pivot").set_value("temperature").run()
+    assert_clean(at)
+    assert ["0.2", "1.0"] in columns_of(at)
+    assert ["none", "awareness", "selfhelp"] not in columns_of(at)
+    (spec,) = chart_specs(at)
+    assert "Temperature" in json.dumps(spec)
+
+
+def test_conversation_viewer_shows_the_turns_in_order(random_run: str, db: Path) -> None:
+    at = open_page("studies")
+    at.selectbox(key="study_chat_mitigation").set_value("selfhelp").run()
+    assert_clean(at)
+    conversation = at.selectbox(key="study_chat_conversation").value
+    with Store(db) as store:
+        turns = study_results.conversations(store, random_run, "anchoring")
+    turns = turns[turns["conversation"] == conversation].sort_values("turn")
+    assert list(turns["role"]) == ["decide"] * 6 + ["revise"]
+    messages = at.get("chat_message")
+    assert [m.proto.name for m in messages] == ["user", "assistant"] * 7
+    shown = [m.text[0].value for m in messages]
+    expected = [t for row in turns.itertuples() for t in (row.prompt, row.response)]
+    assert [s[:200] for s in shown] == [e[:200] for e in expected]
+    assert "Revise turn" in messages[-2].markdown[0].value
+    caption = re.sub(r"\\(.)", r"\1", messages[1].caption[0].value)  # as a reader sees it
+    assert re.fullmatch(r"Turn 1, read as: (admit|reject)", caption)
+    assert caption.endswith(turns.iloc[0]["response"])
+
+
+def test_selfhelp_side_by_side_and_hostile_text_shown_literally(scripted_run: str) -> None:
+    at = open_page("studies")
+    (tab,) = [t for t in at.tabs if t.label == "Self-help rewrites"]
+    assert [m.value for m in tab.markdown][:3] == [
+        "**Original prompt**",
+        "**Rewritten by the model**",
+        "**Decision on the rewritten prompt**",
+    ]
+    plain = [str(t.value) for t in tab.text]
+    original = next(t for t in plain if t.startswith("You review applications"))
+    rewritten = next(t for t in plain if t.startswith("NEUTRAL REWRITE."))
+    assert original.splitlines()[-1] in rewritten  # the rewrite keeps the question
+    assert f"admit {HOSTILE}" in plain  # the decision, as text
+    assert "read as: admit" in texts(at)
+    # Markup in answers never reaches Markdown unescaped (chat turns included).
+    for element in [*at.markdown, *at.caption]:
+        assert "<script>" not in element.value and "**bold**" not in element.value
+    at.selectbox(key="study_chat_mitigation").set_value("selfhelp").run()
+    chat_texts = [m.text[0].value for m in at.get("chat_message") if m.proto.name == "assistant"]
+    assert f"admit {HOSTILE}" in chat_texts
+
+
+def test_explore_points_at_studies_and_lists_only_paired_runs(random_run: str, db: Path) -> None:
+    at = open_page("explore")
+    (link,) = at.get("page_link")
+    assert "1 study run(s)" in link.proto.label and link.proto.page.endswith("studies")
+    assert "no results yet" in texts(at)  # the study run is not offered as paired results
+    paired = make_results_db(db, instances=4)
+    at = open_page("explore")
+    options = at.selectbox(key="explore_source").options
+    assert len(options) == 2 and paired in options[1] and not any(random_run in o for o in options)
+
+
+def test_start_a_study_run_watch_it_finish_and_read_its_results(db: Path) -> None:
+    at = open_page("studies")
+    at.multiselect(key="study_tests:biasbuster").set_value(["framing", "anchoring"])
+    at.multiselect(key="study_mitigations").set_value(["none", "selfhelp"])
+    at.number_input(key="study_repeats").set_value(1)
+    at.text_input(key="study_run_name").set_value("from the page").run()
+    assert_clean(at)
+    at.button(key="study_start").click().run()
+    assert_clean(at)
+    run_id = at.session_state["study_active"]
+    with Store(db) as store:
+        run = store.wait_for(run_id, timeout=90)
+        assert run is not None and run["status"] == "done", run
+        assert run["name"] == "from the page" and run["done"] == run["planned"] == 16
+    at.run()
+    assert_clean(at)
+    assert at.session_state["study_run"] == run_id
+    assert ["none", "selfhelp"] in columns_of(at)
+    assert len(at.get("chat_message")) == 2 * 6  # a conversation without a revise turn
+
+
+def test_a_running_study_shows_progress_and_cancels(db: Path) -> None:
+    # The server hangs on every call until the run is cancelled: cancel must not wait for it.
+    with FakeLLMServer(latency=60) as slow:
+        settings.add_custom_model("openai/slow", "Slow", slow.base_url, json_schema=True)
+        at = open_page("studies")
+        at.multiselect(key="study_models").set_value(["openai/slow"])
+        at.multiselect(key="study_tests:biasbuster").set_value(["framing"])
+        at.number_input(key="study_repeats").set_value(1).run()
+        at.button(key="study_start").click().run()
+        run_id = at.session_state["study_active"]
+        with Store(db) as store:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and store.run(run_id)["status"] != "running":
+                time.sleep(0.1)
+            at.run()
+            assert_clean(at)
+            assert "0 of 2 units" in [p.proto.text for p in at.get("progress")]
+            at.button(key=f"study_cancel:{run_id}").click().run()
+            assert "cancelling" in texts(at)
+            run = store.wait_for(run_id, timeout=60)
+        assert run is not None and run["status"] == "cancelled", run
+        at.run()
+        assert_clean(at)
+        assert not at.get("progress") and at.button(key="study_resume")
+
+
+def test_an_imported_thesis_dataset_is_a_study_to_start(db: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "mohr"
+    shutil.copytree("/work/shared/fixtures/mohr2025-format", folder)
+    with Store(db) as store:
+        name = import_mohr(store, folder).dataset
+    at = open_page("studies")
+    assert name in at.selectbox(key="study_name").options
+    at.selectbox(key="study_name").set_value(name).run()
+    assert_clean(at)
+    assert any(t.value.startswith(f"study {name}:") for t in at.text)
+    at.number_input(key="study_repeats").set_value(1).run()
+    at.button(key="study_start").click().run()
+    assert_clean(at)
+    with Store(db) as store:
+        run = store.wait_for(at.session_state["study_active"], timeout=90)
+    assert run is not None and run["status"] == "done" and run["done"] == run["planned"], run
+    at.run()
+    assert_clean(at)
+    assert at.dataframe and "No answers" not in texts(at)
+
+
+def test_the_run_page_opens_a_study_run_in_studies(random_run: str, db: Path) -> None:
+    paired = make_results_db(db, instances=2)
+    at = open_page("run")
+    at.selectbox(key="run_pick").set_value(random_run).run()
+    assert "run_explore" not in [b.key for b in at.button]
+    at.button(key="run_studies").click().run()
+    assert_clean(at)
+    assert at.session_state["study_run"] == random_run and at.title[0].value == "Studies"
+    at = open_page("run")
+    at.selectbox(key="run_pick").set_value(paired).run()
+    at.button(key="run_explore").click().run()
+    assert at.session_state["explore_source"] == f"run:{paired}"
+
+
+def test_a_broken_study_file_is_named_and_the_results_stay(random_run: str) -> None:
+    folder = Path(os.environ["COGBIAS_HOME"]) / "studies"
+    folder.mkdir(parents=True)
+    (folder / "broken.toml").write_text('id = "broken"\nname = [unclosed\n')
+    at = open_page("studies")
+    assert any("broken.toml" in e.value and "failed" in e.value for e in at.error)
+    assert at.session_state["study_run"] == random_run
+    assert ["none", "awareness", "selfhelp"] in columns_of(at)
+
+
+def test_the_turns_download_is_the_export_of_the_run(random_run: str, db: Path) -> None:
+    from pages._study_views import _turns_csv
+
+    at = open_page("studies")
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Download the figures (CSV)", "Download every turn (CSV)"]
+    rows = list(csv.DictReader(io.StringIO(_turns_csv(str(db), random_run).decode())))
+    with Store(db) as store:
+        stored = study_results.calls(store, random_run)
+    assert len(rows) == len(stored)
+    assert {(r["conversation"], int(r["turn"])) for r in rows} == set(
+        zip(stored["conversation"], stored["turn"], strict=True)
+    )
+
+
+def test_a_run_whose_worker_never_began_shows_its_log_and_resumes(db: Path) -> None:
+    with Store(db) as store:
+        study = study_plan.load_study("biasbuster", store)
+        spec = StudySpec("biasbuster", ["random"], tests=["framing"], repeats=1)
+        run_id = study_runner.create(study_plan.plan(study_plan.resolve(spec, study), study), store)
+        store.update_run(run_id, pid=2**22 + 12345)  # no such process
+    (db.parent / f"{run_id}.log").write_text("ImportError: something went wrong\n")
+    at = open_page("studies")
+    assert not at.get("progress")  # nothing pretends to be working on it
+    assert any("stopped before it began" in w.value for w in at.warning)
+    assert "ImportError: something went wrong" in at.code[0].value
+    at.button(key="study_resume").click().run()
+    assert_clean(at)
+    with Store(db) as store:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and store.run(run_id)["status"] == "planned":
+            time.sleep(0.1)
+        run = store.wait_for(run_id, timeout=90)
+    assert run is not None and run["status"] == "done" and run["done"] == 2, run
