@@ -14,17 +14,25 @@ from typing import Any
 
 import pandas as pd
 
+from .library import LibraryError
 from .redact import redactor
 from .store import Store
-from .studies import Study, StudyTest, load_studies, show
+from .studies import Study, StudyTest, load_studies_report, show
 
 CONVERSATION_KEYS = ["test", "mitigation", "model", "temperature", "variant", "slot", "ord"]
 SELFHELP_KEYS = ["test", "condition", "model", "temperature", "variant", "slot", "attempt"]
 
 
 def study_choices(store: Store) -> list[str]:
-    """Runnable studies: built-in and user studies, then imported datasets with prompts."""
-    names = list(load_studies())
+    """Runnable studies: built-in and user studies, then imported datasets with prompts.
+
+    A study file with problems raises LibraryError naming them (file:line:col), so the page
+    shows them; `studies.load_studies_report` gives the usable studies and the problems
+    apart, for a view that lists both."""
+    usable, problems = load_studies_report()
+    if problems:
+        raise LibraryError(problems)
+    names = list(usable)
     if "study_prompts" in store.db.table_names():
         rows = store.query("select distinct dataset from study_prompts order by dataset")
         names += [r["dataset"] for r in rows if r["dataset"] not in names]
