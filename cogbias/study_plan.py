@@ -161,17 +161,26 @@ class StudyPlan:
 
 
 def load_study(name: str, store: Any = None) -> Study:
-    """A built-in or user study by id, or the prompts of an imported thesis dataset."""
+    """A built-in or user study by id, or the prompts of an imported thesis dataset; a name
+    that is both is refused (which one was meant cannot be guessed)."""
+    rows = []
+    if store is not None and "study_prompts" in store.db.table_names():
+        rows = store.query("select * from study_prompts where dataset = ?", [name])
     try:
-        return get_study(name)
+        study = get_study(name)
     except KeyError as missing:
-        if store is not None and "study_prompts" in store.db.table_names():
-            rows = store.query("select * from study_prompts where dataset = ?", [name])
-            if rows:
-                from .study_questions import study_from_prompts
+        if rows:
+            from .study_questions import study_from_prompts
 
-                return study_from_prompts(rows, name)
+            return study_from_prompts(rows, name)
         raise KeyError(f"no study or dataset '{name}': {missing.args[0]}") from None
+    if rows:
+        raise StudyPlanError(
+            f"'{name}' names both a study and an imported dataset's prompts; import the "
+            f"dataset again under another name (`cogbias import mohr2025 FOLDER --name "
+            f"{name}_data`) and delete this one (`cogbias delete dataset {name}`)"
+        )
+    return study
 
 
 def shadowing_problems(name: str) -> list[str]:

@@ -121,6 +121,8 @@ HOSTILE_FILES = {
     "nested": ("a = " + "[" * 50_000 + "]" * 50_000, "a = ", "nests arrays or tables too deeply"),
     "control_char": (BASE.replace('design = "conditions"', 'design = "\x1b[2J"'), "design", "not valid TOML"),
     "scaled_overflow": (BASE.replace("max = 9", "max = " + "9" * 400).replace('metric = "cohens_d"', 'metric = "cohens_d"\nscaled = ["n"]') + "[variants.v]\npersona = false\nscale = 1e12\n", "scaled", "only numbers can be scaled"),
+    "unicode_id": (BASE.replace("[tests.t]", '[tests."tü"]').replace("tests.t.", 'tests."tü".'), '[tests."tü"]', "test id 'tü' must be lower-case"),
+    "duplicate_test": (BASE + "# again\n" + BASE[BASE.index("[tests.t]") :], "# again", "Cannot declare ('tests', 't') twice"),
     "min_huge": (BASE.replace('metric = "cohens_d"', 'metric = "cohens_d"\nmin = -1e300'), "min = -1e300", "between -1e15 and 1e15"),
     "variants": (BASE + "".join(f"[variants.v{i}]\npersona = false\n" for i in range(21)), "[variants.v0]", "at most 20 variants, not 21"),
     "conditions": (BASE.replace('design = "conditions"', 'design = "options"').replace('answer = "number"', 'answer = "letter"').replace('metric = "cohens_d"', 'metric = "primacy"\nk = 2\nitem = "i {{n}}"').split("[tests.t.conditions")[0] + "".join(f'[tests.t.conditions.c{i}]\nprompt = "{{{{options}}}}"\n' for i in range(21)), "[tests.t]", "at most 20 conditions, not 21"),
@@ -137,7 +139,8 @@ def test_a_hostile_study_file_is_one_located_problem_never_a_crash(name: str) ->
     problem = next(p for p in problems if words in p.message)
     assert problem.file == f"{name}.toml"
     if name not in ("nested", "scaled_overflow"):
-        assert problem.line == line_of(text, at), (problem, text)
+        line = line_of(text, at) + (at == "# again")  # the repeated table, after the mark
+        assert problem.line == line, (problem, text)
 
 
 def test_more_than_the_bounded_number_of_tests_is_refused() -> None:
@@ -701,3 +704,30 @@ def test_a_rewrite_is_what_follows_the_marker_without_further_markers(
     answer: str, prompt: str
 ) -> None:
     assert study_plan.rewritten(answer) == prompt
+
+
+def test_names_and_texts_of_imported_prompts_cannot_inject_toml() -> None:
+    evil = 'x"""\n[tests.evil]\ndesign = "options"\n"""'
+    rows = [
+        dict(bias='b"]\n[tests.evil', bias_name=evil, scenario=evil, part=p, content=evil + " __",
+             variables=json.dumps({'k"]\n[values.evil': p}), response_type="numerical",
+             target_response=None, source_row=p)
+        for p in (1, 2)
+    ]  # fmt: skip
+    study = study_from_prompts(rows, 'd"]\n[tests.evil')
+    assert list(study.tests) == ["b_tests_evil__x_tests_evil_design_options"]
+    test = next(iter(study.tests.values()))
+    assert [c.prompt for c in test.conditions] == [evil + " __"] * 2
+    assert test.design == "conditions" and "evil" not in study.values
+
+
+def test_a_dataset_named_like_a_study_is_refused_as_ambiguous(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    shutil.copytree(FIXTURE, folder)
+    db = tmp_path / "s.db"
+    assert cogbias("import", "mohr2025", folder, "--name", "mohr8", "--db", db).returncode == 0
+    done = cogbias("run", "--study", "mohr8", "--models", "random", "--db", db)
+    assert done.returncode == 2
+    assert "'mohr8' names both a study and an imported dataset's prompts" in done.stderr
+    no_traceback(done)
+    assert not calls(db)
