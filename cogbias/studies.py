@@ -265,6 +265,12 @@ def parse_study(text: str, file: str = "<string>") -> Study:
         raise LibraryError(
             [Problem(file, 1, 1, "this file nests arrays or tables too deeply to be read")]
         ) from None
+    except ValueError:  # an integer of thousands of digits (Python's int() refuses it)
+        at = re.search(r"\d{1000,}", text)
+        line, col = _line_col(text, at.start() if at else 0)
+        raise LibraryError(
+            [Problem(file, line, col, "this number has too many digits to be read")]
+        ) from None
     check = _Checker(text, file)
     if not check.fields(data, _TOP, ()):
         raise LibraryError(check.problems)
@@ -274,6 +280,11 @@ def parse_study(text: str, file: str = "<string>") -> Study:
     if check.problems:
         raise LibraryError(check.problems)
     return Study(**{**study.__dict__, "source": text})
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
 
 
 def _build(data: dict[str, Any], check: _Checker) -> Study:

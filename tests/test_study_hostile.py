@@ -123,6 +123,7 @@ HOSTILE_FILES = {
     "scaled_overflow": (BASE.replace("max = 9", "max = " + "9" * 400).replace('metric = "cohens_d"', 'metric = "cohens_d"\nscaled = ["n"]') + "[variants.v]\npersona = false\nscale = 1e12\n", "scaled", "only numbers can be scaled"),
     "unicode_id": (BASE.replace("[tests.t]", '[tests."tü"]').replace("tests.t.", 'tests."tü".'), '[tests."tü"]', "test id 'tü' must be lower-case"),
     "duplicate_test": (BASE + "# again\n" + BASE[BASE.index("[tests.t]") :], "# again", "Cannot declare ('tests', 't') twice"),
+    "digits": (BASE.replace("repeats = 2", "repeats = " + "9" * 5000), "repeats =", "too many digits"),
     "min_huge": (BASE.replace('metric = "cohens_d"', 'metric = "cohens_d"\nmin = -1e300'), "min = -1e300", "between -1e15 and 1e15"),
     "variants": (BASE + "".join(f"[variants.v{i}]\npersona = false\n" for i in range(21)), "[variants.v0]", "at most 20 variants, not 21"),
     "conditions": (BASE.replace('design = "conditions"', 'design = "options"').replace('answer = "number"', 'answer = "letter"').replace('metric = "cohens_d"', 'metric = "primacy"\nk = 2\nitem = "i {{n}}"').split("[tests.t.conditions")[0] + "".join(f'[tests.t.conditions.c{i}]\nprompt = "{{{{options}}}}"\n' for i in range(21)), "[tests.t]", "at most 20 conditions, not 21"),
