@@ -322,6 +322,10 @@ def plan(spec: StudySpec, study: Study) -> StudyPlan:
                                             order,
                                         )
                                     )
+    if not units:  # every temperature is above what the models accept
+        raise StudyPlanError(
+            "nothing to run: " + "; ".join(n.removeprefix("note: ") for n in notes)
+        )
     return StudyPlan(spec, study, units, notes)
 
 

@@ -732,3 +732,17 @@ def test_a_dataset_named_like_a_study_is_refused_as_ambiguous(tmp_path: Path) ->
     assert "'mohr8' names both a study and an imported dataset's prompts" in done.stderr
     no_traceback(done)
     assert not calls(db)
+
+
+def test_a_sweep_no_model_accepts_is_refused_instead_of_an_empty_run(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    done = cogbias("run", "--study", "mohr8", "--models", "anthropic/claude-3-5-sonnet-20240620",
+                   "--temperatures", "1.5", "--db", db)  # fmt: skip
+    assert done.returncode == 2
+    assert (
+        "nothing to run: anthropic/claude-3-5-sonnet-20240620 accepts temperatures up to 1"
+        in done.stderr
+    )
+    assert not db.exists() or not calls(db)
+    with Store(db) as store:
+        assert not study_results.study_runs(store)
