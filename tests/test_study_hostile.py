@@ -746,3 +746,42 @@ def test_a_sweep_no_model_accepts_is_refused_instead_of_an_empty_run(tmp_path: P
     assert not db.exists() or not calls(db)
     with Store(db) as store:
         assert not study_results.study_runs(store)
+
+
+LONG_OPTIONS = """id = "long_options"
+name = "Options too long together"
+description = "Each item is fine alone; six of them make a prompt over the limit."
+[values.big]
+type = "derived"
+expr = "'x' * 10000"
+[tests.opt]
+bias = "primacy"
+design = "options"
+answer = "letter"
+metric = "primacy"
+letters = "abcdef"
+k = 6
+item = "{{big}}"
+[tests.opt.conditions.neutral]
+prompt = "Pick one:\\n{{options}}"
+"""
+
+
+def test_a_question_that_cannot_be_composed_fails_its_unit_and_the_run_goes_on(
+    home: Path, tmp_path: Path
+) -> None:
+    (home / "studies" / "long_options.toml").write_text(LONG_OPTIONS, encoding="utf-8")
+    db = tmp_path / "s.db"
+    done = cogbias("run", "--study", "long_options", "--models", "random", "--db", db, home=home)
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    rows = calls(db)
+    assert len(rows) == 6  # one unit per order, each failed once, never asked
+    assert {(r["status"], r["failure_kind"]) for r in rows} == {("failed", "invalid")}
+    assert all(
+        r["error"] == "the question could not be composed: the text with its values filled in "
+        "is longer than 50,000 characters (at {{options}})"
+        for r in rows
+    )
+    shown = cogbias("results", "--study", "long_options", "--db", db, home=home)
+    assert shown.returncode == 0 and "no readable answers" in shown.stdout
