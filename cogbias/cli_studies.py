@@ -141,9 +141,12 @@ def results(args: argparse.Namespace, store: Any) -> int:
     else:
         from .study_plan import load_study
 
-        load_study(args.study, store)  # an unknown name is an error, not "no runs yet"
+        # Stored runs are scored with the study source they kept, so they show even when
+        # the study file has since been broken; without runs, an unknown or broken name is
+        # an error, not "no runs yet".
         run_ids = [r["id"] for r in study_results.study_runs(store, args.study)]
         if not run_ids:
+            load_study(args.study, store)
             print(
                 f"no runs of study '{args.study}' yet: start one with "
                 f"`cogbias run --study {args.study} --models random`",

@@ -785,3 +785,25 @@ def test_a_question_that_cannot_be_composed_fails_its_unit_and_the_run_goes_on(
     )
     shown = cogbias("results", "--study", "long_options", "--db", db, home=home)
     assert shown.returncode == 0 and "no readable answers" in shown.stdout
+
+
+def test_runs_of_a_study_file_broken_later_still_show_and_resume(
+    home: Path, tmp_path: Path
+) -> None:
+    path = home / "studies" / "hostile.toml"
+    path.write_text(HOSTILE_STUDY, encoding="utf-8")
+    db = tmp_path / "s.db"
+    done = cogbias(
+        "run", "--study", "hostile", "--tests", "num", "--models", "random", "--db", db, home=home
+    )
+    assert done.returncode == 0, done.stderr
+    path.write_text(HOSTILE_STUDY.replace("max = 9", "max = [9"), encoding="utf-8")
+    shown = cogbias("results", "--study", "hostile", "--db", db, home=home)
+    assert shown.returncode == 0, shown.stderr
+    assert "num" in shown.stdout and "cohens_d" in shown.stdout
+    again = cogbias("run", "--study", "hostile", "--models", "random", "--db", db, home=home)
+    assert again.returncode == 1 and f"{path}:11:1: this is not valid TOML" in again.stderr
+    with Store(db) as store:
+        run_id = study_results.study_runs(store)[0]["id"]
+    resumed = cogbias("resume", run_id, "--db", db, home=home)
+    assert resumed.returncode == 0, resumed.stderr
