@@ -10,6 +10,7 @@ prompts into a study that runs like a built-in one.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -207,6 +208,9 @@ def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
             variables = part["variables"]
             if isinstance(variables, str):
                 variables = json.loads(variables or "{}")
+            for key, value in variables.items():
+                if isinstance(value, float) and not math.isfinite(value):  # JSON's NaN, 1e999
+                    raise ValueError(f"{where}: variable {key[:40]!r} is {value}, not a number")
             slots = {key: _unique(f"{_slug(base)}_{_slug(key)}_{part['part']}", used)
                      for key in variables}  # fmt: skip
             for key, slot in slots.items():

@@ -807,3 +807,18 @@ def test_runs_of_a_study_file_broken_later_still_show_and_resume(
         run_id = study_results.study_runs(store)[0]["id"]
     resumed = cogbias("resume", run_id, "--db", db, home=home)
     assert resumed.returncode == 0, resumed.stderr
+
+
+@pytest.mark.parametrize("number", ["NaN", "1e999", "-Infinity"])
+def test_a_published_variable_that_is_not_a_finite_number_names_its_rows(number: str) -> None:
+    rows = [
+        dict(bias="anchoring", bias_name="anchoring", scenario="s", part=p, content="v __",
+             variables='{"v": %s}' % number, response_type="numerical", target_response=None,
+             source_row=p)
+        for p in (1, 2)
+    ]  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"rows 1, 2 \(bias 'anchoring', scenario 's'\): variable 'v' is .*, not a number",
+    ):
+        study_from_prompts(rows, "d")
