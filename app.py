@@ -1,4 +1,7 @@
-"""cogbias app: navigation only; each page is a thin script in pages/.
+"""cogbias app: navigation only; each page is a thin script in app_pages/.
+
+Not in `pages/`: Streamlit lists a folder of that name as an old-style multipage app, with
+every helper module as a page, until app.py has run once.
 
 On first start an empty database receives the demo snapshot (`cogbias.demo`), so Explore
 shows real results at once; set COGBIAS_DEMO=0 to start empty.
@@ -9,8 +12,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from app_pages._common import attempt, db_path, load_secrets_into_env
 from cogbias.demo import ensure_demo
-from pages._common import attempt, db_path, load_secrets_into_env
 
 st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
 
@@ -46,21 +49,23 @@ st.html(
 
 HERE = Path(__file__).parent
 measure = [
-    st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
-    st.Page("pages/explore.py", title="Explore", icon=":material/grid_on:"),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("app_pages/run.py", title="Run", icon=":material/play_circle:"),
+    st.Page("app_pages/explore.py", title="Explore", icon=":material/grid_on:"),
+    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
 ]
-if (HERE / "pages/datasets.py").exists():  # written separately; shown once it exists
-    measure.append(st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:"))
-measure.append(st.Page("pages/studies.py", title="Studies", icon=":material/lab_profile:"))
-measure.append(st.Page("pages/tokenbias.py", title="Token bias", icon=":material/compare_arrows:"))
+if (HERE / "app_pages/datasets.py").exists():  # written separately; shown once it exists
+    measure.append(st.Page("app_pages/datasets.py", title="Datasets", icon=":material/dataset:"))
+measure.append(st.Page("app_pages/studies.py", title="Studies", icon=":material/lab_profile:"))
+measure.append(
+    st.Page("app_pages/tokenbias.py", title="Token bias", icon=":material/compare_arrows:")
+)
 pages = {
     "Learn and author": [
-        st.Page("pages/learn.py", title="Learn", icon=":material/school:", default=True),
-        st.Page("pages/templates.py", title="Templates", icon=":material/edit_note:"),
-        st.Page("pages/preview.py", title="Preview", icon=":material/science:"),
+        st.Page("app_pages/learn.py", title="Learn", icon=":material/school:", default=True),
+        st.Page("app_pages/templates.py", title="Templates", icon=":material/edit_note:"),
+        st.Page("app_pages/preview.py", title="Preview", icon=":material/science:"),
     ],
     "Measure": measure,
-    "Settings": [st.Page("pages/settings.py", title="Models", icon=":material/tune:")],
+    "Settings": [st.Page("app_pages/settings.py", title="Models", icon=":material/tune:")],
 }
 st.navigation(pages).run()

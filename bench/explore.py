@@ -3,7 +3,7 @@
 Builds such a store (synthetic scores, real schema, bulk inserts), then times
   1. the heatmap data: `explore.heatmap_summary` (SQL aggregates) against the per-decision
      path (`Store.scores` + `analysis.summarize`), and checks both give the same table;
-  2. the Explore page: a cold `AppTest` run of pages/explore.py (script done, chart built);
+  2. the Explore page: a cold `AppTest` run of app_pages/explore.py (script done, chart built);
   3. with --browser: the page served by `streamlit run` in headless Chromium, from
      navigation until all 600 heatmap cells are drawn (first load and a reload).
 
@@ -126,7 +126,7 @@ def time_apptest(path: Path) -> None:
     os.chdir(ROOT)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/explore.py")
+    at.switch_page("app_pages/explore.py")
     import streamlit as st
 
     st.cache_data.clear()

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -556,6 +556,19 @@ async def _execute(
     client_options: dict[str, Any],
 ) -> dict[str, Any]:
     run_id = create_run(plan, store, name)
+    return await holding_lease(
+        store,
+        run_id,
+        lambda owner: _work(plan, store, owner, progress, retry_failed, read_cache, client_options),
+    )
+
+
+async def holding_lease(
+    store: Store, run_id: str, work: Callable[[str], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """Claim the run's lease, `await work(owner)`, release the lease (paired and study runs).
+
+    Raises `RunBusy` when another live worker holds the run."""
     owner = lease_owner(os.getpid(), uuid.uuid4().hex[:8])
     holder = store.claim_run(run_id, owner, os.getpid(), LEASE_STALE_S)
     if holder is not None:
@@ -565,7 +578,7 @@ async def _execute(
             f"with `cogbias cancel {run_id}`"
         )
     try:
-        return await _work(plan, store, owner, progress, retry_failed, read_cache, client_options)
+        return await work(owner)
     finally:
         _retrying(lambda: store.release_run(run_id, owner))
 
@@ -579,7 +592,7 @@ async def _work(
     read_cache: bool,
     client_options: dict[str, Any],
 ) -> dict[str, Any]:
-    from .llm import FatalLLMError, LLMClient
+    from .llm import LLMClient
 
     spec = plan.spec
     run_id = spec.run_id
@@ -632,6 +645,28 @@ async def _work(
     work = asyncio.create_task(
         _instances_and_decisions(plan, store, client, fresh, writer, retried, concurrency)
     )
+    status, error = await until_stopped(work, writer)
+    kinds = store.run_failure_kinds(run_id)
+    if status == "done":
+        counts = store.refresh_run_counts(run_id)
+        left = kinds.get("transient", 0)
+        if left:
+            status = "incomplete"
+            error = (
+                f"{left} pair(s) failed on transient errors (timeouts, rate limits, server "
+                f"errors); run `cogbias resume {run_id}` to retry them"
+            )
+        elif counts["done"] < plan.planned:
+            status = "incomplete"
+            error = f"only {counts['done']} of {plan.planned} pairs were made; resume the run"
+    return end_run(store, run, status, error, progress)
+
+
+async def until_stopped(work: asyncio.Task[Any], writer: _Writer) -> tuple[str, str | None]:
+    """Await a run's work while the writer commits; (status, error) by how it ended: done,
+    failed (a fatal error, or the store failing), cancelled, interrupted (the lease lost)."""
+    from .llm import FatalLLMError
+
     writer.on_stop = work.cancel
     ticker = asyncio.create_task(writer.ticker())
     status, error = "done", None
@@ -650,38 +685,38 @@ async def _work(
     finally:
         ticker.cancel()
         await close_sessions()
-    store.set_busy_timeout(30)
+    writer.store.set_busy_timeout(30)
     _retrying(writer.flush, until=lambda: writer.db_wait_since is None)
     if writer.stop_reason == "error":
         status, error = "failed", writer.error
-    kinds = store.run_failure_kinds(run_id)
-    if status == "done":
-        counts = store.refresh_run_counts(run_id)
-        left = kinds.get("transient", 0)
-        if left:
-            status = "incomplete"
-            error = (
-                f"{left} pair(s) failed on transient errors (timeouts, rate limits, server "
-                f"errors); run `cogbias resume {run_id}` to retry them"
-            )
-        elif counts["done"] < plan.planned:
-            status = "incomplete"
-            error = f"only {counts['done']} of {plan.planned} pairs were made; resume the run"
-    if status != "interrupted":  # a worker that lost its lease leaves the run to its new owner
+    return status, error
+
+
+def end_run(
+    store: Store,
+    run: dict[str, Any],
+    status: str,
+    error: str | None,
+    progress: Progress | None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Record how a run ended (unless its lease was lost: the new owner records that)."""
+    if status != "interrupted":
         _retrying(
             lambda: store.update_run(
-                run_id,
+                run["id"],
                 status=status,
                 finished_at=now(),
                 error=error,
                 waiting=0,
                 cancel_requested=0,
+                **fields,
             )
         )
     run.update(status=status, error=error)
     if progress:
         progress(run)
-    return store.run(run_id) or run
+    return store.run(run["id"]) or run
 
 
 def _retrying(action: Callable[[], Any], until: Callable[[], bool] = lambda: True) -> None:

@@ -49,7 +49,7 @@ def fake_model(fake: FakeLLMServer) -> str:
 def open_page(page: str, timeout: float = 60) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     at.run()
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"app_pages/{page}.py")
     at.run()
     assert_clean(at)
     return at

@@ -136,3 +136,28 @@ def test_results_heatmap_pivots_by_mitigation(page: Any, tmp_path: Path) -> None
     rows = list(csv.DictReader(saved.open(encoding="utf-8")))
     assert len(rows) == 2 + 2 * 2 + 6 * 6 + 6 * 7  # framing: none, selfhelp; anchoring: both
     assert {r["role"] for r in rows} == {"rewrite", "decide", "revise"}
+
+
+def test_a_first_visit_to_a_page_address_gets_the_app_menu_and_never_helper_modules(
+    browser: Any, tmp_path: Path
+) -> None:
+    """The pages live in app_pages/, not pages/: Streamlit would list a `pages/` folder, helper
+    modules included, until app.py had run once, and run a page named in the URL without it."""
+    env = {**os.environ, "COGBIAS_HOME": str(tmp_path), "COGBIAS_DB": str(tmp_path / "a.db"),
+           "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    with running_app(env, tmp_path / "streamlit.log") as url:
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        tab.goto(f"{url}/studies")  # the server's very first page request
+        seen = []
+        for _ in range(40):  # what the menu shows while the app starts
+            nav = tab.get_by_test_id("stSidebarNav")
+            seen.append(nav.inner_text() if nav.count() else "")
+            tab.wait_for_timeout(50)
+        settle(tab)
+        menu = tab.get_by_test_id("stSidebarNav").inner_text()
+        assert "Learn and author" in menu and "Studies" in menu
+        assert not any(name in text for text in seen for name in ("common", "study views"))
+        assert tab.locator("h1", has_text="Studies").is_visible()
+        context.close()

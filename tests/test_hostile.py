@@ -358,7 +358,7 @@ def test_pages_still_work_with_a_bad_file_and_list_its_problems(
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
     for page in ("learn", "templates"):
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"app_pages/{page}.py")
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert any("have problems and were skipped" in w.value for w in at.warning)
@@ -410,7 +410,7 @@ def test_the_templates_page_asks_before_replacing(
     monkeypatch.setenv("COGBIAS_DEMO", "0")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
-    at.switch_page("pages/templates.py")
+    at.switch_page("app_pages/templates.py")
     at.run()
     first = hostile_case("my_own")
     at.text_area(key="tpl_text").input(first).run()

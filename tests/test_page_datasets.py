@@ -17,7 +17,7 @@ from cogbias.datasets import import_hub, import_malberg
 from cogbias.store import Store
 from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, edited_csv, write_rows
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "datasets.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "datasets.py")
 
 
 @pytest.fixture

@@ -247,7 +247,7 @@ def test_a_broken_study_file_is_named_and_the_results_stay(random_run: str) -> N
 
 
 def test_the_turns_download_is_the_export_of_the_run(random_run: str, db: Path) -> None:
-    from pages._study_views import _turns_csv
+    from app_pages._study_views import _turns_csv
 
     at = open_page("studies")
     labels = [b.proto.label for b in at.get("download_button")]

@@ -11,7 +11,7 @@ from cogbias import runner, tokenbias
 from cogbias.records import decode_filled
 from cogbias.store import Store
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "tokenbias.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "tokenbias.py")
 
 
 @pytest.fixture

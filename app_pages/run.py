@@ -11,14 +11,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from cogbias import examples, runner
-from cogbias.present import escape_markdown
-from cogbias.redact import redact
-from cogbias.runner import RunSpec
-from cogbias.settings import check_api_base
-from cogbias.store import Store, now
-from cogbias.study_plan import is_study_run
-from pages._common import (
+from app_pages._common import (
     RANDOM_MODEL,
     api_base_of,
     case_label,
@@ -35,12 +28,19 @@ from pages._common import (
     share_local_server,
     test_cases,
 )
+from cogbias import examples, runner
+from cogbias.present import escape_markdown
+from cogbias.redact import redact
+from cogbias.runner import RunSpec
+from cogbias.settings import check_api_base
+from cogbias.store import Store, now
+from cogbias.study_plan import is_study_run
 
 ACTIVE = ("planned", "running", "cancelling")
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
 st.title("Run a batch")
 st.page_link(
-    "pages/studies.py",
+    "app_pages/studies.py",
     label="Whole studies (BiasBuster, Mohr's eight problems, imported thesis prompts) with "
     "mitigations and temperature sweeps are run on the Studies page",
     icon=":material/lab_profile:",
@@ -320,7 +320,7 @@ elif current:
         st.warning(text + (f" {shown(current['error'])}" if current.get("error") else ""))
     if current["done"] and st.button("Open this run in Explore", key="run_last_explore"):
         st.session_state["explore_source"] = f"run:{active}"
-        st.switch_page("pages/explore.py")
+        st.switch_page("app_pages/explore.py")
 
 # ------------------------------------------------------------------ past runs
 st.subheader("Runs")
@@ -357,10 +357,10 @@ b1, b2, b3, b4 = st.columns(4)
 if is_study_run(picked["spec"]):  # a study run's results are on the Studies page
     if b1.button("Open in Studies", key="run_studies"):
         st.session_state["study_run"] = pick
-        st.switch_page("pages/studies.py")
+        st.switch_page("app_pages/studies.py")
 elif b1.button("Open in Explore", key="run_explore"):
     st.session_state["explore_source"] = f"run:{pick}"
-    st.switch_page("pages/explore.py")
+    st.switch_page("app_pages/explore.py")
 retry = b3.button(
     "Retry failed pairs",
     key="run_retry",

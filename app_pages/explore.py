@@ -3,13 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from cogbias import charts_explore, explore, present
-from cogbias.datasets.export import csv_bytes
-from cogbias.records import pair_record
-from cogbias.redact import redactor
-from cogbias.store import Store
-from pages import _delete, _pair
-from pages._common import (
+from app_pages import _delete, _pair
+from app_pages._common import (
     db_path,
     db_version,
     explore_columns,
@@ -20,6 +15,11 @@ from pages._common import (
     studies_link,
     test_cases,
 )
+from cogbias import charts_explore, explore, present
+from cogbias.datasets.export import csv_bytes
+from cogbias.records import pair_record
+from cogbias.redact import redactor
+from cogbias.store import Store
 
 PAGE_SIZE = 20
 EXPORT_LIMIT = 20000

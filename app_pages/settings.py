@@ -5,8 +5,8 @@ import os
 import pandas as pd
 import streamlit as st
 
+from app_pages._common import friendly, models
 from cogbias import settings
-from pages._common import friendly, models
 
 st.title("Models and keys")
 

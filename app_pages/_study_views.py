@@ -9,14 +9,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app_pages._common import attempt, db_path, db_version
+from app_pages._pair import long_text, safe_caption
 from cogbias import charts_studies, study_results, study_views
 from cogbias.datasets.export import export_bytes
 from cogbias.present import escape_markdown
 from cogbias.store import Store
 from cogbias.studies import Study
 from cogbias.study_plan import MITIGATION_ORDER
-from pages._common import attempt, db_path, db_version
-from pages._pair import long_text, safe_caption
 
 
 def _keep_valid(key: str, options: list) -> None:

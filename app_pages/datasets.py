@@ -10,6 +10,19 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from app_pages import _delete, _effects, _pair
+from app_pages._common import (
+    RANDOM_MODEL,
+    attempt,
+    db_path,
+    explore_columns,
+    friendly,
+    model_names,
+    models,
+    open_store_or_stop,
+    share_local_server,
+    test_cases,
+)
 from cogbias import analysis, charts, explore, present, runner
 from cogbias.datasets import (
     FIELDS,
@@ -27,19 +40,6 @@ from cogbias.datasets.tables import columns_of
 from cogbias.redact import redact
 from cogbias.store import Store, cogbias_home
 from cogbias.templates import Filled, render_decision_text
-from pages import _delete, _effects, _pair
-from pages._common import (
-    RANDOM_MODEL,
-    attempt,
-    db_path,
-    explore_columns,
-    friendly,
-    model_names,
-    models,
-    open_store_or_stop,
-    share_local_server,
-    test_cases,
-)
 
 PAGE = 20
 FORMATS = {

@@ -2,9 +2,8 @@
 
 import streamlit as st
 
-from cogbias import examples, present
-from pages import _live, _pair
-from pages._common import (
+from app_pages import _live, _pair
+from app_pages._common import (
     RANDOM_MODEL,
     attempt,
     case_label,
@@ -14,6 +13,7 @@ from pages._common import (
     scenarios,
     test_cases,
 )
+from cogbias import examples, present
 
 NO_GENERATOR = ""
 st.title("Preview: fill a test case")

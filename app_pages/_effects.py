@@ -11,10 +11,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app_pages._common import attempt
 from cogbias import effect_tables, regression
 from cogbias.charts_effects import effects_heatmap
 from cogbias.store import Store
-from pages._common import attempt
 
 CELLS = {
     "mean": "mean of capped d",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages._common import attempt, open_store_or_stop
 from cogbias import analysis, charts_tokenbias, runner, tokenbias
-from pages._common import attempt, open_store_or_stop
 
 st.title("Token bias")
 st.caption(

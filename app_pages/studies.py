@@ -8,13 +8,8 @@ mitigations × repeats (`cogbias.study_plan`); it runs in its own process like a
 import pandas as pd
 import streamlit as st
 
-from cogbias import runner, study_plan, study_results, study_runner, study_views
-from cogbias.present import escape_markdown
-from cogbias.redact import redact
-from cogbias.store import pid_alive
-from cogbias.study_plan import MITIGATION_ORDER, StudySpec
-from pages import _study_views
-from pages._common import (
+from app_pages import _study_views
+from app_pages._common import (
     RANDOM_MODEL,
     api_base_of,
     attempt,
@@ -27,6 +22,11 @@ from pages._common import (
     run_option,
     share_local_server,
 )
+from cogbias import runner, study_plan, study_results, study_runner, study_views
+from cogbias.present import escape_markdown
+from cogbias.redact import redact
+from cogbias.store import pid_alive
+from cogbias.study_plan import MITIGATION_ORDER, StudySpec
 
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
 st.title("Studies")

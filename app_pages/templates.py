@@ -4,9 +4,9 @@ import dataclasses
 
 import streamlit as st
 
+from app_pages._common import case_label, friendly, test_cases
 from cogbias import library, present
 from cogbias.library import LibraryError
-from pages._common import case_label, friendly, test_cases
 
 EDITOR = "tpl_text"
 st.title("Templates: author a test case")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages._common import friendly
 from cogbias import deletion, present
 from cogbias.store import Store
-from pages._common import friendly
 
 
 def _plan(store: Store, kind: str, name: str) -> deletion.Deletion:

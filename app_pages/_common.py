@@ -23,26 +23,6 @@ from cogbias.study_plan import is_study_run
 T = TypeVar("T")
 
 
-def _leave_pages_directory_mode() -> None:
-    """Make a first visit to a page URL (say /explore) go through app.py's navigation.
-
-    Streamlit treats a folder named `pages/` next to the entry script as an old-style
-    multipage app until the entry script has called `st.navigation` once in this server
-    process. When the very first request after a start names a page, Streamlit would run that
-    page on its own: without app.py (no demo data, no menu) and with every file listed. So the
-    first page script to import this module switches that mode off and reruns, and the rerun
-    goes through app.py like every other request.
-    """
-    try:  # a Streamlit internal: if it moves, we only lose this first-visit nicety
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:
-        return
-    if getattr(PagesManager, "uses_pages_directory", False):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
-_leave_pages_directory_mode()
 LOCAL_MODEL = "local/smollm2"
 RANDOM_MODEL = "random"
 
@@ -262,7 +242,7 @@ def studies_link(store: Store) -> None:
     count = sum(is_study_run(r["spec"]) for r in store.runs())
     if count:
         st.page_link(
-            "pages/studies.py",
+            "app_pages/studies.py",
             label=f"{count} study run(s): results by mitigation, temperature and prompt variant, "
             "conversations and self-help rewrites are on the Studies page",
             icon=":material/lab_profile:",

@@ -2,10 +2,8 @@
 
 import streamlit as st
 
-from cogbias import examples, present
-from cogbias.pipeline import Instance
-from pages import _live, _pair
-from pages._common import (
+from app_pages import _live, _pair
+from app_pages._common import (
     LOCAL_MODEL,
     case_label,
     friendly,
@@ -15,6 +13,8 @@ from pages._common import (
     scenarios,
     test_cases,
 )
+from cogbias import examples, present
+from cogbias.pipeline import Instance
 
 st.title("Learn: cognitive biases in LLMs")
 st.caption(

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
+from app_pages import _pair
+from app_pages._common import open_store_or_stop, result_sources, source_filter, test_cases
 from cogbias import analysis, charts, present
 from cogbias.redact import redactor
-from pages import _pair
-from pages._common import open_store_or_stop, result_sources, source_filter, test_cases
 
 st.title("Compare two models")
 st.caption(
