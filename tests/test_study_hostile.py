@@ -813,7 +813,7 @@ def test_runs_of_a_study_file_broken_later_still_show_and_resume(
 def test_a_published_variable_that_is_not_a_finite_number_names_its_rows(number: str) -> None:
     rows = [
         dict(bias="anchoring", bias_name="anchoring", scenario="s", part=p, content="v __",
-             variables='{"v": %s}' % number, response_type="numerical", target_response=None,
+             variables='{"v": ' + number + "}", response_type="numerical", target_response=None,
              source_row=p)
         for p in (1, 2)
     ]  # fmt: skip
