@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import random
 import uuid
@@ -37,7 +38,7 @@ from .runner import (
     _Writer,
 )
 from .store import Store, lease_owner, now
-from .studies import StudyTest
+from .studies import MAX_NUMBER, StudyTest
 from .study_plan import (
     REVISE_TOKENS_PER_ITEM,
     REWRITE_MARKER,
@@ -472,9 +473,15 @@ def _random_choice(test: StudyTest, rng: random.Random) -> str:
         return rng.choice(["yes", "no"])
     if test.answer == "letter":
         return rng.choice(test.letters[: test.k or len(test.letters)])
+    # within the test's range whichever bound it gives (only a max of -5: -1005..-5)
     low = test.min if test.min is not None else 0.0
-    high = test.max if test.max is not None else low + 1000.0
-    return str(round(rng.uniform(low, high)))
+    if test.min is None and test.max is not None:
+        low = 0.0 if test.max >= 0 else test.max - 1000.0
+    high = test.max if test.max is not None else min(low + 1000.0, MAX_NUMBER)
+    value = rng.uniform(low, high)
+    return str(
+        min(max(round(value), math.ceil(low)), math.floor(high)) if high - low >= 1 else value
+    )
 
 
 def launch(plan: StudyPlan, db: str | os.PathLike[str], name: str = "") -> str:

@@ -822,3 +822,22 @@ def test_a_published_variable_that_is_not_a_finite_number_names_its_rows(number:
         match=r"rows 1, 2 \(bias 'anchoring', scenario 's'\): variable 'v' is .*, not a number",
     ):
         study_from_prompts(rows, "d")
+
+
+@pytest.mark.parametrize(
+    "bounds", ["", "max = -5", "max = 50", "min = 1e15", "min = 0.2\nmax = 0.7", "min = 3\nmax = 3"]
+)
+def test_the_random_baseline_answers_numbers_inside_any_allowed_range(bounds: str) -> None:
+    import random
+
+    text = HOSTILE_STUDY.replace('metric = "cohens_d"', 'metric = "cohens_d"\n' + bounds)
+    test = studies.parse_study(text, "h.toml").tests["num"]
+    rng = random.Random(1)
+    read = [read_answer(test, study_runner._random_choice(test, rng)) for _ in range(500)]
+    assert all(r.ok for r in read), [r.error for r in read if not r.ok][:3]
+    values = [r.value for r in read]
+    assert (test.min is None or min(values) >= test.min) and (
+        test.max is None or max(values) <= test.max
+    )
+    if not bounds:
+        assert 0 <= min(values) and max(values) <= 1000
