@@ -48,14 +48,23 @@ def _fail(raw: str, why: str) -> Answer:
     return Answer(raw=raw, error=f"{why}: {_quote(raw)}" if raw.strip() else "the answer is empty")
 
 
-_WRAPPING = re.compile(r"^[\s\"'`*_]+|[\s\"'`*_]+$")
+_WRAPPING = re.compile(r"[\s\"'`*_]*")
+
+
+def _unwrap(text: str) -> str:
+    """`text` without surrounding whitespace, quotes and Markdown emphasis. Each end is
+    matched once from its edge (the end through the reversed text): a pattern ending in `$`
+    would retry every run of such characters inside the answer, quadratic in a hostile one."""
+    start = _WRAPPING.match(text).end()  # type: ignore[union-attr]  # `*` always matches
+    end = len(text) - _WRAPPING.match(text[::-1]).end()  # type: ignore[union-attr]
+    return text[start:end] if start < end else ""
 
 
 def _core(text: str) -> str:
     """The answer without surrounding whitespace, quotes, Markdown emphasis, one final '.'."""
-    core = _WRAPPING.sub("", text)
+    core = _unwrap(text)
     if core.endswith("."):
-        core = _WRAPPING.sub("", core[:-1])
+        core = _unwrap(core[:-1])
     return core
 
 
@@ -156,7 +165,18 @@ def parse_letter(text: str, letters: str = "abcd", strict: bool = False) -> Answ
 _NUMBER = re.compile(
     r"(?<![\w.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])|(?<![\w.])[-−]?\.\d+"
 )
-_UNITS = re.compile(r"^(?:\$|us\$|usd|eur|€|£)?\s*(.*?)\s*(?:%|percent|dollars?|usd|eur|€)?$", re.I)
+_PREFIXES = ("us$", "$", "usd", "eur", "€", "£")
+_SUFFIXES = ("%", "percent", "dollars", "dollar", "usd", "eur", "€")
+
+
+def _without_units(core: str) -> str:
+    """A strict number's text without one currency sign before it and one unit after it
+    (plain string tests: a regex for this backtracks badly on long runs of spaces)."""
+    low = core.lower()
+    prefix = next((p for p in _PREFIXES if low.startswith(p)), "")
+    suffix = next((s for s in _SUFFIXES if low.endswith(s)), "")
+    body = core[len(prefix) : len(core) - len(suffix)] if len(core) > len(prefix + suffix) else ""
+    return body.strip() if prefix or suffix else core
 
 
 def _to_float(token: str) -> float:
@@ -177,8 +197,7 @@ def parse_number(
     """
     core = _core(text)
     if strict:
-        inner = _UNITS.match(core)
-        body = inner.group(1) if inner else core
+        body = _without_units(core)
         if not _NUMBER.fullmatch(body):
             return _fail(text, "expected only a number")
         values = [_to_float(body)]

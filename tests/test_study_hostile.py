@@ -841,3 +841,21 @@ def test_the_random_baseline_answers_numbers_inside_any_allowed_range(bounds: st
     )
     if not bounds:
         assert 0 <= min(values) and max(values) <= 1000
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["a" + "*" * 1_000_000 + "a", "1" + " " * 1_000_000 + "x", "a" + " _" * 500_000 + "a"],
+    ids=["stars", "spaces", "spaced-underscores"],
+)
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_megabyte_answer_is_read_in_one_pass(answer: str, strict: bool) -> None:
+    """A pattern anchored at the end retried every run of wrapping characters inside the
+    answer: a megabyte of them took most of an hour (and held the event loop)."""
+    from cogbias.answers import parse_admit_reject, parse_letter, parse_number, parse_yes_no
+
+    for parse in (parse_admit_reject, parse_yes_no):
+        assert not parse(answer, strict=strict).ok
+    assert not parse_letter(answer, "abcd", strict).ok
+    number = parse_number(answer, strict=strict)
+    assert number.value == (1.0 if answer.startswith("1") and not strict else None)
