@@ -137,7 +137,8 @@ def _gapped(text: str, slots: Mapping[str, str]) -> str:
     matches inside `a.b` and a filled gap is never matched again) and every literal `{{`/`[[`
     replaced by a gap."""
     keys = sorted(slots, key=len, reverse=True)
-    variable = "|".join(rf"(?<!\w){re.escape(k)}(?!\w)" for k in keys)
+    # one lookbehind for all names: inside a word no name is tried at all
+    variable = r"(?<!\w)(?:" + "|".join(re.escape(k) for k in keys) + r")(?!\w)"
     literal = "|".join(re.escape(k) for k in _LITERALS)
     pattern = re.compile(f"{variable}|{literal}" if keys else literal)
 
