@@ -284,13 +284,13 @@ def _resume(args: argparse.Namespace) -> int:
         return _execute(plan, store, args)
 
 
-def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
-    from . import runner
+def execution_options(args: argparse.Namespace, name: str = "") -> dict[str, Any]:
+    """How to execute a run, from the flags `_add_execution` defines (paired and study runs)."""
+    from .runner import TerminalProgress
 
-    args.exit_at_once = True  # see cli._exit_at_once
-    options = dict(
+    return dict(
         concurrency=args.concurrency,
-        progress=runner.TerminalProgress(),
+        progress=TerminalProgress(),
         name=name,
         retry_failed=args.retry_failed,
         read_cache=not args.no_cache,
@@ -298,6 +298,13 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
         deadline=args.deadline,
         max_retries=args.max_retries,
     )
+
+
+def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
+    from . import runner
+
+    args.exit_at_once = True  # see cli._exit_at_once
+    options = execution_options(args, name)
     try:
         if args.batch:
             from . import batch_provider

@@ -96,24 +96,14 @@ def resume(store: Any, run: dict[str, Any], args: argparse.Namespace) -> int:
 
 def execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
     from . import study_runner
-    from .runner import RunBusy, TerminalProgress
+    from .cli_runs import execution_options
+    from .runner import RunBusy
 
     if getattr(args, "batch", False):
         raise ValueError("--batch runs paired tests; a study runs its conversations directly")
     args.exit_at_once = True  # see cli._exit_at_once
     try:
-        outcome = study_runner.execute(
-            plan,
-            store,
-            concurrency=args.concurrency,
-            progress=TerminalProgress(),
-            name=name,
-            retry_failed=args.retry_failed,
-            read_cache=not args.no_cache,
-            timeout=args.timeout,
-            deadline=args.deadline,
-            max_retries=args.max_retries,
-        )
+        outcome = study_runner.execute(plan, store, **execution_options(args, name))
     except RunBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3

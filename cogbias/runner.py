@@ -943,6 +943,12 @@ def launch(spec: RunSpec, db: str | Path, name: str = "", batch: bool = False) -
     Raises `RunBusy` when a live worker already holds it, before starting another."""
     with Store(db) as store:
         run_id = create_run(plan(spec, store), store, name)
+    return launch_stored(run_id, db, batch)
+
+
+def launch_stored(run_id: str, db: str | Path, batch: bool = False) -> str:
+    """Work on a stored run in the background, unless a live worker already holds it."""
+    with Store(db) as store:
         run = store.run(run_id) or {}
         owner = run.get("lease_owner")
         if owner and lease_alive(owner, run.get("heartbeat_at"), LEASE_STALE_S):

@@ -20,24 +20,22 @@ import json
 import math
 import os
 import random
-import uuid
 from typing import Any
 
 from . import records
 from .answers import Answer
-from .llm.direct import close_sessions
 from .llm.profiles import RANDOM_MODEL
 from .llm.profiles import resolve as resolve_model
 from .runner import (
-    LEASE_STALE_S,
     BufferedCache,
     Progress,
-    RunBusy,
     _pool,
-    _retrying,
     _Writer,
+    end_run,
+    holding_lease,
+    until_stopped,
 )
-from .store import Store, lease_owner, now
+from .store import Store, now
 from .studies import MAX_NUMBER, StudyTest
 from .study_plan import (
     REVISE_TOKENS_PER_ITEM,
@@ -100,19 +98,13 @@ async def _execute(
     options: dict[str, Any],
 ) -> dict[str, Any]:
     run_id = create(plan, store, name)
-    owner = lease_owner(os.getpid(), uuid.uuid4().hex[:8])
-    holder = store.claim_run(run_id, owner, os.getpid(), LEASE_STALE_S)
-    if holder is not None:
-        raise RunBusy(
-            f"run {run_id} is already being worked on by process {holder['pid']}; wait for "
-            f"it to finish, or cancel it with `cogbias cancel {run_id}`"
-        )
-    try:
-        return await _work(
+    return await holding_lease(
+        store,
+        run_id,
+        lambda owner: _work(
             plan, store, owner, progress, retry_failed, read_cache, concurrency, options
-        )
-    finally:
-        _retrying(lambda: store.release_run(run_id, owner))
+        ),
+    )
 
 
 def stored_turns(store: Store, run_id: str, retry_failed: bool) -> dict[str, dict[int, dict]]:
@@ -137,7 +129,7 @@ async def _work(
     concurrency: int,
     options: dict[str, Any],
 ) -> dict[str, Any]:
-    from .llm import FatalLLMError, LLMClient
+    from .llm import LLMClient
 
     spec = plan.spec
     run_id = spec.run_id
@@ -169,26 +161,7 @@ async def _work(
     writer = _Writer(store, run, owner, [cache], [client], progress, {})
     conversations = _Conversations(plan, client, writer, stored)
     work = asyncio.create_task(_pool(iter(plan.units), conversations.unit, concurrency))
-    writer.on_stop = work.cancel
-    ticker = asyncio.create_task(writer.ticker())
-    status, error = "done", None
-    try:
-        await work
-    except FatalLLMError as exc:
-        status, error = "failed", str(exc)
-    except asyncio.CancelledError:
-        status = {"cancel": "cancelled", "lease": "interrupted"}.get(
-            writer.stop_reason or "", "cancelled" if writer.stop_reason is None else "failed"
-        )
-    except KeyboardInterrupt:
-        status = "cancelled"
-    finally:
-        ticker.cancel()
-        await close_sessions()
-    store.set_busy_timeout(30)
-    _retrying(writer.flush, until=lambda: writer.db_wait_since is None)
-    if writer.stop_reason == "error":
-        status, error = "failed", writer.error
+    status, error = await until_stopped(work, writer)
     if status == "done":
         left = store.query(
             "select count(*) n from study_calls where run_id = ? and status = 'failed' "
@@ -201,23 +174,7 @@ async def _work(
                 f"{left} turn(s) failed on transient errors (timeouts, rate limits, server "
                 f"errors); run `cogbias resume {run_id}` to ask them again"
             )
-    if status != "interrupted":
-        _retrying(
-            lambda: store.update_run(
-                run_id,
-                status=status,
-                finished_at=now(),
-                error=error,
-                waiting=0,
-                cancel_requested=0,
-                done=run["done"],
-                failed=run["failed"],
-            )
-        )
-    run.update(status=status, error=error)
-    if progress:
-        progress(run)
-    return store.run(run_id) or run
+    return end_run(store, run, status, error, progress, done=run["done"], failed=run["failed"])
 
 
 class _Conversations:
@@ -487,14 +444,8 @@ def _random_choice(test: StudyTest, rng: random.Random) -> str:
 def launch(plan: StudyPlan, db: str | os.PathLike[str], name: str = "") -> str:
     """Store a study run and work on it in a background `cogbias resume` process (the app's
     way to start one: the run survives the page)."""
-    from .runner import start_background
-    from .store import lease_alive
+    from .runner import launch_stored
 
     with Store(db) as store:
         run_id = create(plan, store, name)
-        run = store.run(run_id) or {}
-        owner = run.get("lease_owner")
-        if owner and lease_alive(owner, run.get("heartbeat_at"), LEASE_STALE_S):
-            raise RunBusy(f"run {run_id} is already running")
-    start_background(run_id, db)
-    return run_id
+    return launch_stored(run_id, db)
