@@ -310,22 +310,30 @@ def _kind_name(kinds: Any) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
-def parse_test_case(text: str, file: str = "<string>") -> TestCase:
-    """Parse and fully validate a test case; raises LibraryError listing every problem."""
+def read_toml(text: str, file: str) -> tuple[str, dict[str, Any]]:
+    """(text without a byte order mark, its TOML data); every way the text cannot be read is a
+    LibraryError with a location (test case and study files alike)."""
     text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark, as some editors write
     try:
-        data = tomllib.loads(text)
+        return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         match = _TOML_POS_RE.search(str(exc))
         line, col = (int(match.group(1)), int(match.group(2))) if match else (1, 1)
         message = _TOML_POS_RE.sub("", str(exc)).strip()
-        raise LibraryError(
-            [Problem(file, line, col, f"this is not valid TOML: {message}")]
-        ) from None
+        problem = Problem(file, line, col, f"this is not valid TOML: {message}")
     except (RecursionError, MemoryError):
-        raise LibraryError(
-            [Problem(file, 1, 1, "this file nests arrays or tables too deeply to be read")]
-        ) from None
+        problem = Problem(file, 1, 1, "this file nests arrays or tables too deeply to be read")
+    except ValueError:  # an integer of thousands of digits (Python's int() refuses it)
+        at = re.search(r"\d{1000,}", text)
+        before = text[: at.start() if at else 0]
+        line, col = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        problem = Problem(file, line, col, "this number has too many digits to be read")
+    raise LibraryError([problem])
+
+
+def parse_test_case(text: str, file: str = "<string>") -> TestCase:
+    """Parse and fully validate a test case; raises LibraryError listing every problem."""
+    text, data = read_toml(text, file)
     check = _Checker(text, file)
     if not check.fields(data, _TOP, ()):
         raise LibraryError(check.problems)

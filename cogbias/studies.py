@@ -28,14 +28,12 @@ import math
 import os
 import random
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .library import (
-    _TOML_POS_RE,
     DATA_DIR,
     NAME_RE,
     LibraryError,
@@ -44,6 +42,7 @@ from .library import (
     _build_values,
     _Checker,
     _clip,
+    read_toml,
 )
 
 STUDY_DIR = DATA_DIR / "studies"
@@ -251,26 +250,7 @@ def scaled_values(test: StudyTest, values: Mapping[str, Any], variant: Variant) 
 
 def parse_study(text: str, file: str = "<string>") -> Study:
     """Parse and fully validate a study; raises LibraryError listing every problem."""
-    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark, as some editors write
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        match = _TOML_POS_RE.search(str(exc))
-        line, col = (int(match.group(1)), int(match.group(2))) if match else (1, 1)
-        message = _TOML_POS_RE.sub("", str(exc)).strip()
-        raise LibraryError(
-            [Problem(file, line, col, f"this is not valid TOML: {message}")]
-        ) from None
-    except (RecursionError, MemoryError):
-        raise LibraryError(
-            [Problem(file, 1, 1, "this file nests arrays or tables too deeply to be read")]
-        ) from None
-    except ValueError:  # an integer of thousands of digits (Python's int() refuses it)
-        at = re.search(r"\d{1000,}", text)
-        line, col = _line_col(text, at.start() if at else 0)
-        raise LibraryError(
-            [Problem(file, line, col, "this number has too many digits to be read")]
-        ) from None
+    text, data = read_toml(text, file)
     check = _Checker(text, file)
     if not check.fields(data, _TOP, ()):
         raise LibraryError(check.problems)
@@ -280,11 +260,6 @@ def parse_study(text: str, file: str = "<string>") -> Study:
     if check.problems:
         raise LibraryError(check.problems)
     return Study(**{**study.__dict__, "source": text})
-
-
-def _line_col(text: str, offset: int) -> tuple[int, int]:
-    before = text[:offset]
-    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
 
 
 def _build(data: dict[str, Any], check: _Checker) -> Study:

@@ -50,6 +50,7 @@ from .study_plan import (
 from .study_questions import read_answer
 
 SPEC_VERSION = 1
+NO_ANSWER = "(no answer)"
 # A rewrite is asked for at most REWRITE_TOKENS tokens; an endpoint that ignores that limit
 # must not turn the next prompt into megabytes.
 MAX_REWRITE_CHARS = REWRITE_TOKENS * 10
@@ -250,7 +251,8 @@ class _Conversations:
             )
             if row["status"] == "failed":
                 return False
-            said.append(row["response"] or "")
+            # An empty answer goes back as a visible mark: providers refuse empty turns.
+            said.append(row["response"] or NO_ANSWER)
         return True
 
     def _invalid(self, unit: Unit, test: StudyTest, error: str) -> None:

@@ -149,3 +149,9 @@ def test_model_registry_has_the_builtins_and_the_papers_models():
     ids = [m.id for m in library.load_models()]
     assert ids[:2] == ["random", "local/smollm2"]
     assert len(ids) >= 22
+
+
+def test_a_number_of_thousands_of_digits_is_a_located_problem():
+    text = 'id = "x"\nname = "X"\nlimit = ' + "9" * 5000 + "\n"
+    with pytest.raises(LibraryError, match=r"big\.toml:3:9: this number has too many digits"):
+        parse_test_case(text, "big.toml")

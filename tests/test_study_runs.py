@@ -362,3 +362,22 @@ def test_biasbuster_in_miniature_on_the_local_model(tmp_path):
     assert len(rewrites) == 2 and all(r["response"] for r in rewrites)
     assert set(table["mitigation"]) == {"none", "selfhelp"}
     assert table[table.test == "anchoring"]["value"].notna().all()
+
+
+def test_an_empty_answer_goes_back_into_the_conversation_as_a_visible_mark(tmp_path):
+    def silent_third(request: dict) -> str:
+        earlier = [m for m in request["messages"] if m["role"] == "assistant"]
+        return "" if len(earlier) == 2 else "admit"
+
+    db = tmp_path / "s.db"
+    with FakeLLMServer(silent_third) as server:
+        done = cogbias(
+            "run", "--study", "biasbuster", "--tests", "anchoring", "--models", "openai/fake",
+            "--api-base", server.base_url, "--repeats", "1", "--db", db,
+        )  # fmt: skip
+        requests = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    later = [r for r in requests if len(r["messages"]) >= 7]
+    assert later and all(r["messages"][5]["content"] == "(no answer)" for r in later)
+    third = [r for r in calls(db) if r["turn"] == 2]
+    assert len(third) == 6 and {r["status"] for r in third} == {"unparseable"}
