@@ -270,7 +270,8 @@ def progress(run_id: str) -> None:
             text=f"Filling gaps: {generated:,} of {to_generate:,} instances generated",
         )
     st.progress(
-        min(run["done"] / planned, 1.0), text=f"{run['done']:,} of {run['planned']:,} pairs"
+        min(run["done"] / planned, 1.0),
+        text=f"{run['done']:,} of {run['planned']:,} {counted(run)}",
     )
     st.caption(f"{run['failed']:,} failed · {_totals(run)}")
     if run.get("waiting"):
@@ -288,6 +289,11 @@ def progress(run_id: str) -> None:
             store.request_cancel(run_id)
     if cancelling:
         st.warning("cancelling… the run stops within seconds and keeps what is finished.")
+
+
+def counted(run: dict) -> str:
+    """What a run's counts count: pairs, or a study run's units."""
+    return "units" if is_study_run(run.get("spec")) else "pairs"
 
 
 def shown(text: str) -> str:
@@ -311,7 +317,7 @@ if active and (_starting(current) or (current and current["status"] in ACTIVE)):
 elif current:
     st.subheader("Last run")
     text = (
-        f"{run_label(current)}: {current['done']:,} of {current['planned']:,} pairs, "
+        f"{run_label(current)}: {current['done']:,} of {current['planned']:,} {counted(current)}, "
         f"{current['failed']:,} failed · {_totals(current)}."
     )
     if current["status"] == "done":
