@@ -306,7 +306,8 @@ def test_teacher_journey_learn_with_the_defaults_reads_as_plain_english(page: ob
     instructions = {g.instruction for t in (case.control, case.treatment) for g in t.llm_gaps()}
     choose(page, "Bias", "Framing Effect")
     page.get_by_role("button", name="Run this pair").click()  # type: ignore[attr-defined]
-    page.get_by_text("◀ chosen").first.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
+    # both halves are answered and drawn (the second may appear a moment after the first)
+    page.get_by_text("◀ chosen").nth(1).wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
     no_exception(page)
     assert page.get_by_test_id("stAlertContentError").count() == 0  # type: ignore[attr-defined]
     innermost = (
