@@ -68,3 +68,17 @@ def choose(page: Any, label: str, option: str) -> None:
 
 def go(page: Any, title: str) -> None:
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
+
+
+@contextmanager
+def learn_tab(browser: Any, url: str, height: int = 1000) -> Iterator[Any]:
+    """A fresh browser context on the app's first page (Learn), loaded."""
+    context = browser.new_context(viewport={"width": 1400, "height": height})
+    tab = context.new_page()
+    tab.set_default_timeout(60_000)
+    tab.goto(url)
+    tab.get_by_text("Learn: cognitive biases").wait_for()
+    try:
+        yield tab
+    finally:
+        context.close()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,3 +23,16 @@ def isolated_home(
     home = tmp_path_factory.mktemp("cogbias-home")
     monkeypatch.setenv("COGBIAS_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium through Playwright, one per browser test module."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

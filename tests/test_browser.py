@@ -9,20 +9,16 @@ browsers, which these machines cannot do.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.browser_helpers import CHROMIUM, ROOT, learn_tab, running_app
+
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = ROOT / "artifacts" / "screenshots"
 LOCAL_MODEL_TIMEOUT_MS = 240_000  # the local model fills gaps in tens of seconds on 2 cores
 
@@ -32,13 +28,7 @@ if not CHROMIUM.exists():
         "install it with `apt-get install -y chromium`",
         allow_module_level=True,
     )
-sync_api = pytest.importorskip("playwright.sync_api")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
@@ -48,56 +38,21 @@ def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def app_url(app_home: Path) -> Iterator[str]:
-    home = app_home
-    port = _free_port()
     env = {
         **os.environ,
-        "COGBIAS_HOME": str(home),
-        "COGBIAS_DB": str(home / "app.db"),
+        "COGBIAS_HOME": str(app_home),
+        "COGBIAS_DB": str(app_home / "app.db"),
         "COGBIAS_DEMO": "1",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
-    log = (home / "streamlit.log").open("wb")
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
-    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((home / "streamlit.log").read_text()) from None
-            time.sleep(0.2)
-    yield url
-    server.terminate()
-    server.wait(timeout=20)
-    log.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield chromium
-        chromium.close()
+    with running_app(env, app_home / "streamlit.log") as url:
+        yield url
 
 
 @pytest.fixture
 def page(browser: object, app_url: str) -> Iterator[object]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
-    tab = context.new_page()
-    tab.set_default_timeout(60_000)
-    tab.goto(app_url)
-    tab.get_by_text("Learn: cognitive biases").wait_for()
-    yield tab
-    context.close()
+    with learn_tab(browser, app_url) as tab:
+        yield tab
 
 
 def shot(page: object, name: str) -> None:

@@ -16,14 +16,14 @@ import pytest
 
 from cogbias.datasets import import_mohr
 from cogbias.store import Store
-from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, go, running_app, settle
+from tests.browser_helpers import CHROMIUM, go, learn_tab, running_app, settle
 
 pytestmark = pytest.mark.browser
 FIXTURE = Path("/work/shared/fixtures/mohr2025-format")
 
 if not CHROMIUM.exists():
     pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture
@@ -38,38 +38,30 @@ def app_url(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def test_effect_heatmap_pivoted_by_temperature(app_url: str, tmp_path: Path) -> None:
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page: Any = browser.new_page(viewport={"width": 1400, "height": 1100})
-            page.set_default_timeout(60_000)
-            page.goto(app_url)
-            page.get_by_text("Learn: cognitive biases").wait_for()
-            go(page, "Datasets")
-            page.get_by_role("heading", name="Datasets", exact=True).wait_for()
-            settle(page)
-            page.get_by_role("tab", name="Analysis").click()
-            pivot = page.get_by_test_id("stRadio").filter(has_text="Pivot by")
-            pivot.get_by_text("temperature", exact=True).click()
-            settle(page)
-            chart = page.get_by_test_id("stVegaLiteChart").first
-            chart.locator("svg g.mark-rect path").first.wait_for()
-            settle(page)
-            heading = page.get_by_role("heading", name="Published effect sizes")
-            heading.first.evaluate("e => e.scrollIntoView({block: 'start'})")
-            page.wait_for_timeout(300)
-            shot = tmp_path / "effects_by_temperature.png"
-            page.screenshot(path=str(shot))
+def test_effect_heatmap_pivoted_by_temperature(browser: Any, app_url: str, tmp_path: Path) -> None:
+    with learn_tab(browser, app_url, height=1100) as page:
+        go(page, "Datasets")
+        page.get_by_role("heading", name="Datasets", exact=True).wait_for()
+        settle(page)
+        page.get_by_role("tab", name="Analysis").click()
+        pivot = page.get_by_test_id("stRadio").filter(has_text="Pivot by")
+        pivot.get_by_text("temperature", exact=True).click()
+        settle(page)
+        chart = page.get_by_test_id("stVegaLiteChart").first
+        chart.locator("svg g.mark-rect path").first.wait_for()
+        settle(page)
+        heading = page.get_by_role("heading", name="Published effect sizes")
+        heading.first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+        shot = tmp_path / "effects_by_temperature.png"
+        page.screenshot(path=str(shot))
 
-            assert page.get_by_test_id("stException").count() == 0
-            assert page.get_by_test_id("stAlertContentError").count() == 0
-            labels = chart.locator("svg text").all_text_contents()
-            # axis title and the fixture's two temperatures; the biases; the side column
-            assert {"temperature", "0.2", "1", "anchoring", "framing_effect"} <= set(labels)
-            assert "homogeneity" in labels and "model-a" not in labels
-            cells = chart.locator("svg g.mark-rect.role-mark path")  # not the legends' gradients
-            assert cells.count() == 2 * 2 + 2  # bias × temperature, plus homogeneity per bias
-            assert shot.stat().st_size > 10_000
-        finally:
-            browser.close()
+        assert page.get_by_test_id("stException").count() == 0
+        assert page.get_by_test_id("stAlertContentError").count() == 0
+        labels = chart.locator("svg text").all_text_contents()
+        # axis title and the fixture's two temperatures; the biases; the side column
+        assert {"temperature", "0.2", "1", "anchoring", "framing_effect"} <= set(labels)
+        assert "homogeneity" in labels and "model-a" not in labels
+        cells = chart.locator("svg g.mark-rect.role-mark path")  # not the legends' gradients
+        assert cells.count() == 2 * 2 + 2  # bias × temperature, plus homogeneity per bias
+        assert shot.stat().st_size > 10_000

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, ROOT, choose, go, running_app, settle
+from tests.browser_helpers import CHROMIUM, ROOT, choose, go, running_app, settle
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
 pytestmark = pytest.mark.browser
@@ -31,7 +31,7 @@ SENTINEL = "sentinel-7d2c9e4a1f3b8e6d"
 
 if not CHROMIUM.exists():
     pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 
 
 class _Counter(http.server.BaseHTTPRequestHandler):
@@ -133,17 +133,6 @@ with conn:  # unredacted, as if an older version had stored them
     conn.execute("update instances set scenario = ? where dataset is null", (scenario,))
 conn.close()
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=CHROMIUM_ARGS,
-        )
-        yield chromium
-        chromium.close()
 
 
 def _clean(page: Any, where: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, ROOT, choose, go, running_app, settle
+from tests.browser_helpers import CHROMIUM, ROOT, choose, go, learn_tab, running_app, settle
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
 pytestmark = pytest.mark.browser
@@ -24,7 +24,7 @@ MODEL_LABEL = "Scripted test model (openai/scripted)"
 
 if not CHROMIUM.exists():
     pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 
 
 def _options(prompt: str) -> dict[int, str]:
@@ -67,23 +67,10 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             yield url
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
 def page(browser: Any, app_url: str) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    tab = context.new_page()
-    tab.set_default_timeout(60_000)
-    tab.goto(app_url)
-    tab.get_by_text("Learn: cognitive biases").wait_for()
-    yield tab
-    context.close()
+    with learn_tab(browser, app_url) as tab:
+        yield tab
 
 
 def shot(page: Any, name: str, top: Any = None) -> None:

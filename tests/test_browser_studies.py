@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from cogbias.study_plan import StudySpec
-from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, choose, go, running_app, settle
+from tests.browser_helpers import CHROMIUM, choose, go, learn_tab, running_app, settle
 from tests.fake_llm_server import FakeLLMServer
 from tests.study_helpers import HOSTILE, scripted, study_run
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.browser
 
 if not CHROMIUM.exists():
     pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
@@ -51,26 +51,13 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
 def page(browser: Any, app_url: str) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    tab = context.new_page()
-    tab.set_default_timeout(60_000)
-    tab.goto(app_url)
-    tab.get_by_text("Learn: cognitive biases").wait_for()
-    go(tab, "Studies")
-    tab.get_by_role("tab", name="Conversations").wait_for()
-    settle(tab)
-    yield tab
-    context.close()
+    with learn_tab(browser, app_url) as tab:
+        go(tab, "Studies")
+        tab.get_by_role("tab", name="Conversations").wait_for()
+        settle(tab)
+        yield tab
 
 
 def shot(page: Any, path: Path, top: Any) -> None:
