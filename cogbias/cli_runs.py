@@ -451,7 +451,8 @@ def _results(args: argparse.Namespace) -> int:
         if args.dataset and store.dataset(args.dataset) is None:
             raise KeyError(f"no dataset {args.dataset} in {store.path}; see `cogbias datasets`")
         rows = store.results(run_id=args.run, dataset=args.dataset)
-        studies = {r["study"] for r in study_results.study_runs(store)}
+        # only worth reading every run's spec when there is nothing else to show
+        studies = set() if rows else {r["study"] for r in study_results.study_runs(store)}
     if not rows:
         print("no results yet: start a run with `cogbias run`", file=sys.stderr)
         if studies:

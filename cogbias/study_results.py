@@ -139,8 +139,9 @@ def _score(test: StudyTest, cell: pd.DataFrame) -> dict[str, Any]:
     before: list[Any] = []
     after: list[Any] = []
     revisions = cell[(cell["role"] == "revise") & (cell["status"] == "ok")]
+    decided = {c: turns.sort_values("turn") for c, turns in ok.groupby("conversation")}
     for row in revisions.itertuples():
-        turns = ok[ok["conversation"] == row.conversation].sort_values("turn")
+        turns = decided.get(row.conversation, ok.iloc[:0])
         if len(turns) == test.length:  # every decision read: compare item by item
             before += list(turns["parsed"])
             after += row.parsed
