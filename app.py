@@ -3,7 +3,7 @@
 Not in `pages/`: Streamlit lists a folder of that name as an old-style multipage app, with
 every helper module as a page, until app.py has run once.
 
-On first start an empty database receives the demo snapshot (`cogbias.demo`), so Explore
+On first start an empty database receives the demo snapshot (`cogbias.store.demo`), so Explore
 shows real results at once; set COGBIAS_DEMO=0 to start empty.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages._common import attempt, db_path, load_secrets_into_env
-from cogbias.demo import ensure_demo
+from cogbias.store.demo import ensure_demo
 
 st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
 
@@ -21,7 +21,7 @@ st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
 def _warm_up() -> None:
     # Explore's first visit would otherwise pay ~1 s importing Altair and SciPy and loading
     # the Vega-Lite schema Altair validates against; do it while the first page is read.
-    from cogbias import charts_explore, explore
+    from cogbias.views import charts_explore, explore
 
     cell = {"bias": "b", "model": "m", "n": 2, "s1": 0.5, "s2": 0.25, "sabs": 0.5}
     table = explore.summarize_aggregates([{**cell, "smin": 0.0, "smax": 0.5, "failures": 0}])

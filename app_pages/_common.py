@@ -14,11 +14,12 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from cogbias import library, present
-from cogbias.library import LibraryError, ModelInfo, TestCase
-from cogbias.redact import redact
+from cogbias.core.redact import redact
+from cogbias.library import testcases as library
+from cogbias.library.testcases import LibraryError, ModelInfo, TestCase
+from cogbias.runs.study_plan import is_study_run
 from cogbias.store import SchemaError, Store, default_path
-from cogbias.study_plan import is_study_run
+from cogbias.views import present
 
 T = TypeVar("T")
 
@@ -152,7 +153,7 @@ def model_names(infos: list[ModelInfo]) -> Callable[[str], str]:
 
 def generator_label(label: Callable[[str], str]) -> Callable[[str], str]:
     """Model labels, with the offline example fills named for what they are."""
-    from cogbias.examples import EXAMPLES_GENERATOR
+    from cogbias.library.examples import EXAMPLES_GENERATOR
 
     return lambda g: "Example fills (offline, instant)" if g == EXAMPLES_GENERATOR else label(g)
 
@@ -201,7 +202,7 @@ def load_secrets_into_env() -> None:
 
 def explore_columns() -> dict[str, Any]:
     """Column labels for a bias x model summary table (Explore, Datasets), saying the method."""
-    from cogbias.analysis import CI_METHOD
+    from cogbias.studies.analysis import CI_METHOD
 
     ci_help = f"95% confidence interval: {CI_METHOD}."
     return {

@@ -5,8 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages._common import friendly
-from cogbias import deletion, present
+from cogbias.runs import deletion
 from cogbias.store import Store
+from cogbias.views import present
 
 
 def _plan(store: Store, kind: str, name: str) -> deletion.Deletion:

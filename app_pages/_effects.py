@@ -1,6 +1,6 @@
 """Published effect sizes on the Datasets page (the Mohr thesis' `bias_detections.csv`).
 
-A thin view over `cogbias.effect_tables`, `cogbias.charts_effects` and `cogbias.regression`:
+A thin view over `cogbias.studies.effect_tables`, `cogbias.views.charts_effects` and `cogbias.studies.regression`:
 the bias × pivot heatmap with each bias' homogeneity, the homogeneity table, and the two
 OLS fits. Names in these tables come from an imported CSV, so they are only ever shown in
 charts and dataframes (as text), never in Markdown.
@@ -12,9 +12,9 @@ import pandas as pd
 import streamlit as st
 
 from app_pages._common import attempt
-from cogbias import effect_tables, regression
-from cogbias.charts_effects import effects_heatmap
 from cogbias.store import Store
+from cogbias.studies import effect_tables, regression
+from cogbias.views.charts_effects import effects_heatmap
 
 CELLS = {
     "mean": "mean of capped d",

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from app_pages._common import api_base_of, get_store
-from cogbias import pipeline
-from cogbias.library import ModelInfo, TestCase
+from cogbias.library.testcases import ModelInfo, TestCase
 from cogbias.llm import LLMClient
-from cogbias.pipeline import Instance
-from cogbias.runner import BufferedCache
+from cogbias.runs import pipeline
+from cogbias.runs.pipeline import Instance
+from cogbias.runs.runner import BufferedCache
 
 FAILURE_HINT = (
     "What to do: check that the model's API key is set (Models page), that its server is "

@@ -2,7 +2,7 @@
 
 The options are listed in the order the decision model saw them, with a note when that was
 reversed; then the raw answer, the extraction step's reading and the choice the score uses
-(`cogbias.present.ShownPair` holds the logic). Every model or imported text goes out through
+(`cogbias.views.present.ShownPair` holds the logic). Every model or imported text goes out through
 `st.text` or escaped Markdown: it is data, never markup, so an answer holding
 `![x](http://host/p.png)` cannot make the browser fetch anything.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from cogbias import present
+from cogbias.views import present
 
 SHOWN_CHARS = 600  # a longer text shows its start; the rest sits in a collapsed expander
 MAX_CHARS = 20_000  # more than this is never laid out on a page (exports hold it all)

@@ -11,12 +11,13 @@ import streamlit as st
 
 from app_pages._common import attempt, db_path, db_version
 from app_pages._pair import long_text, safe_caption
-from cogbias import charts_studies, study_results, study_views
 from cogbias.datasets.export import export_bytes
-from cogbias.present import escape_markdown
+from cogbias.runs.study_plan import MITIGATION_ORDER
 from cogbias.store import Store
-from cogbias.studies import Study
-from cogbias.study_plan import MITIGATION_ORDER
+from cogbias.studies import results as study_results
+from cogbias.studies.definitions import Study
+from cogbias.views import charts_studies, study_views
+from cogbias.views.present import escape_markdown
 
 
 def _keep_valid(key: str, options: list) -> None:

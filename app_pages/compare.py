@@ -4,8 +4,9 @@ import streamlit as st
 
 from app_pages import _pair
 from app_pages._common import open_store_or_stop, result_sources, source_filter, test_cases
-from cogbias import analysis, charts, present
-from cogbias.redact import redactor
+from cogbias.core.redact import redactor
+from cogbias.studies import analysis
+from cogbias.views import charts, present
 
 st.title("Compare two models")
 st.caption(

@@ -23,7 +23,8 @@ from app_pages._common import (
     share_local_server,
     test_cases,
 )
-from cogbias import analysis, charts, explore, present, runner
+from cogbias.core.redact import redact
+from cogbias.core.templates import Filled, render_decision_text
 from cogbias.datasets import (
     FIELDS,
     ColumnMapping,
@@ -37,9 +38,10 @@ from cogbias.datasets import (
     import_run_id,
 )
 from cogbias.datasets.tables import columns_of
-from cogbias.redact import redact
+from cogbias.runs import runner
 from cogbias.store import Store, cogbias_home
-from cogbias.templates import Filled, render_decision_text
+from cogbias.studies import analysis
+from cogbias.views import charts, explore, present
 
 PAGE = 20
 FORMATS = {

@@ -15,11 +15,11 @@ from app_pages._common import (
     studies_link,
     test_cases,
 )
-from cogbias import charts_explore, explore, present
+from cogbias.core.records import pair_record
+from cogbias.core.redact import redactor
 from cogbias.datasets.export import csv_bytes
-from cogbias.records import pair_record
-from cogbias.redact import redactor
 from cogbias.store import Store
+from cogbias.views import charts_explore, explore, present
 
 PAGE_SIZE = 20
 EXPORT_LIMIT = 20000

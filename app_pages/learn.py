@@ -13,8 +13,9 @@ from app_pages._common import (
     scenarios,
     test_cases,
 )
-from cogbias import examples, present
-from cogbias.pipeline import Instance
+from cogbias.library import examples
+from cogbias.runs.pipeline import Instance
+from cogbias.views import present
 
 st.title("Learn: cognitive biases in LLMs")
 st.caption(

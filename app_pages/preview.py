@@ -13,7 +13,8 @@ from app_pages._common import (
     scenarios,
     test_cases,
 )
-from cogbias import examples, present
+from cogbias.library import examples
+from cogbias.views import present
 
 NO_GENERATOR = ""
 st.title("Preview: fill a test case")

@@ -28,13 +28,14 @@ from app_pages._common import (
     share_local_server,
     test_cases,
 )
-from cogbias import examples, runner
-from cogbias.present import escape_markdown
-from cogbias.redact import redact
-from cogbias.runner import RunSpec
-from cogbias.settings import check_api_base
+from cogbias.core.redact import redact
+from cogbias.library import examples
+from cogbias.llm.settings import check_api_base
+from cogbias.runs import runner
+from cogbias.runs.runner import RunSpec
+from cogbias.runs.study_plan import is_study_run
 from cogbias.store import Store, now
-from cogbias.study_plan import is_study_run
+from cogbias.views.present import escape_markdown
 
 ACTIVE = ("planned", "running", "cancelling")
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages._common import friendly, models
-from cogbias import settings
+from cogbias.llm import settings
 
 st.title("Models and keys")
 
@@ -22,7 +22,7 @@ st.subheader("Registry")
 infos = models()
 user_ids = set()
 try:
-    from cogbias.library import load_models
+    from cogbias.library.testcases import load_models
 
     path = settings.user_models_path()
     user_ids = {m.id for m in load_models(path)} if path.is_file() else set()

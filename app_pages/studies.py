@@ -1,7 +1,7 @@
 """Studies: start a run of a built-in or imported study, watch it, and read its results.
 
 A study run crosses a study's tests with models × temperatures × prompt variants ×
-mitigations × repeats (`cogbias.study_plan`); it runs in its own process like any run
+mitigations × repeats (`cogbias.runs.study_plan`); it runs in its own process like any run
 (`cogbias resume RUN`), so this page only plans, starts and reads the database.
 """
 
@@ -22,11 +22,13 @@ from app_pages._common import (
     run_option,
     share_local_server,
 )
-from cogbias import runner, study_plan, study_results, study_runner, study_views
-from cogbias.present import escape_markdown
-from cogbias.redact import redact
+from cogbias.core.redact import redact
+from cogbias.runs import runner, study_plan, study_runner
+from cogbias.runs.study_plan import MITIGATION_ORDER, StudySpec
 from cogbias.store import pid_alive
-from cogbias.study_plan import MITIGATION_ORDER, StudySpec
+from cogbias.studies import results as study_results
+from cogbias.views import study_views
+from cogbias.views.present import escape_markdown
 
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
 st.title("Studies")

@@ -5,8 +5,9 @@ import dataclasses
 import streamlit as st
 
 from app_pages._common import case_label, friendly, test_cases
-from cogbias import library, present
-from cogbias.library import LibraryError
+from cogbias.library import testcases as library
+from cogbias.library.testcases import LibraryError
+from cogbias.views import present
 
 EDITOR = "tpl_text"
 st.title("Templates: author a test case")

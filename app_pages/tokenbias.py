@@ -1,6 +1,6 @@
 """Token bias: does a model reason, or react to surface tokens? (Jiang et al. 2024)
 
-Thin page over `cogbias.tokenbias` and `cogbias.charts_tokenbias`: the hypothesis
+Thin page over `cogbias.studies.tokenbias` and `cogbias.views.charts_tokenbias`: the hypothesis
 table in the paper's layout, n12 vs n21 bars, a heatmap of rejections, and P beside P' with
 both answers. Every text from a model or a file is shown with `st.text` (never Markdown).
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages._common import attempt, open_store_or_stop
-from cogbias import analysis, charts_tokenbias, runner, tokenbias
+from cogbias.runs import runner
+from cogbias.studies import analysis, tokenbias
+from cogbias.views import charts_tokenbias
 
 st.title("Token bias")
 st.caption(

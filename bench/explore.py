@@ -28,8 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from cogbias import analysis, explore, library  # noqa: E402
+from cogbias.library import testcases as library  # noqa: E402
 from cogbias.store import Store, dumps  # noqa: E402
+from cogbias.studies import analysis  # noqa: E402
+from cogbias.views import explore  # noqa: E402
 
 SCORES = (-1.0, -0.5, -1 / 3, 0.0, 1 / 3, 0.5, 1.0)
 RUN_ID = "run-bench-explore"

@@ -97,9 +97,10 @@ async def bare_litellm(base_url: str, concurrency: int, calls: int) -> int:
 def setup_dataset(db: Path, pairs: int) -> None:
     """A dataset of `pairs` test cases, each asking distinct questions (so that neither the
     cache nor single flight merges any two calls), in a fresh database (setup: not measured)."""
-    from cogbias import library, pipeline
+    from cogbias.core.templates import Filled
+    from cogbias.library import testcases as library
+    from cogbias.runs import pipeline
     from cogbias.store import Store
-    from cogbias.templates import Filled
 
     cases = list(library.load_library(include_user=False).values())
     rows = []

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from cogbias import library, pipeline
-from cogbias.runner import RunSpec
+from cogbias.library import testcases as library
+from cogbias.runs import pipeline
+from cogbias.runs.runner import RunSpec
 from cogbias.store import Store
 
 DEFAULT_BIASES = ("framing_effect", "anchoring", "loss_aversion")

@@ -3,7 +3,7 @@ baseline and a model on the scripted test server, which also fills the gaps."""
 
 from __future__ import annotations
 
-from cogbias import runner
+from cogbias.runs import runner
 
 BIASES = ["anchoring", "framing_effect", "loss_aversion"]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cogbias import study_plan, study_runner
+from cogbias.runs import study_plan, study_runner
+from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
-from cogbias.study_plan import StudySpec
 from tests.fake_llm_server import _last_user_text
 
 HOSTILE = "**bold** <script>alert(1)</script>"

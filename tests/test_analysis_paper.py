@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from cogbias import analysis, charts
-from cogbias.library import ModelInfo
+from cogbias.library.testcases import ModelInfo
+from cogbias.studies import analysis
+from cogbias.views import charts
 
 
 def test_t_interval_matches_the_closed_form_for_two_degrees_of_freedom():

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from cogbias.answers import (
+from cogbias.core.answers import (
     Answer,
     parse_admit_reject,
     parse_letter,
@@ -13,7 +13,7 @@ from cogbias.answers import (
     permuted_orders,
     position_of,
 )
-from cogbias.metrics import to_original
+from cogbias.core.metrics import to_original
 
 
 @pytest.mark.parametrize(

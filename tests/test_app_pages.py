@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias import demo, library, present, settings
-from cogbias.store import Store
+from cogbias.library import testcases as library
+from cogbias.llm import settings
+from cogbias.store import Store, demo
+from cogbias.views import present
 from tests.app_helpers import make_results_db
 from tests.fake_llm_server import FakeLLMServer
 
@@ -424,8 +426,8 @@ def test_a_missing_key_is_named_with_what_to_do(db: Path, monkeypatch) -> None:
 
 
 def test_explore_filters_by_an_imported_dataset(db: Path) -> None:
-    from cogbias import runner
     from cogbias.datasets import import_hub
+    from cogbias.runs import runner
     from tests.dataset_helpers import HUB_CSV
 
     if not HUB_CSV.is_file():

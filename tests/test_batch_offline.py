@@ -13,7 +13,7 @@ from dataset_helpers import snapshot
 from fake_llm_server import FakeLLMServer, default_responder
 from run_helpers import spec
 
-from cogbias import runner
+from cogbias.runs import runner
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ from pathlib import Path
 from dataset_helpers import HUB_CSV
 from fake_llm_server import FakeLLMServer
 
-from cogbias import runner
+from cogbias.runs import runner
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

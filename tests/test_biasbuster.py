@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from cogbias.biasbuster import (
+from cogbias.studies.biasbuster import (
     anchoring_distance,
     change_rate,
     degenerate,

@@ -105,7 +105,7 @@ def test_explore_heatmap_and_paired_responses(page: object) -> None:
 
 
 def test_templates_error_fix_save(page: object) -> None:
-    from cogbias import present
+    from cogbias.views import present
 
     go(page, "Templates")
     page.get_by_text("Valid: My Bias").wait_for()  # type: ignore[attr-defined]
@@ -189,7 +189,7 @@ def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Pa
     """Start a run, cancel it while the provider hangs, resume it: counts and durations hold."""
     from fake_llm_server import FakeLLMServer
 
-    from cogbias import settings
+    from cogbias.llm import settings
     from cogbias.store import Store
 
     db = app_home / "app.db"
@@ -255,7 +255,8 @@ def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Pa
 def test_teacher_journey_learn_with_the_defaults_reads_as_plain_english(page: object) -> None:
     """No key, the defaults: Learn fills Framing Effect with the offline example fills and
     asks the local model; the pair on screen carries no template syntax or instructions."""
-    from cogbias import library, pipeline
+    from cogbias.library import testcases as library
+    from cogbias.runs import pipeline
 
     case = library.get_test_case("framing_effect")
     instructions = {g.instruction for t in (case.control, case.treatment) for g in t.llm_gaps()}

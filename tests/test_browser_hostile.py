@@ -104,12 +104,14 @@ def _serve(home: Any, fake: FakeLLMServer, base: str, answer: str) -> Iterator[d
 # Runs in a child process with the app's environment, so every write goes to its home.
 PREPARE = r"""
 import json, sqlite3, sys
-from cogbias import library, runner, settings
+from cogbias.library import testcases as library
+from cogbias.runs import runner
+from cogbias.llm import settings
 from cogbias.datasets import import_hub
 from cogbias.store import Store
 from tests.app_helpers import make_results_db
 from tests.dataset_helpers import HUB_CSV
-from cogbias import present
+from cogbias.views import present
 import os
 base_url, model_name, case_name, dataset, evil_model, answer, scenario = sys.argv[1:]
 settings.add_custom_model("openai/hostile", model_name, base_url, json_schema=True)
@@ -121,7 +123,8 @@ with Store(db) as store:
     import_hub(store, HUB_CSV, name=dataset)
     runner.execute(runner.plan(runner.RunSpec(["random"], dataset=dataset, per_bias=2), store), store)
     # a study run by the echoing model: conversations and self-help rewrites
-    from cogbias import study_plan, study_runner
+    from cogbias.runs import study_plan
+    from cogbias.runs import study_runner
     study = study_plan.load_study("biasbuster", store)
     spec = study_plan.StudySpec("biasbuster", ["openai/hostile"], tests=["framing", "anchoring"],
                                 mitigations=["selfhelp"], repeats=1)

@@ -53,7 +53,7 @@ def scripted(request: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from cogbias import settings
+    from cogbias.llm import settings
 
     home = tmp_path_factory.mktemp("pairs-home")
     with FakeLLMServer(responder=scripted) as fake:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cogbias.study_plan import StudySpec
+from cogbias.runs.study_plan import StudySpec
 from tests.browser_helpers import CHROMIUM, choose, go, learn_tab, running_app, settle
 from tests.fake_llm_server import FakeLLMServer
 from tests.study_helpers import HOSTILE, scripted, study_run

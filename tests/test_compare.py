@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from cogbias import analysis
 from cogbias.store import Store
+from cogbias.studies import analysis
 
 
 def _toy_store(path: Path) -> tuple[Store, dict[str, tuple[np.ndarray, np.ndarray]]]:

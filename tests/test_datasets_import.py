@@ -11,7 +11,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cogbias import analysis
 from cogbias.datasets import (
     ColumnMapping,
     DatasetError,
@@ -22,6 +21,7 @@ from cogbias.datasets import (
     parse_prompt,
 )
 from cogbias.store import Store
+from cogbias.studies import analysis
 from tests.dataset_helpers import (
     HUB_CSV,
     edited_csv,

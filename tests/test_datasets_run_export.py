@@ -13,8 +13,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cogbias import runner
-from cogbias.cli import main
+from cogbias.cli.main import main
+from cogbias.core.metrics import hub_score
+from cogbias.core.templates import Filled, render_decision_text
 from cogbias.datasets import (
     PAIR_COLUMNS,
     ColumnMapping,
@@ -25,9 +26,8 @@ from cogbias.datasets import (
     import_malberg,
     parse_prompt,
 )
-from cogbias.metrics import hub_score
+from cogbias.runs import runner
 from cogbias.store import Store
-from cogbias.templates import Filled, render_decision_text
 from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, read_rows, snapshot
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cogbias import deletion, runner
 from cogbias.datasets import import_hub
+from cogbias.runs import deletion, runner
 from cogbias.store import Store
 from tests.app_helpers import make_results_db
 from tests.dataset_helpers import HUB_CSV

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from cogbias import analysis, demo, library
+from cogbias.library import testcases as library
+from cogbias.store import demo
+from cogbias.studies import analysis
 
 SNAPSHOT = demo.read_snapshot(demo.SNAPSHOT) if demo.SNAPSHOT.is_file() else {}
 MODELS = ("random", "local/smollm2")

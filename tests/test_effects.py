@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from cogbias.effects import (
+from cogbias.studies.effects import (
     aggregate,
     bias_detected,
     cap,

@@ -10,9 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from cogbias import cli, examples, library, pipeline
+from cogbias.cli import main as cli
+from cogbias.core.templates import render_decision_text
+from cogbias.library import examples
+from cogbias.library import testcases as library
 from cogbias.llm.client import LLMResponse
-from cogbias.templates import render_decision_text
+from cogbias.runs import pipeline
 
 CASES = library.load_library(include_user=False)
 SCENARIOS = library.load_scenarios()
@@ -254,7 +257,7 @@ def test_rejected_model_fills_fall_back_to_examples_and_say_so():
 
 
 def test_preview_marks_example_and_scenario_fills_as_such():
-    from cogbias import present
+    from cogbias.views import present
 
     case = CASES["framing_effect"]
     instance = _generate(case, SCENARIOS[0].text)

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cogbias import analysis, charts_explore, explore
 from cogbias.store import SCHEMA_VERSION, Store
+from cogbias.studies import analysis
+from cogbias.views import charts_explore, explore
 from tests.app_helpers import make_results_db
 
 COLUMNS = analysis.SUMMARY_COLUMNS

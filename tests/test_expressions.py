@@ -1,6 +1,6 @@
 import pytest
 
-from cogbias.expressions import ExpressionError, evaluate, referenced_names
+from cogbias.core.expressions import ExpressionError, evaluate, referenced_names
 
 
 @pytest.mark.parametrize(

@@ -24,9 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from cogbias import expressions, library, store
-from cogbias.expressions import ExpressionError
-from cogbias.library import LibraryError, SamplingError, ValueSpec
+from cogbias import store
+from cogbias.core import expressions
+from cogbias.core.expressions import ExpressionError
+from cogbias.library import testcases as library
+from cogbias.library.testcases import LibraryError, SamplingError, ValueSpec
 from cogbias.store import Store, StoreError
 from tests.app_helpers import make_results_db
 from tests.dataset_helpers import HUB_CSV, edited_csv, format_copy, snapshot

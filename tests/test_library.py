@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from cogbias import library, metrics
-from cogbias.library import LibraryError, load_library, load_test_case, parse_test_case, to_toml
+from cogbias.core import metrics
+from cogbias.library import testcases as library
+from cogbias.library.testcases import (
+    LibraryError,
+    load_library,
+    load_test_case,
+    parse_test_case,
+    to_toml,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 MALFORMED = sorted((ROOT / "tests" / "malformed").glob("*.toml"))

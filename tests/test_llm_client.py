@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from cogbias.core.redact import redact
 from cogbias.llm import FatalLLMError, LLMClient, LLMError, LLMRequest, cache_key, resolve
 from cogbias.llm.errors import classify
-from cogbias.pipeline import run_sync
-from cogbias.redact import redact
+from cogbias.runs.pipeline import run_sync
 from tests.fake_llm_server import FakeHTTPError, FakeLLMServer
 
 SENTINEL = "sk-test-SENTINEL-123"

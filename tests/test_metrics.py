@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from cogbias.metrics import (
+from cogbias.core.metrics import (
     MetricParams,
     bias_score,
     hub_score,

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from dataset_helpers import edited_csv
 
-from cogbias.charts_effects import effects_heatmap
 from cogbias.datasets import DatasetError
 from cogbias.datasets.mohr_format import import_mohr
-from cogbias.effect_tables import (
+from cogbias.store import Store
+from cogbias.studies.effect_tables import (
     NoEffectSizes,
     heatmap_frame,
     homogeneity_by_bias,
@@ -24,8 +24,8 @@ from cogbias.effect_tables import (
     mean_table,
     thesis_table,
 )
-from cogbias.effects import aggregate, cap
-from cogbias.store import Store
+from cogbias.studies.effects import aggregate, cap
+from cogbias.views.charts_effects import effects_heatmap
 
 FIXTURE = "/work/shared/fixtures/mohr2025-format"
 

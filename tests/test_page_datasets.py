@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias import present, runner
 from cogbias.datasets import import_hub, import_malberg
+from cogbias.runs import runner
 from cogbias.store import Store
+from cogbias.views import present
 from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, edited_csv, write_rows
 
 PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "datasets.py")

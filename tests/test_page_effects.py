@@ -15,9 +15,9 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias import effect_tables, regression
 from cogbias.datasets import bias_id, import_mohr
 from cogbias.store import Store
+from cogbias.studies import effect_tables, regression
 from tests.dataset_helpers import write_rows
 from tests.test_page_datasets import button, page, texts
 

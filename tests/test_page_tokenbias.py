@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias import runner, tokenbias
-from cogbias.records import decode_filled
+from cogbias.core.records import decode_filled
+from cogbias.runs import runner
 from cogbias.store import Store
+from cogbias.studies import tokenbias
 
 PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "tokenbias.py")
 

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cogbias import demo, library, pipeline, present, settings
-from cogbias.store import Store
+from cogbias.library import testcases as library
+from cogbias.llm import settings
+from cogbias.runs import pipeline
+from cogbias.store import Store, demo
+from cogbias.views import present
 from tests.app_helpers import make_results_db
 
 

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
-from cogbias import library, pipeline, present
+from cogbias.core.redact import redactor
+from cogbias.core.templates import Filled
+from cogbias.library import testcases as library
 from cogbias.llm import LLMClient
-from cogbias.redact import redactor
-from cogbias.templates import Filled
+from cogbias.runs import pipeline
+from cogbias.views import present
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
 MODEL = "openai/scripted"

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from fake_llm_server import FakeLLMServer
 
-from cogbias import library, pipeline, records, runner
+from cogbias.core import records
 from cogbias.datasets.export import csv_bytes
+from cogbias.library import testcases as library
+from cogbias.runs import pipeline, runner
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

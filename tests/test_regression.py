@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from cogbias.datasets.mohr_format import import_mohr
-from cogbias.effect_tables import load_effects
-from cogbias.regression import experiment_ols, feature_frame, feature_ols, model_features
 from cogbias.store import Store
+from cogbias.studies.effect_tables import load_effects
+from cogbias.studies.regression import experiment_ols, feature_frame, feature_ols, model_features
 
 FIXTURE = "/work/shared/fixtures/mohr2025-format"
 

@@ -19,7 +19,7 @@ import pytest
 from fake_llm_server import FakeLLMServer
 from run_helpers import spec
 
-from cogbias import runner
+from cogbias.runs import runner
 from cogbias.store import Store, now
 
 ROOT = Path(__file__).resolve().parent.parent

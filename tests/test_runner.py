@@ -12,7 +12,7 @@ import pytest
 from fake_llm_server import FakeLLMServer
 from run_helpers import BIASES, spec
 
-from cogbias import runner
+from cogbias.runs import runner
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,10 +5,17 @@ import re
 
 import pytest
 
-from cogbias.answers import permuted_orders
-from cogbias.library import LibraryError
-from cogbias.studies import STUDY_DIR, get_study, load_studies, parse_study, render, show
-from cogbias.study_questions import (
+from cogbias.core.answers import permuted_orders
+from cogbias.library.testcases import LibraryError
+from cogbias.studies.definitions import (
+    STUDY_DIR,
+    get_study,
+    load_studies,
+    parse_study,
+    render,
+    show,
+)
+from cogbias.studies.questions import (
     code_answer,
     option_list,
     question,

@@ -27,10 +27,12 @@ import pandas as pd
 import pytest
 from fake_llm_server import FakeLLMServer, _last_user_text
 
-from cogbias import studies, study_plan, study_results, study_runner
-from cogbias.library import LibraryError
+from cogbias.library.testcases import LibraryError
+from cogbias.runs import study_plan, study_runner
 from cogbias.store import Store
-from cogbias.study_questions import read_answer, study_from_prompts
+from cogbias.studies import definitions as studies
+from cogbias.studies import results as study_results
+from cogbias.studies.questions import read_answer, study_from_prompts
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path("/work/shared/fixtures/mohr2025-format")
@@ -272,7 +274,7 @@ def test_a_name_given_twice_is_asked_once(tmp_path: Path) -> None:
 
 
 def test_a_token_bias_dataset_given_as_a_study_says_how_to_run_it(tmp_path: Path) -> None:
-    from cogbias import tokenbias
+    from cogbias.studies import tokenbias
 
     source = (ROOT / "data" / "tokenbias.toml").read_text(encoding="utf-8")
     copy = tmp_path / "tb_copy.toml"
@@ -852,7 +854,7 @@ def test_the_random_baseline_answers_numbers_inside_any_allowed_range(bounds: st
 def test_a_megabyte_answer_is_read_in_one_pass(answer: str, strict: bool) -> None:
     """A pattern anchored at the end retried every run of wrapping characters inside the
     answer: a megabyte of them took most of an hour (and held the event loop)."""
-    from cogbias.answers import parse_admit_reject, parse_letter, parse_number, parse_yes_no
+    from cogbias.core.answers import parse_admit_reject, parse_letter, parse_number, parse_yes_no
 
     for parse in (parse_admit_reject, parse_yes_no):
         assert not parse(answer, strict=strict).ok

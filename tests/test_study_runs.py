@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 from fake_llm_server import FakeLLMServer, _last_user_text
 
-from cogbias import study_plan, study_results, study_runner
+from cogbias.runs import study_plan, study_runner
 from cogbias.store import Store
+from cogbias.studies import results as study_results
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path("/work/shared/fixtures/mohr2025-format")
@@ -41,7 +42,7 @@ def calls(db: Path, where: str = "1", params: tuple = ()) -> list[dict]:
 
 
 def pooled_d(control: list[float], treatment: list[float]) -> float:
-    """Cohen's d with pooled SD, written out here independently of cogbias.effects."""
+    """Cohen's d with pooled SD, written out here independently of cogbias.studies.effects."""
     a, b = np.asarray(control, float), np.asarray(treatment, float)
     pooled = ((len(a) - 1) * a.var(ddof=1) + (len(b) - 1) * b.var(ddof=1)) / (len(a) + len(b) - 2)
     return float((b.mean() - a.mean()) / np.sqrt(pooled))

@@ -2,11 +2,11 @@
 
 import pytest
 
-from cogbias.answers import permuted_orders
-from cogbias.effects import cohens_d
-from cogbias.studies import get_study
-from cogbias.study_questions import option_list, read_answer
-from cogbias.study_scores import score_conditions, score_options, score_sequence
+from cogbias.core.answers import permuted_orders
+from cogbias.studies.definitions import get_study
+from cogbias.studies.effects import cohens_d
+from cogbias.studies.questions import option_list, read_answer
+from cogbias.studies.scores import score_conditions, score_options, score_sequence
 
 
 def read(test, texts):

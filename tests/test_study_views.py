@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cogbias import charts_studies, study_results, study_views
+from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
-from cogbias.study_plan import StudySpec
+from cogbias.studies import results as study_results
+from cogbias.views import charts_studies, study_views
 from tests.study_helpers import study_run
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from cogbias.templates import (
+from cogbias.core.templates import (
     Filled,
     LLMGap,
     Template,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cogbias.cli import main
+from cogbias.cli.main import main
 from cogbias.datasets import DatasetError, import_peek
-from cogbias.pipeline import Instance
+from cogbias.runs.pipeline import Instance
 from cogbias.store import Store
 from tests.dataset_helpers import FIXTURES, snapshot
 
@@ -137,7 +137,7 @@ def test_the_command_line_still_starts_without_pandas_or_scipy():
     import sys
 
     code = (
-        "import sys, cogbias.cli, cogbias.runner, cogbias.prompting; cogbias.cli._parser(); "
+        "import sys, cogbias.cli.main, cogbias.runs.runner, cogbias.runs.prompting; cogbias.cli.main._parser(); "
         "print(sorted(m for m in ('pandas', 'scipy') if m in sys.modules))"
     )
     root = Path(__file__).resolve().parent.parent  # `-c` puts the working directory first

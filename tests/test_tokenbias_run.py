@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from fake_llm_server import FakeLLMServer, default_responder
 
-from cogbias import pipeline, prompting, records, runner, tokenbias
-from cogbias.cli import main
+from cogbias.cli.main import main
+from cogbias.core import records
+from cogbias.runs import pipeline, prompting, runner
 from cogbias.store import Store
+from cogbias.studies import tokenbias
 
 QUESTION = pipeline.DEC_PROMPT
 

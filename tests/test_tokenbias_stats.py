@@ -8,8 +8,9 @@ import random
 import pandas as pd
 import pytest
 
-from cogbias import analysis, metrics
-from cogbias.analysis import ORIGINAL_BETTER, PERTURBED_BETTER, TWO_SIDED
+from cogbias.core import metrics
+from cogbias.studies import analysis
+from cogbias.studies.analysis import ORIGINAL_BETTER, PERTURBED_BETTER, TWO_SIDED
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from cogbias import pipeline, runner, tokenbias
-from cogbias import tokenbias_items as items
+from cogbias.runs import pipeline, runner
 from cogbias.store import Store
-from cogbias.tokenbias_items import Context, PerturbationError, ReasoningItem
+from cogbias.studies import tokenbias
+from cogbias.studies import tokenbias_items as items
+from cogbias.studies.tokenbias_items import Context, PerturbationError, ReasoningItem
 
 
 def _ctx(values=None, lists=None, seed=0) -> Context:

@@ -11,15 +11,15 @@ Every import is one transaction and idempotent; problems raise `DatasetError` na
 row and column.
 """
 
-from .common import DatasetError, ImportSummary, bias_id, parse_prompt
-from .export import PAIR_COLUMNS, export, export_bytes
-from .generic import FIELDS, ColumnMapping, import_generic
-from .hub import download, hub_url, import_hub
-from .importing import import_run_id
-from .malberg_format import import_malberg
-from .mohr_format import import_mohr
-from .peek_format import import_peek
-from .tables import columns_of, read_table
+from cogbias.datasets.common import DatasetError, ImportSummary, bias_id, parse_prompt
+from cogbias.datasets.export import PAIR_COLUMNS, export, export_bytes
+from cogbias.datasets.generic import FIELDS, ColumnMapping, import_generic
+from cogbias.datasets.hub import download, hub_url, import_hub
+from cogbias.datasets.importing import import_run_id
+from cogbias.datasets.malberg_format import import_malberg
+from cogbias.datasets.mohr_format import import_mohr
+from cogbias.datasets.peek_format import import_peek
+from cogbias.datasets.tables import columns_of, read_table
 
 __all__ = [
     "FIELDS",

@@ -303,7 +303,7 @@ def _key(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def _library_ids() -> dict[str, str]:
-    from ..library import LibraryError, load_library
+    from cogbias.library.testcases import LibraryError, load_library
 
     try:
         cases = load_library()

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..records import PAIR_COLUMNS, half_fields, metric_fields, pair_record
-from ..store import Store
-from ..study_plan import is_study_run
+from cogbias.core.records import PAIR_COLUMNS, half_fields, metric_fields, pair_record
+from cogbias.runs.study_plan import is_study_run
+from cogbias.store import Store
 
 FORMATS = ("csv", "jsonl", "parquet")
 # A test case's columns are the pair columns that describe the test case, typed alike.

@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import metrics
-from ..metrics import MetricParams, param_problem
-from ..records import Instance, decision_id, dumps, stable_id
-from ..redact import redact
-from ..store import Store
-from ..templates import Filled
-from . import importing
-from .common import (
+from cogbias.core import metrics
+from cogbias.core.metrics import MetricParams, param_problem
+from cogbias.core.records import Instance, decision_id, dumps, stable_id
+from cogbias.core.redact import redact
+from cogbias.core.templates import Filled
+from cogbias.datasets import importing
+from cogbias.datasets.common import (
     MAX_OPTIONS,
     DatasetError,
     ImportSummary,
@@ -36,7 +35,8 @@ from .common import (
     parse_literal,
     parse_prompt,
 )
-from .tables import read_table
+from cogbias.datasets.tables import read_table
+from cogbias.store import Store
 
 KIND = "generic"
 FIELDS: dict[str, str] = {

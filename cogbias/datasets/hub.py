@@ -20,12 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..metrics import MetricParams, params_problem
-from ..records import Instance, stable_id
-from ..store import Store
-from ..templates import Filled
-from . import importing
-from .common import (
+from cogbias.core.metrics import MetricParams, params_problem
+from cogbias.core.records import Instance, stable_id
+from cogbias.core.templates import Filled
+from cogbias.datasets import importing
+from cogbias.datasets.common import (
     MAX_OPTIONS,
     CsvFile,
     DatasetError,
@@ -37,6 +36,7 @@ from .common import (
     parse_literal,
     parse_prompt,
 )
+from cogbias.store import Store
 
 KIND = "malberg2024-hub"
 DEFAULT_NAME = "malberg2024-hub"
@@ -175,7 +175,7 @@ def import_hub(
 ) -> ImportSummary:
     """Import the Hub CSV from a local file, or download it first when no path is given."""
     if path is None:
-        from ..library import user_dir
+        from cogbias.library.testcases import user_dir
 
         folder = Path(download_dir) if download_dir else user_dir().parent / "downloads"
         path = download(hub_url(hub_file), folder, progress)

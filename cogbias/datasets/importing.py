@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..records import IMPORTED_DECISION_COLUMNS, INSTANCE_COLUMNS, Instance, cap_text
-from ..store import Store, now
-from .common import DatasetError, ImportSummary, chunked, file_digest
+from cogbias.core.records import IMPORTED_DECISION_COLUMNS, INSTANCE_COLUMNS, Instance, cap_text
+from cogbias.datasets.common import DatasetError, ImportSummary, chunked, file_digest
+from cogbias.store import Store, now
 
 BATCH = 2000
 # Published decisions carry no run-only columns (failure kind, cache flag, saved cost).

@@ -26,13 +26,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..metrics import MetricParams, params_problem
-from ..records import Instance, decision_id, dumps, stable_id
-from ..redact import redact
-from ..store import Store
-from ..templates import Filled
-from . import importing
-from .common import (
+from cogbias.core.metrics import MetricParams, params_problem
+from cogbias.core.records import Instance, decision_id, dumps, stable_id
+from cogbias.core.redact import redact
+from cogbias.core.templates import Filled
+from cogbias.datasets import importing
+from cogbias.datasets.common import (
     MAX_OPTIONS,
     CsvFile,
     DatasetError,
@@ -46,6 +45,7 @@ from .common import (
     parse_literal,
     parse_prompt,
 )
+from cogbias.store import Store
 
 KIND = "malberg2024"
 DEFAULT_NAME = "malberg2024"

@@ -30,10 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..redact import redactor
-from ..store import Store
-from . import importing
-from .common import CsvFile, CsvRecord, DatasetError, ImportSummary, Progress, bias_id, parse_float
+from cogbias.core.redact import redactor
+from cogbias.datasets import importing
+from cogbias.datasets.common import (
+    CsvFile,
+    CsvRecord,
+    DatasetError,
+    ImportSummary,
+    Progress,
+    bias_id,
+    parse_float,
+)
+from cogbias.store import Store
 
 KIND = "mohr2025"
 DEFAULT_NAME = "mohr2025"

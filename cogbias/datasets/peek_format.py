@@ -5,7 +5,7 @@ keyed "0", "1", … whose items hold `question_idx`, `question`, `target_answer`
 answer), `incorrect_answer` and `generation_mode`. A `…_gold.json` / `…_random.json` pair of
 one family holds original and perturbed items that pair up by `question_idx`: each pair
 becomes one instance with P as the control half and P' as the treatment half, exactly like the
-built-in study (`cogbias.tokenbias`), so it runs on any model and its 2x2 tables come
+built-in study (`cogbias.studies.tokenbias`), so it runs on any model and its 2x2 tables come
 out of `cogbias results --study NAME`. A file without a partner imports as plain reasoning
 items (the same item in both halves, variant `unpaired`, left out of the hypothesis tables).
 
@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..metrics import MetricParams
-from ..records import Instance, stable_id
-from ..store import Store
-from ..templates import Filled
-from . import importing
-from .common import DatasetError, ImportSummary, bias_id
+from cogbias.core.metrics import MetricParams
+from cogbias.core.records import Instance, stable_id
+from cogbias.core.templates import Filled
+from cogbias.datasets import importing
+from cogbias.datasets.common import DatasetError, ImportSummary, bias_id
+from cogbias.store import Store
 
 KIND = "peek2024"
 DEFAULT_NAME = "peek2024"
@@ -86,7 +86,9 @@ def import_peek(
         if job.unchanged:
             return job.summary
         job.add_instances((instance, True) for instance in built)
-        from ..analysis import TWO_SIDED  # lazily: the CLI starts without pandas and SciPy
+        from cogbias.studies.analysis import (
+            TWO_SIDED,  # lazily: the CLI starts without pandas and SciPy
+        )
 
         alternatives = {i.test_case: TWO_SIDED for i in built}
         job.finish(source=", ".join(str(f) for f in files), alternatives=alternatives)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .common import CsvFile, DatasetError, Progress
+from cogbias.datasets.common import CsvFile, DatasetError, Progress
 
 
 def read_table(

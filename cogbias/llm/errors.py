@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from cogbias.redact import redact
+from cogbias.core.redact import redact
 
 ErrorKind = Literal[
     "auth", "quota", "not_found", "bad_request", "timeout", "server", "rate_limit", "empty", "other"
@@ -47,7 +47,7 @@ class LLMError(Exception):
 
     @property
     def failure_kind(self) -> str:
-        """The record-level kind (see `cogbias.records`): transient, fatal, unparseable, invalid."""
+        """The record-level kind (see `cogbias.core.records`): transient, fatal, unparseable, invalid."""
         if isinstance(self, FatalLLMError):
             return "fatal"
         if self.retryable:

@@ -128,7 +128,7 @@ def resolve(
             file_identity=_local_file_identity(),
         )
     if registry is None:
-        from cogbias import library
+        from cogbias.library import testcases as library
 
         registry = library.load_models()
     entry = next((m for m in registry if m.id == model), None)

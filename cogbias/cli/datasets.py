@@ -1,0 +1,344 @@
+"""CLI commands for published datasets: `import`, `datasets`, `export`, `analyze`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from cogbias.cli.runs import add_db
+from cogbias.datasets.generic import FIELDS
+
+
+def add_commands(commands: Any) -> None:
+    imp = commands.add_parser("import", help="import a published dataset (one transaction)")
+    kinds = imp.add_subparsers(metavar="FORMAT")
+
+    p = kinds.add_parser(
+        "malberg2024-hub",
+        help="the paper's 30,000 test cases from the Hugging Face Hub (or a local copy)",
+    )
+    p.add_argument("file", nargs="?", help="local CSV (default: download it from the Hub)")
+    p.add_argument("--hub-file", help="file name inside the Hub repository")
+    p.add_argument(
+        "--download-dir", help="where a download is kept (default: ~/.cogbias/downloads)"
+    )
+    _common_import_args(p, "malberg2024-hub")
+    p.set_defaults(handler=_import_hub)
+
+    p = kinds.add_parser(
+        "malberg2024", help="the paper's code output: full_dataset.csv + decision_results/*.csv"
+    )
+    p.add_argument("directory")
+    _common_import_args(p, "malberg2024")
+    p.set_defaults(handler=_import_malberg)
+
+    p = kinds.add_parser(
+        "mohr2025",
+        help="the Mohr 2025 thesis' data: bias_detections.csv (+ experiments.csv, models.csv)",
+    )
+    p.add_argument("directory", help="folder with the thesis' CSV files (its 04_Datasets/)")
+    _common_import_args(p, "mohr2025")
+    p.set_defaults(handler=_import_mohr)
+
+    p = kinds.add_parser(
+        "peek2024",
+        help="the token-bias paper's synthetic_dataset_*.json files (gold/random pairs)",
+    )
+    p.add_argument("paths", nargs="+", help="files or folders of synthetic_dataset_*.json")
+    _common_import_args(p, "peek2024")
+    p.set_defaults(handler=_import_peek)
+
+    fields = "\n".join(f"  {name:<20} {text}" for name, text in FIELDS.items())
+    p = kinds.add_parser(
+        "generic",
+        help="any CSV / JSONL / Parquet file of prompts (and answers) with a column mapping",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"fields:\n{fields}\n\nexample:\n  cogbias import generic answers.jsonl "
+        "--map bias=bias_name --map control=prompt_a --map treatment=prompt_b "
+        "--map control_answer=a --map treatment_answer=b --set model=my-model",
+    )
+    p.add_argument("file")
+    p.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    _common_import_args(p, None)
+    p.set_defaults(handler=_import_generic)
+
+    p = commands.add_parser("datasets", help="list imported datasets")
+    add_db(p)
+    p.set_defaults(handler=_datasets)
+
+    p = commands.add_parser("export", help="export pairs of a run or dataset (CSV, JSONL, Parquet)")
+    add_db(p)
+    p.add_argument("--dataset", help="all pairs on this dataset (published and run)")
+    p.add_argument("--run", help="the pairs of this run")
+    p.add_argument("--model", help="only this model's pairs")
+    p.add_argument(
+        "--test-cases", action="store_true", help="export the dataset's test cases, not pairs"
+    )
+    p.add_argument("--format", choices=["csv", "jsonl", "parquet"], help="default: from -o")
+    p.add_argument("-o", "--output", required=True, help="file to write")
+    p.set_defaults(handler=_export)
+
+    p = commands.add_parser(
+        "analyze", help="bias x model statistics, the paper's table, clusters, capability"
+    )
+    add_db(p)
+    p.add_argument("--dataset", help="decisions on this dataset")
+    p.add_argument("--run", help="decisions of this run")
+    p.add_argument(
+        "--view",
+        choices=["summary", "table", "clusters", "capability"],
+        default="summary",
+        help="summary: mean, CI, p (BH); table: Figure 7 with averages; "
+        "clusters: dendrogram order (Figure 6); capability: Figure 5 data",
+    )
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(handler=_analyze)
+
+    p = commands.add_parser(
+        "effects", help="published effect sizes (mohr2025): tables, homogeneity, regressions"
+    )
+    p.add_argument("--db", required=True)
+    p.add_argument("--dataset", help="only this dataset (default: all effect sizes)")
+    p.add_argument("--run", help="the Cohen's d cells of a study run of yours instead")
+    p.add_argument("--by", choices=["model", "temperature", "scenario"], default="model")
+    p.add_argument(
+        "--view",
+        choices=["mean", "thesis", "homogeneity", "ols", "features"],
+        default="mean",
+        help="mean: mean capped d per bias x BY, with each bias' homogeneity; thesis: weighted "
+        "mean of d, then capped (Figure 2); homogeneity: per bias x BY (Figure 3); "
+        "ols: capped d on bias, model, scenario, temperature; features: on model features",
+    )
+    p.add_argument("--uncapped", action="store_true", help="use d instead of the capped d")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(handler=_effects)
+
+
+def _common_import_args(p: argparse.ArgumentParser, default_name: str | None) -> None:
+    add_db(p)
+    p.add_argument(
+        "--name",
+        default=default_name,
+        help=f"dataset name (default: {default_name or 'file stem'})",
+    )
+    p.add_argument("--replace", action="store_true", help="replace a dataset of the same name")
+
+
+class ByteProgress:
+    """A progress bar on stderr for reads and downloads (a line every few seconds if no tty)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+        self.label = ""
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        final = total and done >= total
+        if label == self.label and not final and now - self.last < (0.2 if self.tty else 3.0):
+            return
+        self.last, self.label = now, label
+        if total:
+            bar = "#" * int(30 * done / total)
+            line = f"[{bar:<30}] {done / total:4.0%} {label} ({done / 1e6:.1f} of {total / 1e6:.1f} MB)"
+        else:
+            line = f"{label}: {done / 1e6:.1f} MB"
+        end = "\n" if final or not self.tty else ""
+        print(("\r" + line) if self.tty else line, end=end, file=sys.stderr, flush=True)
+
+
+def _report(summary: Any) -> int:
+    print(summary.describe(), file=sys.stderr)
+    return 0
+
+
+def _import_hub(args: argparse.Namespace) -> int:
+    from cogbias.datasets import import_hub
+    from cogbias.store import Store
+
+    with Store(args.db) as store:
+        return _report(
+            import_hub(
+                store,
+                args.file,
+                name=args.name,
+                replace=args.replace,
+                progress=ByteProgress(),
+                download_dir=args.download_dir,
+                hub_file=args.hub_file,
+            )
+        )
+
+
+def _import_malberg(args: argparse.Namespace) -> int:
+    from cogbias.datasets import import_malberg
+    from cogbias.store import Store
+
+    with Store(args.db) as store:
+        return _report(
+            import_malberg(
+                store, args.directory, name=args.name, replace=args.replace, progress=ByteProgress()
+            )
+        )
+
+
+def _import_peek(args: argparse.Namespace) -> int:
+    from cogbias.datasets import import_peek
+    from cogbias.store import Store
+
+    with Store(args.db) as store:
+        return _report(import_peek(store, args.paths, name=args.name, replace=args.replace))
+
+
+def _import_mohr(args: argparse.Namespace) -> int:
+    from cogbias.datasets.mohr_format import import_mohr
+    from cogbias.store import Store
+
+    with Store(args.db) as store:
+        return _report(
+            import_mohr(
+                store, args.directory, name=args.name, replace=args.replace, progress=ByteProgress()
+            )
+        )
+
+
+def _import_generic(args: argparse.Namespace) -> int:
+    from cogbias.datasets import ColumnMapping, import_generic
+    from cogbias.store import Store
+
+    mapping = ColumnMapping.parse(args.map, args.set)
+    with Store(args.db) as store:
+        return _report(
+            import_generic(
+                store,
+                args.file,
+                mapping,
+                name=args.name,
+                replace=args.replace,
+                progress=ByteProgress(),
+            )
+        )
+
+
+def _datasets(args: argparse.Namespace) -> int:
+    from cogbias.cli.runs import _table
+    from cogbias.store import Store
+
+    with Store(args.db) as store:
+        rows = store.datasets()
+    if not rows:
+        print("no datasets yet: import one with `cogbias import`", file=sys.stderr)
+        return 0
+    for row in rows:
+        meta = row["meta"]
+        row["decisions"] = meta.get("decisions", 0)
+        row["models"] = len(meta.get("models", []))
+        row["biases"] = len(meta.get("biases", []))
+        row["test_cases"] = row["rows"]
+    _table(
+        rows,
+        ["name", "kind", "test_cases", "biases", "decisions", "models", "imported_at", "source"],
+    )
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from cogbias.datasets import export
+    from cogbias.store import Store
+
+    if not args.dataset and not args.run:
+        raise ValueError("say what to export: --dataset NAME or --run ID")
+    with Store(args.db) as store:
+        if args.dataset and store.dataset(args.dataset) is None:
+            raise KeyError(f"no dataset '{args.dataset}' in {args.db} (see `cogbias datasets`)")
+        count = export(
+            store,
+            args.output,
+            run_id=args.run,
+            dataset=None if args.run else args.dataset,
+            what="instances" if args.test_cases else "pairs",
+            fmt=args.format,
+            model=args.model,
+        )
+    print(f"wrote {count} rows to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from cogbias.store import Store
+    from cogbias.studies import analysis
+    from cogbias.views import explore
+
+    with Store(args.db) as store:
+        summary = explore.heatmap_summary(store, run_id=args.run, dataset=args.dataset)
+    if summary.empty:
+        print(
+            "no decisions to analyze (run a dataset or import published results)", file=sys.stderr
+        )
+        return 0
+    if args.view == "table":
+        out = analysis.figure7_table(summary).reset_index(names="bias")
+    elif args.view == "clusters":
+        tree = analysis.model_dendrogram(summary)
+        out = pd.DataFrame({"model": tree.order, "position": range(1, len(tree.order) + 1)})
+    elif args.view == "capability":
+        out = analysis.capability_frame(summary)
+    else:
+        out = summary
+    _print_frame(out, args.format)
+    return 0
+
+
+def _effects(args: argparse.Namespace) -> int:
+    from cogbias.store import Store
+    from cogbias.studies import effect_tables as tables
+    from cogbias.studies import regression
+
+    value = "d" if args.uncapped else "d_capped"
+    with Store(args.db) as store:
+        if args.run:
+            from cogbias.studies import results as study_results
+
+            study = study_results.study_of_run(store, args.run)
+            frame = study_results.effect_frame(study_results.results(store, args.run), study)
+            if frame.empty:
+                raise KeyError(f"run {args.run} has no Cohen's d cells with a value yet")
+        else:
+            frame = tables.load_effects(store, args.dataset)
+        if args.view == "features":
+            datasets = [args.dataset] if args.dataset else sorted(frame["dataset"].unique())
+            features = regression.published_features(store, datasets)
+    if args.view in ("ols", "features"):
+        if args.view == "ols":
+            result = regression.experiment_ols(frame, target=value)
+        else:
+            result = regression.feature_ols(regression.feature_frame(frame, features), target=value)
+        print(f"{result.formula}   n = {result.n}, R² = {result.r_squared:.3f}", file=sys.stderr)
+        _print_frame(result.table, args.format)
+        return 0
+    if args.view == "thesis":
+        table = tables.thesis_table(frame, args.by)
+    elif args.view == "homogeneity":
+        table = tables.homogeneity_table(frame, args.by)
+    else:
+        table = tables.mean_table(frame, args.by, value)
+        table["homogeneity"] = tables.homogeneity_by_bias(frame)
+    table.columns = [tables.column_label(c) for c in table.columns]
+    _print_frame(table.reset_index(), args.format)
+    return 0
+
+
+def _print_frame(frame: Any, fmt: str) -> None:
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False)
+    elif fmt == "json":
+        json.dump(json.loads(frame.to_json(orient="records")), sys.stdout, indent=1)
+        print()
+    else:
+        print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -1,0 +1,288 @@
+"""The `cogbias` command: the same operations as the app, scriptable."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cogbias.core.errors import StoreError
+from cogbias.core.redact import redact
+from cogbias.library import examples
+from cogbias.library import testcases as library
+from cogbias.llm import settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 2
+    if getattr(args, "db", "") is None:
+        from cogbias.store import default_path
+
+        args.db = default_path()
+    try:
+        code = args.handler(args) or 0
+        # Only a real command line (argv from sys.argv) may end the process: a caller that
+        # passes argv (a test, a script) keeps its interpreter.
+        if argv is None and getattr(args, "exit_at_once", False):
+            _exit_at_once(code)
+        return code
+    except KeyError as exc:
+        return _fail(str(exc.args[0]) if exc.args else "not found", 2)
+    except library.LibraryError as exc:
+        return _fail(str(exc), 1, prefix="")
+    except StoreError as exc:
+        return _fail(str(exc), 1)
+    except sqlite3.Error as exc:  # a file that broke after it was opened (truncated, locked)
+        from cogbias.store import describe_error
+
+        return _fail(describe_error(getattr(args, "db", None) or "the database", exc), 1)
+    except ValueError as exc:  # bad input (e.g. a malformed imported file): say what, no traceback
+        return _fail(str(exc), 2)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return _fail(f"{exc.strerror or exc}{where}", 1)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130, prefix="")
+    except Exception as exc:  # a bug: still one line (and no secrets); COGBIAS_DEBUG shows it all
+        if os.environ.get("COGBIAS_DEBUG"):
+            raise
+        return _fail(f"unexpected {type(exc).__name__}: {exc} (set COGBIAS_DEBUG=1 for details)", 1)
+
+
+def _fail(message: str, code: int, prefix: str = "error: ") -> int:
+    """Print an error for a person (secrets redacted) and return the exit code."""
+    print(prefix + (redact(message) or ""), file=sys.stderr)
+    return code
+
+
+def _exit_at_once(code: int) -> None:
+    """Leave without the interpreter's teardown once a run's results are committed and its
+    database closed: litellm's exit hooks flush logging we do not use and take seconds,
+    which would delay a cancelled worker's exit and every finished run."""
+    from cogbias.llm.local import stop_local_servers
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    stop_local_servers()
+    os._exit(code)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cogbias", description=__doc__)
+    commands = parser.add_subparsers(metavar="COMMAND")
+
+    lib = commands.add_parser("library", help="list, show and check test cases")
+    lib_commands = lib.add_subparsers(metavar="ACTION")
+    p = lib_commands.add_parser("list", help="the test cases, by display name")
+    p.set_defaults(handler=_library_list)
+    p = lib_commands.add_parser("show", help="one test case: description, control and treatment")
+    p.add_argument("id")
+    p.set_defaults(handler=_library_show)
+    p = lib_commands.add_parser("check", help="validate test case files (exit 1 on any problem)")
+    p.add_argument("paths", nargs="+", type=Path)
+    p.set_defaults(handler=_library_check)
+    p = lib_commands.add_parser("add", help="validate a test case file and add it to your library")
+    p.add_argument("path", type=Path)
+    p.add_argument("--force", action="store_true", help="replace your test case with that id")
+    p.set_defaults(handler=_library_add)
+
+    p = commands.add_parser("preview", help="fill a test case for a scenario and print the pair")
+    p.add_argument("id")
+    p.add_argument("--scenario", type=int, default=1, help="scenario number (1-200)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--generator",
+        help="what fills [[gaps]]: 'examples' (offline, the default unless COGBIAS_GENERATOR "
+        "is set), a model id, or 'none' to leave them visible",
+    )
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
+    p.set_defaults(handler=_preview)
+
+    p = commands.add_parser(
+        "pair", help="fill one pair and have it decided live (what Learn's 'Run it live' does)"
+    )
+    p.add_argument("id")
+    p.add_argument("--scenario", default="1", help="scenario number (1-200), or several: 1,50,120")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--generator", help="what fills [[gaps]] (default: 'examples', offline)")
+    p.add_argument("--models", default="local/smollm2", help="comma-separated decision models")
+    p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
+    p.set_defaults(handler=_pair)
+
+    from cogbias.cli import runs as cli_runs
+
+    cli_runs.add_commands(commands)
+    from cogbias.cli import datasets as cli_datasets
+
+    cli_datasets.add_commands(commands)
+    from cogbias.cli import delete as cli_delete
+
+    cli_delete.add_commands(commands)
+    return parser
+
+
+def _library_list(args: argparse.Namespace) -> int:
+    """The valid test cases; files with problems are listed after them (exit 1)."""
+    report = library.load_library_report()
+    for case in report.cases.values():
+        origin = "" if case.is_builtin else "  (user)"
+        print(f"{case.name:<32} {case.id}{origin}")
+    if report.problems:
+        files = report.broken_files()
+        print(f"\n{len(files)} file(s) skipped because of problems:", file=sys.stderr)
+        for problem in report.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _library_show(args: argparse.Namespace) -> int:
+    case = library.get_test_case(args.id)
+    print(f"{case.name} ({case.id})\n")
+    print(case.description.strip(), "\n")
+    for half, template in case.templates().items():
+        print(f"--- {half} ---")
+        print(f"Situation: {template.situation.strip()}")
+        print(f"Prompt: {template.prompt.strip()}")
+        for i, option in enumerate(template.options, start=1):
+            print(f"  Option {i}: {option}")
+        print()
+    if case.values:
+        print("Values: " + ", ".join(f"{v.name} ({v.type})" for v in case.values.values()))
+    print(f"Metric: {case.metric}")
+    return 0
+
+
+def _library_check(args: argparse.Namespace) -> int:
+    failed = 0
+    for path in args.paths:
+        try:
+            library.load_test_case(path)
+        except library.LibraryError as exc:
+            failed += 1
+            print(exc, file=sys.stderr)
+        else:
+            print(f"{path}: ok")
+    if failed:
+        print(f"{failed} of {len(args.paths)} file(s) have problems", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _library_add(args: argparse.Namespace) -> int:
+    """Copy a valid file into the user library; an existing id of the user's needs --force."""
+    case = library.load_test_case(args.path)
+    builtin = library.load_library(include_user=False)
+    if case.id in builtin:
+        raise ValueError(
+            f"'{case.id}' is a built-in test case; give your copy another id in {args.path}"
+        )
+    try:
+        target = library.save_test_case(case, overwrite=args.force)
+    except library.AlreadyExistsError:
+        raise ValueError(
+            f"you already have a test case '{case.id}' ({library.user_dir() / case.id}.toml); "
+            "add --force to replace it"
+        ) from None
+    print(f"added '{case.id}' to your library: {target}")
+    return 0
+
+
+def _preview(args: argparse.Namespace) -> int:
+    from cogbias.runs import pipeline
+
+    case = library.get_test_case(args.id)
+    scenario = _scenario(args.scenario)
+    generator = args.generator or examples.default_generator()
+    if generator == "none":
+        instance = pipeline.generate_offline(case, scenario.text, seed=args.seed)
+    else:
+        instance = pipeline.run_sync(
+            pipeline.generate(
+                _client(generator, args.api_base),
+                case,
+                scenario.text,
+                generator=generator,
+                seed=args.seed,
+                temperature=args.temperature,
+            )
+        )
+    lines = [f"{case.name} — scenario {scenario.id}: {scenario.text}\n"]
+    for half in ("control", "treatment"):
+        lines += [f"=== {half.upper()} ===", instance.decision_text(half), ""]
+    if instance.insertions:
+        lines.append("Insertions:")
+        for ins in instance.insertions:
+            note = f"  ({ins['note']})" if ins.get("note") else ""
+            lines.append(f"  [{ins['source']}] {ins['gap']!r} -> {ins['text']!r}{note}")
+    # A generator may echo a key it was tricked into revealing: never print one.
+    print(redact("\n".join(lines)))
+    return 0
+
+
+def _pair(args: argparse.Namespace) -> int:
+    """Fill a pair and have each model answer both halves, per scenario; print the answers,
+    the choices, the score and how long the pair took (the first pair pays the start-up)."""
+    import time
+
+    from cogbias.runs import pipeline
+
+    case = library.get_test_case(args.id)
+    try:
+        numbers = [int(n) for n in str(args.scenario).split(",") if n.strip()]
+    except ValueError:
+        raise ValueError(
+            f"--scenario expects numbers like 1 or 1,50,120, not {args.scenario!r}"
+        ) from None
+    scenarios = [_scenario(n) for n in numbers]
+    generator = args.generator or examples.default_generator()
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    gen_client = _client(generator, args.api_base)
+    client = None
+    for scenario in scenarios:
+        start = time.perf_counter()
+        instance = pipeline.run_sync(
+            pipeline.generate(gen_client, case, scenario.text, generator, seed=args.seed)
+        )
+        for model in models:
+            if model != pipeline.RANDOM_MODEL and client is None:
+                client = _client(model, args.api_base)
+            row = pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=args.seed))
+            print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
+            for half in ("control", "treatment"):
+                choice = row[f"{half}_choice"]
+                options = instance.half(half).options
+                shown = "none" if choice is None else f"{choice + 1} {options[choice]!r}"
+                print(f"{half}: answer {row[f'{half}_answer']!r} -> {shown}")
+            error = f"  error: {row['error']}" if row["error"] else ""
+            print(f"score: {row['score']}{error}")
+        print(f"pair time: {time.perf_counter() - start:.1f} s (scenario {scenario.id})")
+    return 0
+
+
+def _client(generator: str, api_base: str | None) -> Any:
+    """An LLM client for a model generator; the offline `examples` generator needs none."""
+    if generator == examples.EXAMPLES_GENERATOR:
+        return None
+    from cogbias.llm import LLMClient
+
+    return LLMClient(api_base=settings.check_api_base(api_base) if api_base else None)
+
+
+def _scenario(number: int) -> library.Scenario:
+    scenarios = library.load_scenarios()
+    if not 1 <= number <= len(scenarios):
+        raise KeyError(f"scenario {number} does not exist; choose 1 to {len(scenarios)}")
+    return scenarios[number - 1]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,164 @@
+"""`cogbias run --study`, `resume` and `results --study` for studies (BiasBuster, the Mohr
+thesis' problems, an imported thesis dataset's own prompts): the CLI side of `study_runner`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+STUDY_OPTIONS = ("mitigations", "temperatures", "variants", "tests", "max_attempts")
+
+
+def _split(text: str | None, flag: str = "") -> list[str]:
+    """A comma-separated option; given but empty (`--models ""`) is an error, not "all"."""
+    parts = [part.strip() for part in (text or "").split(",") if part.strip()]
+    if text is not None and not parts and flag:
+        raise ValueError(f"{flag} is empty: give a comma-separated list, or leave it out")
+    return list(dict.fromkeys(parts))  # a name given twice is asked once
+
+
+def _count(value: int | None, flag: str) -> int:
+    """A count option; 0 means the study's own default only when the option is left out."""
+    if value is not None and value < 1:
+        raise ValueError(f"{flag} must be at least 1, not {value}")
+    return value or 0
+
+
+def _temperatures(text: str | None) -> list[float]:
+    out = []
+    for part in _split(text, "--temperatures"):
+        try:
+            out.append(float(part))
+        except ValueError:
+            raise ValueError(f"--temperatures: '{part}' is not a number") from None
+    return out
+
+
+def is_token_bias(study: str, store: Any) -> bool:
+    from cogbias.studies import tokenbias
+
+    return study == "tokenbias" or study in tokenbias.token_bias_datasets(store)
+
+
+def refuse_pair_options(args: argparse.Namespace) -> None:
+    """Study options on a paired run would be silently ignored: say so instead."""
+    given = [f"--{o.replace('_', '-')}" for o in STUDY_OPTIONS if getattr(args, o, None)]
+    if given:
+        raise ValueError(f"{', '.join(given)} only apply to studies (--study biasbuster, mohr8)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from cogbias.runs import study_plan
+    from cogbias.store import Store
+
+    with Store(args.db) as store:
+        if is_token_bias(args.study, store):
+            raise ValueError(
+                f"'{args.study}' is a token-bias dataset, not a study: run it with "
+                f"`cogbias run --dataset {args.study} --models ...`"
+            )
+        study = study_plan.load_study(args.study, store)
+        for problem in study_plan.shadowing_problems(args.study):
+            print(f"note: {problem}", file=sys.stderr)
+        asked = study_plan.StudySpec(
+            study=args.study,
+            models=_split(args.models, "--models"),
+            tests=_split(args.tests, "--tests"),
+            temperatures=_temperatures(args.temperatures),
+            variants=_split(args.variants, "--variants"),
+            mitigations=_split(args.mitigations, "--mitigations") or ["none"],
+            repeats=_count(args.repeats, "--repeats"),
+            max_attempts=_count(args.max_attempts, "--max-attempts"),
+            seed=args.seed,
+            api_base=args.api_base,
+        )
+        plan = study_plan.plan(study_plan.resolve(asked, study), study)
+        print(plan.describe(), file=sys.stderr)
+        if args.dry_run:
+            return 0
+        if args.plan_only:
+            from cogbias.runs import study_runner
+
+            print(study_runner.create(plan, store, args.name))
+            return 0
+        return execute(plan, store, args, args.name)
+
+
+def resume(store: Any, run: dict[str, Any], args: argparse.Namespace) -> int:
+    from cogbias.runs import study_plan
+
+    spec = study_plan.StudySpec.from_stored(run["spec"])
+    plan = study_plan.plan(spec, study_plan.stored_study(store, spec))
+    print(plan.describe(), file=sys.stderr)
+    return execute(plan, store, args)
+
+
+def execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
+    from cogbias.cli.runs import execution_options
+    from cogbias.runs import study_runner
+    from cogbias.runs.runner import RunBusy
+
+    if getattr(args, "batch", False):
+        raise ValueError("--batch runs paired tests; a study runs its conversations directly")
+    args.exit_at_once = True  # see cli._exit_at_once
+    try:
+        outcome = study_runner.execute(plan, store, **execution_options(args, name))
+    except RunBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    print(
+        f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} "
+        f"units, {outcome['failed']} without a readable answer; cost ${outcome['cost'] or 0:.4f}",
+        file=sys.stderr,
+    )
+    if outcome["status"] in ("failed", "incomplete"):
+        kind = "error" if outcome["status"] == "failed" else "note"
+        print(f"{kind}: {outcome['error']}", file=sys.stderr)
+        return 1
+    print(f"see the figures with `cogbias results --run {outcome['id']} --by mitigation`")
+    return 0
+
+
+def results(args: argparse.Namespace, store: Any) -> int:
+    """Headline figures per test × cell of study runs; `--by` pivots them."""
+    import pandas as pd
+
+    from cogbias.studies import results as study_results
+
+    if args.run:
+        run_ids = [args.run]
+    else:
+        from cogbias.runs.study_plan import load_study
+
+        # Stored runs are scored with the study source they kept, so they show even when
+        # the study file has since been broken; without runs, an unknown or broken name is
+        # an error, not "no runs yet".
+        run_ids = [r["id"] for r in study_results.study_runs(store, args.study)]
+        if not run_ids:
+            load_study(args.study, store)
+            print(
+                f"no runs of study '{args.study}' yet: start one with "
+                f"`cogbias run --study {args.study} --models random`",
+                file=sys.stderr,
+            )
+            return 0
+    table = pd.concat([study_results.results(store, r) for r in run_ids], ignore_index=True)
+    if args.format == "json":
+        print(table.to_json(orient="records", indent=1))
+        return 0
+    if args.format == "csv":
+        table.to_csv(sys.stdout, index=False)
+        return 0
+    if table.empty:
+        print("no answers stored yet", file=sys.stderr)
+        return 0
+    if args.by:
+        shown = study_results.pivot(table, args.by).round(4)
+        print(f"headline value per test, one column per {args.by} (cogbias.studies.results):")
+        print(shown.to_string())
+        return 0
+    columns = ["test", "model", "temperature", "variant", "mitigation", "metric", "value", "n"]
+    columns += ["unreadable", "failed", "change_rate", "note"]
+    print(table[columns].round(4).to_string(index=False))
+    return 0

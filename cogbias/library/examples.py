@@ -1,0 +1,248 @@
+"""Gap fills without a generator model: scenario fields, author-written examples, a fill checker.
+
+A tiny local model fills gaps badly ("Suppose you are a type-specific manager at A/An"),
+and a teaching demo with no API key must still read like a real decision task. So:
+
+- The common gaps every built-in template opens with (`[[a/an]] [[type]] manager at
+  [[organization]]`) come from the scenario's own fields, for every generator.
+- Each built-in test case carries author-written example fills for its other gaps
+  (`[examples]` in the test case file, see docs/format.md). The offline generator
+  `examples` fills every gap from them: one example *set* per instance, chosen by seed,
+  scenario and instance index, so fills that refer to each other stay coherent.
+- A model's fills are checked (`check_fill`); a rejected fill falls back to an example fill
+  and the insertion says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cogbias.core.templates import Filled, LLMGap, substitute
+
+if TYPE_CHECKING:
+    from cogbias.library.testcases import TestCase
+
+EXAMPLES_GENERATOR = "examples"
+GENERATOR_ENV = "COGBIAS_GENERATOR"
+ARTICLE_GAP = "a/an"
+COMMON_GAPS = (ARTICLE_GAP, "type", "organization")
+MIN_EXAMPLES = 3
+MAX_EXAMPLE_CHARS = 400
+SOURCE_LABELS = {
+    "llm": "generator LLM",
+    "example": "example fill",
+    "scenario": "scenario field",
+    "value": "value generator",
+}
+_ARTICLE_MARK = "\x00a/an\x00"
+_ARTICLE_RE = re.compile(re.escape(_ARTICLE_MARK) + r"(\s*)(\W*)(\w)")
+_SCENARIO_RE = re.compile(
+    r"^An? (?P<position>.+?) at a company from the (?P<industry>.+?) industry group "
+    r"deciding (?P<decision>.+?)\.?$"
+)
+_ORG_SIZES = ("a mid-sized", "a large", "a fast-growing", "a family-owned", "a listed")
+_TEMPLATE_SYNTAX_RE = re.compile(r"\[|\]|\{\{|\}\}|<[a-z/]|\bN/A\b|\ba/an\b", re.IGNORECASE)
+
+
+def default_generator(environ: Mapping[str, str] | None = None) -> str:
+    """The generator used when none is chosen: `COGBIAS_GENERATOR`, else the offline examples.
+
+    One place decides this for the CLI (`preview`, `run`, `pair`) and the app's pages. The
+    offline `examples` needs no key, no network and no CPU-heavy model, so a first start
+    shows coherent instances at once; set `COGBIAS_GENERATOR` (e.g. to a keyed model such as
+    `openai/gpt-4o-mini`) to have a model write the gaps by default.
+    """
+    env = os.environ if environ is None else environ
+    return env.get(GENERATOR_ENV, "").strip() or EXAMPLES_GENERATOR
+
+
+def generator_choices(model_ids: list[str]) -> list[str]:
+    """Generators to offer in a picker: the default first, then the models (never `random`)."""
+    first = default_generator()
+    rest = [m for m in [EXAMPLES_GENERATOR, *model_ids] if m not in (first, "random")]
+    return [first, *dict.fromkeys(rest)]
+
+
+def article(word: str) -> str:
+    """'an' before a vowel sound as spelled (good enough for job titles), else 'a'."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+@dataclass(frozen=True)
+class ScenarioFields:
+    position: str
+    industry: str
+    decision: str
+
+
+def scenario_fields(text: str) -> ScenarioFields | None:
+    """Parse a scenario sentence as `library.Scenario.text` writes it; None for other texts."""
+    match = _SCENARIO_RE.match(text.strip())
+    if match is None:
+        return None
+    return ScenarioFields(match["position"], match["industry"], match["decision"])
+
+
+def scenario_fill(instruction: str, scenario: str, seed: int) -> str | None:
+    """The text of a common gap from the scenario's fields; None for other gaps.
+
+    `a/an` becomes a marker that `fix_articles` replaces once the next word is known.
+    """
+    if instruction == ARTICLE_GAP:
+        return _ARTICLE_MARK
+    if instruction not in COMMON_GAPS:
+        return None
+    fields = scenario_fields(scenario)
+    if instruction == "type":
+        position = fields.position if fields else "operations manager"
+        return re.sub(r"\s+manager$", "", position) if position.endswith(" manager") else position
+    industry = fields.industry if fields else "services"
+    size = _ORG_SIZES[_index(seed, scenario) % len(_ORG_SIZES)]
+    return f"{size} company in the {industry} industry"
+
+
+def fix_articles(filled: Filled) -> Filled:
+    """Replace each `a/an` marker by the article that fits the word after it."""
+
+    def fix(text: str) -> str:
+        return _ARTICLE_RE.sub(lambda m: article(m[3]) + m[1] + m[2] + m[3], text).replace(
+            _ARTICLE_MARK, "a"
+        )
+
+    return Filled(fix(filled.situation), fix(filled.prompt), tuple(fix(o) for o in filled.options))
+
+
+def first_article(filled: Filled) -> str | None:
+    """The article chosen for the first `a/an` gap (for the insertions table)."""
+    match = _ARTICLE_RE.search(filled.situation)
+    return article(match[3]) if match else None
+
+
+def _index(*parts: Any) -> int:
+    """A stable integer from the parts (the same seed and scenario pick the same fills)."""
+    digest = hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+    return int(digest[:12], 16)
+
+
+def example_key(gap: LLMGap, sampled: Mapping[str, Any], named: set[str]) -> str:
+    """How a gap is looked up in `[examples]`: its instruction with sampled values put in.
+
+    References to named gaps stay as written (`{{metric}}`), so one key serves every fill of
+    the earlier gap; references to values (including `variant`) are substituted, so a gap
+    whose meaning depends on a value (a positive or negative tone) has one key per value.
+    """
+    return substitute(gap.instruction, {k: v for k, v in sampled.items() if k not in named})
+
+
+class ExampleFiller:
+    """Fills a test case's gaps for one instance: common gaps from the scenario, others from
+    the example set chosen for (seed, scenario, instance index)."""
+
+    def __init__(self, case: TestCase, scenario: str, seed: int, index: int) -> None:
+        self.case = case
+        self.scenario = scenario
+        self.seed = seed
+        self.named = set(case.named_gaps())
+        sizes = {len(v) for v in case.examples.values()}
+        self.set_index = _index("examples", case.id, scenario, seed, index) % min(sizes, default=1)
+        self.sources: dict[str, dict[str, str]] = {}  # fill key -> extra insertion fields
+
+    def example(self, gap: LLMGap, values: Mapping[str, Any]) -> str | None:
+        """The chosen example fill of a gap, with its `{{refs}}` filled; None if it has none."""
+        common = scenario_fill(gap.instruction, self.scenario, self.seed)
+        if common is not None:
+            return common
+        options = self.case.examples.get(example_key(gap, values, self.named))
+        if not options:
+            return None
+        return substitute(options[self.set_index % len(options)], values)
+
+    def prefill(
+        self, values: dict[str, Any], fills: dict[str, str], everything: bool
+    ) -> list[LLMGap]:
+        """Fill common gaps (and, if `everything`, all gaps) in reading order; named fills go
+        into `values`. Returns the gaps with no example when `everything` is asked."""
+        gaps = self.case.control.llm_gaps() + self.case.treatment.llm_gaps()
+        missing: list[LLMGap] = []
+        progress = True
+        while progress:
+            progress = False
+            for gap in gaps:
+                if any(r.name not in values for r in gap.refs):
+                    continue
+                key = gap.resolve(values)
+                if key in fills:
+                    continue
+                common = gap.instruction in COMMON_GAPS
+                if not (common or everything):
+                    continue
+                text = self.example(gap, values)
+                if text is None:
+                    if gap not in missing:
+                        missing.append(gap)
+                    continue
+                fills[key] = text
+                self.sources[key] = {"source": "scenario" if common else "example"}
+                if gap.name:
+                    values[gap.name] = text
+                progress = True
+        return missing
+
+    def vet(self, gaps: list[LLMGap], answer: dict[str, str], values: Mapping[str, Any]) -> None:
+        """Check a model's fills for `gaps` (keyed as asked); replace rejected ones in place."""
+        for gap in gaps:
+            key = gap.resolve(values)
+            if key not in answer:
+                continue
+            problem = check_fill(key, answer[key])
+            if problem is None:
+                continue
+            fallback = self.example(gap, values)
+            if fallback is None:
+                continue  # nothing better to offer; keep the model's text
+            rejected = answer[key][:80]
+            answer[key] = fallback
+            self.sources[key] = {
+                "source": "example",
+                "note": f"the model's fill {rejected!r} was rejected ({problem})",
+            }
+
+
+# --------------------------------------------------------------------------- checking fills
+
+PROMPT_EXAMPLE_FILLS = ("a regional grocery chain", "store manager")  # see pipeline.GEN_EXAMPLE
+FILL_MAX_CHARS = 160  # pipeline.FILL_CHARS: a model's fill is a phrase or two
+
+
+def check_fill(instruction: str, text: str, max_chars: int = FILL_MAX_CHARS) -> str | None:
+    """Why a model's fill cannot be used, or None when it looks like a real fill.
+
+    Catches what small models do: answer nothing, repeat the instruction, leave brackets or
+    template syntax, copy the generation prompt's worked example, or run on and on.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return "empty"
+    if len(stripped) > max_chars:
+        return f"longer than {max_chars} characters"
+    if _TEMPLATE_SYNTAX_RE.search(stripped):
+        return "brackets or template syntax left in it"
+    norm_text, norm_instr = _normal(stripped), _normal(instruction)
+    if norm_instr and (
+        norm_instr in norm_text or (len(norm_text) > 12 and norm_text in norm_instr)
+    ):
+        return "it repeats the instruction"
+    for copied in PROMPT_EXAMPLE_FILLS:
+        if copied in norm_text:
+            return f"it copies the prompt's example '{copied}'"
+    return None
+
+
+def _normal(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())

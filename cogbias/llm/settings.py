@@ -1,0 +1,154 @@
+"""User settings: which provider keys are present, and the user's own model endpoints.
+
+Keys are only ever reported by *name*: a UI or log must not be able to show a key's value.
+Custom endpoints go to `COGBIAS_HOME/models.toml`, which `library.load_models` reads after
+the built-in registry (same fields as `data/models.toml`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+
+import tomlkit
+
+from cogbias.library import testcases as library
+
+# Environment variables litellm reads for the providers in the registry, and common others.
+PROVIDER_KEYS = {
+    "OPENAI_API_KEY": "OpenAI",
+    "ANTHROPIC_API_KEY": "Anthropic",
+    "GEMINI_API_KEY": "Google Gemini",
+    "MISTRAL_API_KEY": "Mistral AI",
+    "DEEPINFRA_API_KEY": "DeepInfra",
+    "FIREWORKS_AI_API_KEY": "Fireworks AI",
+    "GROQ_API_KEY": "Groq",
+    "TOGETHERAI_API_KEY": "Together AI",
+    "OPENROUTER_API_KEY": "OpenRouter",
+    "XAI_API_KEY": "xAI",
+    "COHERE_API_KEY": "Cohere",
+    "HF_TOKEN": "Hugging Face",
+}
+# litellm provider prefix -> the variable holding its key (None: no key needed)
+KEY_OF_PROVIDER: dict[str, str | None] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "deepinfra": "DEEPINFRA_API_KEY",
+    "fireworks_ai": "FIREWORKS_AI_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "xai": "XAI_API_KEY",
+    "cohere": "COHERE_API_KEY",
+    "ollama": None,
+    "ollama_chat": None,
+    "local": None,
+}
+_ID_RE = re.compile(r"[A-Za-z0-9_.:/@-]+")
+RESERVED = {"random"}
+
+
+def key_status(environ: Mapping[str, str] | None = None) -> list[dict[str, object]]:
+    """Each known key variable (and any other `*_API_KEY`) with whether it is set; no values."""
+    env = os.environ if environ is None else environ
+    names = dict(PROVIDER_KEYS)
+    for name in sorted(env):
+        if name.endswith("_API_KEY") and name not in names:
+            names[name] = name.removesuffix("_API_KEY").replace("_", " ").title()
+    return [
+        {"variable": name, "provider": provider, "present": bool(env.get(name, "").strip())}
+        for name, provider in names.items()
+    ]
+
+
+def key_for_model(model_id: str, api_base: str | None = None) -> str | None:
+    """The variable a model's key is read from; None for built-ins and own endpoints."""
+    if model_id == "random" or api_base:
+        return None  # own servers (Ollama, vLLM, ...) usually need no key
+    provider = model_id.split("/", 1)[0] if "/" in model_id else "openai"
+    return KEY_OF_PROVIDER.get(provider, f"{provider.upper()}_API_KEY")
+
+
+def user_models_path() -> Path:
+    return library.user_dir().parent / "models.toml"
+
+
+def check_api_base(url: str) -> str:
+    """A base URL for an OpenAI-compatible server; credentials in it are refused."""
+    url = url.strip().rstrip("/")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        credentials = bool(parts.username or parts.password or parts.query or parts.fragment)
+    except ValueError:  # e.g. a malformed port or IPv6 address
+        parts, credentials = None, "@" in url or "?" in url
+    if credentials:  # checked first, and the URL never repeated: it may hold a key
+        raise ValueError(
+            "the URL must not hold a user, password or query string: keys belong in the "
+            "environment (e.g. OPENAI_API_KEY), never in the model registry"
+        )
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"'{url}' is not an http(s) URL like http://127.0.0.1:8000/v1")
+    return url
+
+
+def add_custom_model(
+    model_id: str,
+    name: str,
+    api_base: str,
+    developer: str = "",
+    json_schema: bool = False,
+    max_temperature: float = 2.0,
+    path: Path | None = None,
+) -> Path:
+    """Add (or replace, by id) a model in the user's registry; returns the file written."""
+    model_id = model_id.strip()
+    if not _ID_RE.fullmatch(model_id) or model_id in RESERVED or model_id.startswith("local/"):
+        raise ValueError(
+            f"'{model_id}' is not a usable model id; for an OpenAI-compatible server write "
+            "openai/<the name the server knows the model by>"
+        )
+    entry = tomlkit.table()
+    entry["id"] = model_id
+    entry["name"] = name.strip() or model_id
+    if developer.strip():
+        entry["developer"] = developer.strip()
+    entry["api_base"] = check_api_base(api_base)
+    entry["json_schema"] = bool(json_schema)
+    entry["max_temperature"] = float(max_temperature)
+    path = path or user_models_path()
+    doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
+    kept = [m for m in doc.get("models", []) if m.get("id") != model_id]
+    models = tomlkit.aot()
+    for m in [*kept, entry]:
+        models.append(m)
+    doc["models"] = models
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".models.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(tomlkit.dumps(doc))
+    os.replace(tmp, path)
+    return path
+
+
+def remove_custom_model(model_id: str, path: Path | None = None) -> bool:
+    """Remove a model from the user's registry; False when it was not there."""
+    path = path or user_models_path()
+    if not path.is_file():
+        return False
+    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    entries = list(doc.get("models", []))
+    kept = [m for m in entries if m.get("id") != model_id]
+    if len(kept) == len(entries):
+        return False
+    models = tomlkit.aot()
+    for m in kept:
+        models.append(m)
+    doc["models"] = models
+    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return True

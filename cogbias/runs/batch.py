@@ -1,0 +1,281 @@
+"""Hand a run's LLM calls to a batch engine (`vllm run-batch`, any OpenAI-batch-JSONL tool)
+and take its answers back into the response cache.
+
+A run's calls depend on each other (a gap fill, then the decision, then the extraction), so
+they go out in rounds: `pending_requests` runs the pipeline against a client that answers
+only from the cache and records every question it cannot answer. Those are exactly the
+calls the run would make next. `export_requests` writes them as OpenAI batch JSONL with
+`custom_id` = the call's cache key (and remembers them in `batch_requests`);
+`import_results` validates an engine's output file and stores the answers in the cache in
+one transaction. After the last round, `cogbias resume` scores everything from the cache
+without a single interactive call: a batch run and an interactive run store the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cogbias.core import records
+from cogbias.core.records import Instance, dumps
+from cogbias.llm import LLMClient, LLMRequest, cache_key
+from cogbias.llm.direct import close_sessions
+from cogbias.llm.profiles import ModelProfile, resolve
+from cogbias.runs import pipeline, runner
+from cogbias.runs.runner import BufferedCache, Plan
+from cogbias.store import Store
+
+ROUNDS = ("fill", "decide", "extract")
+MAX_LINE_BYTES = 10 * 1024 * 1024
+MAX_PROBLEMS_SHOWN = 20
+
+
+class BatchError(ValueError):
+    """A results file that cannot be imported; nothing was written."""
+
+
+class _Pending(Exception):
+    """The call is not in the cache: recorded for the batch, and this path stops here."""
+
+
+Collect = Callable[[str, LLMRequest, ModelProfile], None]
+
+
+class CollectingClient(LLMClient):
+    """Answers from the cache only; every other request goes to `collect` once per key."""
+
+    def __init__(self, cache: BufferedCache, api_base: str | None, collect: Collect) -> None:
+        super().__init__(cache=cache, api_base=api_base)
+        self.collect = collect
+        self.seen: set[str] = set()
+
+    async def complete(self, req: LLMRequest) -> Any:
+        profile = self.profile(req.model)
+        key = cache_key(req, profile)
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            return self._saved(hit, key)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.collect(key, req, profile)
+        raise _Pending(key)
+
+
+def round_of(req: LLMRequest) -> str:
+    if req.response_format is not None:
+        return "fill"
+    return "extract" if req.messages[-1][1].startswith(pipeline.EXTRACT_PROMPT[:40]) else "decide"
+
+
+def pending_requests(plan: Plan, store: Store) -> dict[str, tuple[LLMRequest, ModelProfile]]:
+    """The calls the run would make next that the cache cannot answer yet."""
+    pending: dict[str, tuple[LLMRequest, ModelProfile]] = {}
+    collect_pending(plan, store, lambda key, req, profile: pending.setdefault(key, (req, profile)))
+    return pending
+
+
+def collect_pending(plan: Plan, store: Store, collect: Collect) -> None:
+    """Hand each call the run would make next, not answerable from the cache, to `collect`."""
+    client = CollectingClient(BufferedCache(store), plan.spec.api_base, collect)
+    pipeline.run_sync(_collect(plan, store, client))
+
+
+async def _collect(plan: Plan, store: Store, client: CollectingClient) -> None:
+    spec = plan.spec
+    instances: dict[str, Instance] = {}
+    if plan.dataset_instances:
+        instances = {r["id"]: Instance.from_row(r) for r in store.instances(plan.dataset_instances)}
+    else:
+        rows = {r["id"]: r for r in store.instances([j.id for j in plan.jobs])}
+        for job in plan.jobs:
+            if job.id in rows:
+                instances[job.id] = Instance.from_row(rows[job.id])
+                continue
+            try:
+                instances[job.id] = await pipeline.generate(
+                    client, job.case, job.scenario.text, generator=spec.generator,
+                    seed=spec.seed, temperature=spec.generator_temperature, index=job.index,
+                    scenario_id=job.scenario.id,
+                )  # fmt: skip
+            except Exception:  # pending, or a failure the run itself will record
+                continue
+    retried = runner.retried_decisions(store, spec.run_id, retry_failed=False)
+    skip = store.existing_decision_ids(spec.run_id) - set(retried)
+    for instance, model, repeat, _ in runner.decision_jobs(plan, instances, skip):
+        if instance.status != "ok":
+            continue
+        try:
+            await pipeline.decide_pair(
+                client, instance, model, run_id=spec.run_id, temperature=spec.temperature,
+                repeat=repeat, seed=spec.seed, prompting=spec.prompting,
+            )  # fmt: skip
+        except _Pending:
+            continue
+    await close_sessions()
+
+
+def export_requests(
+    plan: Plan, store: Store, path: str | Path, round_name: str | None = None
+) -> dict[str, int]:
+    """Write the run's next calls (optionally one round's) as OpenAI batch JSONL; returns the
+    number written per round. The requests are remembered so their answers can be imported."""
+    if round_name is not None and round_name not in ROUNDS:
+        raise ValueError(f"--round must be one of {', '.join(ROUNDS)}, not {round_name!r}")
+    counts = dict.fromkeys(ROUNDS, 0)
+    rows: list[dict[str, Any]] = []
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+
+        def write(key: str, req: LLMRequest, profile: ModelProfile) -> None:
+            kind = round_of(req)
+            if round_name is not None and kind != round_name:
+                return
+            counts[kind] += 1
+            line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions"}
+            line["body"] = req.chat_body(profile.served_name)
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+            rows.append(
+                {
+                    "key": key,
+                    "run_id": plan.spec.run_id,
+                    "model": req.model,
+                    "api_base": profile.api_base,
+                    "request": dumps(req.request_record()),
+                    "round": kind,
+                }
+            )
+            if len(rows) >= 10_000:  # memory stays flat at paper scale
+                store.save_batch_requests(rows)
+                rows.clear()
+
+        collect_pending(plan, store, write)
+    store.save_batch_requests(rows)
+    return counts
+
+
+@dataclass
+class ImportSummary:
+    answers: int = 0
+    errors: list[str] = field(default_factory=list)  # requests the engine could not answer
+    cost: float = 0.0  # what the answers were charged (batch prices; 0 for own engines)
+    tokens: int = 0
+
+
+def import_results(store: Store, path: str | Path, charged: bool = False) -> ImportSummary:
+    """Store an engine's answers in the response cache (one transaction).
+
+    Refused whole, naming each line, when a line is not JSON, lacks a `custom_id`, or
+    answers a request no export asked; requests the engine reported as failed are listed
+    and left out (the run asks them again)."""
+    path = Path(path)
+    problems: list[str] = []
+    summary = ImportSummary()
+    answers: list[tuple[int, str, str, int, int]] = []
+    given: list[tuple[int, str, tuple[str, int, int] | str]] = []
+    seen: set[str] = set()
+    for number, line in _lines(path, problems):
+        where = f"{path.name}, line {number}"
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            problems.append(f"{where}: not JSON ({exc.args[0][:80]})")
+            continue
+        custom_id = item.get("custom_id") if isinstance(item, dict) else None
+        if not isinstance(custom_id, str) or not custom_id:
+            problems.append(f"{where}: no custom_id")
+            continue
+        if custom_id in seen:
+            problems.append(f"{where}: custom_id {custom_id[:16]}… answered twice")
+            continue
+        seen.add(custom_id)
+        given.append((number, custom_id, _answer_of(item)))
+    known = store.batch_requests([custom_id for _, custom_id, _ in given])
+    for number, custom_id, answer in given:
+        where = f"{path.name}, line {number}"
+        if custom_id not in known:
+            problems.append(
+                f"{where}: custom_id {custom_id[:16]}… matches no exported request "
+                "(export it with `cogbias batch export` first)"
+            )
+        elif isinstance(answer, str):
+            summary.errors.append(f"{where}: {answer}")
+        else:
+            answers.append((number, custom_id, *answer))
+    if problems:
+        shown = problems[:MAX_PROBLEMS_SHOWN]
+        more = len(problems) - len(shown)
+        raise BatchError(
+            "\n".join(shown) + (f"\n… and {more} more" if more else "") + "\nnothing was imported"
+        )
+    profiles: dict[tuple[str, str | None], ModelProfile] = {}
+    rows = []
+    for _, custom_id, text, prompt_tokens, completion_tokens in answers:
+        asked = known[custom_id]
+        cost = 0.0
+        if charged:  # a provider's batch: its batch price
+            where = (asked["model"], asked["api_base"])
+            if where not in profiles:
+                profiles[where] = resolve(asked["model"], asked["api_base"])
+            cost = profiles[where].batch_price_per_call(prompt_tokens, completion_tokens) or 0.0
+        rows.append(
+            {
+                "key": custom_id,
+                "model": asked["model"],
+                "api_base": asked["api_base"],
+                "request": asked["request"],
+                "response": records.cap_text(text)[0],
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "cost": cost,
+                "latency_s": 0.0,
+                "source": "batch",
+            }
+        )
+        summary.cost += cost
+        summary.tokens += prompt_tokens + completion_tokens
+    store.put_llm_calls(rows)
+    summary.answers = len(rows)
+    return summary
+
+
+def _lines(path: Path, problems: list[str]) -> Iterator[tuple[int, str]]:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise BatchError(f"{path}: cannot be read ({exc.strerror})") from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                problems.append(f"{path.name}, line {number}: longer than {MAX_LINE_BYTES} bytes")
+                continue
+            try:
+                text = raw.decode("utf-8").strip()
+            except UnicodeDecodeError:
+                problems.append(f"{path.name}, line {number}: not UTF-8")
+                continue
+            if text:
+                yield number, text
+
+
+def _answer_of(item: dict[str, Any]) -> tuple[str, int, int] | str:
+    """(text, prompt tokens, completion tokens), or why the engine gave no answer."""
+    if item.get("error"):
+        error = item["error"]
+        return f"the engine reported an error: {str(error.get('message') if isinstance(error, dict) else error)[:200]}"
+    response = item.get("response")
+    if not isinstance(response, dict):
+        return "no response object"
+    status = response.get("status_code", 200)
+    body = response.get("body")
+    if status != 200 or not isinstance(body, dict):
+        return f"the engine answered HTTP {status}"
+    from cogbias.llm.direct import answer_of
+
+    text, prompt_tokens, completion_tokens = answer_of(body)
+    if not text or not text.strip():
+        return "an empty answer"
+    return text, prompt_tokens, completion_tokens

@@ -1,0 +1,240 @@
+"""Run through a provider's Batch API (OpenAI and any OpenAI-compatible server with
+`/v1/files` and `/v1/batches`): half the price, no rate limits, answers within hours.
+
+The run goes out in rounds (see `cogbias.runs.batch`): each round's calls that the cache cannot
+answer are written as one JSONL file per model (split at the provider's limits), uploaded,
+and submitted as a batch; the batch's id and state are stored in `batches`, so a resumed run
+polls the batches it already submitted instead of submitting them again. Finished batches'
+answers go into the response cache at batch prices; requests a batch failed are asked again
+in the next round (or interactively, with `fallback="interactive"`). When nothing is left to
+ask, the normal runner scores every pair from the cache, so a batch run stores exactly what
+an interactive run of the same spec stores.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from cogbias.core.records import dumps
+from cogbias.llm.profiles import ModelProfile
+from cogbias.runs import batch, runner
+from cogbias.store import LEASE_STALE_S, Store, lease_owner, now
+
+MAX_REQUESTS_PER_FILE = 50_000  # OpenAI's limit per batch file
+MAX_BYTES_PER_FILE = 190 * 1024 * 1024  # under OpenAI's 200 MB
+MAX_ATTEMPTS = 3  # batch rounds a request may fail in before the run gives it up to interactive
+FINISHED = ("completed", "failed", "expired", "cancelled")
+
+
+def _client(profile: ModelProfile) -> Any:
+    import openai
+
+    return openai.OpenAI(
+        base_url=profile.api_base or "https://api.openai.com/v1",
+        api_key=os.environ.get("OPENAI_API_KEY") or "sk-no-key-required",
+        max_retries=3,
+    )
+
+
+def check_batchable(plan: runner.Plan) -> None:
+    """Batch mode covers OpenAI and OpenAI-compatible endpoints; say so before any work."""
+    models = {*plan.spec.models, *([] if plan.dataset_instances else [plan.spec.generator])}
+    for model in sorted(models - {runner.RANDOM_MODEL}):
+        profile = runner.resolve(model, plan.spec.api_base)
+        if profile.kind != "remote" or not str(profile.litellm_model).startswith("openai/"):
+            raise ValueError(
+                f"--batch works with OpenAI and OpenAI-compatible servers (openai/... models); "
+                f"{model} is not one: run it interactively, or export its calls with "
+                "`cogbias batch export`"
+            )
+
+
+def execute(
+    plan: runner.Plan,
+    store: Store,
+    *,
+    poll_seconds: float = 30.0,
+    fallback: str = "round",
+    progress: Any = None,
+    **interactive: Any,
+) -> dict[str, Any]:
+    """Run a plan through batches, then score it from the cache; returns the run row."""
+    check_batchable(plan)
+    run_id = runner.create_run(plan, store)
+    owner = lease_owner(os.getpid(), "batch")
+    holder = store.claim_run(run_id, owner, os.getpid(), LEASE_STALE_S)
+    if holder is not None:
+        raise runner.RunBusy(
+            f"run {run_id} is already being worked on by process {holder['pid']}; wait for it, "
+            f"or cancel it with `cogbias cancel {run_id}`"
+        )
+    try:
+        _batches(plan, store, run_id, owner, poll_seconds, fallback, progress)
+    finally:
+        store.release_run(run_id, owner)
+    return runner.execute(plan, store, progress=progress, **interactive)
+
+
+def _batches(
+    plan: runner.Plan,
+    store: Store,
+    run_id: str,
+    owner: str,
+    poll_seconds: float,
+    fallback: str,
+    progress: Any,
+) -> None:
+    folder = Path(tempfile.mkdtemp(prefix=f"cogbias-{run_id}-"))
+    store.update_run(run_id, status="running", pid=os.getpid())
+    while True:
+        current = store.heartbeat_run(run_id, owner)  # the lease says we are alive
+        if current is None or current.get("cancel_requested"):
+            _cancel_open(store, run_id)  # the interactive pass that follows sees the request
+            return
+        if _poll(store, run_id):  # batches still running: wait for them
+            _say(progress, store, run_id)
+            time.sleep(poll_seconds)
+            continue
+        pending = batch.pending_requests(plan, store)
+        attempts = store.batch_requests(list(pending))
+        limit = 1 if fallback == "interactive" else MAX_ATTEMPTS
+        todo = {
+            k: v for k, v in pending.items() if (attempts.get(k) or {}).get("attempts", 0) < limit
+        }
+        if not todo:
+            return  # what is left (if anything) is asked interactively
+        _submit(store, run_id, todo, attempts, folder)
+
+
+def _submit(
+    store: Store,
+    run_id: str,
+    todo: dict[str, tuple[Any, ModelProfile]],
+    attempts: dict[str, dict[str, Any]],
+    folder: Path,
+) -> None:
+    by_endpoint: dict[tuple[str, str | None], list[str]] = defaultdict(list)
+    for key, (req, profile) in todo.items():
+        by_endpoint[(req.model, profile.api_base)].append(key)
+    for (model, _), keys in by_endpoint.items():
+        for number, chunk in enumerate(_chunks(keys, todo)):
+            profile = todo[chunk[0]][1]
+            path = folder / f"{model.replace('/', '_')}-{int(time.time())}-{number}.jsonl"
+            lines = []
+            for key in chunk:
+                req, _profile = todo[key]
+                line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions"}
+                line["body"] = req.chat_body(profile.served_name)
+                lines.append(dumps(line))
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            client = _client(profile)
+            with path.open("rb") as handle:
+                uploaded = client.files.create(file=handle, purpose="batch")
+            created = client.batches.create(
+                input_file_id=uploaded.id,
+                endpoint="/v1/chat/completions",
+                completion_window="24h",
+                metadata={"cogbias_run": run_id},
+            )
+            round_name = batch.round_of(todo[chunk[0]][0])
+            store.save_batch(
+                {
+                    "id": created.id,
+                    "run_id": run_id,
+                    "model": model,
+                    "api_base": profile.api_base,
+                    "round": round_name,
+                    "status": created.status,
+                    "total": len(chunk),
+                    "completed": 0,
+                    "failed": 0,
+                    "input_file": uploaded.id,
+                    "expected_at": (datetime.now(UTC) + timedelta(hours=24)).strftime(
+                        "%Y-%m-%dT%H:%M:%S.%fZ"
+                    ),
+                    "created_at": now(),
+                }
+            )
+            store.save_batch_requests(
+                [
+                    {
+                        "key": key,
+                        "run_id": run_id,
+                        "model": model,
+                        "api_base": profile.api_base,
+                        "request": dumps(todo[key][0].request_record()),
+                        "round": batch.round_of(todo[key][0]),
+                        "batch_id": created.id,
+                        "attempts": (attempts.get(key) or {}).get("attempts", 0) + 1,
+                    }
+                    for key in chunk
+                ]
+            )
+
+
+def _chunks(keys: list[str], todo: dict[str, tuple[Any, ModelProfile]]) -> list[list[str]]:
+    """Split one model's requests at the provider's per-file request and size limits."""
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for key in keys:
+        req, profile = todo[key]
+        line = len(dumps(req.chat_body(profile.served_name)).encode()) + 200
+        if chunks[-1] and (
+            len(chunks[-1]) >= MAX_REQUESTS_PER_FILE or size + line > MAX_BYTES_PER_FILE
+        ):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(key)
+        size += line
+    return [c for c in chunks if c]
+
+
+def _poll(store: Store, run_id: str) -> bool:
+    """Refresh the run's open batches; import finished ones. True while any is running."""
+    running = False
+    for row in store.batches(run_id, open_only=True):
+        client = _client(runner.resolve(row["model"], row["api_base"]))
+        current = client.batches.retrieve(row["id"])
+        counts = current.request_counts
+        update = {
+            "id": row["id"],
+            "status": current.status,
+            "completed": counts.completed if counts else 0,
+            "failed": counts.failed if counts else 0,
+        }
+        if current.status == "completed" and current.output_file_id:
+            content = client.files.content(current.output_file_id).content
+            with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as handle:
+                handle.write(content)
+            try:
+                summary = batch.import_results(store, handle.name, charged=True)
+            finally:
+                os.unlink(handle.name)
+            store.add_run_cost(run_id, summary.cost, summary.tokens)
+            update["output_file"] = current.output_file_id
+            update["error_file"] = current.error_file_id
+        elif current.status not in FINISHED:
+            running = True
+        store.save_batch(update)
+    return running
+
+
+def _cancel_open(store: Store, run_id: str) -> None:
+    for row in store.batches(run_id, open_only=True):
+        client = _client(runner.resolve(row["model"], row["api_base"]))
+        cancelled = client.batches.cancel(row["id"])
+        store.save_batch({"id": row["id"], "status": cancelled.status})
+
+
+def _say(progress: Any, store: Store, run_id: str) -> None:
+    rows = store.batches(run_id, open_only=True)
+    done = sum(r["completed"] or 0 for r in rows)
+    total = sum(r["total"] or 0 for r in rows)
+    print(f"{len(rows)} batch(es) running: {done}/{total} requests answered", file=sys.stderr)

@@ -1,0 +1,158 @@
+"""OLS of effect sizes on the experiment's variables and on model features (Mohr 2025, §3.4).
+
+Two regressions, as in the thesis (Tables 4 and 5):
+
+- `experiment_ols`: effect ~ C(bias) + C(model) + C(scenario) + temperature — fixed effects for
+  the categorical variables (the experiments are a full crossing of them), temperature linear;
+- `feature_ols`: effect ~ temperature + model features (parameters, capability score, release
+  date as days since the earliest release), one row per experiment.
+
+Both fit the capped effect by default, as the thesis does, so a few huge d values do not
+dominate the fit. statsmodels does the fitting and the inference (standard errors, t, p, CIs);
+this module only builds the frames and refuses designs that cannot be estimated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from cogbias.store import Store
+
+FEATURES = ("temperature", "number_parameters", "capability", "release_days")
+# models.csv columns that may hold a capability score, in order of preference.
+CAPABILITY_COLUMNS = ("chatbot_arena", "arena_score", "mmlu")
+FEATURE_COLUMNS = ("model", "number_parameters", "release_date", "capability")
+
+
+@dataclass(frozen=True)
+class OlsResult:
+    """A fitted regression: the formula, its size and fit, and one row per coefficient."""
+
+    formula: str
+    n: int
+    r_squared: float
+    adj_r_squared: float
+    table: pd.DataFrame  # term, coef, std_err, t, p, ci_low, ci_high
+
+    def coef(self, term: str) -> float:
+        return float(self.table.set_index("term").loc[term, "coef"])
+
+
+def _fit(formula: str, data: pd.DataFrame, n_terms: int) -> OlsResult:
+    import statsmodels.formula.api as smf
+
+    if len(data) <= n_terms:
+        raise ValueError(f"{len(data)} experiments are too few to estimate {n_terms} coefficients")
+    model = smf.ols(formula, data=data)
+    rank = np.linalg.matrix_rank(model.exog)
+    if rank < model.exog.shape[1]:
+        names = ", ".join(model.exog_names)
+        raise ValueError(
+            f"the regressors are collinear ({rank} independent of {model.exog.shape[1]}: "
+            f"{names}); with few models, model features cannot be told apart — use fewer "
+            "features or more models"
+        )
+    fit = model.fit()
+    ci = fit.conf_int()
+    table = pd.DataFrame(
+        {
+            "term": fit.params.index,
+            "coef": fit.params.to_numpy(),
+            "std_err": fit.bse.to_numpy(),
+            "t": fit.tvalues.to_numpy(),
+            "p": fit.pvalues.to_numpy(),
+            "ci_low": ci.iloc[:, 0].to_numpy(),
+            "ci_high": ci.iloc[:, 1].to_numpy(),
+        }
+    )
+    return OlsResult(formula, int(fit.nobs), float(fit.rsquared), float(fit.rsquared_adj), table)
+
+
+def experiment_ols(frame: pd.DataFrame, target: str = "d_capped") -> OlsResult:
+    """effect ~ bias + model + scenario (fixed effects) + temperature (linear).
+
+    A variable with a single value in the data is left out (it would only repeat the
+    intercept). Reference levels are the alphabetically first bias, model and scenario.
+    """
+    data = frame[frame[target].map(np.isfinite)]
+    terms = [f"C({name})" for name in ("bias", "model", "scenario") if data[name].nunique() > 1]
+    if data["temperature"].nunique() > 1:
+        terms.append("temperature")
+    if not terms:
+        raise ValueError("every experiment has the same bias, model, scenario and temperature")
+    n_terms = 1 + sum(data[t[2:-1]].nunique() - 1 if t.startswith("C(") else 1 for t in terms)
+    return _fit(f"{target} ~ {' + '.join(terms)}", data, n_terms)
+
+
+def model_features(store: Store, dataset: str) -> pd.DataFrame:
+    """One row per model: number_parameters, release_date, capability (when published)."""
+    if "model_features" not in store.db.table_names():
+        return pd.DataFrame(columns=list(FEATURE_COLUMNS))
+    rows = store.query(
+        "select model, number_parameters, release_date, features from model_features "
+        "where dataset = ? order by source_row",
+        (dataset,),
+    )
+    records = {}
+    for row in rows:
+        extra = json.loads(row.pop("features") or "{}")
+        row["capability"] = next(
+            (pd.to_numeric(extra[c], errors="coerce") for c in CAPABILITY_COLUMNS if c in extra),
+            np.nan,
+        )
+        records.setdefault(row["model"], row)  # features do not depend on the temperature
+    return pd.DataFrame(list(records.values()), columns=list(FEATURE_COLUMNS))
+
+
+def published_features(store: Store, datasets: Sequence[str]) -> pd.DataFrame:
+    """`model_features` of several datasets in one frame, each model once (the first wins)."""
+    frames = [model_features(store, d) for d in datasets]
+    if not frames:
+        return pd.DataFrame(columns=list(FEATURE_COLUMNS))
+    return pd.concat(frames, ignore_index=True).drop_duplicates("model").reset_index(drop=True)
+
+
+def feature_frame(
+    effects: pd.DataFrame,
+    features: pd.DataFrame,
+    capability: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
+    """Effects joined with their model's features; release date as days since the earliest.
+
+    `capability` (model → score, e.g. the registry's Chatbot Arena scores) fills or overrides
+    the published capability column.
+    """
+    table = features.copy()
+    if capability:
+        given = table["model"].map(capability)
+        table["capability"] = given.where(given.notna(), table["capability"])
+    dates = pd.to_datetime(table["release_date"], errors="coerce")
+    table["release_days"] = (dates - dates.min()).dt.days
+    return effects.merge(
+        table[["model", "number_parameters", "capability", "release_days"]], on="model", how="left"
+    )
+
+
+def feature_ols(
+    frame: pd.DataFrame, target: str = "d_capped", features: Sequence[str] = FEATURES
+) -> OlsResult:
+    """effect ~ the given features, over experiments whose model has all of them.
+
+    Features nobody has (all missing) or that never vary are left out and named in the error
+    if nothing remains.
+    """
+    usable = [
+        f for f in features if f in frame and frame[f].notna().any() and frame[f].nunique() > 1
+    ]
+    if not usable:
+        raise ValueError(
+            f"none of the features {', '.join(features)} is known and varies across the models"
+        )
+    data = frame.dropna(subset=usable)
+    data = data[data[target].map(np.isfinite)]
+    return _fit(f"{target} ~ {' + '.join(usable)}", data, 1 + len(usable))

@@ -1,0 +1,230 @@
+"""A study run's figures: its stored turns scored per cell, pivots, and views of the turns.
+
+A *cell* is one test × model × temperature × variant × mitigation. Its answers are the read
+decisions of its units (the last attempt of each), scored by the test's metric
+(`study_scores`); `value` is the metric's headline figure, the one heatmaps and pivots show:
+
+| metric | value |
+|---|---|
+| cohens_d | the capped bias detected, in [0, 1] |
+| framing_difference, group_attribution_difference | the rate difference (a − b) |
+| status_quo_share | the status-quo share minus 1/k |
+| primacy | the choice share of the first half of positions minus the second half |
+| anchoring_distance | the anchoring distance |
+
+`conversations` and `selfhelp_pairs` give the app its conversation and side-by-side views.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from cogbias.runs.study_plan import MITIGATION_ORDER, StudySpec, is_study_run, stored_study
+from cogbias.store import Store
+from cogbias.studies.definitions import Study, StudyTest
+from cogbias.studies.scores import score_conditions, score_options, score_sequence
+
+DIMENSIONS = ("model", "temperature", "variant", "mitigation")
+HEADLINE = {
+    "cohens_d": "capped",
+    "framing_difference": "delta",
+    "group_attribution_difference": "delta",
+    "status_quo_share": "excess",
+    "primacy": "difference",
+    "anchoring_distance": "distance",
+}
+RESULT_COLUMNS = ["run_id", "study", "test", "bias", "metric", *DIMENSIONS, "value", "n"]
+RESULT_COLUMNS += ["unreadable", "failed", "change_rate", "degenerate", "note", "details"]
+
+
+def study_runs(store: Store, study: str | None = None) -> list[dict[str, Any]]:
+    """Stored study runs (newest first), optionally of one study."""
+    out = []
+    for run in store.runs():
+        if is_study_run(run["spec"]):
+            spec = StudySpec.from_stored(run["spec"])
+            if study is None or spec.study == study:
+                out.append({**run, "study": spec.study, "models": ",".join(spec.models)})
+    return out
+
+
+# what scoring reads of each turn (not the texts: a paper-scale run has 10⁵-10⁶ turns)
+SCORED = "conversation, turn, role, test, condition, slot, presented, status_quo_at, value, status"
+
+
+def calls(store: Store, run_id: str, columns: str = "*") -> pd.DataFrame:
+    return pd.DataFrame(
+        store.query(f"select {columns} from study_calls where run_id = ? order by rowid", [run_id])
+    )
+
+
+def results(store: Store, run_id: str) -> pd.DataFrame:
+    """One row per cell of the run, in RESULT_COLUMNS."""
+    run = store.run(run_id)
+    if run is None or not is_study_run(run["spec"]):
+        raise KeyError(f"no study run {run_id} in {store.path}; see `cogbias runs`")
+    spec = StudySpec.from_stored(run["spec"])
+    study = stored_study(store, spec)
+    frame = calls(store, run_id, f"{SCORED}, {', '.join(DIMENSIONS)}")
+    rows = []
+    if frame.empty:
+        return pd.DataFrame(columns=RESULT_COLUMNS)
+    parsed = [json.loads(v) if isinstance(v, str) else None for v in frame["value"]]
+    frame["parsed"] = pd.Series(parsed, index=frame.index, dtype=object)  # ints stay ints
+    for key, cell in frame.groupby(["test", *DIMENSIONS], sort=False):
+        test = study.tests[key[0]]
+        decisions = cell[cell["role"] == "decide"]
+        row: dict[str, Any] = dict(zip(["test", *DIMENSIONS], key, strict=True))
+        row.update(run_id=run_id, study=spec.study, bias=test.bias, metric=test.metric)
+        row["unreadable"] = int((decisions["status"] == "unparseable").sum())
+        row["failed"] = int((cell["status"] == "failed").sum())
+        try:
+            figures = _score(test, cell)
+            row["note"] = ""
+        except (ValueError, ArithmeticError) as exc:  # too few answers, or numbers too large
+            figures, row["note"] = {}, str(exc)
+        row["value"] = figures.get(HEADLINE[test.metric])
+        row["n"] = figures.get("n", figures.get("n_control", figures.get("n_a", 0)))
+        if "n_treatment" in figures or "n_b" in figures:
+            row["n"] = int(row["n"]) + int(figures.get("n_treatment", figures.get("n_b", 0)))
+        row["change_rate"] = figures.get("change_rate")
+        row["degenerate"] = bool(figures.get("degenerate", False))
+        row["details"] = json.dumps(figures, default=float)
+        rows.append(row)
+    tests = list(study.tests)
+    rows.sort(
+        key=lambda r: (
+            tests.index(r["test"]),
+            r["model"],
+            r["temperature"],
+            r["variant"],
+            _column_order(r["mitigation"]),
+        )
+    )
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def _score(test: StudyTest, cell: pd.DataFrame) -> dict[str, Any]:
+    ok = cell[(cell["status"] == "ok") & (cell["role"] == "decide")]
+    if test.design == "conditions":
+        answers = {c.name: list(ok[ok["condition"] == c.name]["parsed"]) for c in test.conditions}
+        return score_conditions(test, answers)
+    if test.design == "options":
+        if ok.empty:
+            raise ValueError(f"test '{test.id}': no readable answers")
+        if test.metric != "status_quo_share":
+            return score_options(test, list(ok["parsed"]))
+        marked = ok[ok["status_quo_at"].notna()]
+        if marked.empty:
+            raise ValueError(f"test '{test.id}': no readable answers with a status quo")
+        figures = score_options(
+            test, list(marked["parsed"]), [int(p) for p in marked["status_quo_at"]]
+        )
+        # The same item's share when nobody marks it as the status quo: the fair comparison.
+        item = next(c.status_quo for c in test.conditions if c.status_quo is not None)
+        plain = ok[ok["status_quo_at"].isna()]
+        pairs = zip(plain["presented"], plain["parsed"], strict=True)
+        chosen = [json.loads(presented)[v] == item for presented, v in pairs]
+        figures["neutral_share"] = sum(chosen) / len(chosen) if chosen else None
+        return figures
+    by_item: dict[str, list[Any]] = {}
+    for row in ok.itertuples():
+        item = json.loads(row.presented)[row.turn]
+        by_item.setdefault(f"{row.slot}:{item}", []).append(row.parsed)
+    if not by_item:
+        raise ValueError(f"test '{test.id}': no readable answers")
+    before: list[Any] = []
+    after: list[Any] = []
+    revisions = cell[(cell["role"] == "revise") & (cell["status"] == "ok")]
+    decided = {c: turns.sort_values("turn") for c, turns in ok.groupby("conversation")}
+    for row in revisions.itertuples():
+        turns = decided.get(row.conversation, ok.iloc[:0])
+        if len(turns) == test.length:  # every decision read: compare item by item
+            before += list(turns["parsed"])
+            after += row.parsed
+    return score_sequence(test, by_item, (before, after) if before else None)
+
+
+def effect_frame(table: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """The Cohen's d cells of a run as rows of published effect sizes
+    (`effect_tables.EFFECT_COLUMNS`), so a run of our own gets the thesis' tables,
+    homogeneity and OLS. A mitigation other than none is part of the scenario."""
+    rows = []
+    for row in table[(table["metric"] == "cohens_d") & table["value"].notna()].itertuples():
+        figures = json.loads(row.details)
+        scenario = row.variant if row.mitigation == "none" else f"{row.variant}+{row.mitigation}"
+        rows.append(
+            {
+                "bias": row.bias,
+                "bias_name": study.tests[row.test].name,
+                "scenario": scenario,
+                "model": row.model,
+                "temperature": row.temperature,
+                "n_control": figures["n_control"],
+                "n_treatment": figures["n_treatment"],
+                "d": figures["bias_detected"],
+                "d_capped": figures["capped"],
+                "dataset": row.run_id,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def pivot(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Headline values with one column per value of `by` (mitigation, temperature, variant,
+    model); rows are test × the other dimensions that vary."""
+    if by not in DIMENSIONS:
+        raise ValueError(f"pivot by one of {', '.join(DIMENSIONS)}, not '{by}'")
+    rows = ["test", "metric"] + [d for d in DIMENSIONS if d != by and table[d].nunique() > 1]
+    # unstack, not pivot_table: a test with no figure (too few readable answers) keeps its
+    # row, empty, instead of vanishing from the table
+    keyed = table.drop_duplicates([*rows, by]).set_index([*rows, by])
+    wide = keyed["value"].astype(float).unstack(by)
+    order = list(dict.fromkeys(keyed.index.droplevel(by)))
+    columns = sorted(wide.columns, key=_column_order if by == "mitigation" else None)
+    return wide.reindex(order)[columns]
+
+
+def _column_order(mitigation: str) -> int:
+    return MITIGATION_ORDER.index(mitigation) if mitigation in MITIGATION_ORDER else 99
+
+
+def conversations(store: Store, run_id: str, test: str | None = None) -> pd.DataFrame:
+    """The turns of a run's sequential conversations (or one test's), in order."""
+    sql = "select * from study_calls where run_id = ? and role in ('decide', 'revise')"
+    params: list[Any] = [run_id]
+    if test:
+        sql += " and test = ?"
+        params.append(test)
+    frame = pd.DataFrame(store.query(sql + " order by conversation, turn", params))
+    if frame.empty:
+        return frame
+    # a conversation has several decisions (a self-help rewrite + decision is not one)
+    decisions = (frame["role"] == "decide").groupby(frame["conversation"]).transform("sum")
+    return frame[decisions > 1].reset_index(drop=True)
+
+
+def selfhelp_pairs(store: Store, run_id: str) -> pd.DataFrame:
+    """Self-help units side by side: the original prompt, the model's rewrite, and the
+    decision on the rewrite."""
+    return pd.DataFrame(
+        store.query(
+            "select d.test, d.condition, d.model, d.temperature, d.variant, d.slot, d.attempt, "
+            "d.original, r.response as rewrite_answer, d.prompt as rewritten, "
+            "d.response as answer, d.value, d.status, d.error "
+            "from study_calls d join study_calls r "
+            "on r.conversation = d.conversation and r.role = 'rewrite' "
+            "where d.run_id = ? and d.role = 'decide' order by d.test, d.slot, d.condition",
+            [run_id],
+        )
+    )
+
+
+def study_of_run(store: Store, run_id: str) -> Study:
+    run = store.run(run_id)
+    if run is None or not is_study_run(run["spec"]):
+        raise KeyError(f"no study run {run_id}")
+    return stored_study(store, StudySpec.from_stored(run["spec"]))

@@ -1,0 +1,157 @@
+"""Altair charts of the paper's analyses (Figures 5-7), built from `analysis` frames.
+
+Charts are plain Altair objects so the app, notebooks and exported HTML all show the same
+thing; nothing here imports Streamlit.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from cogbias.studies.analysis import AVERAGE, AVERAGE_ABS, Dendrogram
+
+DIVERGING = alt.Scale(domain=[-1, 1], scheme="redblue", reverse=True)
+
+
+def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Chart:
+    """Figure 7: bias x model means on a diverging [-1, 1] scale; '*' marks significant cells."""
+    rows = list(table.index)
+    columns = list(table.columns)
+    long = table.reset_index(names="bias").melt(id_vars="bias", var_name="model", value_name="mean")
+    long["label"] = long["mean"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+    if summary is not None and not summary.empty:
+        marks = summary.set_index(["bias", "model"])["significant"]
+        long["label"] = [
+            label + ("*" if bool(marks.get((b, m), False)) else "")
+            for label, b, m in zip(long["label"], long["bias"], long["model"], strict=True)
+        ]
+    long["summary"] = long["bias"].isin([AVERAGE, AVERAGE_ABS]) | long["model"].isin(
+        [AVERAGE, AVERAGE_ABS]
+    )
+    base = alt.Chart(long).encode(
+        x=alt.X(
+            "model:N",
+            sort=columns,
+            title=None,
+            axis=alt.Axis(labelAngle=-45, labelLimit=260, labelOverlap=False),
+        ),
+        y=alt.Y("bias:N", sort=rows, title=None),
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color("mean:Q", scale=DIVERGING, title="mean score"),
+        tooltip=["bias", "model", alt.Tooltip("mean:Q", format=".3f")],
+    )
+    text = base.mark_text(fontSize=10).encode(
+        text="label:N",
+        color=alt.condition("abs(datum.mean) > 0.6", alt.value("white"), alt.value("black")),
+    )
+    return (cells + text).properties(width=alt.Step(48), height=alt.Step(20))
+
+
+def dendrogram(tree: Dendrogram) -> alt.HConcatChart:
+    """Figure 6: the models' complete-linkage tree, leaves on the left, distance to the right."""
+    segments = []
+    top = max((max(ys) for ys in tree.dcoord), default=1.0) or 1.0
+    for xs, ys in zip(tree.icoord, tree.dcoord, strict=True):
+        for i in range(3):
+            segments.append({"y": xs[i], "x": ys[i], "y2": xs[i + 1], "x2": ys[i + 1]})
+    leaves = pd.DataFrame({"model": tree.order, "y": [10 * i + 5 for i in range(len(tree.order))]})
+    height = max(120, 22 * len(tree.order))
+    y_scale = alt.Scale(domain=[0, 10 * max(len(tree.order), 1)])
+    lines = (
+        alt.Chart(pd.DataFrame(segments, columns=["x", "y", "x2", "y2"]))
+        .mark_rule()
+        .encode(
+            x=alt.X(
+                "x:Q",
+                title="distance (Euclidean, complete linkage)",
+                scale=alt.Scale(domain=[0, top * 1.05]),
+            ),
+            y=alt.Y("y:Q", axis=None, scale=y_scale),
+            x2="x2:Q",
+            y2="y2:Q",
+        )
+        .properties(height=height, width=420)
+    )
+    labels = (
+        alt.Chart(leaves)
+        .mark_text(align="right")
+        .encode(x=alt.value(150), y=alt.Y("y:Q", axis=None, scale=y_scale), text="model:N")
+        .properties(height=height, width=150)
+    )
+    return alt.hconcat(labels, lines, spacing=4).resolve_scale(y="shared")
+
+
+def bubbles(frame: pd.DataFrame) -> alt.Chart:
+    """Figure 5: mean absolute biasedness against capability, bubble size = parameters."""
+    data = frame.assign(
+        size=frame["params_b"].fillna(
+            frame["params_b"].min() if frame["params_b"].notna().any() else 1.0
+        )
+    )
+    base = alt.Chart(data).encode(
+        x=alt.X(
+            "arena_score:Q", title="capability (Chatbot Arena score)", scale=alt.Scale(zero=False)
+        ),
+        y=alt.Y("mean_abs:Q", title="mean absolute biasedness", scale=alt.Scale(zero=False)),
+    )
+    points = base.mark_circle(opacity=0.6).encode(
+        size=alt.Size("size:Q", title="parameters (B)", scale=alt.Scale(range=[40, 2000])),
+        tooltip=[
+            "label",
+            alt.Tooltip("mean_abs:Q", format=".3f"),
+            "arena_score",
+            "params_b",
+            "arena_imputed",
+        ],
+    )
+    text = base.mark_text(dy=-12, fontSize=10).encode(text="label:N")
+    return (points + text).properties(width=520, height=360)
+
+
+def compare_chart(
+    table: pd.DataFrame, model_a: str, model_b: str, names: dict[str, str] | None = None
+) -> alt.LayerChart:
+    """Dot-and-whisker of mean paired differences A - B per bias (`analysis.compare_models`),
+    sorted largest first; filled dots are significant after BH, the rule marks 0."""
+    names = names or {}
+    data = table.assign(
+        bias_name=[names.get(b, b) for b in table["bias"]],
+        verdict=["significant (BH)" if s else "not significant" for s in table["significant"]],
+        ci=[
+            "–" if pd.isna(lo) else f"{lo:+.2f} to {hi:+.2f}"
+            for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
+        ],
+    )
+    order = list(data["bias_name"])
+    title = f"mean score difference: {model_a} minus {model_b}"
+    y = alt.Y("bias_name:N", sort=order, title=None, axis=alt.Axis(labelLimit=260))
+    x_scale = alt.Scale(domain=[-2, 2])
+    base = alt.Chart(data).encode(y=y)
+    whiskers = base.mark_rule(strokeWidth=2, color="#868e96").encode(
+        x=alt.X("ci_low:Q", scale=x_scale, title=title), x2="ci_high:Q"
+    )
+    dots = base.mark_point(size=90, filled=True).encode(
+        x=alt.X("mean_diff:Q", scale=x_scale),
+        color=alt.Color(
+            "verdict:N",
+            scale=alt.Scale(
+                domain=["significant (BH)", "not significant"], range=["#c92a2a", "#adb5bd"]
+            ),
+            title=None,
+            legend=alt.Legend(orient="bottom"),
+        ),
+        tooltip=[
+            alt.Tooltip("bias_name:N", title="bias"),
+            alt.Tooltip("n:Q", title="paired instances (n)"),
+            alt.Tooltip("mean_a:Q", format="+.3f", title=f"mean {model_a}"),
+            alt.Tooltip("mean_b:Q", format="+.3f", title=f"mean {model_b}"),
+            alt.Tooltip("mean_diff:Q", format="+.3f", title="mean difference"),
+            alt.Tooltip("ci:N", title="95% CI (t, truncated to [-2, 2])"),
+            alt.Tooltip("p_adjusted:Q", format=".3g", title="p (Wilcoxon, BH-adjusted)"),
+            alt.Tooltip("verdict:N", title="after BH"),
+        ],
+    )
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")
+    return alt.layer(zero, whiskers, dots).properties(width=520, height=alt.Step(22))

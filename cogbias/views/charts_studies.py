@@ -1,0 +1,88 @@
+"""The Studies heatmap: a study run's headline value per test, pivoted by one dimension.
+
+Rows are the rows of `study_results.pivot` (the test, plus any other dimension that varies in
+the run); columns are the values of the chosen dimension (mitigation, temperature, variant or
+model). Every headline value is a difference or a capped effect on roughly [-1, 1], so one
+diverging scale fixed to [-1, 1] with its midpoint at 0 reads the same in every study (as in
+Explore). Nothing here imports Streamlit.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from cogbias.studies.results import pivot
+
+MISSING_COLOR = "#e9ecef"  # a cell whose metric had too few answers
+PIVOT_LABELS = {
+    "mitigation": "Mitigation",
+    "temperature": "Temperature",
+    "variant": "Prompt variant",
+    "model": "Model",
+}
+
+
+def column_text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def column_order(table: pd.DataFrame, by: str) -> list[str]:
+    """The heatmap's columns in the pivot table's order (mitigations as planned)."""
+    return [column_text(v) for v in pivot(table, by).columns]
+
+
+def heatmap_frame(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """One row per pivot cell: row label, column, value, its label and the tooltip fields."""
+    rows = [n for n in pivot(table, by).index.names if n != "metric"]
+    frame = table.copy()
+    frame["row"] = [
+        " · ".join(column_text(v) for v in values)
+        for values in frame[rows].itertuples(index=False, name=None)
+    ]
+    frame["column"] = [column_text(v) for v in frame[by]]
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
+    frame["label"] = ["–" if pd.isna(v) else f"{v:+.2f}" for v in frame["value"]]
+    frame["has_value"] = frame["value"].notna()
+    frame["note"] = frame["note"].fillna("")
+    keep = ["row", "column", "test", "metric", "value", "label", "has_value", "n"]
+    return frame[keep + ["unreadable", "failed", "note"]].drop_duplicates(["row", "column"])
+
+
+def study_heatmap(table: pd.DataFrame, by: str) -> alt.LayerChart:
+    """Headline value by test (× the dimensions that vary) × the values of `by`."""
+    frame = heatmap_frame(table, by)
+    base = alt.Chart(frame).encode(
+        x=alt.X(
+            "column:N",
+            sort=column_order(table, by),
+            title=PIVOT_LABELS.get(by, by),
+            axis=alt.Axis(labelAngle=0, orient="top", labelLimit=200),
+        ),
+        y=alt.Y("row:N", sort=list(dict.fromkeys(frame["row"])), title=None),
+        tooltip=[
+            alt.Tooltip("test:N"),
+            alt.Tooltip("metric:N"),
+            alt.Tooltip("column:N", title=PIVOT_LABELS.get(by, by)),
+            alt.Tooltip("value:Q", format="+.3f", title="headline value"),
+            alt.Tooltip("n:Q", title="n (answers)"),
+            alt.Tooltip("unreadable:Q"),
+            alt.Tooltip("failed:Q"),
+            alt.Tooltip("note:N"),
+        ],
+    )
+    scale = alt.Scale(domain=[-1, 1], domainMid=0, scheme="redblue", reverse=True, clamp=True)
+    legend = alt.Legend(
+        orient="bottom", direction="horizontal", gradientLength=220, values=[-1, -0.5, 0, 0.5, 1]
+    )
+    colored = (
+        base.transform_filter("datum.has_value")
+        .mark_rect(stroke="#dee2e6", strokeWidth=0.5)
+        .encode(color=alt.Color("value:Q", scale=scale, title="headline value", legend=legend))
+    )
+    empty = base.transform_filter("!datum.has_value").mark_rect(color=MISSING_COLOR)
+    text = base.mark_text(fontSize=12).encode(
+        text="label:N",
+        color=alt.condition("abs(datum.value) > 0.6", alt.value("white"), alt.value("black")),
+    )
+    return (empty + colored + text).properties(width=alt.Step(110), height=alt.Step(30))
