@@ -1,0 +1,34 @@
+"""The one place an `LLMClient` is built, for every caller: CLI, app pages, runs and batches.
+
+Callers differ only in what they pass (a cache, an endpoint, how many calls at once, how
+patient to be); building the client in one function means an endpoint is checked the same
+way everywhere and a page asking what a command asks reads the same cache entries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cogbias.llm.client import LLMClient, ResponseCache
+from cogbias.llm.settings import check_api_base
+
+
+def open_client(
+    cache: ResponseCache | None = None,
+    *,
+    api_base: str | None = None,
+    read_cache: bool = True,
+    concurrency: int = 16,
+    **tuning: Any,
+) -> LLMClient:
+    """A client over `cache` (None: no cache) for `api_base` (None: each model's own).
+
+    `tuning` passes timeouts, retries and back-off through to `LLMClient` unchanged.
+    """
+    return LLMClient(
+        cache=cache,
+        concurrency=concurrency,
+        api_base=check_api_base(api_base) if api_base else None,
+        read_cache=read_cache,
+        **tuning,
+    )
