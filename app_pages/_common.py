@@ -16,7 +16,9 @@ import streamlit as st
 
 from cogbias.core.redact import redact
 from cogbias.library import testcases as library
-from cogbias.library.testcases import LibraryError, ModelInfo, TestCase
+from cogbias.library.testcases import LibraryError, TestCase
+from cogbias.llm import registry
+from cogbias.llm.registry import ModelInfo
 from cogbias.runs.study_plan import is_study_run
 from cogbias.store import SchemaError, Store, default_path
 from cogbias.views import present
@@ -140,10 +142,10 @@ def scenarios() -> list[library.Scenario]:
 def models() -> list[ModelInfo]:
     """The registry plus the user's own models (`COGBIAS_HOME/models.toml`)."""
     try:
-        return library.load_models()
+        return registry.load_models()
     except Exception as exc:
         st.warning(f"Your models.toml could not be read ({friendly(exc)}); showing built-ins.")
-        return library.load_models(library.DATA_DIR / "models.toml")
+        return registry.load_models(registry.BUILTIN_MODELS)
 
 
 def model_names(infos: list[ModelInfo]) -> Callable[[str], str]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from app_pages._common import api_base_of, get_store
-from cogbias.library.testcases import ModelInfo, TestCase
+from cogbias.library.testcases import TestCase
 from cogbias.llm import LLMClient
+from cogbias.llm.registry import ModelInfo
 from cogbias.runs import pipeline
 from cogbias.runs.pipeline import Instance
 from cogbias.runs.runner import BufferedCache

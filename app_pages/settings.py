@@ -22,7 +22,7 @@ st.subheader("Registry")
 infos = models()
 user_ids = set()
 try:
-    from cogbias.library.testcases import load_models
+    from cogbias.llm.registry import load_models
 
     path = settings.user_models_path()
     user_ids = {m.id for m in load_models(path)} if path.is_file() else set()

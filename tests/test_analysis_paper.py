@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from cogbias.library.testcases import ModelInfo
+from cogbias.llm.registry import ModelInfo
 from cogbias.studies import analysis
 from cogbias.views import charts
 

@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cogbias.library import testcases as library
-from cogbias.llm import settings
+from cogbias.llm import registry, settings
 from cogbias.store import Store, demo
 from cogbias.views import present
 from tests.app_helpers import make_results_db
@@ -406,7 +406,7 @@ def test_settings_add_a_custom_endpoint(db: Path) -> None:
     assert_clean(at)
     assert any("openai/llama3.2" in s.value for s in at.success)
     assert "openai/llama3.2" in set(at.dataframe[0].value["id"])
-    assert "openai/llama3.2" in {m.id for m in library.load_models()}
+    assert "openai/llama3.2" in {m.id for m in registry.load_models()}
     at.text_input(key="add_served").input("leaky")
     at.text_input(key="add_base").input("http://user:secret@127.0.0.1:1/v1")
     at.button(key="add_submit").click().run()

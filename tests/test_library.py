@@ -17,6 +17,7 @@ from cogbias.library.testcases import (
     parse_test_case,
     to_toml,
 )
+from cogbias.llm import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 MALFORMED = sorted((ROOT / "tests" / "malformed").glob("*.toml"))
@@ -153,7 +154,7 @@ def test_scenarios_are_25_industry_groups_times_8_positions():
 
 
 def test_model_registry_has_the_builtins_and_the_papers_models():
-    ids = [m.id for m in library.load_models()]
+    ids = [m.id for m in registry.load_models()]
     assert ids[:2] == ["random", "local/smollm2"]
     assert len(ids) >= 22
 

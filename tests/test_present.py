@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cogbias.library import testcases as library
-from cogbias.llm import settings
+from cogbias.llm import registry, settings
 from cogbias.runs import pipeline
 from cogbias.store import Store, demo
 from cogbias.views import present
@@ -150,7 +150,7 @@ def test_custom_models_are_added_replaced_and_removed() -> None:
     settings.add_custom_model("openai/qwen", "Qwen", "https://example.org/v1")
     entries = tomllib.loads(path.read_text())["models"]
     assert [e["id"] for e in entries] == ["openai/llama3", "openai/qwen"]
-    mine = {m.id: m for m in library.load_models()}
+    mine = {m.id: m for m in registry.load_models()}
     assert mine["openai/llama3"].api_base == "http://127.0.0.1:8001/v1"
     assert mine["openai/llama3"].json_schema and "random" in mine
     assert settings.remove_custom_model("openai/qwen")

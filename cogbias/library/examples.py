@@ -24,16 +24,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cogbias.core.templates import Filled, LLMGap, substitute
+from cogbias.library.example_fills import (  # noqa: F401 (also read as examples.X)
+    ARTICLE_GAP,
+    COMMON_GAPS,
+    MAX_EXAMPLE_CHARS,
+    MIN_EXAMPLES,
+    example_key,
+)
 
 if TYPE_CHECKING:
-    from cogbias.library.testcases import TestCase
+    from cogbias.library.cases import TestCase
 
 EXAMPLES_GENERATOR = "examples"
 GENERATOR_ENV = "COGBIAS_GENERATOR"
-ARTICLE_GAP = "a/an"
-COMMON_GAPS = (ARTICLE_GAP, "type", "organization")
-MIN_EXAMPLES = 3
-MAX_EXAMPLE_CHARS = 400
 SOURCE_LABELS = {
     "llm": "generator LLM",
     "example": "example fill",
@@ -128,16 +131,6 @@ def _index(*parts: Any) -> int:
     """A stable integer from the parts (the same seed and scenario pick the same fills)."""
     digest = hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
     return int(digest[:12], 16)
-
-
-def example_key(gap: LLMGap, sampled: Mapping[str, Any], named: set[str]) -> str:
-    """How a gap is looked up in `[examples]`: its instruction with sampled values put in.
-
-    References to named gaps stay as written (`{{metric}}`), so one key serves every fill of
-    the earlier gap; references to values (including `variant`) are substituted, so a gap
-    whose meaning depends on a value (a positive or negative tone) has one key per value.
-    """
-    return substitute(gap.instruction, {k: v for k, v in sampled.items() if k not in named})
 
 
 class ExampleFiller:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cogbias.llm.local import LOCAL_MODELS, LOCAL_PREFIX, LOCAL_TIMEOUT_S, smollm2_gguf_path
+from cogbias.llm.registry import load_models
 
 RANDOM_MODEL = "random"
 ProfileKind = Literal["random", "local", "remote"]
@@ -102,7 +103,7 @@ def resolve(
     deadline_s: float | None = None,
 ) -> ModelProfile:
     """The profile of `model`. `api_base` overrides the registry's endpoint for remote models;
-    `registry` defaults to `library.load_models()`; timeouts override the profile's defaults."""
+    `registry` defaults to `registry.load_models()`; timeouts override the profile's defaults."""
     if model == RANDOM_MODEL:
         return _profile(model, "random", None, None, True, False, 0, None, {}, 0.0, 0.0)
     if model.startswith(LOCAL_PREFIX):
@@ -128,9 +129,7 @@ def resolve(
             file_identity=_local_file_identity(),
         )
     if registry is None:
-        from cogbias.library import testcases as library
-
-        registry = library.load_models()
+        registry = load_models()
     entry = next((m for m in registry if m.id == model), None)
     base = api_base or (entry.api_base if entry else None)
     if base is None and model.startswith("openai/"):

@@ -1,7 +1,7 @@
 """User settings: which provider keys are present, and the user's own model endpoints.
 
 Keys are only ever reported by *name*: a UI or log must not be able to show a key's value.
-Custom endpoints go to `COGBIAS_HOME/models.toml`, which `library.load_models` reads after
+Custom endpoints go to `COGBIAS_HOME/models.toml`, which `llm.registry.load_models` reads after
 the built-in registry (same fields as `data/models.toml`).
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import tomlkit
 
-from cogbias.library import testcases as library
+from cogbias.llm import registry
 
 # Environment variables litellm reads for the providers in the registry, and common others.
 PROVIDER_KEYS = {
@@ -76,7 +76,7 @@ def key_for_model(model_id: str, api_base: str | None = None) -> str | None:
 
 
 def user_models_path() -> Path:
-    return library.user_dir().parent / "models.toml"
+    return registry.user_models_path()
 
 
 def check_api_base(url: str) -> str:

@@ -202,7 +202,7 @@ def capability_frame(
     Models are matched to the registry by id, display name, or the id's last path part.
     """
     if models is None:
-        from cogbias.library.testcases import load_models
+        from cogbias.llm.registry import load_models
 
         models = load_models()
     per_model = (
