@@ -121,7 +121,7 @@ def test_successful_call_returns_text_tokens_and_caches_without_key() -> None:
         answer = run(client.complete(decision()))
     assert re.fullmatch(r"Option [12]", answer.text)
     assert answer.prompt_tokens > 0 and answer.completion_tokens == 2
-    assert answer.cost == 0.0  # an unmapped model costs nothing rather than failing
+    assert answer.cost is None  # an unmapped model's price is unknown (never $0), no failure
     assert not answer.cached
     assert srv.calls == 1
     (record,) = cache.records.values()
@@ -356,3 +356,57 @@ def test_redact_removes_env_values_extra_values_and_key_shapes(
     monkeypatch.setenv("SOME_PROVIDER_TOKEN", "plain-secret-value")
     text = "key plain-secret-value and sk-proj-abcdef123456 and hunter22 and xyz"
     assert redact(text, ("hunter22",)) == "key *** and *** and *** and xyz"
+
+
+# -- cost that cannot be known, and the random provider ----------------------------------
+
+
+def test_an_unpriced_model_costs_unknown_stored_as_null_and_a_priced_one_keeps_its_cost(
+    tmp_path: Any,
+) -> None:
+    from cogbias.runs.runner import BufferedCache
+    from cogbias.store import Store
+
+    with Store(tmp_path / "calls.db") as store, FakeLLMServer() as srv:
+        cache = BufferedCache(store)
+        client = fast_client(cache, api_base=srv.base_url)
+        unpriced = run(client.complete(decision()))
+        priced = run(client.complete(LLMRequest("openai/gpt-4o-mini", (("user", "Hi"),))))
+        store.put_llm_calls(cache.drain())
+        assert unpriced.cost is None and priced.cost is not None and priced.cost > 0
+        assert store.get_llm_call(unpriced.key)["cost"] is None  # NULL: unknown, not $0
+        assert store.get_llm_call(priced.key)["cost"] == pytest.approx(priced.cost)
+        assert client.stats.unpriced == 1 and client.stats.cost == pytest.approx(priced.cost)
+        again = run(client.complete(decision()))  # a cached unpriced answer saved nothing known
+        assert again.cached and again.cost == 0.0 and again.cost_saved == 0.0
+
+
+def test_random_answers_behind_the_client_from_its_answer_space_without_a_call() -> None:
+    from cogbias.llm.random_provider import AnswerSpace, choose_option, option_space
+
+    cache = DictCache()
+    client = fast_client(cache)
+    request = LLMRequest("random", (("user", "Pick one."),), answer_space=option_space(3, "s"))
+    answer = run(client.complete(request))
+    assert answer.text == f"Option {choose_option(3, 's') + 1}"
+    assert answer.cost == 0.0 and not answer.cached and not cache.records
+    assert client.stats.requests == 0 and client.stats.http_attempts == 0
+    space = AnswerSpace(low=1, high=10, lines=3, seed=5)
+    lines = run(client.complete(LLMRequest("random", (("user", "x"),), answer_space=space)))
+    assert [1 <= int(v) <= 10 for v in lines.text.split("\n")] == [True] * 3
+    # the answer space is not part of the cache key: equal questions share one entry
+    profile = client.profile(MODEL)
+    assert cache_key(decision(answer_space=space), profile) == cache_key(decision(), profile)
+    with pytest.raises(LLMError, match="random baseline"):  # free text it cannot write
+        run(client.complete(LLMRequest("random", (("user", "Write a story."),))))
+
+
+def test_capabilities_are_resolved_on_the_profile() -> None:
+    local = resolve("local/smollm2")
+    assert local.grammar and local.prefix_cache and local.logprobs and not local.batchable
+    own = resolve("openai/my-model", "http://127.0.0.1:9/v1", registry=[])
+    assert own.batchable and own.json_schema and own.max_temperature == 2.0
+    claude = resolve("anthropic/claude-3-5-sonnet-20240620", registry=[])
+    assert claude.max_temperature == 1.0 and not claude.batchable and not claude.logprobs
+    rnd = resolve("random")
+    assert not rnd.writes_text and rnd.max_temperature == 2.0 and not rnd.batchable

@@ -11,22 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import random
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cogbias.llm import direct
+from cogbias.llm import direct, random_provider
 from cogbias.llm.errors import FatalLLMError, LLMError, classify, retry_after_seconds
 from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_server_started
 from cogbias.llm.profiles import ModelProfile, resolve
+from cogbias.llm.request import LLMRequest, cache_key
 
-Message = tuple[str, str]
 DUMMY_API_KEY = "sk-no-key-required"
 
 _litellm_module: Any = None
@@ -47,117 +45,17 @@ def get_litellm() -> Any:
     return _litellm_module
 
 
-def _normalize_messages(messages: Iterable[Any]) -> tuple[Message, ...]:
-    out: list[Message] = []
-    for m in messages:
-        if isinstance(m, Mapping):
-            extra = set(m) - {"role", "content"}
-            if extra:
-                raise TypeError(f"message keys other than role/content are not supported: {extra}")
-            out.append((str(m["role"]), str(m["content"])))
-        else:
-            role, content = m
-            out.append((str(role), str(content)))
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class LLMRequest:
-    """Everything that determines an answer; hashable, and the basis of the cache key.
-
-    `messages` may be given as (role, content) pairs or {"role", "content"} dicts; it is
-    stored as a tuple of pairs. `repeat` only enters the cache key, so repeated samples at
-    temperature > 0 are distinct calls. `grammar` (GBNF) is sent as `extra_body` and only
-    understood by llama.cpp servers.
-    """
-
-    model: str
-    messages: tuple[Message, ...]
-    temperature: float = 0.0
-    seed: int | None = None
-    max_tokens: int | None = None
-    response_format: dict[str, Any] | None = field(default=None, hash=False)
-    grammar: str | None = None
-    repeat: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "messages", _normalize_messages(self.messages))
-        object.__setattr__(self, "temperature", float(self.temperature))
-
-    def message_dicts(self) -> list[dict[str, str]]:
-        """Messages in the OpenAI wire format."""
-        return [{"role": role, "content": content} for role, content in self.messages]
-
-    def chat_body(self, model: str) -> dict[str, Any]:
-        """The OpenAI chat-completions JSON body, for the model the server knows as `model`
-        (the lean client's request, and a batch file's line)."""
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": self.message_dicts(),
-            "temperature": self.temperature,
-        }
-        if self.seed is not None:
-            body["seed"] = self.seed
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
-        if self.response_format is not None:
-            body["response_format"] = self.response_format
-        if self.grammar is not None:
-            body["grammar"] = self.grammar  # llama.cpp and vLLM read it from the body
-        return body
-
-    def request_record(self) -> dict[str, Any]:
-        """JSON-able description of the request for the store (never keys or headers)."""
-        return {
-            "messages": self.message_dicts(),
-            "temperature": self.temperature,
-            "seed": self.seed,
-            "max_tokens": self.max_tokens,
-            "response_format": self.response_format,
-            "grammar": self.grammar,
-            "repeat": self.repeat,
-        }
-
-
-CACHE_KEY_VERSION = 2
-
-
-def cache_key(req: LLMRequest, profile: ModelProfile) -> str:
-    """sha256 of the canonical JSON of everything that can change the answer.
-
-    In the key: the key version; the model id; the endpoint's identity (`profile.api_base`,
-    None for local models); the full messages; temperature; seed; max tokens; response
-    format; grammar; the repeat index; and what model resolution adds (the litellm model
-    string, the local model file's hash). Deliberately out of it: timeouts, retries,
-    concurrency, deadlines and API keys, none of which changes what a model answers.
-    """
-    payload = {
-        "v": CACHE_KEY_VERSION,
-        "model": req.model,
-        "api_base": profile.api_base,
-        "messages": req.messages,
-        "temperature": req.temperature,
-        "seed": req.seed,
-        "max_tokens": req.max_tokens,
-        "response_format": req.response_format,
-        "grammar": req.grammar,
-        "repeat": req.repeat,
-        "extras": profile.cache_extras(),
-    }
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
 @dataclass(slots=True)
 class LLMResponse:
-    """One answer. `cost` is in USD (0.0 when litellm has no price for the model);
+    """One answer. `cost` is in USD: 0.0 for free models (random, local) and cache hits, None
+    when the model's price is unknown (recorded as unknown, never as $0);
     `latency_s` is the duration of the successful HTTP attempt (or of the original call,
     for cached answers); `key` is the cache key, to link stored rows to `llm_calls`."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
-    cost: float
+    cost: float | None
     latency_s: float
     cached: bool
     key: str = ""
@@ -183,6 +81,8 @@ class ClientStats:
     `cost`/`tokens` are what calls to providers incurred; `cost_saved`/`tokens_saved` what
     cached answers would have cost. `waiting` is the number of calls sleeping before a retry
     right now, `wait_reason` why the last one waits (e.g. "rate limit (HTTP 429)").
+    `unpriced` counts calls whose cost is unknown (not in `cost`: a total with unpriced calls
+    is a lower bound).
     """
 
     requests: int = 0
@@ -197,6 +97,7 @@ class ClientStats:
     cost_saved: float = 0.0
     waiting: int = 0
     wait_reason: str = ""
+    unpriced: int = 0
 
 
 class LLMClient:
@@ -271,10 +172,13 @@ class LLMClient:
         """Answer `req` from the cache or the model. Raises `LLMError` / `FatalLLMError`.
 
         Identical requests in flight at the same moment are sent once (single flight): the
-        later ones wait for the first and count as cached.
+        later ones wait for the first and count as cached. The `random` model answers at once
+        (`random_provider`): free, never cached, not counted as a request.
         """
-        self.stats.requests += 1
         profile = self.profile(req.model)
+        if not profile.writes_text:
+            return _random_response(req)
+        self.stats.requests += 1
         key = cache_key(req, profile)
         if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
@@ -304,7 +208,10 @@ class LLMClient:
         future.set_result(response)
         response.key = key
         self.stats.tokens += response.prompt_tokens + response.completion_tokens
-        self.stats.cost += response.cost
+        if response.cost is None:
+            self.stats.unpriced += 1
+        else:
+            self.stats.cost += response.cost
         if self.cache is not None:
             self.cache.put(
                 key,
@@ -351,13 +258,6 @@ class LLMClient:
         return asyncio.run(once())
 
     async def _call(self, req: LLMRequest, profile: ModelProfile) -> LLMResponse:
-        if profile.kind == "random":
-            raise LLMError(
-                f"{req.model} is the random baseline, not a language model; it cannot answer "
-                "free-text requests",
-                kind="bad_request",
-                model=req.model,
-            )
         api_base = profile.api_base
         if profile.kind == "local":
             api_base = (
@@ -483,10 +383,23 @@ class LLMClient:
             text=text,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            cost=profile.price_per_call(prompt_tokens, completion_tokens) or 0.0,
+            cost=profile.price_per_call(prompt_tokens, completion_tokens),
             latency_s=latency,
             cached=False,
         )
+
+
+def _random_response(req: LLMRequest) -> LLMResponse:
+    """The random baseline's answer from the request's answer space (free, instant)."""
+    if req.answer_space is None:
+        raise LLMError(
+            f"{req.model} is the random baseline, not a language model; it cannot answer "
+            "free-text requests",
+            kind="bad_request",
+            model=req.model,
+        )
+    text = random_provider.answer(req.answer_space)
+    return LLMResponse(text, 0, 0, cost=0.0, latency_s=0.0, cached=False)
 
 
 def _as_record(response: LLMResponse) -> dict[str, Any]:

@@ -44,7 +44,12 @@ LOCAL_DEADLINE_S = 2 * LOCAL_TIMEOUT_S
 @dataclass(frozen=True)
 class ModelProfile:
     """How to call one model. `api_base` is the endpoint's identity (None for local models,
-    whose port changes every process); prices are USD per token, None when unknown."""
+    whose port changes every process); prices are USD per token, None when unknown.
+
+    The capabilities (`json_schema`, `grammar`, `max_temperature`, `batchable`, `logprobs`,
+    `prefix_cache`, `writes_text`) are resolved here once, from the built-ins, the registry
+    and the provider part of the litellm string, so no caller tells models apart by name.
+    """
 
     id: str
     kind: ProfileKind
@@ -53,7 +58,7 @@ class ModelProfile:
     json_schema: bool
     grammar: bool
     answer_tokens: int
-    max_temperature: float | None
+    max_temperature: float  # the highest temperature the API accepts
     input_price: float | None
     output_price: float | None
     batch_input_price: float | None
@@ -62,6 +67,10 @@ class ModelProfile:
     deadline_s: float
     file_identity: str | None = None
     direct: bool = False  # sent by our lean OpenAI-compatible client rather than litellm
+    batchable: bool = False  # the provider's batch API takes it (OpenAI and compatibles)
+    logprobs: bool = False  # answers can carry token log-probabilities
+    prefix_cache: bool = False  # the server reuses the last prompt's prefix: ask in sequence
+    writes_text: bool = True  # False for `random`, which only picks from an answer space
 
     @property
     def served_name(self) -> str:
@@ -105,7 +114,9 @@ def resolve(
     """The profile of `model`. `api_base` overrides the registry's endpoint for remote models;
     `registry` defaults to `registry.load_models()`; timeouts override the profile's defaults."""
     if model == RANDOM_MODEL:
-        return _profile(model, "random", None, None, True, False, 0, None, {}, 0.0, 0.0)
+        return _profile(
+            model, "random", None, None, True, False, 0, DEFAULT_MAX_TEMPERATURE, {}, 0.0, 0.0
+        )
     if model.startswith(LOCAL_PREFIX):
         if model not in LOCAL_MODELS:
             from cogbias.llm.errors import FatalLLMError
@@ -142,7 +153,9 @@ def resolve(
         json_schema = True
     else:
         json_schema = bool(prices.get("supports_response_schema"))
-    max_temperature = entry.max_temperature if entry is not None else None
+    max_temperature = (
+        entry.max_temperature if entry is not None else _provider_max_temperature(model)
+    )
     return _profile(
         model,
         "remote",
@@ -155,7 +168,21 @@ def resolve(
         prices,
         timeout_s or REMOTE_TIMEOUT_S,
         deadline_s or REMOTE_DEADLINE_S,
+        logprobs=_flag(entry.extra.get("logprobs")) if entry is not None else None,
     )
+
+
+DEFAULT_MAX_TEMPERATURE = 2.0  # OpenAI's limit, and what most APIs and servers accept
+# Providers whose API stops lower (by the litellm string's provider part, or a bare name).
+PROVIDER_MAX_TEMPERATURE = {("anthropic/", "claude"): 1.0}
+
+
+def _provider_max_temperature(litellm_model: str) -> float:
+    """The highest temperature a provider accepts when the registry does not say."""
+    for prefixes, limit in PROVIDER_MAX_TEMPERATURE.items():
+        if litellm_model.startswith(prefixes):
+            return limit
+    return DEFAULT_MAX_TEMPERATURE
 
 
 def _profile(
@@ -171,7 +198,9 @@ def _profile(
     timeout_s: float,
     deadline_s: float,
     file_identity: str | None = None,
+    logprobs: bool | None = None,
 ) -> ModelProfile:
+    openai_compatible = str(litellm_model).startswith("openai/")
     return ModelProfile(
         id=model,
         kind=kind,
@@ -189,6 +218,10 @@ def _profile(
         deadline_s=max(deadline_s, timeout_s),
         file_identity=file_identity,
         direct=_direct(kind, litellm_model, api_base),
+        batchable=kind == "remote" and openai_compatible,
+        logprobs=(kind == "local" or openai_compatible) if logprobs is None else logprobs,
+        prefix_cache=kind == "local",
+        writes_text=kind != "random",
     )
 
 
@@ -203,6 +236,10 @@ def _direct(kind: ProfileKind, litellm_model: str | None, api_base: str | None) 
     if kind == "local":
         return True
     return kind == "remote" and bool(api_base) and str(litellm_model).startswith("openai/")
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _price(entry: dict[str, Any], key: str) -> float | None:

@@ -215,12 +215,12 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
     rows = []
     for _, custom_id, text, prompt_tokens, completion_tokens in answers:
         asked = known[custom_id]
-        cost = 0.0
+        cost: float | None = 0.0
         if charged:  # a provider's batch: its batch price
             where = (asked["model"], asked["api_base"])
             if where not in profiles:
                 profiles[where] = resolve(asked["model"], asked["api_base"])
-            cost = profiles[where].batch_price_per_call(prompt_tokens, completion_tokens) or 0.0
+            cost = profiles[where].batch_price_per_call(prompt_tokens, completion_tokens)
         rows.append(
             {
                 "key": custom_id,
@@ -235,7 +235,7 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
                 "source": "batch",
             }
         )
-        summary.cost += cost
+        summary.cost += cost or 0.0  # an unknown price is stored as NULL, counted as nothing
         summary.tokens += prompt_tokens + completion_tokens
     store.put_llm_calls(rows)
     summary.answers = len(rows)

@@ -48,7 +48,7 @@ def check_batchable(plan: runner.Plan) -> None:
     models = {*plan.spec.models, *([] if plan.dataset_instances else [plan.spec.generator])}
     for model in sorted(models - {runner.RANDOM_MODEL}):
         profile = runner.resolve(model, plan.spec.api_base)
-        if profile.kind != "remote" or not str(profile.litellm_model).startswith("openai/"):
+        if not profile.batchable:
             raise ValueError(
                 f"--batch works with OpenAI and OpenAI-compatible servers (openai/... models); "
                 f"{model} is not one: run it interactively, or export its calls with "

@@ -27,6 +27,7 @@ from cogbias.core.templates import (
 )
 from cogbias.library import examples
 from cogbias.library.testcases import TestCase
+from cogbias.llm import random_provider
 from cogbias.llm.profiles import RANDOM_MODEL
 from cogbias.runs.prompting import BASELINE, decision_messages
 
@@ -366,7 +367,7 @@ class HalfResult:
 
     def account(self, response: LLMResponse) -> None:
         self.tokens += 0 if response.cached else response.prompt_tokens + response.completion_tokens
-        self.cost += response.cost
+        self.cost += response.cost or 0.0  # the known part: an unpriced call is None
         self.cost_saved += response.cost_saved
         self.cached = self.cached and response.cached
 
@@ -405,8 +406,9 @@ async def decide_half(
     n = len(filled.options)
     result = HalfResult()
     if model == RANDOM_MODEL:
-        rng = random.Random(stable_id("random", render_decision_text(filled, order), seed, repeat))
-        presented = metrics.random_choice(n, rng)
+        presented = random_provider.choose_option(
+            n, stable_id("random", render_decision_text(filled, order), seed, repeat)
+        )
         result.answer = result.extraction = f"Option {presented + 1}"
         result.choice = order[presented]
         return result
@@ -491,7 +493,7 @@ async def decide_pair(
         decide_half(client, instance.half(h), order, model, temperature, seed, repeat, prompting)
         for h in ("control", "treatment")
     ]
-    if model.startswith("local/"):
+    if client is not None and client.profile(model).prefix_cache:
         # One after the other, so the local server reuses the control's prompt prefix (kept
         # in its KV cache) for the treatment: the halves differ in a few words only.
         outcomes = [await _settle(ask) for ask in asks]

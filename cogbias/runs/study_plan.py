@@ -203,10 +203,7 @@ def stored_study(store: Any, spec: StudySpec) -> Study:
 
 def max_temperature(profile: Any) -> float:
     """The highest temperature a provider accepts (Anthropic's API stops at 1.0)."""
-    if profile.max_temperature is not None:
-        return float(profile.max_temperature)
-    name = str(profile.litellm_model or profile.id)
-    return 1.0 if name.startswith(("anthropic/", "claude")) else 2.0
+    return float(profile.max_temperature)  # resolved once by the profile
 
 
 def _pick(asked: list[str], known: list[str], what: str) -> list[str]:

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
-import random
 from typing import Any
 
 from cogbias.core import records
 from cogbias.core.answers import Answer
+from cogbias.llm import random_provider
 from cogbias.llm.profiles import RANDOM_MODEL
 from cogbias.llm.profiles import resolve as resolve_model
+from cogbias.llm.random_provider import AnswerSpace
 from cogbias.runs.runner import (
     BufferedCache,
     Progress,
@@ -417,30 +417,22 @@ def read_revision(test: StudyTest, text: str) -> Answer:
 
 def random_answer(test: StudyTest, role: str, script: Script, seed: str) -> str:
     """A random answer in the test's format: the baseline of every figure."""
-    rng = random.Random(int(seed, 16))
     if role == "rewrite":
-        return f"{REWRITE_MARKER}\n{script.original}"
-    if role == "revise":
-        return "\n".join(_random_choice(test, rng) for _ in range(test.length))
-    return _random_choice(test, rng)
+        return random_provider.answer(AnswerSpace(fixed=f"{REWRITE_MARKER}\n{script.original}"))
+    lines = test.length if role == "revise" else None  # a revision: one answer a line
+    return random_provider.answer(_random_space(test, int(seed, 16), lines))
 
 
-def _random_choice(test: StudyTest, rng: random.Random) -> str:
-    if test.answer == "admit_reject":
-        return rng.choice(["admit", "reject"])
-    if test.answer == "yes_no":
-        return rng.choice(["yes", "no"])
+def _random_space(test: StudyTest, seed: int, lines: int | None) -> AnswerSpace:
+    """The answers a test admits, for `random_provider` (a number within the test's range)."""
+    if test.answer in ("admit_reject", "yes_no"):
+        pair = ("admit", "reject") if test.answer == "admit_reject" else ("yes", "no")
+        return AnswerSpace(choices=pair, lines=lines, seed=seed)
     if test.answer == "letter":
-        return rng.choice(test.letters[: test.k or len(test.letters)])
-    # within the test's range whichever bound it gives (only a max of -5: -1005..-5)
-    low = test.min if test.min is not None else 0.0
-    if test.min is None and test.max is not None:
-        low = 0.0 if test.max >= 0 else test.max - 1000.0
-    high = test.max if test.max is not None else min(low + 1000.0, MAX_NUMBER)
-    value = rng.uniform(low, high)
-    return str(
-        min(max(round(value), math.ceil(low)), math.floor(high)) if high - low >= 1 else value
-    )
+        letters = tuple(test.letters[: test.k or len(test.letters)])
+        return AnswerSpace(choices=letters, lines=lines, seed=seed)
+    low, high = AnswerSpace.number_range(test.min, test.max, MAX_NUMBER)
+    return AnswerSpace(low=low, high=high, lines=lines, seed=seed)
 
 
 def launch(plan: StudyPlan, db: str | os.PathLike[str], name: str = "") -> str:
