@@ -30,6 +30,7 @@ from app_pages._common import (
 )
 from cogbias.core.redact import redact
 from cogbias.library import examples
+from cogbias.llm.costs import run_cost_text
 from cogbias.llm.settings import check_api_base
 from cogbias.runs import runner
 from cogbias.runs.runner import RunSpec
@@ -305,7 +306,7 @@ def shown(text: str) -> str:
 def _totals(run: dict) -> str:
     saved = run.get("cost_saved") or 0.0
     return (
-        f"{run['tokens'] or 0:,} tokens · cost ${run['cost']:.4f}"
+        f"{run['tokens'] or 0:,} tokens · cost {run_cost_text(run)}"
         + (f" (${saved:.4f} saved by the cache)" if saved else "")
         + (f" · {run['duration_s']:.0f} s" if run.get("duration_s") is not None else "")
     )

@@ -410,3 +410,16 @@ def test_capabilities_are_resolved_on_the_profile() -> None:
     assert claude.max_temperature == 1.0 and not claude.batchable and not claude.logprobs
     rnd = resolve("random")
     assert not rnd.writes_text and rnd.max_temperature == 2.0 and not rnd.batchable
+
+
+def test_a_run_that_used_an_unpriced_model_shows_its_cost_as_unknown_or_a_lower_bound() -> None:
+    from cogbias.llm import costs
+
+    spec = json.dumps({"models": ["random", MODEL], "generator": "examples"})
+    assert costs.run_cost_text({"cost": 0.0, "spec": spec}) == "unknown"
+    assert costs.run_cost_text({"cost": 0.0123, "spec": spec}) == "≥ $0.0123, some unknown"
+    assert costs.run_cost_cell({"cost": 0.0123, "spec": spec}) == "≥ $0.0123, some unknown"
+    priced = json.dumps({"models": ["random", "openai/gpt-4o-mini"], "generator": "examples"})
+    assert costs.run_cost_text({"cost": 0.0123, "spec": priced}) == "$0.0123"
+    assert costs.run_cost_cell({"cost": 0.0123, "spec": priced}) == 0.0123
+    assert costs.run_cost_text({"cost": None, "spec": None}) == "$0.0000"

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cogbias.library import examples
+from cogbias.llm import costs
 
 
 def add_db(p: argparse.ArgumentParser) -> None:
@@ -324,7 +325,7 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
     saved = outcome.get("cost_saved") or 0.0
     print(
         f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} "
-        f"pairs, {outcome['failed']} failed; cost ${outcome['cost'] or 0:.4f}"
+        f"pairs, {outcome['failed']} failed; cost {costs.run_cost_text(outcome)}"
         + (f" (${saved:.4f} saved by the cache)" if saved else ""),
         file=sys.stderr,
     )
@@ -400,7 +401,7 @@ def _runs(args: argparse.Namespace) -> int:
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        rows = run_summaries(store)
+        rows = [{**r, "cost": costs.run_cost_cell(r)} for r in run_summaries(store)]
         batches = store.batches()
     if not rows:
         print("no runs yet: start one with `cogbias run`", file=sys.stderr)

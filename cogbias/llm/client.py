@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cogbias.llm import direct, random_provider
+from cogbias.llm import direct
 from cogbias.llm.errors import FatalLLMError, LLMError, classify, retry_after_seconds
 from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_server_started
 from cogbias.llm.profiles import ModelProfile, resolve
+from cogbias.llm.random_provider import answer as random_answer
 from cogbias.llm.request import LLMRequest, cache_key
 
 DUMMY_API_KEY = "sk-no-key-required"
@@ -398,7 +399,7 @@ def _random_response(req: LLMRequest) -> LLMResponse:
             kind="bad_request",
             model=req.model,
         )
-    text = random_provider.answer(req.answer_space)
+    text = random_answer(req.answer_space)
     return LLMResponse(text, 0, 0, cost=0.0, latency_s=0.0, cached=False)
 
 

@@ -68,3 +68,10 @@ def run_cost_text(run: Mapping[str, Any]) -> str:
     elif isinstance(spec, Mapping):
         base = spec.get("api_base")
     return cost_text(run.get("cost"), unpriced_models(models, base))
+
+
+def run_cost_cell(run: Mapping[str, Any]) -> float | str:
+    """A run's cost for a table: the number when every model it used is priced, else the text
+    of `run_cost_text` (so an unpriced run never reads as $0)."""
+    text = run_cost_text(run)
+    return round(run.get("cost") or 0.0, 6) if text.startswith("$") else text

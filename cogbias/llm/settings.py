@@ -17,6 +17,8 @@ from pathlib import Path
 import tomlkit
 
 from cogbias.llm import registry
+from cogbias.llm.local import LOCAL_PREFIX
+from cogbias.llm.profiles import RANDOM_MODEL
 
 # Environment variables litellm reads for the providers in the registry, and common others.
 PROVIDER_KEYS = {
@@ -51,7 +53,7 @@ KEY_OF_PROVIDER: dict[str, str | None] = {
     "local": None,
 }
 _ID_RE = re.compile(r"[A-Za-z0-9_.:/@-]+")
-RESERVED = {"random"}
+RESERVED = {RANDOM_MODEL}  # built-in ids (and every LOCAL_PREFIX id) cannot be registered
 
 
 def key_status(environ: Mapping[str, str] | None = None) -> list[dict[str, object]]:
@@ -69,7 +71,7 @@ def key_status(environ: Mapping[str, str] | None = None) -> list[dict[str, objec
 
 def key_for_model(model_id: str, api_base: str | None = None) -> str | None:
     """The variable a model's key is read from; None for built-ins and own endpoints."""
-    if model_id == "random" or api_base:
+    if model_id in RESERVED or api_base:
         return None  # own servers (Ollama, vLLM, ...) usually need no key
     provider = model_id.split("/", 1)[0] if "/" in model_id else "openai"
     return KEY_OF_PROVIDER.get(provider, f"{provider.upper()}_API_KEY")
@@ -108,7 +110,7 @@ def add_custom_model(
 ) -> Path:
     """Add (or replace, by id) a model in the user's registry; returns the file written."""
     model_id = model_id.strip()
-    if not _ID_RE.fullmatch(model_id) or model_id in RESERVED or model_id.startswith("local/"):
+    if not _ID_RE.fullmatch(model_id) or model_id in RESERVED or model_id.startswith(LOCAL_PREFIX):
         raise ValueError(
             f"'{model_id}' is not a usable model id; for an OpenAI-compatible server write "
             "openai/<the name the server knows the model by>"
