@@ -153,6 +153,7 @@ def resolve(
         json_schema = True
     else:
         json_schema = bool(prices.get("supports_response_schema"))
+    grammar = bool(entry is not None and _flag(entry.extra.get("grammar")))
     max_temperature = (
         entry.max_temperature if entry is not None else _provider_max_temperature(model)
     )
@@ -162,7 +163,7 @@ def resolve(
         model,
         base.rstrip("/") if base else None,
         json_schema,
-        False,
+        grammar,
         ANSWER_TOKENS,
         max_temperature,
         prices,
