@@ -29,8 +29,13 @@ from cogbias.llm.local import (  # noqa: E402
     smollm2_gguf_path,
 )
 from cogbias.llm.profiles import ModelProfile, resolve  # noqa: E402
+from cogbias.llm.random_provider import AnswerSpace  # noqa: E402
+from cogbias.llm.registry import ModelInfo, load_models  # noqa: E402
 
 __all__ = [
+    "AnswerSpace",
+    "ModelInfo",
+    "load_models",
     "LOCAL_MODELS",
     "ClientStats",
     "FatalLLMError",
