@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cogbias.core.records import decode_filled
-from cogbias.runs import runner
+from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
 from cogbias.studies import tokenbias
 
@@ -50,8 +50,9 @@ def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(db):
 def test_hostile_text_is_shown_as_text_not_markup(db):
     with Store(db) as store:
         tokenbias.materialise(store)
-        runner.execute(
-            runner.plan(runner.RunSpec(models=["random"], dataset="tokenbias"), store), store
+        executor.execute(
+            paired_plan.plan(paired_plan.RunSpec(models=["random"], dataset="tokenbias"), store),
+            store,
         )
         store.db.execute(
             "update decisions set control_answer = ? where rowid = 1",
