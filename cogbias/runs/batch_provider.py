@@ -7,7 +7,7 @@ and submitted as a batch; the batch's id and state are stored in `batches`, so a
 polls the batches it already submitted instead of submitting them again. Finished batches'
 answers go into the response cache at batch prices; requests a batch failed are asked again
 in the next round (or interactively, with `fallback="interactive"`). When nothing is left to
-ask, the normal runner scores every pair from the cache, so a batch run stores exactly what
+ask, the executor scores every pair from the cache, so a batch run stores exactly what
 an interactive run of the same spec stores.
 """
 
