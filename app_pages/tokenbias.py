@@ -34,12 +34,13 @@ with st.expander("Add the built-in study" if "tokenbias" not in names else "Buil
     )
     if st.button("Store the study and run the random baseline", key="tb_materialise"):
 
-        def _materialise_and_launch() -> str:
-            tokenbias.materialise(store)
+        def _launch() -> str:
+            """The token-bias kind stores the study's pairs, then a worker process answers
+            them (like every run started here; the page only shows its progress)."""
             spec = paired_plan.RunSpec(models=["random"], dataset="tokenbias")
-            return executor.launch(spec, db_path())  # in a worker process, like every run
+            return executor.launch(spec, db_path())
 
-        started = attempt("Starting the random baseline", _materialise_and_launch)
+        started = attempt("Starting the random baseline", _launch)
         if started:
             st.session_state["tb_run"] = started
             st.rerun()

@@ -78,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run:
             return 0
         if args.plan_only:
-            from cogbias.runs import study
+            from cogbias.runs import executor
 
-            print(study.create(plan, store, args.name))
+            print(executor.create(plan, store, args.name))
             return 0
         return execute(plan, store, args, args.name)
 
