@@ -19,7 +19,7 @@ from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError, TestCase
 from cogbias.llm import registry
 from cogbias.llm.registry import ModelInfo
-from cogbias.runs.study_plan import is_study_run
+from cogbias.runs import kinds
 from cogbias.store import SchemaError, Store, default_path
 from cogbias.views import present
 
@@ -225,7 +225,7 @@ def explore_columns() -> dict[str, Any]:
 def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
     """What paired results can be shown: "all", each paired run ("run:ID") and each dataset
     ("dataset:NAME"), with a label function for a selectbox."""
-    runs = {r["id"]: r for r in store.runs() if not is_study_run(r["spec"])}  # see studies_link
+    runs = {r["id"]: r for r in store.runs() if kinds.kind_of(r["spec"]).results_page == "run"}
     datasets = [d["name"] for d in store.datasets()]
     sources = ["all"] + [f"run:{r}" for r in runs] + [f"dataset:{d}" for d in datasets]
 
@@ -242,7 +242,7 @@ def studies_link(store: Store) -> None:
     """Point at the Studies page when the database holds study runs: their results are
     pivoted there (by mitigation, temperature, prompt variant or model), not in the paired
     heatmaps."""
-    count = sum(is_study_run(r["spec"]) for r in store.runs())
+    count = sum(kinds.kind_of(r["spec"]).results_page == "studies" for r in store.runs())
     if count:
         st.page_link(
             "app_pages/studies.py",

@@ -11,10 +11,11 @@ from typing import Any
 from app_pages._common import api_base_of, get_store
 from cogbias.library.testcases import TestCase
 from cogbias.llm import LLMClient
+from cogbias.llm.factory import open_client
 from cogbias.llm.registry import ModelInfo
 from cogbias.runs import pipeline
 from cogbias.runs.pipeline import Instance
-from cogbias.runs.runner import BufferedCache
+from cogbias.store.buffered_cache import BufferedCache
 
 FAILURE_HINT = (
     "What to do: check that the model's API key is set (Models page), that its server is "
@@ -24,9 +25,8 @@ FAILURE_HINT = (
 
 def _client(model: str, infos: list[ModelInfo]) -> tuple[LLMClient, BufferedCache]:
     cache = BufferedCache(get_store())
-    return LLMClient(
-        cache=cache, concurrency=4, max_retries=2, api_base=api_base_of(model, infos)
-    ), cache
+    client = open_client(cache, concurrency=4, max_retries=2, api_base=api_base_of(model, infos))
+    return client, cache
 
 
 def fill_pair(

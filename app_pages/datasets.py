@@ -38,7 +38,7 @@ from cogbias.datasets import (
     import_run_id,
 )
 from cogbias.datasets.tables import columns_of
-from cogbias.runs import runner
+from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store, cogbias_home
 from cogbias.studies import analysis
 from cogbias.views import charts, explore, present
@@ -163,7 +163,7 @@ def _summary(db: str, dataset: str, version: tuple[Any, ...]) -> pd.DataFrame:
 
 def _dataset_runs(dataset: str, was_active: bool) -> None:
     """The runs on `dataset`, with a progress bar for each one still going."""
-    runs = [r for r in runner.run_summaries(store) if r["biases"] == dataset]
+    runs = [r for r in summaries.run_summaries(store) if r["biases"] == dataset]
     going = [r for r in runs if r["status"] in ("planned", "running")]
     for run in going:
         planned = max(run["planned"] or 0, 1)
@@ -366,22 +366,26 @@ with tabs[3]:
                 [c["bias"] for c in store.dataset_bias_counts(current)],
                 key="ds_only",
             )
-            spec = runner.RunSpec(
+            spec = paired_plan.RunSpec(
                 models=chosen, dataset=current, per_bias=int(per_bias) or None, biases=only
             )
-            plan = attempt("Planning the run", lambda: runner.plan(spec, store)) if chosen else None
+            plan = (
+                attempt("Planning the run", lambda: paired_plan.plan(spec, store))
+                if chosen
+                else None
+            )
             if plan is not None:
                 st.caption(present.escape_markdown(plan.describe()))  # names the dataset
             if st.button("Start the run", disabled=plan is None, key="ds_start"):
                 share_local_server()
-                run_id = attempt("Starting the run", lambda: runner.launch(spec, db_path()))
+                run_id = attempt("Starting the run", lambda: executor.launch(spec, db_path()))
                 if run_id:
                     st.session_state["ds_flash"] = (
                         f"Run {run_id} started in the background; it continues if you close the "
                         "browser. Its pairs appear in Browse and Analysis as they finish."
                     )
                     st.rerun()
-        runs_here = [r for r in runner.run_summaries(store) if r["biases"] == current]
+        runs_here = [r for r in summaries.run_summaries(store) if r["biases"] == current]
         active = any(r["status"] in ("planned", "running") for r in runs_here)
         # While a run on this dataset is going, this part redraws itself every two seconds.
         st.fragment(run_every=2.0 if active else None)(_dataset_runs)(current, active)
@@ -393,7 +397,7 @@ with tabs[4]:
         scopes = {"all pairs on this dataset": None}
         if datasets[current]["meta"].get("decisions"):
             scopes["the published decisions"] = import_run_id(current)
-        for r in runner.run_summaries(store):
+        for r in summaries.run_summaries(store):
             if r["biases"] == current:
                 scopes[f"run {r['id']} ({r['models']})"] = r["id"]
         scope = st.selectbox("Which pairs", list(scopes), key="ds_scope", disabled=what != "pairs")

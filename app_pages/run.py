@@ -32,9 +32,9 @@ from cogbias.core.redact import redact
 from cogbias.library import examples
 from cogbias.llm.costs import run_cost_text
 from cogbias.llm.settings import check_api_base
-from cogbias.runs import runner
-from cogbias.runs.runner import RunSpec
-from cogbias.runs.study_plan import is_study_run
+from cogbias.runs import executor, kinds, paired_plan
+from cogbias.runs.paired_plan import RunSpec
+from cogbias.runs.summaries import run_summaries
 from cogbias.store import Store, now
 from cogbias.views.present import escape_markdown
 
@@ -174,7 +174,7 @@ def _plan(fields: dict, db: str, version: object) -> dict:
     """What a run would do; cached because every widget change replans (a plan of 30 biases x
     200 scenarios x 100 instances hashes 600,000 instance keys)."""
     with Store(db) as own:
-        plan = runner.plan(RunSpec(**fields), own)
+        plan = paired_plan.plan(RunSpec(**fields), own)
         return {
             "planned": plan.planned,
             "calls": plan.llm_calls(),
@@ -208,7 +208,7 @@ if plan is not None:
         f"{calls['extract']:,} to extract the chosen option. Answers already in the "
         "database's cache are free. " + ("Some model has no known price." if cost is None else "")
     )
-    existing = next((r for r in runner.run_summaries(store) if r["id"] == spec.run_id), None)
+    existing = next((r for r in run_summaries(store) if r["id"] == spec.run_id), None)
     busy = existing is not None and existing["status"] in ACTIVE
     if busy:
         st.info("This exact run is running now: watch it below.")
@@ -228,8 +228,8 @@ if plan is not None:
     if st.button("Start run", type="primary", key="run_start", disabled=busy):
         share_local_server()
         try:
-            run_id = runner.launch(spec, db_path(), batch=use_batch)
-        except (OSError, runner.RunBusy, KeyError, ValueError) as exc:
+            run_id = executor.launch(spec, db_path(), batch=use_batch)
+        except (OSError, executor.RunBusy, KeyError, ValueError) as exc:
             st.error(f"The run could not be started: {friendly(exc)}")
         else:
             _mark_started(run_id)
@@ -237,12 +237,16 @@ if plan is not None:
 
 # ------------------------------------------------------------------ progress
 st.divider()
-summaries = runner.run_summaries(store)
+summaries = run_summaries(store)
 by_id = {r["id"]: r for r in summaries}
 active = st.session_state.get("run_active")
 if active is None:  # after a reload: pick up a run that is still going
     active = next(
-        (r["id"] for r in summaries if r["status"] in ACTIVE and not is_study_run(r["spec"])),
+        (
+            r["id"]
+            for r in summaries
+            if r["status"] in ACTIVE and kinds.kind_of(r["spec"]).results_page == "run"
+        ),
         None,
     )
 
@@ -254,7 +258,7 @@ def _log_tail(run_id: str) -> str:
 
 @st.fragment(run_every=1.0)
 def progress(run_id: str) -> None:
-    run = next((r for r in runner.run_summaries(store) if r["id"] == run_id), None)
+    run = next((r for r in run_summaries(store) if r["id"] == run_id), None)
     if _starting(run):
         waited = time.monotonic() - st.session_state.get("run_started_at", time.monotonic())
         st.info(f"Starting run {run_id}…")
@@ -295,7 +299,7 @@ def progress(run_id: str) -> None:
 
 def counted(run: dict) -> str:
     """What a run's counts count: pairs, or a study run's units."""
-    return "units" if is_study_run(run.get("spec")) else "pairs"
+    return kinds.kind_of(run.get("spec")).unit_name
 
 
 def shown(text: str) -> str:
@@ -362,7 +366,7 @@ pick = st.selectbox(
 )
 picked = by_id[pick]
 b1, b2, b3, b4 = st.columns(4)
-if is_study_run(picked["spec"]):  # a study run's results are on the Studies page
+if kinds.kind_of(picked["spec"]).results_page == "studies":  # shown on the Studies page
     if b1.button("Open in Studies", key="run_studies"):
         st.session_state["study_run"] = pick
         st.switch_page("app_pages/studies.py")
@@ -378,7 +382,7 @@ retry = b3.button(
 if (picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume")) or retry:
     share_local_server()
     try:
-        runner.start_background(pick, db_path(), retry_failed=retry)
+        executor.start_background(pick, db_path(), retry_failed=retry)
     except OSError as exc:
         st.error(f"The run could not be resumed: {friendly(exc)}")
     else:

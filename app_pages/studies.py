@@ -23,7 +23,7 @@ from app_pages._common import (
     share_local_server,
 )
 from cogbias.core.redact import redact
-from cogbias.runs import runner, study_plan, study_runner
+from cogbias.runs import executor, kinds, study_plan, summaries
 from cogbias.runs.study_plan import MITIGATION_ORDER, StudySpec
 from cogbias.store import pid_alive
 from cogbias.studies import results as study_results
@@ -151,8 +151,8 @@ def start_form() -> None:
         if st.button("Start study run", type="primary", key="study_start", disabled=busy):
             share_local_server()
             try:
-                run_id = study_runner.launch(the_plan, db_path(), run_name.strip())
-            except (OSError, runner.RunBusy, KeyError, ValueError) as exc:
+                run_id = executor.launch(the_plan, db_path(), run_name.strip())
+            except (OSError, executor.RunBusy, KeyError, ValueError) as exc:
                 st.error(f"The study run could not be started: {friendly(exc)}")
             else:
                 st.session_state["study_active"] = run_id
@@ -165,8 +165,8 @@ start_form()
 # ------------------------------------------------------------------ progress
 runs = {
     r["id"]: {**r, "study": StudySpec.from_stored(r["spec"]).study}
-    for r in runner.run_summaries(store)
-    if study_plan.is_study_run(r["spec"])
+    for r in summaries.run_summaries(store)
+    if kinds.kind_of(r["spec"]).results_page == "studies"
 }
 
 
@@ -181,7 +181,7 @@ def working(run: dict) -> bool:
 
 @st.fragment(run_every=1.0)
 def progress(run_id: str) -> None:
-    run = next((r for r in runner.run_summaries(store) if r["id"] == run_id), None)
+    run = next((r for r in summaries.run_summaries(store) if r["id"] == run_id), None)
     if run is None or not working(run):
         st.rerun()  # finished (or gone): redraw the whole page
         return
@@ -239,7 +239,7 @@ b1, b2, _ = st.columns([1, 1, 4])
 if (picked["status"] in RESUMABLE or stalled) and b1.button("Resume", key="study_resume"):
     share_local_server()
     try:
-        runner.start_background(pick, db_path())
+        executor.start_background(pick, db_path())
     except OSError as exc:
         st.error(f"The study run could not be resumed: {friendly(exc)}")
     else:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages._common import attempt, open_store_or_stop
-from cogbias.runs import runner
+from app_pages._common import attempt, db_path, open_store_or_stop
+from cogbias.runs import executor, paired_plan
+from cogbias.runs.summaries import run_summaries
 from cogbias.studies import analysis, tokenbias
 from cogbias.views import charts_tokenbias
 
@@ -33,13 +34,41 @@ with st.expander("Add the built-in study" if "tokenbias" not in names else "Buil
     )
     if st.button("Store the study and run the random baseline", key="tb_materialise"):
 
-        def _materialise_and_run() -> dict:
-            tokenbias.materialise(store)
-            spec = runner.RunSpec(models=["random"], dataset="tokenbias")
-            return runner.execute(runner.plan(spec, store), store)
+        def _launch() -> str:
+            """The token-bias kind stores the study's pairs, then a worker process answers
+            them (like every run started here; the page only shows its progress)."""
+            spec = paired_plan.RunSpec(models=["random"], dataset="tokenbias")
+            return executor.launch(spec, db_path())
 
-        if attempt("Running the random baseline", _materialise_and_run):
+        started = attempt("Starting the random baseline", _launch)
+        if started:
+            st.session_state["tb_run"] = started
             st.rerun()
+
+
+@st.fragment(run_every=1.0)
+def progress(run_id: str) -> None:
+    """The baseline's progress while its worker runs; the page is redrawn when it ends."""
+    run = next((r for r in run_summaries(store) if r["id"] == run_id), None)
+    if run is None:
+        st.info(f"Starting run {run_id}…")
+        return
+    if run["status"] not in ("planned", "running", "cancelling"):
+        st.session_state.pop("tb_run", None)
+        if run["status"] == "done":
+            st.rerun()  # redraw the whole page with the baseline's tables
+        st.error(f"The random baseline ended {run['status']}; the reason:")
+        st.text(run["error"] or "(none recorded)")  # may quote a model: text, never Markdown
+        return
+    planned = max(run["planned"] or 0, 1)
+    st.progress(
+        min(run["done"] / planned, 1.0),
+        text=f"Random baseline: {run['done']:,} of {run['planned']:,} pairs",
+    )
+
+
+if st.session_state.get("tb_run"):
+    progress(st.session_state["tb_run"])
 
 if not names:
     st.info("No token-bias study or dataset in this database yet.")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cogbias.library import testcases as library
 from cogbias.runs import pipeline
-from cogbias.runs.runner import RunSpec
+from cogbias.runs.paired_plan import RunSpec
 from cogbias.store import Store
 
 DEFAULT_BIASES = ("framing_effect", "anchoring", "loss_aversion")

@@ -3,12 +3,12 @@ baseline and a model on the scripted test server, which also fills the gaps."""
 
 from __future__ import annotations
 
-from cogbias.runs import runner
+from cogbias.runs import paired_plan
 
 BIASES = ["anchoring", "framing_effect", "loss_aversion"]
 
 
-def spec(base_url: str, **overrides: object) -> runner.RunSpec:
+def spec(base_url: str, **overrides: object) -> paired_plan.RunSpec:
     fields: dict[str, object] = dict(
         models=["random", "openai/fake"],
         biases=BIASES,
@@ -17,4 +17,4 @@ def spec(base_url: str, **overrides: object) -> runner.RunSpec:
         generator="openai/fake",
         api_base=base_url,
     )
-    return runner.RunSpec(**{**fields, **overrides})  # type: ignore[arg-type]
+    return paired_plan.RunSpec(**{**fields, **overrides})  # type: ignore[arg-type]

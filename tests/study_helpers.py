@@ -1,4 +1,4 @@
-"""Study runs for the app tests: real runs (`study_runner.execute`), offline or scripted.
+"""Study runs for the app tests: real runs (`executor.execute`), offline or scripted.
 
 `scripted` plays an OpenAI-compatible model (behind `FakeLLMServer`) whose self-help rewrite
 visibly differs from the original and whose decisions carry Markdown and HTML around the word.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cogbias.runs import study_plan, study_runner
+from cogbias.runs import executor, study_plan
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
 from tests.fake_llm_server import _last_user_text
@@ -20,7 +20,7 @@ def study_run(db: Path, spec: StudySpec) -> str:
     """Plan and run a study to the end in this process; returns the run id."""
     with Store(db) as store:
         study = study_plan.load_study(spec.study, store)
-        run = study_runner.execute(study_plan.plan(study_plan.resolve(spec, study), study), store)
+        run = executor.execute(study_plan.plan(study_plan.resolve(spec, study), study), store)
     assert run["status"] == "done", run
     return run["id"]
 

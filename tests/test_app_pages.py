@@ -427,15 +427,15 @@ def test_a_missing_key_is_named_with_what_to_do(db: Path, monkeypatch) -> None:
 
 def test_explore_filters_by_an_imported_dataset(db: Path) -> None:
     from cogbias.datasets import import_hub
-    from cogbias.runs import runner
+    from cogbias.runs import executor, paired_plan
     from tests.dataset_helpers import HUB_CSV
 
     if not HUB_CSV.is_file():
         pytest.skip(f"dataset fixture missing: {HUB_CSV}")
     with Store(db) as store:
         import_hub(store, HUB_CSV)
-        spec = runner.RunSpec(models=["random"], dataset="malberg2024-hub")
-        runner.execute(runner.plan(spec, store), store)
+        spec = paired_plan.RunSpec(models=["random"], dataset="malberg2024-hub")
+        executor.execute(paired_plan.plan(spec, store), store)
     at = open_page("explore")
     assert "Dataset malberg2024-hub" in at.selectbox(key="explore_source").options
     at.selectbox(key="explore_source").set_value("dataset:malberg2024-hub").run()

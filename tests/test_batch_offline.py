@@ -13,7 +13,7 @@ from dataset_helpers import snapshot
 from fake_llm_server import FakeLLMServer, default_responder
 from run_helpers import spec
 
-from cogbias.runs import runner
+from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +76,7 @@ def test_export_answer_import_rounds_then_the_run_completes_without_interactive_
         assert server.calls == 0  # every answer came from the batch engine
         # the same run made interactively, against a server answering the same way
         with Store(tmp_path / "interactive.db") as other:
-            runner.execute(runner.plan(s, other), other, concurrency=8)
+            executor.execute(paired_plan.plan(s, other), other, concurrency=8)
             interactive = other.query(PAIRS)
     with Store(db) as store:
         run = store.run(s.run_id)

@@ -14,7 +14,7 @@ from pathlib import Path
 from dataset_helpers import HUB_CSV
 from fake_llm_server import FakeLLMServer
 
-from cogbias.runs import runner
+from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,8 +76,8 @@ def test_a_batch_run_completes_from_batches_and_equals_an_interactive_run(tmp_pa
             by_batch = store.query(PAIRS)
         interactive = imported(tmp_path / "interactive.db")
         with Store(interactive) as store:
-            s = runner.spec_of(run)
-            runner.execute(runner.plan(s, store), store, concurrency=8)
+            s = summaries.spec_of(run)
+            executor.execute(paired_plan.plan(s, store), store, concurrency=8)
             assert store.query(PAIRS) == by_batch
     runs = cogbias("runs", "--db", db)
     assert "batch-" in runs.stdout and "completed" in runs.stdout

@@ -105,7 +105,7 @@ def _serve(home: Any, fake: FakeLLMServer, base: str, answer: str) -> Iterator[d
 PREPARE = r"""
 import json, sqlite3, sys
 from cogbias.library import testcases as library
-from cogbias.runs import runner
+from cogbias.runs import executor, paired_plan
 from cogbias.llm import settings
 from cogbias.datasets import import_hub
 from cogbias.store import Store
@@ -121,14 +121,14 @@ db = os.environ["COGBIAS_DB"]
 make_results_db(db, biases=("anchoring", "framing_effect"), models=("random", evil_model), instances=4, name="hostile run")
 with Store(db) as store:
     import_hub(store, HUB_CSV, name=dataset)
-    runner.execute(runner.plan(runner.RunSpec(["random"], dataset=dataset, per_bias=2), store), store)
+    executor.execute(paired_plan.plan(paired_plan.RunSpec(["random"], dataset=dataset, per_bias=2), store), store)
     # a study run by the echoing model: conversations and self-help rewrites
     from cogbias.runs import study_plan
-    from cogbias.runs import study_runner
+    from cogbias.runs import executor, paired_plan
     study = study_plan.load_study("biasbuster", store)
     spec = study_plan.StudySpec("biasbuster", ["openai/hostile"], tests=["framing", "anchoring"],
                                 mitigations=["selfhelp"], repeats=1)
-    study_runner.execute(study_plan.plan(study_plan.resolve(spec, study), study), store)
+    executor.execute(study_plan.plan(study_plan.resolve(spec, study), study), store)
 conn = sqlite3.connect(db)
 with conn:  # unredacted, as if an older version had stored them
     conn.execute("update decisions set control_answer = ?, treatment_answer = ?", (answer, answer))

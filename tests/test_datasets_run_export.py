@@ -26,7 +26,7 @@ from cogbias.datasets import (
     import_malberg,
     parse_prompt,
 )
-from cogbias.runs import runner
+from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
 from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, read_rows, snapshot
 
@@ -49,8 +49,10 @@ def _published_params() -> dict[str, dict[str, float]]:
 def test_hub_run_scores_every_pair_with_its_own_metric_params(tmp_path):
     with Store(tmp_path / "x.db") as store:
         import_hub(store, HUB_CSV)
-        plan = runner.plan(runner.RunSpec(models=["random"], dataset="malberg2024-hub"), store)
-        run = runner.execute(plan, store)
+        plan = paired_plan.plan(
+            paired_plan.RunSpec(models=["random"], dataset="malberg2024-hub"), store
+        )
+        run = executor.execute(plan, store)
         assert (run["status"], run["done"], run["failed"]) == ("done", 12, 0)
         assert export(store, tmp_path / "pairs.csv", dataset="malberg2024-hub") == 12
     published = _published_params()
@@ -81,13 +83,13 @@ def test_hub_run_scores_every_pair_with_its_own_metric_params(tmp_path):
 def test_per_bias_and_bias_filters_limit_a_dataset_run(tmp_path):
     with Store(tmp_path / "x.db") as store:
         import_hub(store, HUB_CSV)
-        spec = runner.RunSpec(
+        spec = paired_plan.RunSpec(
             models=["random"],
             dataset="malberg2024-hub",
             per_bias=2,
             biases=["anchoring", "loss_aversion"],
         )
-        run = runner.execute(runner.plan(spec, store), store)
+        run = executor.execute(paired_plan.plan(spec, store), store)
         rows = store.results(run_id=run["id"])
     assert [(r["bias"], r["n"]) for r in rows] == [("anchoring", 2), ("loss_aversion", 2)]
 
@@ -96,7 +98,7 @@ def test_code_format_dataset_cannot_be_run_without_metric(tmp_path):
     with Store(tmp_path / "x.db") as store:
         import_malberg(store, FORMAT_DIR)
         with pytest.raises(ValueError, match="without metric parameters"):
-            runner.plan(runner.RunSpec(models=["random"], dataset="malberg2024"), store)
+            paired_plan.plan(paired_plan.RunSpec(models=["random"], dataset="malberg2024"), store)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
@@ -126,8 +128,11 @@ def test_exports_have_the_same_documented_columns_and_values(tmp_path, fmt):
 def test_exported_pairs_import_back_as_a_generic_file(tmp_path):
     with Store(tmp_path / "x.db") as store:
         import_hub(store, HUB_CSV)
-        run = runner.execute(
-            runner.plan(runner.RunSpec(models=["random"], dataset="malberg2024-hub"), store), store
+        run = executor.execute(
+            paired_plan.plan(
+                paired_plan.RunSpec(models=["random"], dataset="malberg2024-hub"), store
+            ),
+            store,
         )
         export(store, tmp_path / "pairs.jsonl", run_id=run["id"])
         original = store.results(run_id=run["id"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cogbias.datasets import import_hub
-from cogbias.runs import deletion, runner
+from cogbias.runs import deletion, executor, paired_plan
 from cogbias.store import Store
 from tests.app_helpers import make_results_db
 from tests.dataset_helpers import HUB_CSV
@@ -93,11 +93,12 @@ def test_deleting_a_dataset_takes_its_runs_and_leaves_the_other_dataset(two_runs
     with Store(db) as store:
         import_hub(store, HUB_CSV, name="first")
         import_hub(store, HUB_CSV, name="second")
-        on_first = runner.execute(
-            runner.plan(runner.RunSpec(["random"], dataset="first"), store), store
+        on_first = executor.execute(
+            paired_plan.plan(paired_plan.RunSpec(["random"], dataset="first"), store), store
         )
-        on_second = runner.execute(
-            runner.plan(runner.RunSpec(["random"], dataset="second", per_bias=2), store), store
+        on_second = executor.execute(
+            paired_plan.plan(paired_plan.RunSpec(["random"], dataset="second", per_bias=2), store),
+            store,
         )
     before = rows(db)
     with Store(db) as store:

@@ -16,7 +16,7 @@ import pytest
 from cogbias.core import records
 from cogbias.llm.client import LLMRequest, cache_key
 from cogbias.llm.profiles import resolve
-from cogbias.runs import runner
+from cogbias.runs import paired_plan as runner  # RunSpec moved to runs.paired_plan
 from cogbias.runs.study_plan import StudySpec
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cogbias.datasets import import_hub, import_malberg
-from cogbias.runs import runner
+from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
 from cogbias.views import present
 from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, edited_csv, write_rows
@@ -67,8 +67,8 @@ def test_browse_run_results_analysis_and_export(db):
     with Store(db) as store:
         import_hub(store, HUB_CSV)
         import_malberg(store, FORMAT_DIR)
-        spec = runner.RunSpec(models=["random"], dataset="malberg2024-hub")
-        run = runner.execute(runner.plan(spec, store), store)
+        spec = paired_plan.RunSpec(models=["random"], dataset="malberg2024-hub")
+        run = executor.execute(paired_plan.plan(spec, store), store)
         # a second, registered model: the same answers under another name and key
         copies = [
             {**row, "id": row["id"] + "-gpt", "model": "openai/gpt-4o-2024-08-06"}
@@ -152,7 +152,7 @@ def test_import_from_the_hub_and_start_a_background_run(db, monkeypatch):
         button(at, "Start the run").click().run()
         assert not at.exception
         assert "started in the background" in texts(at)
-        spec = runner.RunSpec(models=["random"], dataset="malberg2024-hub", per_bias=2)
+        spec = paired_plan.RunSpec(models=["random"], dataset="malberg2024-hub", per_bias=2)
         with Store(db) as store:
             run = store.wait_for(spec.run_id, timeout=60)
         assert run is not None and (run["status"], run["done"]) == ("done", 6)
@@ -174,8 +174,9 @@ def test_two_imports_in_a_row_then_switching_keeps_the_pair_viewer_in_step(db):
     assert not at.exception
     assert at.selectbox(key="ds_current").value == "malberg2024-hub"
     with Store(db) as store:  # answers on the first dataset, each recognisable on the page
-        runner.execute(
-            runner.plan(runner.RunSpec(["random"], dataset="malberg2024-hub"), store), store
+        executor.execute(
+            paired_plan.plan(paired_plan.RunSpec(["random"], dataset="malberg2024-hub"), store),
+            store,
         )
         with store.atomic():
             store.db.execute(
@@ -235,9 +236,9 @@ def test_run_tab_shows_progress_and_analysis_uses_display_names(db):
 
     with Store(db) as store:
         import_hub(store, HUB_CSV)
-        spec = runner.RunSpec(["random"], dataset="malberg2024-hub")
-        runner.execute(runner.plan(spec, store), store)
-        going = runner.RunSpec(["random_b"], dataset="malberg2024-hub", per_bias=2)
+        spec = paired_plan.RunSpec(["random"], dataset="malberg2024-hub")
+        executor.execute(paired_plan.plan(spec, store), store)
+        going = paired_plan.RunSpec(["random_b"], dataset="malberg2024-hub", per_bias=2)
         store.create_run(going.run_id, {"models": ["random_b"], "dataset": "malberg2024-hub"}, 6)
         store.update_run(going.run_id, status="running", pid=os.getpid(), done=2)
     at = page()

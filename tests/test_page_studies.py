@@ -1,6 +1,6 @@
 """The Studies page: start a study run, its results pivoted, conversations, self-help pairs.
 
-The runs are real study runs (`study_runner.execute`): the `random` model answers offline,
+The runs are real study runs (`executor.execute`): the `random` model answers offline,
 and a scripted OpenAI-compatible server on 127.0.0.1 plays a model whose self-help rewrite
 differs from the original and whose answers carry Markdown and HTML.
 """
@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from cogbias.datasets.mohr_format import import_mohr
 from cogbias.llm import settings
-from cogbias.runs import study_plan, study_runner
+from cogbias.runs import executor, study_plan
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
 from cogbias.studies import results as study_results
@@ -267,7 +267,7 @@ def test_a_run_whose_worker_never_began_shows_its_log_and_resumes(db: Path) -> N
     with Store(db) as store:
         study = study_plan.load_study("biasbuster", store)
         spec = StudySpec("biasbuster", ["random"], tests=["framing"], repeats=1)
-        run_id = study_runner.create(study_plan.plan(study_plan.resolve(spec, study), study), store)
+        run_id = executor.create(study_plan.plan(study_plan.resolve(spec, study), study), store)
         store.update_run(run_id, pid=2**22 + 12345)  # no such process
     (db.parent / f"{run_id}.log").write_text("ImportError: something went wrong\n")
     at = open_page("studies")

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cogbias.core.records import decode_filled
-from cogbias.runs import runner
+from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
 from cogbias.studies import tokenbias
 
@@ -35,6 +35,11 @@ def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(db):
     assert any("No token-bias study" in i.value for i in at.info)
     at.button(key="tb_materialise").click().run()
     assert not at.exception, at.exception
+    with Store(db) as store:  # the baseline runs in a worker process, as every run does
+        [run] = store.runs()
+        assert store.wait_for(run["id"], timeout=120)["status"] == "done"
+    at.run()
+    assert not at.exception, at.exception
     frame = at.dataframe[0].value
     assert len(frame) == 6 and set(frame["model"]) == {"random"}
     assert list(frame.columns[:6]) == ["hypothesis", "model", "prompting", "n", "n12", "n21"]
@@ -50,8 +55,9 @@ def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(db):
 def test_hostile_text_is_shown_as_text_not_markup(db):
     with Store(db) as store:
         tokenbias.materialise(store)
-        runner.execute(
-            runner.plan(runner.RunSpec(models=["random"], dataset="tokenbias"), store), store
+        executor.execute(
+            paired_plan.plan(paired_plan.RunSpec(models=["random"], dataset="tokenbias"), store),
+            store,
         )
         store.db.execute(
             "update decisions set control_answer = ? where rowid = 1",

@@ -17,13 +17,13 @@ from fake_llm_server import FakeLLMServer
 from cogbias.core import records
 from cogbias.datasets.export import csv_bytes
 from cogbias.library import testcases as library
-from cogbias.runs import pipeline, runner
+from cogbias.runs import executor, paired_plan, pipeline, summaries
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def spec(base_url: str, **overrides) -> runner.RunSpec:
+def spec(base_url: str, **overrides) -> paired_plan.RunSpec:
     fields = dict(
         models=["random", "openai/fake"],
         biases=["anchoring", "framing_effect"],
@@ -31,7 +31,7 @@ def spec(base_url: str, **overrides) -> runner.RunSpec:
         generator="openai/fake",
         api_base=base_url,
     )
-    return runner.RunSpec(**{**fields, **overrides})
+    return paired_plan.RunSpec(**{**fields, **overrides})
 
 
 def test_an_instance_survives_its_row_codec_and_its_id_is_pinned():
@@ -53,7 +53,7 @@ def test_answers_are_capped_with_the_cut_recorded():
 def test_the_app_download_and_cogbias_export_agree_column_for_column(tmp_path):
     db = tmp_path / "x.db"
     with FakeLLMServer() as server, Store(db) as store:
-        run = runner.execute(runner.plan(spec(server.base_url), store), store, concurrency=8)
+        run = executor.execute(paired_plan.plan(spec(server.base_url), store), store, concurrency=8)
         # the Explore page's download: the pairs it shows, through the export's columns
         shown = store.pairs(run_id=run["id"], limit=10_000)
         app = csv_bytes(records.pair_record(r) for r in shown).decode()
@@ -126,11 +126,11 @@ class FailingStore(Store):
 
 def test_a_failing_write_inside_a_worker_ends_the_run_failed_with_the_error(tmp_path):
     with FakeLLMServer(latency=0.05) as server, FailingStore(tmp_path / "x.db") as store:
-        run = runner.execute(runner.plan(spec(server.base_url), store), store, concurrency=2)
+        run = executor.execute(paired_plan.plan(spec(server.base_url), store), store, concurrency=2)
     assert run["status"] == "failed"
     assert "disk I/O error" in run["error"] and "could not write results" in run["error"]
     with Store(tmp_path / "x.db") as store:
-        [row] = runner.run_summaries(store)
+        [row] = summaries.run_summaries(store)
     assert row["status"] == "failed" and "disk I/O error" in row["error"]
 
 
@@ -153,14 +153,16 @@ def test_retry_failed_asks_again_and_resume_alone_only_retries_transient(tmp_pat
     script = [503] * 3 if kind == "transient" else []
     with FakeLLMServer(responder, script=script) as server, Store(tmp_path / "x.db") as store:
         s = spec(server.base_url, models=["openai/fake"], biases=["anchoring"], scenarios=1)
-        first = runner.execute(runner.plan(s, store), store, concurrency=1, max_retries=0)
+        first = executor.execute(paired_plan.plan(s, store), store, concurrency=1, max_retries=0)
         assert first["failed"] > 0
-        again = runner.execute(runner.plan(s, store), store, concurrency=1)
+        again = executor.execute(paired_plan.plan(s, store), store, concurrency=1)
         if kind == "transient":
             assert again["status"] == "done" and again["failed"] == 0
         else:  # a result: a plain resume keeps it, --retry-failed asks afresh
             assert again["failed"] == first["failed"]
-            third = runner.execute(runner.plan(s, store), store, concurrency=1, retry_failed=True)
+            third = executor.execute(
+                paired_plan.plan(s, store), store, concurrency=1, retry_failed=True
+            )
             assert third["status"] == "done" and third["failed"] == 0
 
 
@@ -175,10 +177,11 @@ def test_the_lean_path_and_litellm_store_identical_runs(tmp_path, monkeypatch):
         with Store(tmp_path / f"{transport}.db") as store:
             s = spec(server.base_url, scenarios=3)
             assert (
-                runner.plan(s, store)
-                and (transport == "auto") == runner.resolve("openai/fake", server.base_url).direct
+                paired_plan.plan(s, store)
+                and (transport == "auto")
+                == paired_plan.resolve("openai/fake", server.base_url).direct
             )
-            run = runner.execute(runner.plan(s, store), store, concurrency=4)
+            run = executor.execute(paired_plan.plan(s, store), store, concurrency=4)
             assert run["status"] == "done" and server.calls > 0
             stored[transport] = {
                 "decisions": store.query(

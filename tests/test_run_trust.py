@@ -19,14 +19,14 @@ import pytest
 from fake_llm_server import FakeLLMServer
 from run_helpers import spec
 
-from cogbias.runs import runner
+from cogbias.runs import executor, paired_plan
 from cogbias.store import Store, now
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
-def run_args(s: runner.RunSpec, db: Path) -> list[str]:
+def run_args(s: paired_plan.RunSpec, db: Path) -> list[str]:
     args = ["run", "--db", str(db), "--models", ",".join(s.models), "--biases", ",".join(s.biases)]
     args += ["--scenarios", str(s.scenarios), "--instances", str(s.instances)]
     return args + ["--generator", s.generator, "--api-base", str(s.api_base)]
@@ -52,9 +52,9 @@ def decision_keys(db: Path) -> list[tuple]:
     return [tuple(r.values()) for r in rows]
 
 
-def planned_keys(s: runner.RunSpec, db: Path) -> set[tuple]:
+def planned_keys(s: paired_plan.RunSpec, db: Path) -> set[tuple]:
     with Store(db) as store:
-        plan = runner.plan(s, store)
+        plan = paired_plan.plan(s, store)
     return {
         (s.run_id, i, m, r) for i in plan.instance_ids for m in s.models for r in range(s.repeats)
     }
@@ -137,7 +137,7 @@ def test_two_workers_on_one_run_one_is_refused_and_no_call_is_made_twice(tmp_pat
         procs = [start(*run_args(s, db), "--concurrency", "4") for _ in range(2)]
         outs = [p.communicate(timeout=300) for p in procs]
         with Store(db) as store:
-            calls = sum(runner.plan(s, store).llm_calls().values())
+            calls = sum(paired_plan.plan(s, store).llm_calls().values())
         assert sorted(p.returncode for p in procs) == [0, 3], outs
         refused = next(err for p, (_, err) in zip(procs, outs, strict=True) if p.returncode == 3)
         assert "already being worked on" in refused and "cogbias cancel" in refused
@@ -216,7 +216,7 @@ def test_a_fully_cached_rerun_costs_nothing_and_reports_what_it_saved(tmp_path):
     with FakeLLMServer() as server:
         first = spec(server.base_url, models=[priced], generator=priced)
         with Store(db) as store:
-            one = runner.execute(runner.plan(first, store), store, concurrency=8)
+            one = executor.execute(paired_plan.plan(first, store), store, concurrency=8)
             decided = store.query(
                 "select sum(cost + cost_saved) as c from decisions where run_id = ?", (one["id"],)
             )[0]["c"]
@@ -225,7 +225,7 @@ def test_a_fully_cached_rerun_costs_nothing_and_reports_what_it_saved(tmp_path):
             server.reset_counts()
             # another run asking the same questions (plus the free random baseline)
             second = spec(server.base_url, models=[priced, "random"], generator=priced)
-            two = runner.execute(runner.plan(second, store), store, concurrency=8)
+            two = executor.execute(paired_plan.plan(second, store), store, concurrency=8)
         assert server.calls == 0
     assert two["status"] == "done" and two["cost"] == 0 and two["tokens"] == 0
     assert two["cost_saved"] == pytest.approx(decided)
@@ -243,7 +243,7 @@ def test_run_id_is_pinned_and_survives_a_new_optional_spec_field():
     Extended = dataclasses.make_dataclass(
         "Extended",
         [("mitigation", str, dataclasses.field(default="none"))],
-        bases=(runner.RunSpec,),
+        bases=(paired_plan.RunSpec,),
         frozen=True,
     )
     same = Extended(**dataclasses.asdict(fixed))
@@ -253,9 +253,9 @@ def test_run_id_is_pinned_and_survives_a_new_optional_spec_field():
 
 def test_a_stored_spec_round_trips_and_a_newer_one_is_refused_clearly():
     fixed = spec("http://127.0.0.1:8000/v1", temperature=0.5)
-    assert runner.RunSpec.from_stored(json.dumps(fixed.canonical())) == fixed
+    assert paired_plan.RunSpec.from_stored(json.dumps(fixed.canonical())) == fixed
     with pytest.raises(ValueError, match="newer cogbias"):
-        runner.RunSpec.from_stored({**fixed.canonical(), "from_the_future": 1})
+        paired_plan.RunSpec.from_stored({**fixed.canonical(), "from_the_future": 1})
 
 
 def test_endpoints_with_credentials_are_refused_before_anything_is_stored(tmp_path):

@@ -12,13 +12,13 @@ import pytest
 from fake_llm_server import FakeLLMServer
 from run_helpers import BIASES, spec
 
-from cogbias.runs import runner
+from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def cli_args(s: runner.RunSpec, db: Path) -> list[str]:
+def cli_args(s: paired_plan.RunSpec, db: Path) -> list[str]:
     """`cogbias run` arguments asking for the run `s` (the CLI is what these tests drive)."""
     args = ["run", "--db", str(db), "--models", ",".join(s.models), "--biases", ",".join(s.biases)]
     args += ["--scenarios", str(s.scenarios), "--instances", str(s.instances)]
@@ -28,25 +28,31 @@ def cli_args(s: runner.RunSpec, db: Path) -> list[str]:
 
 def test_rerunning_an_identical_run_makes_no_new_llm_calls(tmp_path):
     with FakeLLMServer() as server, Store(tmp_path / "x.db") as store:
-        first = runner.execute(runner.plan(spec(server.base_url), store), store, concurrency=8)
+        first = executor.execute(
+            paired_plan.plan(spec(server.base_url), store), store, concurrency=8
+        )
         assert first["status"] == "done" and first["done"] == first["planned"] == 24
         assert server.calls > 0
         server.reset_counts()
-        again = runner.execute(runner.plan(spec(server.base_url), store), store, concurrency=8)
+        again = executor.execute(
+            paired_plan.plan(spec(server.base_url), store), store, concurrency=8
+        )
         assert again["status"] == "done" and server.calls == 0
         assert store.counts()["decisions"] == 24
         # a different run over the same instances asks the model again only where needed:
         # the response cache answers every identical request
         server.reset_counts()
         other = spec(server.base_url, models=["openai/fake"])
-        runner.execute(runner.plan(other, store), store, concurrency=8)
+        executor.execute(paired_plan.plan(other, store), store, concurrency=8)
         assert server.calls == 0
 
 
 def test_injected_500s_and_429s_end_with_every_pair_scored_or_failed_with_reason(tmp_path):
     with FakeLLMServer(fail_500=0.1, fail_429=0.1, retry_after=0.01, seed=3) as server:
         with Store(tmp_path / "x.db") as store:
-            run = runner.execute(runner.plan(spec(server.base_url), store), store, concurrency=8)
+            run = executor.execute(
+                paired_plan.plan(spec(server.base_url), store), store, concurrency=8
+            )
             assert server.statuses[500] > 0 and server.statuses[429] > 0
             assert run["done"] == run["planned"] == 24
             rows = store.query("select status, score, error from decisions")
@@ -66,8 +72,8 @@ def test_unanswerable_halves_are_stored_as_failures_not_crashes(tmp_path):
         return "I would rather not choose."
 
     with FakeLLMServer(responder) as server, Store(tmp_path / "x.db") as store:
-        run = runner.execute(
-            runner.plan(spec(server.base_url, models=["openai/fake"]), store), store
+        run = executor.execute(
+            paired_plan.plan(spec(server.base_url, models=["openai/fake"]), store), store
         )
         assert run["status"] == "done" and run["failed"] == run["planned"]
         errors = {r["error"] for r in store.query("select error from decisions")}
@@ -94,7 +100,7 @@ def test_a_sigkilled_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
         proc.wait()
         with Store(db) as store:
             partial = store.counts()["decisions"]
-            planned = runner.plan(spec(server.base_url, scenarios=4), store).planned
+            planned = paired_plan.plan(spec(server.base_url, scenarios=4), store).planned
         assert 0 < partial < planned, (partial, planned)
         resumed = subprocess.run(
             [sys.executable, "-m", "cogbias", *args], cwd=ROOT, capture_output=True, text=True
@@ -190,7 +196,7 @@ def test_cli_results_json_lists_bias_model_n_and_failures(tmp_path):
 
 def test_cancel_request_stops_a_run(tmp_path):
     with FakeLLMServer(latency=0.05) as server, Store(tmp_path / "x.db") as store:
-        plan = runner.plan(spec(server.base_url, scenarios=4), store)
+        plan = paired_plan.plan(spec(server.base_url, scenarios=4), store)
         store.create_run(plan.spec.run_id, {}, plan.planned)
         seen = []
 
@@ -199,7 +205,7 @@ def test_cancel_request_stops_a_run(tmp_path):
             if run["done"] >= 4:
                 store.request_cancel(run["id"])
 
-        run = runner.execute(plan, store, concurrency=2, progress=progress)
+        run = executor.execute(plan, store, concurrency=2, progress=progress)
         assert run["status"] == "cancelled"
         assert 0 < run["done"] < plan.planned
 
@@ -207,4 +213,4 @@ def test_cancel_request_stops_a_run(tmp_path):
 @pytest.mark.parametrize("bad", [{"models": []}, {"biases": ["no_such_bias"]}, {"scenarios": 999}])
 def test_bad_specs_are_refused_with_a_message(tmp_path, bad):
     with Store(tmp_path / "x.db") as store, pytest.raises((KeyError, ValueError)):
-        runner.plan(spec("http://127.0.0.1:9/v1", **bad), store)
+        paired_plan.plan(spec("http://127.0.0.1:9/v1", **bad), store)

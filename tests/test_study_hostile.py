@@ -28,7 +28,7 @@ import pytest
 from fake_llm_server import FakeLLMServer, _last_user_text
 
 from cogbias.library.testcases import LibraryError
-from cogbias.runs import study_plan, study_runner
+from cogbias.runs import executor, study_answers, study_plan
 from cogbias.store import Store
 from cogbias.studies import definitions as studies
 from cogbias.studies import results as study_results
@@ -516,8 +516,8 @@ def test_hostile_answers_are_stored_as_clear_records_and_results_still_score(
     for row in rows:
         assert row["status"] == "ok" or row["error"], row["id"]
         assert len(row["response"] or "") <= 20_100  # answers are capped when stored
-        assert len(row["prompt"] or "") <= study_runner.MAX_REWRITE_CHARS + 1000
-        assert len(row["value"] or "") <= study_runner.MAX_REWRITE_CHARS + 100
+        assert len(row["prompt"] or "") <= study_answers.MAX_REWRITE_CHARS + 1000
+        assert len(row["value"] or "") <= study_answers.MAX_REWRITE_CHARS + 100
         if row["status"] == "ok" and row["role"] == "decide" and row["test"] == "num":
             assert math.isfinite(json.loads(row["value"]))
     errors = {r["error"] for r in rows if r["error"]}
@@ -674,7 +674,7 @@ def test_concurrency_below_one_is_refused_instead_of_waiting_forever(tmp_path: P
         study_plan.load_study("mohr8"),
     )  # fmt: skip
     with Store(tmp_path / "s.db") as store, pytest.raises(ValueError, match="at least 1, not 0"):
-        study_runner.execute(plan, store, concurrency=0)
+        executor.execute(plan, store, concurrency=0)
 
 
 def test_a_pivot_keeps_the_tests_that_have_no_figure_yet(home: Path, tmp_path: Path) -> None:
@@ -830,12 +830,10 @@ def test_a_published_variable_that_is_not_a_finite_number_names_its_rows(number:
     "bounds", ["", "max = -5", "max = 50", "min = 1e15", "min = 0.2\nmax = 0.7", "min = 3\nmax = 3"]
 )
 def test_the_random_baseline_answers_numbers_inside_any_allowed_range(bounds: str) -> None:
-    import random
-
     text = HOSTILE_STUDY.replace('metric = "cohens_d"', 'metric = "cohens_d"\n' + bounds)
     test = studies.parse_study(text, "h.toml").tests["num"]
-    rng = random.Random(1)
-    read = [read_answer(test, study_runner._random_choice(test, rng)) for _ in range(500)]
+    answers = [study_answers.random_answer(test, "decide", None, f"{i:x}") for i in range(500)]
+    read = [read_answer(test, answer) for answer in answers]
     assert all(r.ok for r in read), [r.error for r in read if not r.ok][:3]
     values = [r.value for r in read]
     assert (test.min is None or min(values) >= test.min) and (

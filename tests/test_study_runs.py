@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from fake_llm_server import FakeLLMServer, _last_user_text
 
-from cogbias.runs import study_plan, study_runner
+from cogbias.runs import executor, study_plan
 from cogbias.store import Store
 from cogbias.studies import results as study_results
 
@@ -348,7 +348,7 @@ def test_biasbuster_in_miniature_on_the_local_model(tmp_path):
     )  # fmt: skip
     spec = study_plan.resolve(asked, study)
     with Store(tmp_path / "s.db") as store:
-        outcome = study_runner.execute(study_plan.plan(spec, study), store, concurrency=4)
+        outcome = executor.execute(study_plan.plan(spec, study), store, concurrency=4)
         assert outcome["status"] == "done", outcome["error"]
         rows = store.query("select * from study_calls")
         table = study_results.results(store, outcome["id"])

@@ -137,7 +137,7 @@ def test_the_command_line_still_starts_without_pandas_or_scipy():
     import sys
 
     code = (
-        "import sys, cogbias.cli.main, cogbias.runs.runner, cogbias.runs.prompting; cogbias.cli.main._parser(); "
+        "import sys, cogbias.cli.main, cogbias.runs.executor, cogbias.runs.paired, cogbias.runs.study, cogbias.runs.summaries, cogbias.runs.prompting; cogbias.cli.main._parser(); "
         "print(sorted(m for m in ('pandas', 'scipy') if m in sys.modules))"
     )
     root = Path(__file__).resolve().parent.parent  # `-c` puts the working directory first

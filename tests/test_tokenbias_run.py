@@ -11,7 +11,7 @@ from fake_llm_server import FakeLLMServer, default_responder
 
 from cogbias.cli.main import main
 from cogbias.core import records
-from cogbias.runs import pipeline, prompting, runner
+from cogbias.runs import executor, paired_plan, pipeline, prompting
 from cogbias.store import Store
 from cogbias.studies import tokenbias
 
@@ -77,11 +77,11 @@ def test_bad_prompting_methods_are_refused(text, message, tmp_path, capsys):
 
 
 def test_prompting_enters_the_run_and_decision_identity_but_baseline_keeps_old_ids():
-    base = runner.RunSpec(models=["random"], dataset="tokenbias")
+    base = paired_plan.RunSpec(models=["random"], dataset="tokenbias")
     assert "prompting" not in base.canonical()  # so the ids of earlier runs stay valid
-    cot = runner.RunSpec(models=["random"], dataset="tokenbias", prompting="zs_cot")
+    cot = paired_plan.RunSpec(models=["random"], dataset="tokenbias", prompting="zs_cot")
     assert cot.run_id != base.run_id and cot.canonical()["prompting"] == "zs_cot"
-    assert runner.RunSpec.from_stored(cot.canonical()) == cot
+    assert paired_plan.RunSpec.from_stored(cot.canonical()) == cot
     old = records.stable_id("decision", "r", "i", "m", 0, 0.0)
     assert records.decision_id("r", "i", "m", 0, 0.0) == old
     assert records.decision_id("r", "i", "m", 0, 0.0, "zs_cot") != old
@@ -96,14 +96,14 @@ def test_the_chosen_prompting_method_reaches_the_model(tmp_path: Path):
 
     with FakeLLMServer(responder) as server, Store(tmp_path / "r.db") as store:
         tokenbias.materialise(store)
-        spec = runner.RunSpec(
+        spec = paired_plan.RunSpec(
             models=["openai/fake"],
             dataset="tokenbias",
             per_bias=1,
             api_base=server.base_url,
             prompting="one_shot@Bob",
         )
-        outcome = runner.execute(runner.plan(spec, store), store, concurrency=4)
+        outcome = executor.execute(paired_plan.plan(spec, store), store, concurrency=4)
         assert outcome["status"] == "done" and outcome["done"] == 6
     decisions = [m for m in seen if len(m) == 3]  # the extraction step is a single turn
     assert len(decisions) == 12  # 6 pairs x 2 halves

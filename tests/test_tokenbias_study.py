@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cogbias.runs import pipeline, runner
+from cogbias.runs import paired_plan, pipeline
 from cogbias.store import Store
 from cogbias.studies import tokenbias
 from cogbias.studies import tokenbias_items as items
@@ -186,7 +186,7 @@ def test_materialise_is_one_idempotent_dataset_the_runner_can_plan(tmp_path: Pat
         assert tokenbias.materialise(store).unchanged
         meta = store.datasets()[0]["meta"]
         assert meta["alternatives"]["tb_h4_quantifiers"] == "original_better"
-        plan = runner.plan(
-            runner.RunSpec(models=["random"], dataset="tokenbias", per_bias=2), store
+        plan = paired_plan.plan(
+            paired_plan.RunSpec(models=["random"], dataset="tokenbias", per_bias=2), store
         )
         assert len(plan.instance_ids) == 12

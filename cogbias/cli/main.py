@@ -14,7 +14,6 @@ from cogbias.core.errors import StoreError
 from cogbias.core.redact import redact
 from cogbias.library import examples
 from cogbias.library import testcases as library
-from cogbias.llm import settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -272,9 +271,9 @@ def _client(generator: str, api_base: str | None) -> Any:
     """An LLM client for a model generator; the offline `examples` generator needs none."""
     if generator == examples.EXAMPLES_GENERATOR:
         return None
-    from cogbias.llm import LLMClient
+    from cogbias.llm.factory import open_client
 
-    return LLMClient(api_base=settings.check_api_base(api_base) if api_base else None)
+    return open_client(api_base=api_base)  # the endpoint is checked there
 
 
 def _scenario(number: int) -> library.Scenario:

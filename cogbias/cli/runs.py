@@ -234,10 +234,10 @@ def _materialise_study(args: argparse.Namespace) -> str:
 
 
 def _run_one(args: argparse.Namespace) -> int:
-    from cogbias.runs import runner
+    from cogbias.runs import paired_plan
     from cogbias.store import Store
 
-    spec = runner.RunSpec(
+    spec = paired_plan.RunSpec(
         biases=_split(args.biases),
         scenarios=args.scenarios,
         instances=args.instances,
@@ -253,41 +253,35 @@ def _run_one(args: argparse.Namespace) -> int:
         prompting=args.prompting,
     )
     with Store(args.db) as store:
-        plan = runner.plan(spec, store)
+        plan = paired_plan.plan(spec, store)
         print(plan.describe(), file=sys.stderr)
         if args.dry_run:
             return 0
         if args.plan_only:
-            runner.create_run(plan, store, args.name)
+            paired_plan.create_run(plan, store, args.name)
             print(spec.run_id)
             return 0
         return _execute(plan, store, args, name=args.name)
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from cogbias.runs import runner
-    from cogbias.runs.study_plan import is_study_run
+    from cogbias.runs import kinds
     from cogbias.store import Store
 
     with Store(args.db) as store:
         run = store.run(args.run_id)
-        if run is not None and is_study_run(run["spec"]):
+        if run is not None and kinds.kind_of(run["spec"]).results_page == "studies":
             from cogbias.cli import studies as cli_studies
 
             return cli_studies.resume(store, run, args)
-        spec = runner.stored_spec(store, args.run_id)
-        plan = runner.plan(spec, store)
-        if plan.spec.run_id != args.run_id:  # stored by an older cogbias under another id
-            raise ValueError(
-                f"run {args.run_id} cannot be resumed: its spec now maps to {plan.spec.run_id}"
-            )
+        plan = kinds.replan(store, args.run_id)
         print(plan.describe(), file=sys.stderr)
         return _execute(plan, store, args)
 
 
 def execution_options(args: argparse.Namespace, name: str = "") -> dict[str, Any]:
     """How to execute a run, from the flags `_add_execution` defines (paired and study runs)."""
-    from cogbias.runs.runner import TerminalProgress
+    from cogbias.cli.progress import TerminalProgress
 
     return dict(
         concurrency=args.concurrency,
@@ -302,7 +296,7 @@ def execution_options(args: argparse.Namespace, name: str = "") -> dict[str, Any
 
 
 def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
-    from cogbias.runs import runner
+    from cogbias.runs import executor
 
     args.exit_at_once = True  # see cli._exit_at_once
     options = execution_options(args, name)
@@ -318,8 +312,8 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
                 **options,
             )
         else:
-            outcome = runner.execute(plan, store, **options)
-    except runner.RunBusy as exc:
+            outcome = executor.execute(plan, store, **options)
+    except executor.RunBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     saved = outcome.get("cost_saved") or 0.0
@@ -339,11 +333,11 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
 
 
 def _batch_export(args: argparse.Namespace) -> int:
-    from cogbias.runs import batch, runner
+    from cogbias.runs import batch, paired_plan
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        plan = runner.plan(runner.stored_spec(store, args.run_id), store)
+        plan = paired_plan.plan(paired_plan.stored_spec(store, args.run_id), store)
         counts = batch.export_requests(plan, store, args.output, args.round)
     total = sum(counts.values())
     detail = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
@@ -397,7 +391,7 @@ def _cancel(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from cogbias.runs.runner import run_summaries
+    from cogbias.runs.summaries import run_summaries
     from cogbias.store import Store
 
     with Store(args.db) as store:
@@ -429,7 +423,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _results(args: argparse.Namespace) -> int:
     from cogbias.cli import studies as cli_studies
-    from cogbias.runs.study_plan import is_study_run
+    from cogbias.runs import kinds
     from cogbias.store import Store
     from cogbias.studies import results as study_results
 
@@ -437,7 +431,7 @@ def _results(args: argparse.Namespace) -> int:
         run = store.run(args.run) if args.run else None
         if args.run and run is None:
             raise KeyError(f"no run {args.run} in {store.path}; see `cogbias runs`")
-        if (run and is_study_run(run["spec"])) or (
+        if (run and kinds.kind_of(run["spec"]).results_page == "studies") or (
             args.study and not cli_studies.is_token_bias(args.study, store)
         ):
             return cli_studies.results(args, store)

@@ -1,5 +1,5 @@
 """`cogbias run --study`, `resume` and `results --study` for studies (BiasBuster, the Mohr
-thesis' problems, an imported thesis dataset's own prompts): the CLI side of `study_runner`."""
+thesis' problems, an imported thesis dataset's own prompts): the CLI side of the study run kind (`runs.study`)."""
 
 from __future__ import annotations
 
@@ -78,33 +78,31 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run:
             return 0
         if args.plan_only:
-            from cogbias.runs import study_runner
+            from cogbias.runs import executor
 
-            print(study_runner.create(plan, store, args.name))
+            print(executor.create(plan, store, args.name))
             return 0
         return execute(plan, store, args, args.name)
 
 
 def resume(store: Any, run: dict[str, Any], args: argparse.Namespace) -> int:
-    from cogbias.runs import study_plan
+    from cogbias.runs import kinds
 
-    spec = study_plan.StudySpec.from_stored(run["spec"])
-    plan = study_plan.plan(spec, study_plan.stored_study(store, spec))
+    plan = kinds.kind_of(run["spec"]).replan(store, run)
     print(plan.describe(), file=sys.stderr)
     return execute(plan, store, args)
 
 
 def execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
     from cogbias.cli.runs import execution_options
-    from cogbias.runs import study_runner
-    from cogbias.runs.runner import RunBusy
+    from cogbias.runs import executor
 
     if getattr(args, "batch", False):
         raise ValueError("--batch runs paired tests; a study runs its conversations directly")
     args.exit_at_once = True  # see cli._exit_at_once
     try:
-        outcome = study_runner.execute(plan, store, **execution_options(args, name))
-    except RunBusy as exc:
+        outcome = executor.execute(plan, store, **execution_options(args, name))
+    except executor.RunBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     print(

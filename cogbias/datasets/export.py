@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cogbias.core.records import PAIR_COLUMNS, half_fields, metric_fields, pair_record
-from cogbias.runs.study_plan import is_study_run
+from cogbias.runs import kinds
 from cogbias.store import Store
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -203,7 +203,7 @@ def export(
     to a file."""
     format_of(path, fmt)  # fail before touching the store on a bad format
     run = store.run(run_id) if run_id else None
-    if run is not None and is_study_run(run["spec"]):
+    if run is not None and kinds.kind_of(run["spec"]).name == "study":
         return write(turn_records(store, run["id"], model), path, fmt, TURN_COLUMNS)
     columns = INSTANCE_COLUMNS if what == "instances" else PAIR_COLUMNS
     return write(records(store, run_id, dataset, what, model), path, fmt, columns)

@@ -24,9 +24,10 @@ from cogbias.core.records import Instance, dumps
 from cogbias.llm import LLMClient, LLMRequest, cache_key
 from cogbias.llm.direct import close_sessions
 from cogbias.llm.profiles import ModelProfile, resolve
-from cogbias.runs import pipeline, runner
-from cogbias.runs.runner import BufferedCache, Plan
+from cogbias.runs import paired, pipeline
+from cogbias.runs.paired_plan import Plan
 from cogbias.store import Store
+from cogbias.store.buffered_cache import BufferedCache
 
 ROUNDS = ("fill", "decide", "extract")
 MAX_LINE_BYTES = 10 * 1024 * 1024
@@ -102,9 +103,9 @@ async def _collect(plan: Plan, store: Store, client: CollectingClient) -> None:
                 )  # fmt: skip
             except Exception:  # pending, or a failure the run itself will record
                 continue
-    retried = runner.retried_decisions(store, spec.run_id, retry_failed=False)
+    retried = paired.retried_decisions(store, spec.run_id, retry_failed=False)
     skip = store.existing_decision_ids(spec.run_id) - set(retried)
-    for instance, model, repeat, _ in runner.decision_jobs(plan, instances, skip):
+    for instance, model, repeat, _ in paired.decision_jobs(plan, instances, skip):
         if instance.status != "ok":
             continue
         try:

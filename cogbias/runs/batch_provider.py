@@ -7,7 +7,7 @@ and submitted as a batch; the batch's id and state are stored in `batches`, so a
 polls the batches it already submitted instead of submitting them again. Finished batches'
 answers go into the response cache at batch prices; requests a batch failed are asked again
 in the next round (or interactively, with `fallback="interactive"`). When nothing is left to
-ask, the normal runner scores every pair from the cache, so a batch run stores exactly what
+ask, the executor scores every pair from the cache, so a batch run stores exactly what
 an interactive run of the same spec stores.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from cogbias.core.records import dumps
 from cogbias.llm.profiles import ModelProfile
-from cogbias.runs import batch, runner
+from cogbias.runs import batch, executor, paired_plan
 from cogbias.store import LEASE_STALE_S, Store, lease_owner, now
 
 MAX_REQUESTS_PER_FILE = 50_000  # OpenAI's limit per batch file
@@ -43,11 +43,11 @@ def _client(profile: ModelProfile) -> Any:
     )
 
 
-def check_batchable(plan: runner.Plan) -> None:
+def check_batchable(plan: paired_plan.Plan) -> None:
     """Batch mode covers OpenAI and OpenAI-compatible endpoints; say so before any work."""
     models = {*plan.spec.models, *([] if plan.dataset_instances else [plan.spec.generator])}
-    for model in sorted(models - {runner.RANDOM_MODEL}):
-        profile = runner.resolve(model, plan.spec.api_base)
+    for model in sorted(models - {paired_plan.RANDOM_MODEL}):
+        profile = paired_plan.resolve(model, plan.spec.api_base)
         if not profile.batchable:
             raise ValueError(
                 f"--batch works with OpenAI and OpenAI-compatible servers (openai/... models); "
@@ -57,7 +57,7 @@ def check_batchable(plan: runner.Plan) -> None:
 
 
 def execute(
-    plan: runner.Plan,
+    plan: paired_plan.Plan,
     store: Store,
     *,
     poll_seconds: float = 30.0,
@@ -67,11 +67,11 @@ def execute(
 ) -> dict[str, Any]:
     """Run a plan through batches, then score it from the cache; returns the run row."""
     check_batchable(plan)
-    run_id = runner.create_run(plan, store)
+    run_id = paired_plan.create_run(plan, store)
     owner = lease_owner(os.getpid(), "batch")
     holder = store.claim_run(run_id, owner, os.getpid(), LEASE_STALE_S)
     if holder is not None:
-        raise runner.RunBusy(
+        raise executor.RunBusy(
             f"run {run_id} is already being worked on by process {holder['pid']}; wait for it, "
             f"or cancel it with `cogbias cancel {run_id}`"
         )
@@ -79,11 +79,11 @@ def execute(
         _batches(plan, store, run_id, owner, poll_seconds, fallback, progress)
     finally:
         store.release_run(run_id, owner)
-    return runner.execute(plan, store, progress=progress, **interactive)
+    return executor.execute(plan, store, progress=progress, **interactive)
 
 
 def _batches(
-    plan: runner.Plan,
+    plan: paired_plan.Plan,
     store: Store,
     run_id: str,
     owner: str,
@@ -200,7 +200,7 @@ def _poll(store: Store, run_id: str) -> bool:
     """Refresh the run's open batches; import finished ones. True while any is running."""
     running = False
     for row in store.batches(run_id, open_only=True):
-        client = _client(runner.resolve(row["model"], row["api_base"]))
+        client = _client(paired_plan.resolve(row["model"], row["api_base"]))
         current = client.batches.retrieve(row["id"])
         counts = current.request_counts
         update = {
@@ -228,7 +228,7 @@ def _poll(store: Store, run_id: str) -> bool:
 
 def _cancel_open(store: Store, run_id: str) -> None:
     for row in store.batches(run_id, open_only=True):
-        client = _client(runner.resolve(row["model"], row["api_base"]))
+        client = _client(paired_plan.resolve(row["model"], row["api_base"]))
         cancelled = client.batches.cancel(row["id"])
         store.save_batch({"id": row["id"], "status": cancelled.status})
 

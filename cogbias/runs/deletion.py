@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cogbias.runs.runner import run_summaries
+from cogbias.runs.summaries import run_summaries
 from cogbias.store import Store
 
 ACTIVE = ("planned", "running")

@@ -39,6 +39,11 @@ LOCAL_REPEATS = 2  # a study on the local model runs in miniature unless --repea
 REWRITE_TOKENS = 600  # a rewritten prompt is as long as the prompt
 REVISE_TOKENS_PER_ITEM = 8
 REWRITE_MARKER = "[rewritten text]"
+# Rough token use per call, for the estimate before a run: a question, and what each earlier
+# turn of a conversation adds to the prompt (its item and the model's short answer).
+EST_PROMPT_TOKENS = 300
+EST_TOKENS_PER_EARLIER_TURN = 80
+EST_REWRITE_COMPLETION_TOKENS = 300
 
 # Mitigation texts for studies that do not bring their own (written for any test).
 DEFAULT_PROMPTS = {
@@ -87,11 +92,6 @@ class StudySpec:
         data = json.loads(spec) if isinstance(spec, str) else dict(spec)
         data.pop("kind", None)
         return cls(**data)
-
-
-def is_study_run(spec: dict[str, Any] | str | None) -> bool:
-    data = json.loads(spec) if isinstance(spec, str) else (spec or {})
-    return data.get("kind") == "study"
 
 
 @dataclass(frozen=True)
@@ -147,14 +147,58 @@ class StudyPlan:
             total += turns + (unit.mitigation == "selfhelp")
         return total
 
+    def call_sizes(self) -> dict[str, dict[tuple[int, int], int]]:
+        """Per model: (prompt tokens, completion tokens) -> how many calls of that size, when
+        every answer is read at the first attempt (a conversation's prompt grows per turn)."""
+        from cogbias.llm.profiles import resolve as resolve_model
+
+        sizes: dict[str, dict[tuple[int, int], int]] = {}
+        answer = {
+            m: int(resolve_model(m, self.spec.api_base).answer_tokens) for m in self.spec.models
+        }
+        for unit in self.units:
+            test = self.study.tests[unit.test]
+            counts = sizes.setdefault(unit.model, {})
+            turns = test.length if test.design == "sequence" else 1
+            if unit.mitigation == "selfhelp" and test.design != "sequence":
+                key = (EST_PROMPT_TOKENS, EST_REWRITE_COMPLETION_TOKENS)
+                counts[key] = counts.get(key, 0) + 1
+            revise = unit.mitigation == "selfhelp" and test.design == "sequence"
+            for turn in range(turns + revise):
+                key = (EST_PROMPT_TOKENS + turn * EST_TOKENS_PER_EARLIER_TURN, answer[unit.model])
+                counts[key] = counts.get(key, 0) + 1
+        return sizes
+
+    def estimated_cost(self, batch: bool = False) -> float | None:
+        """USD for priced models when every answer is read at the first attempt; None when a
+        model's price is unknown (the `random` model and local models cost nothing)."""
+        from cogbias.llm.profiles import RANDOM_MODEL
+        from cogbias.llm.profiles import resolve as resolve_model
+
+        total = 0.0
+        for model, counts in self.call_sizes().items():
+            if model == RANDOM_MODEL:
+                continue
+            profile = resolve_model(model, self.spec.api_base)
+            price_of = profile.batch_price_per_call if batch else profile.price_per_call
+            for (prompt, completion), n in counts.items():
+                price = price_of(prompt, completion)
+                if price is None:
+                    return None
+                total += n * price
+        return total
+
     def describe(self) -> str:
         spec = self.spec
+        cost = self.estimated_cost()
         lines = [
             f"study {self.study.id}: {len(self.units)} units, {self.calls()} model calls at "
             f"least ({len(spec.tests)} tests × {len(spec.models)} models × "
             f"{len(spec.temperatures)} temperatures × {len(spec.variants)} variants × "
             f"{len(spec.mitigations)} mitigations × {spec.repeats} repeats; up to "
-            f"{spec.max_attempts} attempts per answer)",
+            f"{spec.max_attempts} attempts per answer); estimated cost: "
+            + ("unknown (unpriced model)" if cost is None else f"${cost:.4f}")
+            + " (answers already in the cache are free)",
             *self.notes,
         ]
         return "\n".join(lines)
@@ -163,9 +207,7 @@ class StudyPlan:
 def load_study(name: str, store: Any = None) -> Study:
     """A built-in or user study by id, or the prompts of an imported thesis dataset; a name
     that is both is refused (which one was meant cannot be guessed)."""
-    rows = []
-    if store is not None and "study_prompts" in store.db.table_names():
-        rows = store.query("select * from study_prompts where dataset = ?", [name])
+    rows = store.study_prompt_rows(name) if store is not None else []
     try:
         study = get_study(name)
     except KeyError as missing:
@@ -191,14 +233,14 @@ def shadowing_problems(name: str) -> list[str]:
 
 
 def stored_study(store: Any, spec: StudySpec) -> Study:
-    rows = store.query("select source from study_sources where hash = ?", [spec.study_hash])
-    if not rows:
+    source = store.study_source(spec.study_hash)
+    if source is None:
         raise KeyError(
             f"the study {spec.study!r} this run was planned from ({spec.study_hash}) is no "
             "longer in the store, so the run cannot be scored or resumed; delete the run with "
             "`cogbias delete run RUN_ID`"
         )
-    return parse_study(rows[0]["source"], f"<study {spec.study} of the run>")
+    return parse_study(source, f"<study {spec.study} of the run>")
 
 
 def max_temperature(profile: Any) -> float:

@@ -22,6 +22,7 @@ from typing import Any
 from cogbias.core.errors import SchemaError, StoreError
 from cogbias.core.records import dumps
 from cogbias.core.redact import redact, redactor
+from cogbias.store.execution import ExecutionQueries
 
 __all__ = ["SchemaError", "Store", "StoreError"]
 
@@ -306,7 +307,7 @@ def parse_time(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
-class Store:
+class Store(ExecutionQueries):
     """A cogbias database file. Cheap to open; safe to use from one thread at a time.
 
     A file the user may not write (or in a folder they may not write) is opened read-only,

@@ -22,7 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from cogbias.runs.study_plan import MITIGATION_ORDER, StudySpec, is_study_run, stored_study
+from cogbias.runs import kinds
+from cogbias.runs.study_plan import MITIGATION_ORDER, StudySpec, stored_study
 from cogbias.store import Store
 from cogbias.studies.definitions import Study, StudyTest
 from cogbias.studies.scores import score_conditions, score_options, score_sequence
@@ -44,7 +45,7 @@ def study_runs(store: Store, study: str | None = None) -> list[dict[str, Any]]:
     """Stored study runs (newest first), optionally of one study."""
     out = []
     for run in store.runs():
-        if is_study_run(run["spec"]):
+        if _is_study(run["spec"]):
             spec = StudySpec.from_stored(run["spec"])
             if study is None or spec.study == study:
                 out.append({**run, "study": spec.study, "models": ",".join(spec.models)})
@@ -64,7 +65,7 @@ def calls(store: Store, run_id: str, columns: str = "*") -> pd.DataFrame:
 def results(store: Store, run_id: str) -> pd.DataFrame:
     """One row per cell of the run, in RESULT_COLUMNS."""
     run = store.run(run_id)
-    if run is None or not is_study_run(run["spec"]):
+    if run is None or not _is_study(run["spec"]):
         raise KeyError(f"no study run {run_id} in {store.path}; see `cogbias runs`")
     spec = StudySpec.from_stored(run["spec"])
     study = stored_study(store, spec)
@@ -223,8 +224,13 @@ def selfhelp_pairs(store: Store, run_id: str) -> pd.DataFrame:
     )
 
 
+def _is_study(spec: Any) -> bool:
+    """Whether a stored run is a study run (the run kinds' registry says)."""
+    return kinds.kind_of(spec).name == "study"
+
+
 def study_of_run(store: Store, run_id: str) -> Study:
     run = store.run(run_id)
-    if run is None or not is_study_run(run["spec"]):
+    if run is None or not _is_study(run["spec"]):
         raise KeyError(f"no study run {run_id}")
     return stored_study(store, StudySpec.from_stored(run["spec"]))

@@ -1,11 +1,9 @@
-"""Running a study: every unit's turns asked, stored turn by turn, resumable.
+"""The study kind of run: every unit's turns asked, stored turn by turn, resumable.
 
-The run machinery is the paired runner's (`runner`): one worker holds the run's lease, rows
-are committed every 50 ms with the cache and the run's counters, cancel is seen within a
-fraction of a second, transient failures leave the run `incomplete` for `cogbias resume`.
-What differs is the shape of the work (`study_plan`): a unit is one decision asked until its
-answer can be read, a self-help rewrite followed by the decision on the rewritten prompt, or a
-whole conversation whose every turn carries the earlier turns and the model's own answers.
+What a study asks is in `study_plan`: a unit is one decision asked until its answer can be
+read, a self-help rewrite followed by the decision on the rewritten prompt, or a whole
+conversation whose every turn carries the earlier turns and the model's own answers. The
+run itself (lease, writer, cancel, retries, progress) is the executor's, as for every kind.
 
 Each turn is a `study_calls` row keyed by (conversation, turn). A resumed run rebuilds each
 conversation from its stored turns and asks only the missing ones, so a conversation killed
@@ -15,45 +13,80 @@ midway ends with exactly its planned turns. The `random` model answers every for
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
+from collections.abc import Mapping
 from typing import Any
 
 from cogbias.core import records
-from cogbias.core.answers import Answer
-from cogbias.llm import random_provider
 from cogbias.llm.profiles import RANDOM_MODEL
 from cogbias.llm.profiles import resolve as resolve_model
-from cogbias.llm.random_provider import AnswerSpace
-from cogbias.runs.runner import (
-    BufferedCache,
-    Progress,
-    _pool,
-    _Writer,
-    end_run,
-    holding_lease,
-    until_stopped,
-)
+from cogbias.runs import study_plan
+from cogbias.runs.executor import Writer, pool
+from cogbias.runs.kinds import Job
+from cogbias.runs.study_answers import NO_ANSWER, _read, answer_grammar, random_answer
 from cogbias.runs.study_plan import (
     REVISE_TOKENS_PER_ITEM,
-    REWRITE_MARKER,
     REWRITE_TOKENS,
     Script,
     StudyPlan,
+    StudySpec,
     Unit,
     compose,
     rewritten,
 )
-from cogbias.store import Store, now
-from cogbias.studies.definitions import MAX_NUMBER, StudyTest
-from cogbias.studies.questions import read_answer
+from cogbias.store import Store
+from cogbias.studies.definitions import StudyTest
 
 SPEC_VERSION = 1
-NO_ANSWER = "(no answer)"
-# A rewrite is asked for at most REWRITE_TOKENS tokens; an endpoint that ignores that limit
-# must not turn the next prompt into megabytes.
-MAX_REWRITE_CHARS = REWRITE_TOKENS * 10
+
+
+class StudyKind:
+    """A study's tests × models × temperatures × variants × mitigations × repeats."""
+
+    name = "study"
+    unit_name = "units"
+    results_page = "studies"
+
+    def owns(self, spec: Mapping[str, Any]) -> bool:
+        return spec.get("kind") == "study"
+
+    def target(self, spec: Mapping[str, Any]) -> str:
+        return f"study {spec['study']}"
+
+    def plan(self, spec: StudySpec, store: Store) -> StudyPlan:
+        study = study_plan.load_study(spec.study, store)
+        return study_plan.plan(study_plan.resolve(spec, study), study)
+
+    def replan(self, store: Store, run: Mapping[str, Any]) -> StudyPlan:
+        spec = StudySpec.from_stored(run["spec"])
+        return study_plan.plan(spec, study_plan.stored_study(store, spec))
+
+    def create(self, plan: StudyPlan, store: Store, name: str) -> str:
+        return create(plan, store, name)
+
+    def prepare(self, plan: StudyPlan, store: Store, retry_failed: bool) -> dict[str, Any]:
+        return {"done": 0, "failed": 0}  # counted again as the stored turns are read back
+
+    async def work(self, job: Job) -> None:
+        stored = stored_turns(job.store, job.plan.spec.run_id, job.retry_failed)
+        conversations = _Conversations(job.plan, job.client, job.writer, stored)
+        await pool(iter(job.plan.units), conversations.unit, job.concurrency)
+
+    def save(self, store: Store, rows: Mapping[str, list[dict[str, Any]]]) -> None:
+        store.save_study_calls(rows.get("study_calls", []))
+
+    def incomplete(self, job: Job) -> str | None:
+        run_id = job.plan.spec.run_id
+        left = job.store.transient_study_turns(run_id)
+        if not left:
+            return None
+        return (
+            f"{left} turn(s) failed on transient errors (timeouts, rate limits, server "
+            f"errors); run `cogbias resume {run_id}` to ask them again"
+        )
+
+    def end_fields(self, job: Job) -> dict[str, Any]:
+        return {"done": job.writer.run["done"], "failed": job.writer.run["failed"]}
 
 
 def create(plan: StudyPlan, store: Store, name: str = "") -> str:
@@ -65,117 +98,15 @@ def create(plan: StudyPlan, store: Store, name: str = "") -> str:
     return spec.run_id
 
 
-def execute(
-    plan: StudyPlan,
-    store: Store,
-    concurrency: int = 16,
-    progress: Progress | None = None,
-    name: str = "",
-    *,
-    retry_failed: bool = False,
-    read_cache: bool = True,
-    timeout: float | None = None,
-    deadline: float | None = None,
-    max_retries: int = 6,
-) -> dict[str, Any]:
-    """Run (or resume) a study plan; returns the run row. Raises `RunBusy` when another live
-    worker holds the run."""
-    if concurrency < 1:  # no slot would ever be free: the run would wait forever
-        raise ValueError(f"concurrency must be at least 1, not {concurrency}")
-    options = dict(timeout=timeout, deadline=deadline, max_retries=max_retries)
-    return asyncio.run(
-        _execute(plan, store, progress, name, retry_failed, read_cache, concurrency, options)
-    )
-
-
-async def _execute(
-    plan: StudyPlan,
-    store: Store,
-    progress: Progress | None,
-    name: str,
-    retry_failed: bool,
-    read_cache: bool,
-    concurrency: int,
-    options: dict[str, Any],
-) -> dict[str, Any]:
-    run_id = create(plan, store, name)
-    return await holding_lease(
-        store,
-        run_id,
-        lambda owner: _work(
-            plan, store, owner, progress, retry_failed, read_cache, concurrency, options
-        ),
-    )
-
-
 def stored_turns(store: Store, run_id: str, retry_failed: bool) -> dict[str, dict[int, dict]]:
     """The turns a resumed run keeps, by conversation and turn. Turns that failed on a
     transient error are asked again; with `retry_failed`, every failed turn is."""
     kept: dict[str, dict[int, dict]] = {}
-    columns = "conversation, turn, status, failure_kind, response"
-    for row in store.query(f"select {columns} from study_calls where run_id = ?", [run_id]):
+    for row in store.study_turn_states(run_id):
         if row["status"] == "failed" and (retry_failed or row["failure_kind"] == "transient"):
             continue
         kept.setdefault(row["conversation"], {})[row["turn"]] = row
     return kept
-
-
-async def _work(
-    plan: StudyPlan,
-    store: Store,
-    owner: str,
-    progress: Progress | None,
-    retry_failed: bool,
-    read_cache: bool,
-    concurrency: int,
-    options: dict[str, Any],
-) -> dict[str, Any]:
-    from cogbias.llm import LLMClient
-
-    spec = plan.spec
-    run_id = spec.run_id
-    if (store.run(run_id) or {}).get("cancel_requested"):
-        store.update_run(run_id, status="cancelled", cancel_requested=0, finished_at=now())
-        return store.run(run_id) or {}
-    previous = store.run(run_id) or {}
-    store.update_run(
-        run_id,
-        status="running",
-        started_at=previous.get("started_at") or now(),
-        finished_at=None,
-        error=None,
-        waiting=0,
-        wait_reason=None,
-    )
-    stored = stored_turns(store, run_id, retry_failed)
-    store.set_busy_timeout(0.2)
-    run = {"id": run_id, "planned": plan.planned, "status": "running", "done": 0, "failed": 0}
-    run.update(generated=0, to_generate=0, unit="units")
-    cache = BufferedCache(store)
-    client = LLMClient(
-        cache=cache,
-        read_cache=read_cache,
-        concurrency=concurrency,
-        api_base=spec.api_base,
-        **options,  # type: ignore[arg-type]
-    )
-    writer = _Writer(store, run, owner, [cache], [client], progress, {})
-    conversations = _Conversations(plan, client, writer, stored)
-    work = asyncio.create_task(_pool(iter(plan.units), conversations.unit, concurrency))
-    status, error = await until_stopped(work, writer)
-    if status == "done":
-        left = store.query(
-            "select count(*) n from study_calls where run_id = ? and status = 'failed' "
-            "and failure_kind = 'transient'",
-            [run_id],
-        )[0]["n"]
-        if left:
-            status = "incomplete"
-            error = (
-                f"{left} turn(s) failed on transient errors (timeouts, rate limits, server "
-                f"errors); run `cogbias resume {run_id}` to ask them again"
-            )
-    return end_run(store, run, status, error, progress, done=run["done"], failed=run["failed"])
 
 
 class _Conversations:
@@ -185,7 +116,7 @@ class _Conversations:
         self,
         plan: StudyPlan,
         client: Any,
-        writer: _Writer,
+        writer: Writer,
         stored: dict[str, dict[int, dict]],
     ) -> None:
         self.plan, self.study, self.spec = plan, plan.study, plan.spec
@@ -259,7 +190,7 @@ class _Conversations:
         conversation = unit.conversation(self.run_id)
         row = self._row(unit, test, Script([], ""), conversation, 0, 0, "decide", "")
         row.update(status="failed", error=error, failure_kind="invalid")
-        self.writer.study_calls.append(row)
+        self.writer.add("study_calls", row)
         self.writer.run["done"] += 1
         self.writer.run["failed"] += 1
 
@@ -344,12 +275,12 @@ class _Conversations:
                 # an empty answer is an answer that cannot be read: asked again like one
                 status = "unparseable" if exc.failure_kind == "unparseable" else "failed"
                 row.update(status=status, error=str(exc), failure_kind=exc.failure_kind)
-                self.writer.study_calls.append(row)
+                self.writer.add("study_calls", row)
                 return row
             text, row["cache_key"] = response.text, response.key
         row["response"] = records.cap_text(text)[0]
         _read(test, role, text, row)
-        self.writer.study_calls.append(row)
+        self.writer.add("study_calls", row)
         return row
 
     @staticmethod
@@ -359,87 +290,3 @@ class _Conversations:
         if role == "revise":
             return REVISE_TOKENS_PER_ITEM * test.length + 16
         return int(profile.answer_tokens)
-
-
-def answer_grammar(test: StudyTest, role: str) -> str | None:
-    """GBNF that only admits an answer in the test's format (for llama.cpp-served models,
-    which otherwise ramble past the answer); a rewrite is free text."""
-    if role == "rewrite":
-        return None
-    one = {
-        "admit_reject": '("admit" | "reject")',
-        "yes_no": '("yes" | "no")',
-        "letter": "(" + " | ".join(f'"{c}"' for c in test.letters[: test.k or None]) + ")",
-        "number": '("-"? [0-9]+ ("." [0-9]+)?)',
-    }[test.answer]
-    if role == "revise":
-        return "root ::= " + ' "\\n" '.join(["answer"] * test.length) + "\nanswer ::= " + one
-    return "root ::= " + one
-
-
-def _read(test: StudyTest, role: str, text: str, row: dict[str, Any]) -> None:
-    """Read a turn's answer into the row (value, or status 'unparseable' with the reason)."""
-    if role == "rewrite":
-        answer: Answer = Answer(text, rewritten(text) or None)
-        if not answer.value:
-            answer = Answer(text, error="the rewritten prompt is empty")
-        elif len(answer.value) > MAX_REWRITE_CHARS:  # it becomes the next prompt: bounded
-            answer = Answer(
-                text,
-                error=f"the rewritten prompt has {len(answer.value):,} characters, more than "
-                f"the {MAX_REWRITE_CHARS:,} a rewrite may have",
-            )
-    elif role == "revise":
-        answer = read_revision(test, text)
-    else:
-        answer = read_answer(test, text)
-        if answer.ok and test.design == "options" and answer.value >= test.k:
-            answer = Answer(text, error=f"there are only {test.k} options")
-    if answer.ok:
-        row["value"] = json.dumps(answer.value)
-    else:
-        row.update(status="unparseable", error=answer.error, failure_kind="unparseable")
-
-
-def read_revision(test: StudyTest, text: str) -> Answer:
-    """The revised decisions: one readable line per item of the sequence, in order."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    values = [read_answer(test, line) for line in lines[: test.length + 1]]
-    if len(lines) != test.length:
-        return Answer(
-            text, error=f"expected {test.length} lines, each one decision; got {len(lines)}"
-        )
-    bad = next((i for i, v in enumerate(values) if not v.ok), None)
-    if bad is not None:
-        return Answer(text, error=f"line {bad + 1} of the revision: {values[bad].error}")
-    return Answer(text, [v.value for v in values])
-
-
-def random_answer(test: StudyTest, role: str, script: Script, seed: str) -> str:
-    """A random answer in the test's format: the baseline of every figure."""
-    if role == "rewrite":
-        return random_provider.answer(AnswerSpace(fixed=f"{REWRITE_MARKER}\n{script.original}"))
-    lines = test.length if role == "revise" else None  # a revision: one answer a line
-    return random_provider.answer(_random_space(test, int(seed, 16), lines))
-
-
-def _random_space(test: StudyTest, seed: int, lines: int | None) -> AnswerSpace:
-    """The answers a test admits, for `random_provider` (a number within the test's range)."""
-    if test.answer in ("admit_reject", "yes_no"):
-        pair = ("admit", "reject") if test.answer == "admit_reject" else ("yes", "no")
-        return AnswerSpace(choices=pair, lines=lines, seed=seed)
-    if test.answer == "letter":
-        letters = tuple(test.letters[: test.k or len(test.letters)])
-        return AnswerSpace(choices=letters, lines=lines, seed=seed)
-    low, high = AnswerSpace.number_range(test.min, test.max, MAX_NUMBER)
-    return AnswerSpace(low=low, high=high, lines=lines, seed=seed)
-
-
-def launch(plan: StudyPlan, db: str | os.PathLike[str], name: str = "") -> str:
-    """Store a study run and work on it in a background `cogbias resume` process (the app's
-    way to start one: the run survives the page)."""
-    from cogbias.runs.runner import launch_stored
-
-    with Store(db) as store:
-        run_id = create(plan, store, name)
-    return launch_stored(run_id, db)

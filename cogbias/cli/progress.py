@@ -1,0 +1,40 @@
+"""The terminal's view of a running run: a progress bar fed by the executor's callbacks."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+
+class TerminalProgress:
+    """A one-line progress bar on stderr (a plain line every two seconds when not a terminal)."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, run: dict[str, Any]) -> None:
+        t = time.monotonic()
+        final = run.get("status") not in ("running", None)
+        if not final and t - self.last < (0.2 if self.tty else 2.0):
+            return
+        self.last = t
+        if run.get("generated", 0) < run.get("to_generate", 0):
+            done, planned, what = run["generated"], run["to_generate"], "instances generated"
+        else:
+            done, planned = run["done"], run["planned"] or 1
+            what = f"{run.get('unit', 'pairs')}, {run['failed']} failed"
+        bar = "#" * int(30 * done / max(planned, 1))
+        line = f"[{bar:<30}] {done}/{planned} {what}, {time.monotonic() - self.started:.0f} s"
+        if run.get("waiting"):
+            line += f"; {run['waiting']} calls waiting to retry ({run.get('wait_reason')})"
+        if run.get("db_wait"):
+            line += "; waiting for the database (another process is writing)"
+        print(
+            ("\r" + line) if self.tty else line,
+            end="" if self.tty and not final else "\n",
+            file=sys.stderr,
+            flush=True,
+        )

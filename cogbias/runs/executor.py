@@ -1,0 +1,431 @@
+"""One executor for every kind of run: lease, writer, cancel, resume, retries, progress.
+
+A run is a stored object: its id is made once, from its canonical spec, when it is created,
+and `resume` reads the spec back, so a run never depends on arguments being passed again.
+What a run asks is its kind's business (`cogbias.runs.kinds`: paired test cases, an
+imported dataset, the token-bias study, a study of conversations); how it is worked is the
+same for every kind and lives here.
+
+One worker at a time holds a run's lease (a heartbeat in the runs row, taken in a BEGIN
+IMMEDIATE transaction); a second worker refuses to start, and a worker that was killed is
+taken over at once. Every row has a deterministic key, so resuming skips what is stored and
+duplicates nothing. Failures carry a kind (see `cogbias.core.records`): resuming retries
+`transient` ones; `retry_failed` retries the rest too, asking the models afresh. Results are
+committed in small batches every few tens of milliseconds, so a killed run loses at most the
+calls in flight; a cancel is seen within a fraction of a second, even while every call hangs.
+A run whose work finished with transient failures left ends `incomplete`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cogbias.llm.direct import close_sessions
+from cogbias.llm.factory import open_client
+from cogbias.runs import kinds
+from cogbias.store import LEASE_STALE_S, Store, lease_alive, lease_owner, now
+from cogbias.store.buffered_cache import BufferedCache
+
+if TYPE_CHECKING:
+    from cogbias.llm import LLMClient
+
+FLUSH_SECONDS = 0.05
+FLUSH_ROWS = 256
+IDLE_CHECK_SECONDS = 0.2  # how often an idle worker looks for a cancel request
+DB_WAIT_LIMIT_S = 600.0  # a worker waits this long for another process's long transaction
+ACTIVE = ("planned", "running")
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+class RunBusy(RuntimeError):
+    """Another live worker holds the run."""
+
+
+class Writer:
+    """Collects finished rows, commits them every FLUSH_SECONDS, and keeps the lease.
+
+    Rows are kept by table and stored by the run's kind (`save`), with the cache's new
+    answers and the run's counters, in one transaction. A commit that finds the database
+    locked by another process's long transaction (an import, say) keeps its rows and tries
+    again on the next tick; any other failure to write stops the run, which then ends
+    `failed` with the error.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        run: dict[str, Any],
+        owner: str,
+        caches: list[BufferedCache],
+        clients: list[LLMClient],
+        progress: Progress | None,
+        save: Callable[[Store, dict[str, list[dict[str, Any]]]], None],
+    ) -> None:
+        self.store, self.run, self.owner = store, run, owner
+        self.caches, self.clients, self.progress = caches, clients, progress
+        self.save = save
+        self.rows: dict[str, list[dict[str, Any]]] = {}
+        self.stop_reason: str | None = None  # "cancel" | "lease" | "error"
+        self.error: str | None = None
+        self.last = time.monotonic()
+        self.accounted: dict[str, float] = {"cost": 0.0, "cost_saved": 0.0, "tokens": 0}
+        self.db_wait_since: float | None = None
+        self.on_stop: Callable[[], None] = lambda: None
+
+    def add(self, table: str, row: dict[str, Any]) -> None:
+        """A finished row, committed with the next flush."""
+        pending = self.rows.setdefault(table, [])
+        pending.append(row)
+        if len(pending) >= FLUSH_ROWS:
+            self.flush()
+
+    @property
+    def pending(self) -> bool:
+        return any(self.rows.values()) or any(c.pending for c in self.caches)
+
+    def _totals(self) -> dict[str, float]:
+        return {
+            "cost": sum(c.stats.cost for c in self.clients),
+            "cost_saved": sum(c.stats.cost_saved for c in self.clients),
+            "tokens": sum(c.stats.tokens for c in self.clients),
+        }
+
+    def flush(self) -> bool:
+        """Commit what is pending; False when the database was busy (rows are kept)."""
+        t = time.monotonic()
+        try:
+            with self.store.atomic():
+                self.save(self.store, self.rows)
+                for cache in self.caches:
+                    self.store.put_llm_calls(cache.drain())
+                keys = ("done", "failed", "generated", "to_generate")
+                waiting = sum(c.stats.waiting for c in self.clients)
+                reason = next((c.stats.wait_reason for c in self.clients if c.stats.waiting), "")
+                self.store.update_run(
+                    self.run["id"],
+                    **{k: self.run[k] for k in keys},
+                    waiting=waiting,
+                    wait_reason=reason,
+                )
+                totals = self._totals()
+                increments = {k: totals[k] - self.accounted[k] for k in totals}
+                increments["duration_s"] = t - self.last
+                current = self.store.heartbeat_run(self.run["id"], self.owner, **increments)
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                self._fail(f"could not write results: {exc}")
+                return False
+            self.db_wait_since = self.db_wait_since or t
+            self.run["db_wait"] = True
+            if t - self.db_wait_since > DB_WAIT_LIMIT_S:
+                self._fail(f"the database stayed locked for {DB_WAIT_LIMIT_S:.0f} s: {exc}")
+            return False
+        except Exception as exc:  # disk full, a corrupted file, a bug: record it, never hang
+            self._fail(f"could not write results: {type(exc).__name__}: {exc}")
+            return False
+        self.last, self.accounted = t, totals
+        self.db_wait_since = None
+        self.run["db_wait"] = False
+        self.rows = {}
+        self.run["waiting"], self.run["wait_reason"] = waiting, reason
+        if current is None:
+            self._stop("lease")
+        elif current["cancel_requested"]:
+            self._stop("cancel")
+        else:
+            self.run.update(cost=current["cost"], cost_saved=current["cost_saved"])
+        if self.progress:
+            self.progress(self.run)
+        return True
+
+    def _fail(self, message: str) -> None:
+        self.error = message
+        self._stop("error")
+
+    def _stop(self, reason: str) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self.on_stop()
+
+    async def ticker(self) -> None:
+        while self.stop_reason is None:
+            await asyncio.sleep(FLUSH_SECONDS)
+            # With nothing to write, only beat the lease and look for a cancel now and then.
+            if self.pending or time.monotonic() - self.last >= IDLE_CHECK_SECONDS:
+                self.flush()
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+async def pool(jobs: Iterator[Any], worker: Callable[[Any], Any], size: int) -> None:
+    """Run `worker` over `jobs` with at most `size` in flight."""
+
+    async def loop() -> None:
+        for job in jobs:
+            await worker(job)
+
+    tasks = [asyncio.create_task(loop()) for _ in range(max(size, 1))]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+# --------------------------------------------------------------------------- executing
+
+
+def create(plan: Any, store: Store, name: str = "") -> str:
+    """Store a planned run of any kind (unless it exists); returns its id."""
+    return kinds.kind_of(plan.spec).create(plan, store, name)
+
+
+def execute(
+    plan: Any,
+    store: Store,
+    concurrency: int = 16,
+    progress: Progress | None = None,
+    name: str = "",
+    *,
+    retry_failed: bool = False,
+    read_cache: bool = True,
+    timeout: float | None = None,
+    deadline: float | None = None,
+    max_retries: int = 6,
+) -> dict[str, Any]:
+    """Run (or resume) a plan of any kind to completion, cancellation or a fatal error;
+    returns the run row. Raises `RunBusy` when another live worker holds the run."""
+    kind = kinds.kind_of(plan.spec)
+    if concurrency < 1:  # no slot would ever be free: the run would wait forever
+        raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+    tuning = dict(timeout=timeout, deadline=deadline, max_retries=max_retries)
+    return asyncio.run(
+        _execute(kind, plan, store, progress, name, retry_failed, read_cache, concurrency, tuning)
+    )
+
+
+async def _execute(
+    kind: kinds.RunKind,
+    plan: Any,
+    store: Store,
+    progress: Progress | None,
+    name: str,
+    retry_failed: bool,
+    read_cache: bool,
+    concurrency: int,
+    tuning: dict[str, Any],
+) -> dict[str, Any]:
+    run_id = kind.create(plan, store, name)
+    return await holding_lease(
+        store,
+        run_id,
+        lambda owner: _work(
+            kind, plan, store, owner, progress, retry_failed, read_cache, concurrency, tuning
+        ),
+    )
+
+
+async def holding_lease(
+    store: Store, run_id: str, work: Callable[[str], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """Claim the run's lease, `await work(owner)`, release the lease.
+
+    Raises `RunBusy` when another live worker holds the run."""
+    owner = lease_owner(os.getpid(), uuid.uuid4().hex[:8])
+    holder = store.claim_run(run_id, owner, os.getpid(), LEASE_STALE_S)
+    if holder is not None:
+        raise RunBusy(
+            f"run {run_id} is already being worked on by process {holder['pid']} "
+            f"(last heartbeat {holder['heartbeat_at']}); wait for it to finish, or cancel it "
+            f"with `cogbias cancel {run_id}`"
+        )
+    try:
+        return await work(owner)
+    finally:
+        _retrying(lambda: store.release_run(run_id, owner))
+
+
+async def _work(
+    kind: kinds.RunKind,
+    plan: Any,
+    store: Store,
+    owner: str,
+    progress: Progress | None,
+    retry_failed: bool,
+    read_cache: bool,
+    concurrency: int,
+    tuning: dict[str, Any],
+) -> dict[str, Any]:
+    spec = plan.spec
+    run_id = spec.run_id
+    if (store.run(run_id) or {}).get("cancel_requested"):  # cancelled while this worker started
+        store.update_run(run_id, status="cancelled", cancel_requested=0, finished_at=now())
+        return store.run(run_id) or {}
+    with store.atomic():
+        counts = kind.prepare(plan, store, retry_failed)
+        previous = store.run(run_id) or {}
+        store.update_run(
+            run_id,
+            status="running",
+            started_at=previous.get("started_at") or now(),
+            finished_at=None,
+            error=None,
+            waiting=0,
+            wait_reason=None,
+        )
+    store.set_busy_timeout(0.2)  # never block the event loop on another process's writes
+    run = {"id": run_id, "planned": plan.planned, "status": "running", "done": 0, "failed": 0}
+    run.update(generated=0, to_generate=0, unit=kind.unit_name, **counts)
+    cache = BufferedCache(store)
+    options = dict(api_base=spec.api_base, concurrency=concurrency, **tuning)
+    client = open_client(cache, read_cache=read_cache, **options)
+    # Answers that were unreadable are asked afresh when retried on request.
+    fresh = open_client(cache, read_cache=False, **options) if retry_failed else client
+    clients = [client, fresh] if fresh is not client else [client]
+    writer = Writer(store, run, owner, [cache], clients, progress, kind.save)
+    job = kinds.Job(plan, store, client, fresh, writer, concurrency, retry_failed)
+    status, error = await until_stopped(asyncio.create_task(kind.work(job)), writer)
+    if status == "done":
+        error = kind.incomplete(job)
+        status = "incomplete" if error else status
+    return end_run(store, run, status, error, progress, **kind.end_fields(job))
+
+
+async def until_stopped(work: asyncio.Task[Any], writer: Writer) -> tuple[str, str | None]:
+    """Await a run's work while the writer commits; (status, error) by how it ended: done,
+    failed (a fatal error, or the store failing), cancelled, interrupted (the lease lost)."""
+    from cogbias.llm import FatalLLMError
+
+    writer.on_stop = work.cancel
+    ticker = asyncio.create_task(writer.ticker())
+    status, error = "done", None
+    try:
+        await work
+    except FatalLLMError as exc:
+        status, error = "failed", str(exc)
+    except asyncio.CancelledError:
+        status = {"cancel": "cancelled", "lease": "interrupted"}.get(
+            writer.stop_reason or "", "failed"
+        )
+        if writer.stop_reason is None:  # cancelled from outside (Ctrl-C)
+            status = "cancelled"
+    except KeyboardInterrupt:
+        status = "cancelled"
+    finally:
+        ticker.cancel()
+        await close_sessions()
+    writer.store.set_busy_timeout(30)
+    _retrying(writer.flush, until=lambda: writer.db_wait_since is None)
+    if writer.stop_reason == "error":
+        status, error = "failed", writer.error
+    return status, error
+
+
+def end_run(
+    store: Store,
+    run: dict[str, Any],
+    status: str,
+    error: str | None,
+    progress: Progress | None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Record how a run ended (unless its lease was lost: the new owner records that)."""
+    if status != "interrupted":
+        _retrying(
+            lambda: store.update_run(
+                run["id"],
+                status=status,
+                finished_at=now(),
+                error=error,
+                waiting=0,
+                cancel_requested=0,
+                **fields,
+            )
+        )
+    run.update(status=status, error=error)
+    if progress:
+        progress(run)
+    return store.run(run["id"]) or run
+
+
+def _retrying(action: Callable[[], Any], until: Callable[[], bool] = lambda: True) -> None:
+    """Do a final write, waiting politely while another process holds the database."""
+    waited = 0.0
+    while True:
+        try:
+            action()
+            if until():
+                return
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or waited > DB_WAIT_LIMIT_S:
+                raise
+        if waited == 0.0:
+            print("waiting for the database (another process is writing)...", file=sys.stderr)
+        time.sleep(0.5)
+        waited += 0.5
+
+
+# --------------------------------------------------------------------------- worker processes
+
+
+def start_background(
+    run_id: str,
+    db: str | Path,
+    log_dir: str | Path | None = None,
+    retry_failed: bool = False,
+    batch: bool = False,
+) -> None:
+    """Resume a stored run in its own process (it outlives the app's script and the browser).
+
+    Only the run id and the database go on the command line: the spec is read from the
+    store, and nothing secret is ever an argument."""
+    log_dir = Path(log_dir or Path(db).parent)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = open(log_dir / f"{run_id}.log", "ab")  # noqa: SIM115 - handed to the child
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "cogbias", "resume", run_id, "--db", str(db)]
+        + (["--retry-failed"] if retry_failed else [])
+        + (["--batch"] if batch else []),
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    log.close()
+    with Store(db) as store:  # a cancel before the worker claims the run must reach it
+        store.update_run(run_id, pid=worker.pid, cancel_requested=0)
+
+
+def launch(spec: Any, db: str | Path, name: str = "", batch: bool = False) -> str:
+    """Plan and store a run of any kind (a spec or a ready plan), then work on it in a worker
+    process (the app's Start). Raises `RunBusy` when a live worker already holds it."""
+    with Store(db) as store:
+        plan = spec if hasattr(spec, "planned") else kinds.plan(spec, store)
+        run_id = create(plan, store, name)
+    return launch_stored(run_id, db, batch)
+
+
+def launch_stored(run_id: str, db: str | Path, batch: bool = False) -> str:
+    """Work on a stored run in a worker process, unless a live worker already holds it."""
+    with Store(db) as store:
+        run = store.run(run_id) or {}
+        owner = run.get("lease_owner")
+        if owner and lease_alive(owner, run.get("heartbeat_at"), LEASE_STALE_S):
+            raise RunBusy(f"run {run_id} is already running")
+    start_background(run_id, db, batch=batch)
+    return run_id

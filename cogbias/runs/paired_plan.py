@@ -1,0 +1,283 @@
+"""What a paired run asks: its spec, its instances, and what it will cost.
+
+A paired run crosses test cases × scenarios × instances (generated from the library) or the
+instances of an imported dataset with models × repeats; a unit is one pair (both halves of
+one instance answered by one model, for one repeat). The spec is stored as canonical JSON and
+its hash is the run id, so the same spec is the same run (see `RunSpec.canonical`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from cogbias.core import records
+from cogbias.library import examples
+from cogbias.library import testcases as library
+from cogbias.library.testcases import Scenario, TestCase
+from cogbias.llm.profiles import RANDOM_MODEL, resolve
+from cogbias.runs import pipeline
+from cogbias.runs import prompting as prompting_methods
+from cogbias.store import Store
+
+SPEC_VERSION = 1
+# Rough token use per LLM call, for estimates before a run (measured on the built-in library).
+EST_PROMPT_TOKENS = {"generate": 450, "decide": 330, "extract": 200}
+EST_COMPLETION_TOKENS = {"generate": 120, "decide": 180, "extract": 4}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a run asks for. Two runs with equal specs are the same run."""
+
+    models: list[str]
+    biases: list[str] = field(default_factory=list)  # empty: the whole library
+    scenarios: int = 1
+    instances: int = 1
+    generator: str = field(default_factory=examples.default_generator)
+    temperature: float = 0.0
+    repeats: int = 1
+    seed: int = 0
+    generator_temperature: float = 0.7
+    api_base: str | None = None
+    dataset: str | None = None
+    per_bias: int | None = None
+    prompting: str = prompting_methods.BASELINE  # see cogbias.runs.prompting: one method per run
+
+    def canonical(self) -> dict[str, Any]:
+        """The spec as stored and hashed into the run id.
+
+        The fields of spec version 1 are always present (so run ids made before specs were
+        versioned stay valid); fields added later appear only when they differ from their
+        default, so adding an optional field never changes an existing run's id.
+        """
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name not in _V1_FIELDS and value == _default(f):
+                continue
+            out[f.name] = list(value) if isinstance(value, list | tuple) else value
+        return out
+
+    @property
+    def run_id(self) -> str:
+        return records.run_id_of(self.canonical())
+
+    @classmethod
+    def from_stored(cls, spec: Mapping[str, Any] | str) -> RunSpec:
+        """The spec of a stored run (JSON text or dict); refuses fields this version lacks."""
+        data = json.loads(spec) if isinstance(spec, str) else dict(spec)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(
+                f"this run was made by a newer cogbias (unknown spec fields: {', '.join(unknown)}); "
+                "upgrade cogbias to resume it"
+            )
+        return cls(**data)
+
+
+_V1_FIELDS = (
+    "models",
+    "biases",
+    "scenarios",
+    "instances",
+    "generator",
+    "temperature",
+    "repeats",
+    "seed",
+    "generator_temperature",
+    "api_base",
+    "dataset",
+    "per_bias",
+)
+
+
+def _default(f: Any) -> Any:
+    return f.default_factory() if callable(f.default_factory) else f.default
+
+
+@dataclass
+class InstanceJob:
+    case: TestCase
+    scenario: Scenario
+    index: int
+    id: str
+
+
+@dataclass
+class Plan:
+    spec: RunSpec
+    cases: dict[str, TestCase]
+    jobs: list[InstanceJob]  # instances of the run (generated or to generate)
+    dataset_instances: list[str]  # instance ids of an imported dataset
+
+    @property
+    def instance_ids(self) -> list[str]:
+        return self.dataset_instances or [j.id for j in self.jobs]
+
+    @property
+    def planned(self) -> int:
+        return len(self.instance_ids) * len(self.spec.models) * self.spec.repeats
+
+    def llm_calls(self) -> dict[str, int]:
+        """Upper bound of LLM calls by kind (cached calls are free and not counted later)."""
+        gen = 0
+        offline = (RANDOM_MODEL, examples.EXAMPLES_GENERATOR)  # fill gaps without a model
+        if not self.dataset_instances and self.spec.generator not in offline:
+            gen = sum(
+                2 for j in self.jobs if j.case.control.llm_gaps() or j.case.treatment.llm_gaps()
+            )
+        llm_models = [m for m in self.spec.models if m != RANDOM_MODEL]
+        per_model = len(self.instance_ids) * self.spec.repeats * 2
+        return {
+            "generate": gen,
+            "decide": per_model * len(llm_models),
+            "extract": per_model * len(llm_models),
+        }
+
+    def estimated_cost(self, batch: bool = False) -> float | None:
+        """USD for priced models (computed once per model); None when a price is unknown.
+        With `batch`, at the providers' batch prices (see `ModelProfile.batch_price_per_call`)."""
+        calls = self.llm_calls()
+        llm_models = [m for m in self.spec.models if m != RANDOM_MODEL]
+        per_model = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
+        pricing = [(self.spec.generator, {"generate": calls["generate"]})]
+        pricing += [(m, per_model) for m in llm_models]
+        total = 0.0
+        for model, counts in pricing:
+            if not any(counts.values()):
+                continue
+            profile = resolve(model, self.spec.api_base)
+            price_of = profile.batch_price_per_call if batch else profile.price_per_call
+            for kind, n in counts.items():
+                price = price_of(EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind])
+                if price is None:
+                    return None
+                total += n * price
+        return total
+
+    def describe(self) -> str:
+        calls = self.llm_calls()
+        cost, batch_cost = self.estimated_cost(), self.estimated_cost(batch=True)
+        source = (
+            f"dataset {self.spec.dataset}"
+            if self.spec.dataset
+            else (
+                f"{len(self.cases)} biases x {self.spec.scenarios} scenarios x {self.spec.instances} instances"
+            )
+        )
+        if self.spec.prompting != prompting_methods.BASELINE:
+            source += f" (prompting {self.spec.prompting})"
+        return (
+            f"run {self.spec.run_id}: {source} x {len(self.spec.models)} models x {self.spec.repeats} repeats "
+            f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
+            f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract); "
+            f"estimated cost: {'unknown (unpriced model)' if cost is None else f'${cost:.4f}'}"
+            + ("" if not cost or batch_cost is None else f", ${batch_cost:.4f} with --batch")
+            + " (answers already in the cache are free)"
+        )
+
+
+def plan(spec: RunSpec, store: Store | None = None) -> Plan:
+    """Resolve a spec into concrete instances; raises KeyError/ValueError on bad input."""
+    from cogbias.llm.settings import check_api_base
+
+    if not spec.models:
+        raise ValueError("no decision models given (e.g. --models random,local/smollm2)")
+    if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
+        raise ValueError("scenarios, instances and repeats must be at least 1")
+    prompting_methods.parse(spec.prompting)
+    if spec.api_base:
+        check_api_base(spec.api_base)
+    for model in {*spec.models, spec.generator}:
+        resolve(model, spec.api_base)  # unknown local models fail here, before any work
+    if spec.dataset:
+        if store is None:
+            raise ValueError("a dataset run needs a store")
+        ids = dataset_instance_ids(store, spec.dataset, spec.biases, spec.per_bias)
+        return Plan(spec, {}, [], ids)
+    cases = library.load_library()
+    wanted = spec.biases or list(cases)
+    unknown = [b for b in wanted if b not in cases]
+    if unknown:
+        raise KeyError(f"unknown test case id(s): {', '.join(unknown)}; see `cogbias library list`")
+    if spec.generator == RANDOM_MODEL:
+        refusals = [
+            pipeline.random_generator_refusal(b, [g.instruction for g in gaps])
+            for b in wanted
+            if (gaps := cases[b].control.llm_gaps() + cases[b].treatment.llm_gaps())
+        ]
+        if refusals:
+            raise ValueError(
+                f"--generator random cannot fill LLM gaps: {len(refusals)} of the chosen test "
+                f"cases have them, e.g. {refusals[0]}"
+            )
+    scenarios = library.load_scenarios()
+    if spec.scenarios > len(scenarios):
+        raise ValueError(f"only {len(scenarios)} scenarios exist")
+    jobs = [
+        InstanceJob(
+            cases[b],
+            s,
+            i,
+            records.instance_id(
+                cases[b].content_hash,
+                s.text,
+                i,
+                spec.generator,
+                spec.seed,
+                spec.generator_temperature,
+            ),
+        )
+        for b in wanted
+        for s in scenarios[: spec.scenarios]
+        for i in range(spec.instances)
+    ]
+    return Plan(spec, {b: cases[b] for b in wanted}, jobs, [])
+
+
+def dataset_instance_ids(
+    store: Store, dataset: str, biases: list[str], per_bias: int | None
+) -> list[str]:
+    rows = store.dataset_instance_rows(dataset)
+    if not rows:
+        names = store.dataset_names()
+        raise KeyError(
+            f"no dataset '{dataset}' in this database (imported: {', '.join(names) or 'none'})"
+        )
+    unscorable = store.dataset_unscorable(dataset)
+    if unscorable:
+        raise ValueError(
+            f"dataset '{dataset}' has {unscorable} test case(s) without metric parameters "
+            "(the paper's code format does not record them), so new decisions could not be "
+            "scored; run the Hub dataset (`cogbias import malberg2024-hub`) instead"
+        )
+    taken: dict[str, int] = {}
+    ids = []
+    for row in rows:
+        if biases and row["test_case"] not in biases:
+            continue
+        if per_bias is not None and taken.get(row["test_case"], 0) >= per_bias:
+            continue
+        taken[row["test_case"]] = taken.get(row["test_case"], 0) + 1
+        ids.append(row["id"])
+    return ids
+
+
+def create_run(plan: Plan, store: Store, name: str = "") -> str:
+    """Store the run (id and canonical spec) unless it exists; returns its id."""
+    store.create_run(
+        plan.spec.run_id, plan.spec.canonical(), plan.planned, name=name, spec_version=SPEC_VERSION
+    )
+    return plan.spec.run_id
+
+
+def stored_spec(store: Store, run_id: str) -> RunSpec:
+    run = store.run(run_id)
+    if run is None:
+        known = ", ".join(r["id"] for r in store.runs()[:5]) or "none"
+        raise KeyError(f"no run {run_id} in {store.path} (recent runs: {known})")
+    return RunSpec.from_stored(run["spec"] or "{}")

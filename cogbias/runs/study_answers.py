@@ -1,0 +1,94 @@
+"""How a study's answers are asked for and read: the grammar that admits only an answer in
+a test's format, the reading of a decision, a rewrite or a revision, and the `random`
+model's answers (seeded by the turn, so a resumed run draws the same)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cogbias.core.answers import Answer
+from cogbias.llm import random_provider
+from cogbias.llm.random_provider import AnswerSpace
+from cogbias.runs.study_plan import REWRITE_MARKER, REWRITE_TOKENS, Script, rewritten
+from cogbias.studies.definitions import MAX_NUMBER, StudyTest
+from cogbias.studies.questions import read_answer
+
+NO_ANSWER = "(no answer)"
+# A rewrite is asked for at most REWRITE_TOKENS tokens; an endpoint that ignores that limit
+# must not turn the next prompt into megabytes.
+MAX_REWRITE_CHARS = REWRITE_TOKENS * 10
+
+
+def answer_grammar(test: StudyTest, role: str) -> str | None:
+    """GBNF that only admits an answer in the test's format (for llama.cpp-served models,
+    which otherwise ramble past the answer); a rewrite is free text."""
+    if role == "rewrite":
+        return None
+    one = {
+        "admit_reject": '("admit" | "reject")',
+        "yes_no": '("yes" | "no")',
+        "letter": "(" + " | ".join(f'"{c}"' for c in test.letters[: test.k or None]) + ")",
+        "number": '("-"? [0-9]+ ("." [0-9]+)?)',
+    }[test.answer]
+    if role == "revise":
+        return "root ::= " + ' "\\n" '.join(["answer"] * test.length) + "\nanswer ::= " + one
+    return "root ::= " + one
+
+
+def _read(test: StudyTest, role: str, text: str, row: dict[str, Any]) -> None:
+    """Read a turn's answer into the row (value, or status 'unparseable' with the reason)."""
+    if role == "rewrite":
+        answer: Answer = Answer(text, rewritten(text) or None)
+        if not answer.value:
+            answer = Answer(text, error="the rewritten prompt is empty")
+        elif len(answer.value) > MAX_REWRITE_CHARS:  # it becomes the next prompt: bounded
+            answer = Answer(
+                text,
+                error=f"the rewritten prompt has {len(answer.value):,} characters, more than "
+                f"the {MAX_REWRITE_CHARS:,} a rewrite may have",
+            )
+    elif role == "revise":
+        answer = read_revision(test, text)
+    else:
+        answer = read_answer(test, text)
+        if answer.ok and test.design == "options" and answer.value >= test.k:
+            answer = Answer(text, error=f"there are only {test.k} options")
+    if answer.ok:
+        row["value"] = json.dumps(answer.value)
+    else:
+        row.update(status="unparseable", error=answer.error, failure_kind="unparseable")
+
+
+def read_revision(test: StudyTest, text: str) -> Answer:
+    """The revised decisions: one readable line per item of the sequence, in order."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    values = [read_answer(test, line) for line in lines[: test.length + 1]]
+    if len(lines) != test.length:
+        return Answer(
+            text, error=f"expected {test.length} lines, each one decision; got {len(lines)}"
+        )
+    bad = next((i for i, v in enumerate(values) if not v.ok), None)
+    if bad is not None:
+        return Answer(text, error=f"line {bad + 1} of the revision: {values[bad].error}")
+    return Answer(text, [v.value for v in values])
+
+
+def random_answer(test: StudyTest, role: str, script: Script, seed: str) -> str:
+    """A random answer in the test's format: the baseline of every figure."""
+    if role == "rewrite":
+        return random_provider.answer(AnswerSpace(fixed=f"{REWRITE_MARKER}\n{script.original}"))
+    lines = test.length if role == "revise" else None  # a revision: one answer a line
+    return random_provider.answer(_random_space(test, int(seed, 16), lines))
+
+
+def _random_space(test: StudyTest, seed: int, lines: int | None) -> AnswerSpace:
+    """The answers a test admits, for `random_provider` (a number within the test's range)."""
+    if test.answer in ("admit_reject", "yes_no"):
+        pair = ("admit", "reject") if test.answer == "admit_reject" else ("yes", "no")
+        return AnswerSpace(choices=pair, lines=lines, seed=seed)
+    if test.answer == "letter":
+        letters = tuple(test.letters[: test.k or len(test.letters)])
+        return AnswerSpace(choices=letters, lines=lines, seed=seed)
+    low, high = AnswerSpace.number_range(test.min, test.max, MAX_NUMBER)
+    return AnswerSpace(low=low, high=high, lines=lines, seed=seed)
