@@ -32,6 +32,7 @@ from cogbias.store.connection import (
 )
 from cogbias.store.datasets import DatasetsRepo
 from cogbias.store.decisions import DecisionsRepo
+from cogbias.store.effects import EffectsRepo
 from cogbias.store.migrations import MIGRATIONS, SCHEMA_VERSION, _schema_v1
 from cogbias.store.runs import HOST, LEASE_STALE_S, RunsRepo, lease_alive, lease_owner, pid_alive
 from cogbias.store.turns import TurnsRepo
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 
-class Store(RunsRepo, CacheRepo, DecisionsRepo, TurnsRepo, DatasetsRepo):
+class Store(RunsRepo, CacheRepo, DecisionsRepo, TurnsRepo, DatasetsRepo, EffectsRepo):
     """A cogbias database file. Cheap to open; safe to use from one thread at a time.
 
     A file the user may not write (or in a folder they may not write) is opened read-only,

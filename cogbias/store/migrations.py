@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def _schema_v1(db: sqlite_utils.Database) -> None:
@@ -193,6 +193,32 @@ def _schema_v6(db: sqlite_utils.Database) -> None:
     db["study_calls"].create_index(["conversation", "turn"])
 
 
+def _schema_v7(db: sqlite_utils.Database) -> None:
+    """The Mohr (2025) thesis' published data: effect sizes, study prompts, model features
+    (`cogbias.store.effects`). Imports before this migration created them themselves, with
+    these very statements, so an existing table is kept as it is."""
+    for statement in (
+        """create table if not exists effect_sizes (
+            dataset text not null, bias text not null, bias_name text not null,
+            scenario text not null, model text not null, temperature real not null,
+            n_control integer not null, n_treatment integer not null,
+            d real not null, d_capped real not null, source_row integer,
+            primary key (dataset, bias, scenario, model, temperature))""",
+        """create table if not exists study_prompts (
+            dataset text not null, prompt_id text not null, bias text not null,
+            bias_name text not null, experiment_type text, scenario text not null,
+            content text not null, variables text not null, response_type text not null,
+            target_response text, part integer not null, parts_total integer not null,
+            source_row integer, primary key (dataset, prompt_id))""",
+        """create table if not exists model_features (
+            dataset text not null, model text not null, temperature real,
+            local integer, release_date text, number_parameters real,
+            features text not null, source_row integer,
+            primary key (dataset, model, temperature))""",
+    ):
+        db.execute(statement)
+
+
 MIGRATIONS = {
     1: _schema_v1,
     2: _schema_v2,
@@ -200,4 +226,5 @@ MIGRATIONS = {
     4: _schema_v4,
     5: _schema_v5,
     6: _schema_v6,
+    7: _schema_v7,
 }
