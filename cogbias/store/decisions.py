@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from cogbias.core.records import Pair
 from cogbias.core.redact import redactor
 from cogbias.store.connection import StoreBase, now
 
@@ -188,7 +189,7 @@ class DecisionsRepo(StoreBase):
         dataset: str | None = None,
         model: str | None = None,
         batch: int = 5000,
-    ) -> Iterator[list[dict[str, Any]]]:
+    ) -> Iterator[list[Pair]]:
         """Decisions joined to their instances, in batches (keyset paging keeps memory flat)."""
         where, params = self._filter(run_id, dataset)
         clauses = [where.removeprefix("where ")] if where else []
@@ -207,7 +208,13 @@ class DecisionsRepo(StoreBase):
             if not rows:
                 return
             last = rows[-1]["_rowid"]
-            yield rows
+            yield [Pair.from_row(r) for r in rows]
+
+    def decisions_version(self) -> tuple[int, int]:
+        """(decisions, largest rowid): changes whenever a decision is written or deleted, so
+        a cached summary of decisions knows when to recompute."""
+        n, last = self.db.execute("select count(*), max(rowid) from decisions").fetchone()
+        return int(n), int(last or 0)
 
     # ---- explore
     # The Explore page summarises up to hundreds of thousands of decisions on every filter

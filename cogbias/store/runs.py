@@ -204,6 +204,9 @@ class RunsRepo(StoreBase):
         rows = self.query("select * from runs where id = ?", (run_id,))
         return rows[0] if rows else None
 
+    def has_runs(self) -> bool:
+        return self.db.execute("select 1 from runs limit 1").fetchone() is not None
+
     def runs(self) -> list[dict[str, Any]]:
         return self.query("select * from runs order by created_at desc")
 
