@@ -76,6 +76,8 @@ class StoreBase:
             conn = self._connect()
         except sqlite3.Error as exc:
             raise StoreError(describe_error(self.path, exc)) from None
+        # The connection, for the store package only: every other module asks a repository
+        # method (`cogbias.store.*`), so SQL and the schema stay in one place.
         self.db = sqlite_utils.Database(conn)
         try:
             self._check_readable()
@@ -208,7 +210,11 @@ class StoreBase:
     def query(
         self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
     ) -> list[dict[str, Any]]:
-        """Read-only convenience for callers (analysis, UI): rows as dicts."""
+        """Rows of a read statement as dicts: for the store package's repositories only.
+
+        Code outside `cogbias.store` asks a named repository method instead (tests may
+        inspect a database with it). `cogbias.runs` still calls it until its SQL moves into
+        `cogbias.store.execution`."""
         cursor = self.db.execute(sql, params)
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
