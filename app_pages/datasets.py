@@ -428,9 +428,7 @@ with tabs[5]:
     if current and datasets[current]["kind"] == "mohr2025":
         _effects.show_effects(store, current)
     elif current:
-        version = tuple(
-            store.query("select count(*) as n, max(rowid) as last from decisions")[0].values()
-        )
+        version = store.decisions_version()
         summary = _summary(str(db_path()), current, version)
         # Rows by display name, as on Explore (ids the library does not know stay as they are).
         names = {case_id: case.name for case_id, case in test_cases().items()}

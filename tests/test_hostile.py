@@ -664,7 +664,7 @@ def test_a_locked_database_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("create table t (x)")
     holder.execute("begin exclusive")
-    monkeypatch.setattr(store, "LOCK_TIMEOUT", 0.2)
+    monkeypatch.setattr(store.connection, "LOCK_TIMEOUT", 0.2)
     try:
         with pytest.raises(StoreError, match="locked by another process"):
             Store(db)

@@ -364,8 +364,8 @@ def test_redact_removes_env_values_extra_values_and_key_shapes(
 def test_an_unpriced_model_costs_unknown_stored_as_null_and_a_priced_one_keeps_its_cost(
     tmp_path: Any,
 ) -> None:
-    from cogbias.runs.runner import BufferedCache
     from cogbias.store import Store
+    from cogbias.store.buffered_cache import BufferedCache
 
     with Store(tmp_path / "calls.db") as store, FakeLLMServer() as srv:
         cache = BufferedCache(store)

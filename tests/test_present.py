@@ -116,7 +116,7 @@ def test_pairs_frame_flattens_stored_halves(tmp_path: Path) -> None:
     with Store(db) as store:
         rows = store.pairs("anchoring", "random", run_id, limit=10)
     frame = present.pairs_frame(rows)
-    assert list(frame.columns) == present.PAIR_COLUMNS and len(frame) == 2
+    assert list(frame.columns) == present.PAIR_VIEW_COLUMNS and len(frame) == 2
     assert frame["control_text"].iloc[0].startswith("Situation:")
     assert frame["control_choice"].iloc[0] == rows[0]["control_choice"] + 1
     assert "Option 1:" in frame.to_csv(index=False)

@@ -108,3 +108,28 @@ def test_a_version_1_file_is_migrated_in_place(tmp_path):
         assert store.schema_version == SCHEMA_VERSION
         [run] = store.runs()
         assert run["id"] == "r1" and run["planned"] == 3 and "generated" in run
+
+
+def test_a_version_6_file_with_thesis_tables_keeps_them(tmp_path):
+    """Before migration 7 the Mohr importer created its tables itself: a file that has them
+    migrates forward with its rows, and one without them gets them."""
+    with_tables, without = tmp_path / "with.db", tmp_path / "without.db"
+    for path in (with_tables, without):
+        db = store_module.sqlite_utils.Database(path)
+        db["meta"].create({"key": str, "value": str}, pk="key")
+        for version in range(1, 7):
+            store_module.MIGRATIONS[version](db)
+        db["meta"].insert({"key": "schema_version", "value": "6"})
+        if path == with_tables:
+            store_module.MIGRATIONS[7](db)
+            db.execute(
+                "insert into model_features (dataset, model, features) values ('m', 'x', '{}')"
+            )
+            db.conn.commit()
+        db.close()
+    with Store(with_tables) as store:
+        assert store.schema_version == SCHEMA_VERSION >= 7
+        assert [r["model"] for r in store.model_features("m")] == ["x"]
+    with Store(without) as store:
+        assert store.effect_sizes() == [] and not store.has_effect_sizes()
+        assert store.study_prompt_datasets() == []

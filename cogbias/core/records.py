@@ -1,13 +1,18 @@
-"""Records: the instance and decision rows, their ids, and the columns they are exported with.
+"""Records: instances, decisions and study turns, their ids, and the columns they are exported with.
 
 This is the bottom of the package's data model. The pipeline builds records, the store keeps
 them, the importers write them and the exporters read them, all through this module, so a
 record means the same thing everywhere:
 
+- one dataclass per stored row (`Instance`, `Decision`, `Turn`; `Pair` is a decision joined to
+  its instance), each with its row codec (`to_row`/`from_row`); their stored columns
+  (`INSTANCE_COLUMNS`, `DECISION_COLUMNS`, `TURN_FIELDS`) are derived from the dataclasses, and
+  `tests/test_records_schema.py` holds the schema's migrations to them;
 - one function builds each id (`instance_id`, `decision_id`, `run_id_of`), from canonical JSON;
 - one codec turns a filled template half into its stored JSON (`encode_filled`/`decode_filled`);
-- one list of export columns (`PAIR_COLUMNS`) and one function that builds an exported pair
-  (`pair_record`), used by `cogbias export` and by the app's download alike.
+- one list of export columns per kind of row (`PAIR_COLUMNS`, `INSTANCE_EXPORT_COLUMNS`,
+  `TURN_COLUMNS`) and one function that builds an exported pair (`pair_record`), used by
+  `cogbias export` and by the app's download alike.
 
 Choices (`control_choice`, exported as `control_answer`) are 0-based indices in the *original*
 option order; `control_order` is the order the model saw (`control_order[k]` is the original
@@ -25,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from cogbias.core.metrics import MetricParams
@@ -201,34 +206,146 @@ class Instance:
 INSTANCE_COLUMNS: tuple[str, ...] = tuple(
     Instance("", "", "", "", Filled("", "", ()), Filled("", "", ()), MetricParams()).to_row()
 )
-DECISION_COLUMNS: tuple[str, ...] = (
-    "id",
-    "run_id",
-    "instance_id",
-    "test_case",
-    "model",
-    "temperature",
-    "repeat",
-    "reversed",
-    "control_order",
-    "treatment_order",
-    "control_answer",
-    "treatment_answer",
-    "control_extraction",
-    "treatment_extraction",
-    "control_choice",
-    "treatment_choice",
-    "score",
-    "status",
-    "error",
-    "failure_kind",
-    "truncated",
-    "cached",
-    "tokens",
-    "cost",
-    "cost_saved",
-    "created_at",
-)
+# --------------------------------------------------------------------------- decisions and turns
+
+
+@dataclass
+class Decision:
+    """A model's answers to both halves of one instance, and its score: a `decisions` row.
+
+    `*_order` is the option order the model saw, `*_answer` its raw text, `*_extraction` how the
+    answer was read and `*_choice` the chosen option (0-based, original order). The field
+    order is the column order of `DECISION_COLUMNS` (importers build tuples in it).
+    """
+
+    id: str
+    run_id: str
+    instance_id: str
+    test_case: str
+    model: str
+    temperature: float | None = None
+    repeat: int | None = 0
+    reversed: bool | None = None
+    control_order: list[int] | None = None
+    treatment_order: list[int] | None = None
+    control_answer: str | None = None
+    treatment_answer: str | None = None
+    control_extraction: str | None = None
+    treatment_extraction: str | None = None
+    control_choice: int | None = None
+    treatment_choice: int | None = None
+    score: float | None = None
+    status: str = "ok"  # ok | failed
+    error: str | None = None
+    failure_kind: str | None = None  # FailureKind of a failed decision
+    truncated: bool | None = None
+    cached: bool | None = None
+    tokens: int | None = None
+    cost: float | None = None
+    cost_saved: float | None = None
+    created_at: str | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        """The stored row: orders as JSON arrays, flags as 0/1."""
+        row = {name: getattr(self, name) for name in DECISION_COLUMNS}
+        for name in _DECISION_ORDERS:
+            row[name] = None if row[name] is None else dumps(list(row[name]))
+        for name in _DECISION_FLAGS:
+            row[name] = None if row[name] is None else int(row[name])
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Decision:
+        """A decision from a stored row (extra keys, e.g. joined instance columns, are ignored)."""
+        values = {name: row[name] for name in DECISION_COLUMNS if name in row}
+        for name in _DECISION_ORDERS:
+            if name in values:
+                values[name] = json.loads(values[name]) if values[name] else None
+        for name in _DECISION_FLAGS:
+            if values.get(name) is not None:
+                values[name] = bool(values[name])
+        return cls(**values)
+
+
+DECISION_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Decision))
+_DECISION_ORDERS = ("control_order", "treatment_order")
+_DECISION_FLAGS = ("reversed", "truncated", "cached")
+
+
+@dataclass
+class Pair:
+    """A decision joined to the instance it answers: what exports and pair views read.
+
+    `control_half`/`treatment_half` are the stored halves (`encode_filled`), `metric` the
+    instance's metric parameters as JSON (None when unknown, e.g. published results only)."""
+
+    decision: Decision
+    dataset: str | None = None
+    scenario: str | None = None
+    variant: str | None = None
+    control_half: str | None = None
+    treatment_half: str | None = None
+    n_options: int | None = None
+    metric: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Pair:
+        """From a decision row joined to its instance (`Store.pairs`, `Store.iter_pairs`)."""
+        return cls(
+            Decision.from_row(row),
+            **{f.name: row.get(f.name) for f in fields(cls) if f.name != "decision"},
+        )
+
+
+@dataclass
+class Turn:
+    """One model call of a study conversation: a `study_calls` row.
+
+    `slot` (exported as `repeat`) is the unit's repetition, `ord` (exported as `order`) its
+    position in the study's plan; `presented` (the items in the order shown) and `value` (the
+    answer as read) are JSON texts, as stored."""
+
+    id: str
+    run_id: str
+    conversation: str
+    turn: int
+    role: str  # decide | revise | rewrite
+    test: str
+    bias: str | None = None
+    condition: str | None = None
+    model: str | None = None
+    temperature: float | None = None
+    variant: str | None = None
+    mitigation: str | None = None
+    slot: int | None = None
+    ord: int | None = None
+    attempt: int | None = 0
+    presented: str | None = None
+    status_quo_at: int | None = None
+    prompt: str | None = None
+    original: str | None = None
+    response: str | None = None
+    value: str | None = None
+    status: str | None = None
+    error: str | None = None
+    failure_kind: str | None = None
+    cache_key: str | None = None
+    created_at: str | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in TURN_FIELDS}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Turn:
+        return cls(**{name: row[name] for name in TURN_FIELDS if name in row})
+
+    def export(self) -> dict[str, Any]:
+        """The turn under its exported column names (`TURN_COLUMNS`)."""
+        return {TURN_EXPORT_NAMES.get(k, k): v for k, v in self.to_row().items()}
+
+
+TURN_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Turn))
+
 IMPORTED_DECISION_COLUMNS: tuple[str, ...] = tuple(
     c for c in DECISION_COLUMNS if c not in ("failure_kind", "truncated", "cached", "cost_saved")
 )
@@ -274,6 +391,23 @@ PAIR_COLUMNS: dict[str, str] = {
     "cached": "bool",
     "cost": "float",
 }
+# A test case's columns are the pair columns that describe the test case, typed alike.
+INSTANCE_EXPORT_COLUMNS: dict[str, str] = {
+    name: PAIR_COLUMNS[name]
+    for name in (
+        "dataset", "instance_id", "bias", "scenario", "variant", "control_text",
+        "treatment_text", "control_options", "treatment_options", "n_options", "k", "y1", "y2",
+        "flip_control", "flip_treatment", "status", "error",
+    )
+}  # fmt: skip
+# A study run exports its turns (docs/studies.md): every `Turn` field but its keys and stamp,
+# two of them renamed.
+TURN_EXPORT_NAMES = {"slot": "repeat", "ord": "order"}
+TURN_COLUMNS: dict[str, str] = {
+    TURN_EXPORT_NAMES.get(f.name, f.name): str(f.type).split(" ")[0]
+    for f in fields(Turn)
+    if f.name not in ("id", "cache_key", "created_at")
+}
 METRIC_FIELDS = ("k", "y1", "y2", "flip_control", "flip_treatment")
 
 
@@ -300,39 +434,38 @@ def half_fields(control: str | None, treatment: str | None) -> dict[str, Any]:
     return out
 
 
-def _order(text: str | None) -> list[int] | None:
-    return json.loads(text) if text else None
-
-
-def pair_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """One exported pair from a decision joined to its instance (`Store.iter_pairs`)."""
+def pair_record(row: Pair | Mapping[str, Any]) -> dict[str, Any]:
+    """One exported pair from a decision joined to its instance (`Store.iter_pairs`, or a
+    `Store.pairs` row)."""
+    pair = row if isinstance(row, Pair) else Pair.from_row(row)
+    d = pair.decision
     return {
-        "dataset": row.get("dataset"),
-        "run_id": row["run_id"],
-        "decision_id": row["id"],
-        "instance_id": row["instance_id"],
-        "bias": row["test_case"],
-        "model": row["model"],
-        "temperature": row["temperature"],
-        "repeat": row["repeat"],
-        "scenario": row.get("scenario"),
-        "variant": row.get("variant"),
-        **half_fields(row.get("control_half"), row.get("treatment_half")),
-        "n_options": row.get("n_options"),
-        "control_order": _order(row.get("control_order")),
-        "treatment_order": _order(row.get("treatment_order")),
-        "reversed": None if row.get("reversed") is None else bool(row["reversed"]),
-        "control_raw_answer": row.get("control_answer"),
-        "treatment_raw_answer": row.get("treatment_answer"),
-        "control_extraction": row.get("control_extraction"),
-        "treatment_extraction": row.get("treatment_extraction"),
-        "control_answer": row.get("control_choice"),
-        "treatment_answer": row.get("treatment_choice"),
-        **metric_fields(row.get("metric")),
-        "score": row.get("score"),
-        "status": row.get("status"),
-        "failure_kind": row.get("failure_kind"),
-        "error": row.get("error"),
-        "cached": None if row.get("cached") is None else bool(row["cached"]),
-        "cost": row.get("cost"),
+        "dataset": pair.dataset,
+        "run_id": d.run_id,
+        "decision_id": d.id,
+        "instance_id": d.instance_id,
+        "bias": d.test_case,
+        "model": d.model,
+        "temperature": d.temperature,
+        "repeat": d.repeat,
+        "scenario": pair.scenario,
+        "variant": pair.variant,
+        **half_fields(pair.control_half, pair.treatment_half),
+        "n_options": pair.n_options,
+        "control_order": d.control_order,
+        "treatment_order": d.treatment_order,
+        "reversed": d.reversed,
+        "control_raw_answer": d.control_answer,
+        "treatment_raw_answer": d.treatment_answer,
+        "control_extraction": d.control_extraction,
+        "treatment_extraction": d.treatment_extraction,
+        "control_answer": d.control_choice,
+        "treatment_answer": d.treatment_choice,
+        **metric_fields(pair.metric),
+        "score": d.score,
+        "status": d.status,
+        "failure_kind": d.failure_kind,
+        "error": d.error,
+        "cached": d.cached,
+        "cost": d.cost,
     }

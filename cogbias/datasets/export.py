@@ -15,47 +15,27 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from cogbias.core.records import PAIR_COLUMNS, half_fields, metric_fields, pair_record
+from cogbias.core.records import (
+    INSTANCE_EXPORT_COLUMNS,
+    PAIR_COLUMNS,
+    TURN_COLUMNS,
+    half_fields,
+    metric_fields,
+    pair_record,
+)
 from cogbias.runs import kinds
 from cogbias.store import Store
 
 FORMATS = ("csv", "jsonl", "parquet")
-# A test case's columns are the pair columns that describe the test case, typed alike.
-INSTANCE_COLUMNS: dict[str, str] = {
-    name: PAIR_COLUMNS[name]
-    for name in (
-        "dataset", "instance_id", "bias", "scenario", "variant", "control_text",
-        "treatment_text", "control_options", "treatment_options", "n_options", "k", "y1", "y2",
-        "flip_control", "flip_treatment", "status", "error",
-    )
-}  # fmt: skip
-
-
-# A study run exports its turns: one row per model call (docs/studies.md).
-TURN_COLUMNS: dict[str, str] = {
-    "run_id": "str", "conversation": "str", "turn": "int", "role": "str", "test": "str",
-    "bias": "str", "condition": "str", "model": "str", "temperature": "float",
-    "variant": "str", "mitigation": "str", "repeat": "int", "order": "int", "attempt": "int",
-    "presented": "str", "status_quo_at": "int", "prompt": "str", "original": "str",
-    "response": "str", "value": "str", "status": "str", "error": "str", "failure_kind": "str",
-}  # fmt: skip
 
 
 def turn_records(
     store: Store, run_id: str, model: str | None = None, batch: int = 5000
 ) -> Iterator[list[dict[str, Any]]]:
-    """Batches of a study run's turns, in conversation and turn order."""
-    after: tuple[str, int] = ("", -1)
-    while True:
-        rows = store.query(
-            "select * from study_calls where run_id = ? and (conversation, turn) > (?, ?) "
-            "and (? is null or model = ?) order by conversation, turn limit ?",
-            [run_id, *after, model, model, batch],
-        )
-        if not rows:
-            return
-        after = (rows[-1]["conversation"], rows[-1]["turn"])
-        yield [{**r, "repeat": r["slot"], "order": r["ord"]} for r in rows]
+    """Batches of a study run's turns (one row per model call, docs/studies.md), in
+    conversation and turn order."""
+    for turns in store.iter_turns(run_id, model, batch):
+        yield [turn.export() for turn in turns]
 
 
 def instance_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -205,7 +185,7 @@ def export(
     run = store.run(run_id) if run_id else None
     if run is not None and kinds.kind_of(run["spec"]).name == "study":
         return write(turn_records(store, run["id"], model), path, fmt, TURN_COLUMNS)
-    columns = INSTANCE_COLUMNS if what == "instances" else PAIR_COLUMNS
+    columns = INSTANCE_EXPORT_COLUMNS if what == "instances" else PAIR_COLUMNS
     return write(records(store, run_id, dataset, what, model), path, fmt, columns)
 
 

@@ -15,8 +15,8 @@ Its `04_Datasets/` folder holds three CSV files (layout in
 Only `bias_detections.csv` is required. Quirks handled: temperatures written as "1" and
 "1.0" (the same temperature, stored as a number and de-duplicated on it), empty feature cells,
 `true`/`false` flags. All three files import in one transaction: a malformed row anywhere
-leaves the database as it was. The tables are created by `create_tables` (the only SQL schema
-this module owns) inside that transaction.
+leaves the database as it was. The tables belong to the store (`cogbias.store.effects`,
+created by a numbered migration); this module only reads and validates the files.
 """
 
 from __future__ import annotations
@@ -73,73 +73,6 @@ EXPERIMENT_COLUMNS = (
 MODEL_COLUMNS = ("model", "temperature", "release_date", "number_parameters")
 RESPONSE_TYPES = ("numerical", "choice")
 ANSWER_SLOT = "__"
-
-EFFECT_FIELDS = (
-    "dataset",
-    "bias",
-    "bias_name",
-    "scenario",
-    "model",
-    "temperature",
-    "n_control",
-    "n_treatment",
-    "d",
-    "d_capped",
-    "source_row",
-)
-PROMPT_FIELDS = (
-    "dataset",
-    "prompt_id",
-    "bias",
-    "bias_name",
-    "experiment_type",
-    "scenario",
-    "content",
-    "variables",
-    "response_type",
-    "target_response",
-    "part",
-    "parts_total",
-    "source_row",
-)
-FEATURE_FIELDS = (
-    "dataset",
-    "model",
-    "temperature",
-    "local",
-    "release_date",
-    "number_parameters",
-    "features",
-    "source_row",
-)
-
-
-def create_tables(store: Store) -> None:
-    """The three tables of published effect sizes, study prompts and model features.
-
-    `CREATE TABLE IF NOT EXISTS`, run inside the importer's transaction, so the schema and the
-    rows arrive together (a schema migration can take these statements over unchanged).
-    """
-    for statement in (
-        """create table if not exists effect_sizes (
-            dataset text not null, bias text not null, bias_name text not null,
-            scenario text not null, model text not null, temperature real not null,
-            n_control integer not null, n_treatment integer not null,
-            d real not null, d_capped real not null, source_row integer,
-            primary key (dataset, bias, scenario, model, temperature))""",
-        """create table if not exists study_prompts (
-            dataset text not null, prompt_id text not null, bias text not null,
-            bias_name text not null, experiment_type text, scenario text not null,
-            content text not null, variables text not null, response_type text not null,
-            target_response text, part integer not null, parts_total integer not null,
-            source_row integer, primary key (dataset, prompt_id))""",
-        """create table if not exists model_features (
-            dataset text not null, model text not null, temperature real,
-            local integer, release_date text, number_parameters real,
-            features text not null, source_row integer,
-            primary key (dataset, model, temperature))""",
-    ):
-        store.db.execute(statement)
 
 
 @dataclass
@@ -369,11 +302,6 @@ def read_features(path: Path, name: str, progress: Progress | None = None) -> li
 # --------------------------------------------------------------------------- import
 
 
-def _insert(store: Store, table: str, fields: tuple[str, ...], rows: list[tuple]) -> None:
-    marks = ", ".join("?" * len(fields))
-    store.db.conn.executemany(f"insert into {table} ({', '.join(fields)}) values ({marks})", rows)
-
-
 def import_mohr(
     store: Store,
     directory: str | Path,
@@ -411,12 +339,7 @@ def import_mohr(
         summary = MohrSummary(name, KIND, unchanged=job.unchanged)
         if job.unchanged:
             return summary
-        create_tables(store)
-        for table in ("effect_sizes", "study_prompts", "model_features"):
-            store.db.execute(f"delete from {table} where dataset = ?", (name,))
-        _insert(store, "effect_sizes", EFFECT_FIELDS, effects)
-        _insert(store, "study_prompts", PROMPT_FIELDS, prompts)
-        _insert(store, "model_features", FEATURE_FIELDS, features)
+        store.replace_thesis_data(name, effects, prompts, features)
         job.models = {row[4] for row in effects}
         job.biases = {row[1] for row in effects}
         job.summary.instances = len(prompts)

@@ -7,7 +7,6 @@ where results go. Nothing here touches the database.
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass

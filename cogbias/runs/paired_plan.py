@@ -244,7 +244,7 @@ def dataset_instance_ids(
 ) -> list[str]:
     rows = store.dataset_instance_rows(dataset)
     if not rows:
-        names = store.dataset_names()
+        names = [d["name"] for d in store.datasets()]
         raise KeyError(
             f"no dataset '{dataset}' in this database (imported: {', '.join(names) or 'none'})"
         )

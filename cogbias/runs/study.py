@@ -102,7 +102,9 @@ def stored_turns(store: Store, run_id: str, retry_failed: bool) -> dict[str, dic
     """The turns a resumed run keeps, by conversation and turn. Turns that failed on a
     transient error are asked again; with `retry_failed`, every failed turn is."""
     kept: dict[str, dict[int, dict]] = {}
-    for row in store.study_turn_states(run_id):
+    for row in store.turn_values(
+        run_id, ["conversation", "turn", "status", "failure_kind", "response"]
+    ):
         if row["status"] == "failed" and (retry_failed or row["failure_kind"] == "transient"):
             continue
         kept.setdefault(row["conversation"], {})[row["turn"]] = row

@@ -207,7 +207,7 @@ class StudyPlan:
 def load_study(name: str, store: Any = None) -> Study:
     """A built-in or user study by id, or the prompts of an imported thesis dataset; a name
     that is both is refused (which one was meant cannot be guessed)."""
-    rows = store.study_prompt_rows(name) if store is not None else []
+    rows = store.study_prompts(name) if store is not None else []
     try:
         study = get_study(name)
     except KeyError as missing:

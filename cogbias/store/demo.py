@@ -43,7 +43,7 @@ def ensure_demo(db_path: str | Path, snapshot: Path | None = None) -> bool:
     if not demo_enabled() or not snapshot.is_file():
         return False
     with Store(db_path) as store:
-        if store.query("select 1 from runs limit 1"):
+        if store.has_runs():
             return False
         store.load_tables(read_snapshot(snapshot))  # one transaction; existing keys win
     return True

@@ -45,17 +45,13 @@ class NoEffectSizes(KeyError):
 
 def load_effects(store: Store, dataset: str | None = None) -> pd.DataFrame:
     """Effect-size rows of one imported dataset (or of all of them)."""
-    if "effect_sizes" not in store.db.table_names():
+    if not store.has_effect_sizes():
         raise NoEffectSizes(
             "this database has no published effect sizes yet: import them with "
             "`cogbias import mohr2025 DIR --db ...`"
         )
-    sql = f"select {', '.join(EFFECT_COLUMNS)}, dataset from effect_sizes"
-    params: list[str] = []
-    if dataset is not None:
-        sql += " where dataset = ?"
-        params.append(dataset)
-    frame = pd.DataFrame(store.query(sql + " order by source_row", params))
+    rows = store.effect_sizes(dataset)
+    frame = pd.DataFrame(rows, columns=[*EFFECT_COLUMNS, "dataset"]) if rows else pd.DataFrame()
     if frame.empty:
         which = f"dataset '{dataset}'" if dataset else "any dataset"
         raise NoEffectSizes(f"no effect sizes stored for {which}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -91,15 +92,9 @@ def experiment_ols(frame: pd.DataFrame, target: str = "d_capped") -> OlsResult:
 
 def model_features(store: Store, dataset: str) -> pd.DataFrame:
     """One row per model: number_parameters, release_date, capability (when published)."""
-    if "model_features" not in store.db.table_names():
-        return pd.DataFrame(columns=list(FEATURE_COLUMNS))
-    rows = store.query(
-        "select model, number_parameters, release_date, features from model_features "
-        "where dataset = ? order by source_row",
-        (dataset,),
-    )
-    records = {}
-    for row in rows:
+    records: dict[str, dict[str, Any]] = {}
+    for published in store.model_features(dataset):
+        row: dict[str, Any] = dict(published)
         extra = json.loads(row.pop("features") or "{}")
         row["capability"] = next(
             (pd.to_numeric(extra[c], errors="coerce") for c in CAPABILITY_COLUMNS if c in extra),

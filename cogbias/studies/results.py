@@ -18,6 +18,7 @@ decisions of its units (the last attempt of each), scored by the test's metric
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -53,13 +54,17 @@ def study_runs(store: Store, study: str | None = None) -> list[dict[str, Any]]:
 
 
 # what scoring reads of each turn (not the texts: a paper-scale run has 10⁵-10⁶ turns)
-SCORED = "conversation, turn, role, test, condition, slot, presented, status_quo_at, value, status"
+SCORED = (
+    "conversation", "turn", "role", "test", "condition", "slot", "presented", "status_quo_at",
+    "value", "status",
+)  # fmt: skip
 
 
-def calls(store: Store, run_id: str, columns: str = "*") -> pd.DataFrame:
-    return pd.DataFrame(
-        store.query(f"select {columns} from study_calls where run_id = ? order by rowid", [run_id])
-    )
+def calls(store: Store, run_id: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A run's turns (all their columns, or only `columns`), in the order they were written."""
+    if columns is None:
+        return pd.DataFrame(store.turns(run_id))
+    return pd.DataFrame(store.turn_values(run_id, columns))
 
 
 def results(store: Store, run_id: str) -> pd.DataFrame:
@@ -69,7 +74,7 @@ def results(store: Store, run_id: str) -> pd.DataFrame:
         raise KeyError(f"no study run {run_id} in {store.path}; see `cogbias runs`")
     spec = StudySpec.from_stored(run["spec"])
     study = stored_study(store, spec)
-    frame = calls(store, run_id, f"{SCORED}, {', '.join(DIMENSIONS)}")
+    frame = calls(store, run_id, [*SCORED, *DIMENSIONS])
     rows = []
     if frame.empty:
         return pd.DataFrame(columns=RESULT_COLUMNS)
@@ -195,12 +200,7 @@ def _column_order(mitigation: str) -> int:
 
 def conversations(store: Store, run_id: str, test: str | None = None) -> pd.DataFrame:
     """The turns of a run's sequential conversations (or one test's), in order."""
-    sql = "select * from study_calls where run_id = ? and role in ('decide', 'revise')"
-    params: list[Any] = [run_id]
-    if test:
-        sql += " and test = ?"
-        params.append(test)
-    frame = pd.DataFrame(store.query(sql + " order by conversation, turn", params))
+    frame = pd.DataFrame(store.conversation_turns(run_id, test))
     if frame.empty:
         return frame
     # a conversation has several decisions (a self-help rewrite + decision is not one)
@@ -211,17 +211,7 @@ def conversations(store: Store, run_id: str, test: str | None = None) -> pd.Data
 def selfhelp_pairs(store: Store, run_id: str) -> pd.DataFrame:
     """Self-help units side by side: the original prompt, the model's rewrite, and the
     decision on the rewrite."""
-    return pd.DataFrame(
-        store.query(
-            "select d.test, d.condition, d.model, d.temperature, d.variant, d.slot, d.attempt, "
-            "d.original, r.response as rewrite_answer, d.prompt as rewritten, "
-            "d.response as answer, d.value, d.status, d.error "
-            "from study_calls d join study_calls r "
-            "on r.conversation = d.conversation and r.role = 'rewrite' "
-            "where d.run_id = ? and d.role = 'decide' order by d.test, d.slot, d.condition",
-            [run_id],
-        )
-    )
+    return pd.DataFrame(store.selfhelp_turns(run_id))
 
 
 def _is_study(spec: Any) -> bool:

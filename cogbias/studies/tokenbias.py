@@ -329,17 +329,18 @@ def correctness_frame(store: Store, dataset: str) -> pd.DataFrame:
         prompting[run["id"]] = spec.get("prompting", "baseline")
     records = []
     for batch in store.iter_pairs(dataset=dataset):
-        for row in batch:
-            if row["status"] != "ok" or row["metric"] is None:
+        for pair in batch:
+            decision = pair.decision
+            if decision.status != "ok" or pair.metric is None:
                 continue
-            metric = json.loads(row["metric"])
+            metric = json.loads(pair.metric)
             records.append(
                 {
-                    "hypothesis": row["test_case"],
-                    "model": row["model"],
-                    "prompting": prompting.get(row["run_id"], "published"),
-                    "original_correct": row["control_choice"] == int(metric["y1"]),
-                    "perturbed_correct": row["treatment_choice"] == int(metric["y2"]),
+                    "hypothesis": decision.test_case,
+                    "model": decision.model,
+                    "prompting": prompting.get(decision.run_id, "published"),
+                    "original_correct": decision.control_choice == int(metric["y1"]),
+                    "perturbed_correct": decision.treatment_choice == int(metric["y2"]),
                 }
             )
     columns = ["hypothesis", "model", "prompting", "original_correct", "perturbed_correct"]

@@ -272,7 +272,7 @@ def _half_text(raw: str | None) -> str:
     return render_decision_text(filled)
 
 
-PAIR_COLUMNS = [
+PAIR_VIEW_COLUMNS = [
     "bias",
     "model",
     "score",
@@ -323,7 +323,7 @@ def pairs_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 "repeat": r.get("repeat"),
             }
         )
-    return pd.DataFrame(records, columns=PAIR_COLUMNS)
+    return pd.DataFrame(records, columns=PAIR_VIEW_COLUMNS)
 
 
 def _one_based(choice: Any) -> int | None:

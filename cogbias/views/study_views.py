@@ -33,9 +33,7 @@ def study_choices(store: Store) -> list[str]:
     if problems:
         raise LibraryError(problems)
     names = list(usable)
-    if "study_prompts" in store.db.table_names():
-        rows = store.query("select distinct dataset from study_prompts order by dataset")
-        names += [r["dataset"] for r in rows if r["dataset"] not in names]
+    names += [d for d in store.study_prompt_datasets() if d not in names]
     return names
 
 

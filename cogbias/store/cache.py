@@ -1,0 +1,96 @@
+"""The response cache (`llm_calls`) and the requests handed to batch engines."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cogbias.core.redact import redactor
+from cogbias.store.connection import StoreBase, now
+
+
+class CacheRepo(StoreBase):
+    """`llm_calls`, `batch_requests` and `batches`."""
+
+    def put_llm_calls(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        clean = redactor()
+        with self.atomic():
+            if rows:
+                self.db["llm_calls"].insert_all(
+                    [
+                        {
+                            **r,
+                            "response": clean(r["response"]),
+                            "request": clean(r.get("request")),
+                            "created_at": now(),
+                        }
+                        for r in rows
+                    ],
+                    pk="key",
+                    replace=True,
+                )
+
+    def get_llm_call(self, key: str) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "select response, prompt_tokens, completion_tokens, cost, latency_s, source "
+            "from llm_calls where key = ?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None
+        names = ("text", "prompt_tokens", "completion_tokens", "cost", "latency_s", "source")
+        return dict(zip(names, row, strict=True))
+
+    def save_batch_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        with self.atomic():
+            if rows:
+                self.db["batch_requests"].insert_all(
+                    [{**r, "created_at": now()} for r in rows], pk="key", replace=True
+                )
+
+    def save_batch(self, row: Mapping[str, Any]) -> None:
+        """Insert or update a provider batch (by its id)."""
+        with self.atomic():
+            self.db["batches"].upsert({**row, "updated_at": now()}, pk="id")
+
+    def batches(self, run_id: str | None = None, open_only: bool = False) -> list[dict[str, Any]]:
+        clauses, params = [], []
+        if run_id:
+            clauses.append("run_id = ?")
+            params.append(run_id)
+        if open_only:
+            clauses.append("status in ('validating', 'in_progress', 'finalizing', 'cancelling')")
+        where = f" where {' and '.join(clauses)}" if clauses else ""
+        return self.query(f"select * from batches{where} order by created_at", params)
+
+    def batch_requests(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Exported batch requests by key (those among `keys`)."""
+        found: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(f"select * from batch_requests where key in ({marks})", chunk):
+                found[row["key"]] = row
+        return found
+
+    def cache_stats(self) -> list[dict[str, Any]]:
+        """Per model: cached answers, tokens, what they cost, oldest and newest."""
+        return self.query(
+            "select model, count(*) as answers, "
+            "coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens, "
+            "round(coalesce(sum(cost), 0), 6) as cost, min(created_at) as oldest, "
+            "max(created_at) as newest from llm_calls group by model order by model"
+        )
+
+    def prune_cache(self, older_than: str | None = None, model: str | None = None) -> int:
+        """Delete cached answers created before `older_than` (ISO time) and/or of `model`."""
+        clauses, params = [], []
+        if older_than:
+            clauses.append("created_at < ?")
+            params.append(older_than)
+        if model:
+            clauses.append("model = ?")
+            params.append(model)
+        where = f" where {' and '.join(clauses)}" if clauses else ""
+        with self.atomic():
+            return self.db.execute(f"delete from llm_calls{where}", params).rowcount

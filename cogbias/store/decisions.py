@@ -1,0 +1,290 @@
+"""Test cases, scenarios, instances and decisions: writes, and the reads that join them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from cogbias.core.records import Pair
+from cogbias.core.redact import redactor
+from cogbias.store.connection import StoreBase, now
+
+_PROVIDER_TEXTS = (
+    "error",
+    "control_answer",
+    "treatment_answer",
+    "control_extraction",
+    "treatment_extraction",
+)
+
+_INSTANCE_TEXTS = ("error", "control", "treatment", "insertions", "values_json")
+
+
+class DecisionsRepo(StoreBase):
+    """`test_cases`, `scenarios`, `instances` and `decisions`."""
+
+    def save_test_case(self, case_id: str, name: str, content_hash: str, source: str) -> None:
+        with self.atomic():
+            self.db["test_cases"].insert(
+                {
+                    "hash": content_hash,
+                    "id": case_id,
+                    "name": name,
+                    "source": source,
+                    "created_at": now(),
+                },
+                pk="hash",
+                ignore=True,
+            )
+
+    def save_scenarios(self, scenarios: Iterable[Mapping[str, Any]]) -> None:
+        with self.atomic():
+            self.db["scenarios"].insert_all(scenarios, pk="id", replace=True)
+
+    def save_instances(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert instances; an existing id keeps its row (instances are immutable once made)."""
+        if rows:
+            clean = redactor()
+            with self.atomic():
+                self.db["instances"].insert_all(
+                    [
+                        {**r, **{k: clean(r.get(k)) for k in _INSTANCE_TEXTS}, "created_at": now()}
+                        for r in rows
+                    ],
+                    pk="id",
+                    ignore=True,
+                )
+
+    def save_decisions(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Upsert decisions by id: a resumed run fills the gaps and never duplicates.
+
+        Texts that came from a provider are redacted too: a careless endpoint may echo a key.
+        """
+        clean = redactor()
+        with self.atomic():
+            if rows:
+                self.db["decisions"].insert_all(
+                    [
+                        {**r, **{k: clean(r.get(k)) for k in _PROVIDER_TEXTS}, "created_at": now()}
+                        for r in rows
+                    ],
+                    pk="id",
+                    replace=True,
+                )
+
+    def forget_failed_instances(self, ids: Sequence[str]) -> None:
+        """Delete failed instances among `ids`, so that a retry generates them afresh."""
+        with self.atomic():
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                self.db.execute(
+                    f"delete from instances where status = 'failed' and id in ({marks})", chunk
+                )
+
+    def existing_instance_ids(self, ids: Iterable[str]) -> set[str]:
+        return self._existing("instances", ids)
+
+    def existing_decision_ids(self, run_id: str) -> set[str]:
+        return {
+            r[0] for r in self.db.execute("select id from decisions where run_id = ?", (run_id,))
+        }
+
+    def instances(
+        self, ids: Iterable[str] | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        if dataset is not None:
+            return self.query(
+                "select * from instances where dataset = ? order by rowid", (dataset,)
+            )
+        ids = list(ids or [])
+        rows: list[dict[str, Any]] = []
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows += self.query(
+                f"select * from instances where id in ({','.join('?' * len(chunk))})", chunk
+            )
+        return rows
+
+    def results(
+        self, run_id: str | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Bias x model: mean score, scored pairs (n) and failed pairs."""
+        where, params = self._filter(run_id, dataset)
+        return self.query(
+            "select d.test_case as bias, d.model as model, "
+            "avg(case when d.status = 'ok' then d.score end) as mean, "
+            "sum(d.status = 'ok') as n, sum(d.status = 'failed') as failures "
+            f"from decisions d {where} group by d.test_case, d.model order by d.test_case, d.model",
+            params,
+        )
+
+    def scores(self, run_id: str | None = None, dataset: str | None = None) -> list[dict[str, Any]]:
+        """One row per decision with its bias, model, status and score (for analysis)."""
+        where, params = self._filter(run_id, dataset)
+        return self.query(
+            "select d.test_case as bias, d.model as model, d.status as status, d.score as score "
+            f"from decisions d {where}",
+            params,
+        )
+
+    def pairs(
+        self,
+        bias: str | None = None,
+        model: str | None = None,
+        run_id: str | None = None,
+        dataset: str | None = None,
+        search: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Paired responses with their instance texts, for reading what a model actually said."""
+        where, params = self._pair_filter(bias, model, run_id, dataset, search)
+        sql = (
+            "select d.*, i.scenario, i.variant, i.control as control_template, "
+            "i.treatment as treatment_template, i.control as control_half, "
+            "i.treatment as treatment_half, i.metric, i.n_options, i.dataset "
+            "from decisions d join instances i on i.id = d.instance_id"
+            f"{where} order by d.rowid limit ? offset ?"
+        )
+        return self.query(sql, [*params, limit, offset])
+
+    def _pair_filter(
+        self,
+        bias: str | None,
+        model: str | None,
+        run_id: str | None,
+        dataset: str | None,
+        search: str | None,
+    ) -> tuple[str, list[Any]]:
+        """The WHERE clause shared by `pairs` and `pair_count` (search needs `i` joined)."""
+        where, params = self._filter(run_id, dataset)
+        clauses = [where.removeprefix("where ")] if where else []
+        for column, value in (("d.test_case", bias), ("d.model", model)):
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if search:
+            clauses.append(
+                "(i.control like ? or i.treatment like ? or d.control_answer like ? "
+                "or d.treatment_answer like ? or i.scenario like ?)"
+            )
+            params += [f"%{search}%"] * 5
+        return (" where " + " and ".join(clauses) if clauses else ""), params
+
+    @staticmethod
+    def _filter(run_id: str | None, dataset: str | None) -> tuple[str, list[Any]]:
+        if run_id:
+            return "where d.run_id = ?", [run_id]
+        if dataset:
+            return (
+                "where d.instance_id in (select id from instances where dataset = ?)",
+                [dataset],
+            )
+        return "", []
+
+    def iter_pairs(
+        self,
+        run_id: str | None = None,
+        dataset: str | None = None,
+        model: str | None = None,
+        batch: int = 5000,
+    ) -> Iterator[list[Pair]]:
+        """Decisions joined to their instances, in batches (keyset paging keeps memory flat)."""
+        where, params = self._filter(run_id, dataset)
+        clauses = [where.removeprefix("where ")] if where else []
+        if model:
+            clauses.append("d.model = ?")
+            params.append(model)
+        last = 0
+        while True:
+            rows = self.query(
+                "select d.rowid as _rowid, d.*, i.dataset, i.scenario, i.variant, "
+                "i.control as control_half, i.treatment as treatment_half, i.n_options, i.metric "
+                "from decisions d join instances i on i.id = d.instance_id "
+                f"where {' and '.join([*clauses, 'd.rowid > ?'])} order by d.rowid limit ?",
+                [*params, last, batch],
+            )
+            if not rows:
+                return
+            last = rows[-1]["_rowid"]
+            yield [Pair.from_row(r) for r in rows]
+
+    def decisions_version(self) -> tuple[int, int]:
+        """(decisions, largest rowid): changes whenever a decision is written or deleted, so
+        a cached summary of decisions knows when to recompute."""
+        n, last = self.db.execute("select count(*), max(rowid) from decisions").fetchone()
+        return int(n), int(last or 0)
+
+    # ---- explore
+    # The Explore page summarises up to hundreds of thousands of decisions on every filter
+    # change: SQLite computes per-cell sufficient statistics in one pass (see
+    # `cogbias.views.explore`), so no decision row has to travel into Python.
+
+    def score_aggregates(
+        self, run_id: str | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Per bias x model x status: rows, and count, sum, sum of squares, sum of |x|, min
+        and max of the scores. Grouping by status (rather than filtering inside each
+        aggregate) follows the covering index's column order, so SQLite never sorts."""
+        where, params = self._filter(run_id, dataset)
+        return self.query(
+            "select d.test_case as bias, d.model as model, d.status as status, "
+            "count(*) as rows, count(d.score) as n, total(d.score) as s1, "
+            "total(d.score * d.score) as s2, total(abs(d.score)) as sabs, "
+            "min(d.score) as smin, max(d.score) as smax "
+            f"from decisions d {where} group by d.test_case, d.model, d.status",
+            params,
+        )
+
+    def pair_count(
+        self,
+        bias: str | None = None,
+        model: str | None = None,
+        run_id: str | None = None,
+        dataset: str | None = None,
+        search: str | None = None,
+    ) -> int:
+        """How many rows `pairs` would return without a limit (for paging)."""
+        where, params = self._pair_filter(bias, model, run_id, dataset, search)
+        join = " join instances i on i.id = d.instance_id" if search else ""
+        sql = f"select count(*) from decisions d{join}{where}"
+        return int(self.db.execute(sql, params).fetchone()[0])
+
+    # ---- comparing two models on the same instances (`analysis.compare_models`)
+
+    def paired_scores(
+        self,
+        model_a: str,
+        model_b: str,
+        run_id: str | None = None,
+        dataset: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Per instance both models scored: bias, instance_id, score_a, score_b.
+
+        A model with several scored decisions on one instance (repeats, or two runs) counts
+        with their mean, so each instance is one pair in the paired test.
+        """
+        where, params = self._filter(run_id, dataset)
+        clauses = [where.removeprefix("where ")] if where else []
+        clauses += ["d.status = 'ok'", "d.score is not null", "d.model in (?, ?)"]
+        return self.query(
+            "with s as (select d.test_case as bias, d.instance_id, d.model, avg(d.score) as score "
+            f"from decisions d where {' and '.join(clauses)} "
+            "group by d.test_case, d.instance_id, d.model) "
+            "select a.bias, a.instance_id, a.score as score_a, b.score as score_b "
+            "from s a join s b on b.instance_id = a.instance_id and b.bias = a.bias "
+            "where a.model = ? and b.model = ? order by a.bias, a.instance_id",
+            [*params, model_a, model_b, model_a, model_b],
+        )
+
+    def instance_pairs(self, instance_id: str, models: Sequence[str]) -> list[dict[str, Any]]:
+        """Every decision of these models on one instance, joined like `pairs` rows."""
+        marks = ",".join("?" * len(models))
+        return self.query(
+            "select d.*, i.scenario, i.control as control_template, "
+            "i.treatment as treatment_template, i.metric, i.n_options, i.dataset "
+            "from decisions d join instances i on i.id = d.instance_id "
+            f"where d.instance_id = ? and d.model in ({marks}) order by d.rowid",
+            [instance_id, *models],
+        )

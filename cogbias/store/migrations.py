@@ -1,0 +1,230 @@
+"""The numbered schema migrations. Every table of a cogbias database is created here.
+
+A database records the last migration it has (`meta.schema_version`); opening it runs the
+missing ones in one transaction, and a file from a newer cogbias is refused.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+SCHEMA_VERSION = 7
+
+
+def _schema_v1(db: sqlite_utils.Database) -> None:
+    db["test_cases"].create(
+        {"hash": str, "id": str, "name": str, "source": str, "created_at": str}, pk="hash"
+    )
+    db["scenarios"].create(
+        {"id": int, "industry_group": str, "position": str, "decision": str, "text": str}, pk="id"
+    )
+    db["datasets"].create(
+        {"name": str, "kind": str, "source": str, "rows": int, "meta": str, "imported_at": str},
+        pk="name",
+    )
+    db["instances"].create(
+        {
+            "id": str,
+            "test_case": str,  # bias id, e.g. "anchoring"
+            "test_case_hash": str,
+            "dataset": str,  # set for imported instances
+            "scenario_id": int,
+            "scenario": str,
+            "instance_index": int,
+            "generator": str,
+            "temperature": float,
+            "seed": int,
+            "variant": str,
+            "values_json": str,
+            "insertions": str,
+            "control": str,  # JSON {situation, prompt, options}
+            "treatment": str,
+            "n_options": int,
+            "metric": str,  # JSON {k, y1, y2, flip_control, flip_treatment}
+            "status": str,  # ok | failed
+            "error": str,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["runs"].create(
+        {
+            "id": str,
+            "name": str,
+            "spec": str,
+            "status": str,  # planned | running | done | cancelled | failed
+            "planned": int,
+            "done": int,
+            "failed": int,
+            "tokens": int,
+            "cost": float,
+            "created_at": str,
+            "started_at": str,
+            "finished_at": str,
+            "heartbeat_at": str,
+            "pid": int,
+            "cancel_requested": int,
+            "error": str,
+        },
+        pk="id",
+    )
+    db["decisions"].create(
+        {
+            "id": str,
+            "run_id": str,
+            "instance_id": str,
+            "test_case": str,
+            "model": str,
+            "temperature": float,
+            "repeat": int,
+            "reversed": int,
+            "control_order": str,
+            "treatment_order": str,
+            "control_answer": str,
+            "treatment_answer": str,
+            "control_extraction": str,
+            "treatment_extraction": str,
+            "control_choice": int,  # 0-based, original option order
+            "treatment_choice": int,
+            "score": float,
+            "status": str,  # ok | failed
+            "error": str,
+            "tokens": int,
+            "cost": float,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["llm_calls"].create(
+        {
+            "key": str,
+            "model": str,
+            "api_base": str,
+            "request": str,
+            "response": str,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost": float,
+            "latency_s": float,
+            "created_at": str,
+        },
+        pk="key",
+    )
+    db["decisions"].create_index(["run_id", "status"])
+    db["decisions"].create_index(["test_case", "model"])
+    db["instances"].create_index(["dataset"])
+    db["instances"].create_index(["test_case"])
+
+
+def _schema_v2(db: sqlite_utils.Database) -> None:
+    """Covering indexes for per-cell aggregates (Explore): with status and score in the index,
+    summarising 600,000 decisions reads only the index, never the wide decision rows. They
+    replace the narrower indexes with the same leading columns, which they also serve."""
+    db.execute("drop index if exists idx_decisions_test_case_model")
+    db.execute("drop index if exists idx_decisions_run_id_status")
+    db["decisions"].create_index(["test_case", "model", "status", "score"], if_not_exists=True)
+    db["decisions"].create_index(
+        ["run_id", "test_case", "model", "status", "score"], if_not_exists=True
+    )
+
+
+def _schema_v3(db: sqlite_utils.Database) -> None:
+    """Runs also report instance generation, so progress moves before the first decision."""
+    db["runs"].add_column("generated", int)
+    db["runs"].add_column("to_generate", int)
+
+
+def _schema_v4(db: sqlite_utils.Database) -> None:
+    """Runs you can trust: failure kinds, a worker lease, honest cost, accumulated duration."""
+    runs = db["runs"]
+    for column, kind in (
+        ("spec_version", int),
+        ("lease_owner", str),
+        ("duration_s", float),
+        ("cost_saved", float),
+        ("waiting", int),
+        ("wait_reason", str),
+    ):
+        runs.add_column(column, kind)
+    for column, kind in (("failure_kind", str), ("truncated", int), ("cached", int)):
+        db["decisions"].add_column(column, kind)
+    db["decisions"].add_column("cost_saved", float)
+    db["instances"].add_column("failure_kind", str)
+    db["llm_calls"].create_index(["model"], if_not_exists=True)
+    db["llm_calls"].create_index(["created_at"], if_not_exists=True)
+
+
+def _schema_v5(db: sqlite_utils.Database) -> None:
+    """Requests handed to a batch engine, so that its answers can be checked and cached."""
+    db["batch_requests"].create(
+        {"key": str, "run_id": str, "model": str, "api_base": str, "request": str,
+         "round": str, "batch_id": str, "attempts": int, "created_at": str},
+        pk="key",
+    )  # fmt: skip
+    db["batches"].create(
+        {"id": str, "run_id": str, "model": str, "api_base": str, "round": str, "status": str,
+         "total": int, "completed": int, "failed": int, "input_file": str, "output_file": str,
+         "error_file": str, "expected_at": str, "created_at": str, "updated_at": str},
+        pk="id",
+    )  # fmt: skip
+    db["batches"].create_index(["run_id", "status"])
+    # where an answer came from: NULL (an interactive call) or "batch" (charged at batch prices)
+    db["llm_calls"].add_column("source", str)
+
+
+def _schema_v6(db: sqlite_utils.Database) -> None:
+    """Study runs: one row per model call (a turn of a conversation), and the study sources
+    runs were planned from (so a run resumes with the words it started with)."""
+    db["study_sources"].create(
+        {"hash": str, "study": str, "source": str, "created_at": str}, pk="hash"
+    )
+    db["study_calls"].create(
+        {"id": str, "run_id": str, "conversation": str, "turn": int, "role": str, "test": str,
+         "bias": str, "condition": str, "model": str, "temperature": float, "variant": str,
+         "mitigation": str, "slot": int, "ord": int, "attempt": int, "presented": str,
+         "status_quo_at": int, "prompt": str, "original": str, "response": str, "value": str,
+         "status": str, "error": str, "failure_kind": str, "cache_key": str, "created_at": str},
+        pk="id",
+    )  # fmt: skip
+    db["study_calls"].create_index(["run_id", "test", "model"])
+    db["study_calls"].create_index(["conversation", "turn"])
+
+
+def _schema_v7(db: sqlite_utils.Database) -> None:
+    """The Mohr (2025) thesis' published data: effect sizes, study prompts, model features
+    (`cogbias.store.effects`). Imports before this migration created them themselves, with
+    these very statements, so an existing table is kept as it is."""
+    for statement in (
+        """create table if not exists effect_sizes (
+            dataset text not null, bias text not null, bias_name text not null,
+            scenario text not null, model text not null, temperature real not null,
+            n_control integer not null, n_treatment integer not null,
+            d real not null, d_capped real not null, source_row integer,
+            primary key (dataset, bias, scenario, model, temperature))""",
+        """create table if not exists study_prompts (
+            dataset text not null, prompt_id text not null, bias text not null,
+            bias_name text not null, experiment_type text, scenario text not null,
+            content text not null, variables text not null, response_type text not null,
+            target_response text, part integer not null, parts_total integer not null,
+            source_row integer, primary key (dataset, prompt_id))""",
+        """create table if not exists model_features (
+            dataset text not null, model text not null, temperature real,
+            local integer, release_date text, number_parameters real,
+            features text not null, source_row integer,
+            primary key (dataset, model, temperature))""",
+    ):
+        db.execute(statement)
+
+
+MIGRATIONS = {
+    1: _schema_v1,
+    2: _schema_v2,
+    3: _schema_v3,
+    4: _schema_v4,
+    5: _schema_v5,
+    6: _schema_v6,
+    7: _schema_v7,
+}
