@@ -25,166 +25,25 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cogbias.llm.direct import close_sessions
 from cogbias.llm.factory import open_client
 from cogbias.runs import kinds
+from cogbias.runs.work import DB_WAIT_LIMIT_S, Job, Progress, RunKind, Writer, busy
 from cogbias.store import LEASE_STALE_S, Store, lease_alive, lease_owner, now
 from cogbias.store.buffered_cache import BufferedCache
 
 if TYPE_CHECKING:
-    from cogbias.llm import LLMClient
+    pass
 
-FLUSH_SECONDS = 0.05
-FLUSH_ROWS = 256
-IDLE_CHECK_SECONDS = 0.2  # how often an idle worker looks for a cancel request
-DB_WAIT_LIMIT_S = 600.0  # a worker waits this long for another process's long transaction
 ACTIVE = ("planned", "running")
-
-Progress = Callable[[dict[str, Any]], None]
 
 
 class RunBusy(RuntimeError):
     """Another live worker holds the run."""
-
-
-class Writer:
-    """Collects finished rows, commits them every FLUSH_SECONDS, and keeps the lease.
-
-    Rows are kept by table and stored by the run's kind (`save`), with the cache's new
-    answers and the run's counters, in one transaction. A commit that finds the database
-    locked by another process's long transaction (an import, say) keeps its rows and tries
-    again on the next tick; any other failure to write stops the run, which then ends
-    `failed` with the error.
-    """
-
-    def __init__(
-        self,
-        store: Store,
-        run: dict[str, Any],
-        owner: str,
-        caches: list[BufferedCache],
-        clients: list[LLMClient],
-        progress: Progress | None,
-        save: Callable[[Store, dict[str, list[dict[str, Any]]]], None],
-    ) -> None:
-        self.store, self.run, self.owner = store, run, owner
-        self.caches, self.clients, self.progress = caches, clients, progress
-        self.save = save
-        self.rows: dict[str, list[dict[str, Any]]] = {}
-        self.stop_reason: str | None = None  # "cancel" | "lease" | "error"
-        self.error: str | None = None
-        self.last = time.monotonic()
-        self.accounted: dict[str, float] = {"cost": 0.0, "cost_saved": 0.0, "tokens": 0}
-        self.db_wait_since: float | None = None
-        self.on_stop: Callable[[], None] = lambda: None
-
-    def add(self, table: str, row: dict[str, Any]) -> None:
-        """A finished row, committed with the next flush."""
-        pending = self.rows.setdefault(table, [])
-        pending.append(row)
-        if len(pending) >= FLUSH_ROWS:
-            self.flush()
-
-    @property
-    def pending(self) -> bool:
-        return any(self.rows.values()) or any(c.pending for c in self.caches)
-
-    def _totals(self) -> dict[str, float]:
-        return {
-            "cost": sum(c.stats.cost for c in self.clients),
-            "cost_saved": sum(c.stats.cost_saved for c in self.clients),
-            "tokens": sum(c.stats.tokens for c in self.clients),
-        }
-
-    def flush(self) -> bool:
-        """Commit what is pending; False when the database was busy (rows are kept)."""
-        t = time.monotonic()
-        try:
-            with self.store.atomic():
-                self.save(self.store, self.rows)
-                for cache in self.caches:
-                    self.store.put_llm_calls(cache.drain())
-                keys = ("done", "failed", "generated", "to_generate")
-                waiting = sum(c.stats.waiting for c in self.clients)
-                reason = next((c.stats.wait_reason for c in self.clients if c.stats.waiting), "")
-                self.store.update_run(
-                    self.run["id"],
-                    **{k: self.run[k] for k in keys},
-                    waiting=waiting,
-                    wait_reason=reason,
-                )
-                totals = self._totals()
-                increments = {k: totals[k] - self.accounted[k] for k in totals}
-                increments["duration_s"] = t - self.last
-                current = self.store.heartbeat_run(self.run["id"], self.owner, **increments)
-        except sqlite3.OperationalError as exc:
-            if not _busy(exc):
-                self._fail(f"could not write results: {exc}")
-                return False
-            self.db_wait_since = self.db_wait_since or t
-            self.run["db_wait"] = True
-            if t - self.db_wait_since > DB_WAIT_LIMIT_S:
-                self._fail(f"the database stayed locked for {DB_WAIT_LIMIT_S:.0f} s: {exc}")
-            return False
-        except Exception as exc:  # disk full, a corrupted file, a bug: record it, never hang
-            self._fail(f"could not write results: {type(exc).__name__}: {exc}")
-            return False
-        self.last, self.accounted = t, totals
-        self.db_wait_since = None
-        self.run["db_wait"] = False
-        self.rows = {}
-        self.run["waiting"], self.run["wait_reason"] = waiting, reason
-        if current is None:
-            self._stop("lease")
-        elif current["cancel_requested"]:
-            self._stop("cancel")
-        else:
-            self.run.update(cost=current["cost"], cost_saved=current["cost_saved"])
-        if self.progress:
-            self.progress(self.run)
-        return True
-
-    def _fail(self, message: str) -> None:
-        self.error = message
-        self._stop("error")
-
-    def _stop(self, reason: str) -> None:
-        if self.stop_reason is None:
-            self.stop_reason = reason
-            self.on_stop()
-
-    async def ticker(self) -> None:
-        while self.stop_reason is None:
-            await asyncio.sleep(FLUSH_SECONDS)
-            # With nothing to write, only beat the lease and look for a cancel now and then.
-            if self.pending or time.monotonic() - self.last >= IDLE_CHECK_SECONDS:
-                self.flush()
-
-
-def _busy(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-async def pool(jobs: Iterator[Any], worker: Callable[[Any], Any], size: int) -> None:
-    """Run `worker` over `jobs` with at most `size` in flight."""
-
-    async def loop() -> None:
-        for job in jobs:
-            await worker(job)
-
-    tasks = [asyncio.create_task(loop()) for _ in range(max(size, 1))]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 # --------------------------------------------------------------------------- executing
@@ -220,7 +79,7 @@ def execute(
 
 
 async def _execute(
-    kind: kinds.RunKind,
+    kind: RunKind,
     plan: Any,
     store: Store,
     progress: Progress | None,
@@ -261,7 +120,7 @@ async def holding_lease(
 
 
 async def _work(
-    kind: kinds.RunKind,
+    kind: RunKind,
     plan: Any,
     store: Store,
     owner: str,
@@ -298,7 +157,7 @@ async def _work(
     fresh = open_client(cache, read_cache=False, **options) if retry_failed else client
     clients = [client, fresh] if fresh is not client else [client]
     writer = Writer(store, run, owner, [cache], clients, progress, kind.save)
-    job = kinds.Job(plan, store, client, fresh, writer, concurrency, retry_failed)
+    job = Job(plan, store, client, fresh, writer, concurrency, retry_failed)
     status, error = await until_stopped(asyncio.create_task(kind.work(job)), writer)
     if status == "done":
         error = kind.incomplete(job)
@@ -372,7 +231,7 @@ def _retrying(action: Callable[[], Any], until: Callable[[], bool] = lambda: Tru
             if until():
                 return
         except sqlite3.OperationalError as exc:
-            if not _busy(exc) or waited > DB_WAIT_LIMIT_S:
+            if not busy(exc) or waited > DB_WAIT_LIMIT_S:
                 raise
         if waited == 0.0:
             print("waiting for the database (another process is writing)...", file=sys.stderr)

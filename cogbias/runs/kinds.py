@@ -6,7 +6,8 @@ more model turns), how the answers become rows and how those rows are stored. A 
 must treat kinds differently (which page shows a run's results, what a unit is called) asks
 the kind's capabilities here; nothing else looks inside a spec to guess its kind.
 
-To add a kind: write a module with a class satisfying `RunKind`, and add it to `_KINDS`.
+To add a kind: write a module with a class satisfying `RunKind` (`cogbias.runs.work`), and
+add it to `_kinds()`.
 A stored spec names its kind by its fields (a study spec has `"kind": "study"`; a paired
 spec has no kind key, so run ids made before kinds existed stay the same).
 """
@@ -15,68 +16,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from cogbias.runs.work import RunKind
 
 if TYPE_CHECKING:
-    from cogbias.llm import LLMClient
-    from cogbias.runs.executor import Writer
     from cogbias.store import Store
-
-
-@dataclass
-class Job:
-    """What a kind's `work` gets: the plan, the store, the clients and the writer.
-
-    `fresh` asks afresh (no cache read): retried answers that were unreadable use it."""
-
-    plan: Any
-    store: Store
-    client: LLMClient
-    fresh: LLMClient
-    writer: Writer
-    concurrency: int
-    retry_failed: bool
-    state: dict[str, Any] = field(default_factory=dict)  # what `prepare` hands to `work`
-
-
-class RunKind(Protocol):
-    """What the executor asks of a kind of run."""
-
-    name: str  # "paired" | "dataset" | "tokenbias" | "study"
-    unit_name: str  # what a unit is called in progress and summaries ("pairs", "units")
-    results_page: str  # the app page that shows the results ("run", "studies")
-
-    def owns(self, spec: Mapping[str, Any]) -> bool:
-        """Whether a stored spec (as a dict) is of this kind."""
-
-    def target(self, spec: Mapping[str, Any]) -> str:
-        """What the run covers, in a few words (the runs table's "biases" column)."""
-
-    def plan(self, spec: Any, store: Store) -> Any:
-        """The plan of a spec of this kind (raises KeyError/ValueError on bad input)."""
-
-    def replan(self, store: Store, run: Mapping[str, Any]) -> Any:
-        """The plan of a stored run, from its stored spec (to resume it)."""
-
-    def create(self, plan: Any, store: Store, name: str) -> str:
-        """Store the run (unless it exists); returns its id."""
-
-    def prepare(self, plan: Any, store: Store, retry_failed: bool) -> dict[str, Any]:
-        """Before the work, in the transaction that marks the run running: store what the
-        plan needs and return the run's counters so far (done, failed)."""
-
-    async def work(self, job: Job) -> None:
-        """Ask every unit not yet stored; hand the rows to `job.writer`."""
-
-    def save(self, store: Store, rows: Mapping[str, list[dict[str, Any]]]) -> None:
-        """Store a batch of rows (by table), inside the writer's transaction."""
-
-    def incomplete(self, job: Job) -> str | None:
-        """Why a run whose work finished is not done (transient failures left), or None."""
-
-    def end_fields(self, job: Job) -> dict[str, Any]:
-        """Run fields to record when the run ends."""
 
 
 def _kinds() -> list[RunKind]:

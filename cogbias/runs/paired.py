@@ -20,8 +20,6 @@ from cogbias.core.records import Instance
 from cogbias.core.templates import Filled
 from cogbias.library import testcases as library
 from cogbias.runs import pipeline
-from cogbias.runs.executor import Writer, pool
-from cogbias.runs.kinds import Job
 from cogbias.runs.paired_plan import (
     InstanceJob,
     Plan,
@@ -29,6 +27,7 @@ from cogbias.runs.paired_plan import (
     create_run,
     plan,
 )
+from cogbias.runs.work import Job, Writer, pool
 from cogbias.store import Store
 
 

@@ -21,8 +21,6 @@ from cogbias.core import records
 from cogbias.llm.profiles import RANDOM_MODEL
 from cogbias.llm.profiles import resolve as resolve_model
 from cogbias.runs import study_plan
-from cogbias.runs.executor import Writer, pool
-from cogbias.runs.kinds import Job
 from cogbias.runs.study_answers import NO_ANSWER, _read, answer_grammar, random_answer
 from cogbias.runs.study_plan import (
     REVISE_TOKENS_PER_ITEM,
@@ -34,6 +32,7 @@ from cogbias.runs.study_plan import (
     compose,
     rewritten,
 )
+from cogbias.runs.work import Job, Writer, pool
 from cogbias.store import Store
 from cogbias.studies.definitions import StudyTest
 
