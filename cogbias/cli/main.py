@@ -118,9 +118,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
     p.set_defaults(handler=_pair)
 
-    from cogbias.cli import runs as cli_runs
+    from cogbias.cli import parsers
 
-    cli_runs.add_commands(commands)
+    parsers.add_commands(commands)
     from cogbias.cli import datasets as cli_datasets
 
     cli_datasets.add_commands(commands)

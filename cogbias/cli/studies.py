@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-STUDY_OPTIONS = ("mitigations", "temperatures", "variants", "tests", "max_attempts")
+from cogbias.cli.options import execution_options, is_token_bias
 
 
 def _split(text: str | None, flag: str = "") -> list[str]:
@@ -33,19 +33,6 @@ def _temperatures(text: str | None) -> list[float]:
         except ValueError:
             raise ValueError(f"--temperatures: '{part}' is not a number") from None
     return out
-
-
-def is_token_bias(study: str, store: Any) -> bool:
-    from cogbias.studies import tokenbias
-
-    return study == "tokenbias" or study in tokenbias.token_bias_datasets(store)
-
-
-def refuse_pair_options(args: argparse.Namespace) -> None:
-    """Study options on a paired run would be silently ignored: say so instead."""
-    given = [f"--{o.replace('_', '-')}" for o in STUDY_OPTIONS if getattr(args, o, None)]
-    if given:
-        raise ValueError(f"{', '.join(given)} only apply to studies (--study biasbuster, mohr8)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,7 +82,6 @@ def resume(store: Any, run: dict[str, Any], args: argparse.Namespace) -> int:
 
 
 def execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
-    from cogbias.cli.runs import execution_options
     from cogbias.runs import study_runner
     from cogbias.runs.runner import RunBusy
 
