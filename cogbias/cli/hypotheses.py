@@ -38,7 +38,7 @@ def _study_results(args: argparse.Namespace) -> int:
         table = tokenbias.results(store, args.study, args.alpha, args.normal_above)
     if table.empty:
         print(
-            f"no answered pairs on '{args.study}' yet: run it with `cogbias run --study`",
+            f"no answered pairs on '{args.study}' yet: run it with `cogbias run study tokenbias` or `cogbias run dataset NAME`",
             file=sys.stderr,
         )
         return 0

@@ -19,7 +19,12 @@ from cogbias.llm import settings
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    from cogbias.cli import legacy
+
+    words, deprecated = legacy.rewrite(list(sys.argv[1:] if argv is None else argv))
+    if deprecated:
+        print(deprecated, file=sys.stderr)
+    args = parser.parse_args(words)
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2

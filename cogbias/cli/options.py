@@ -29,6 +29,13 @@ def _at_least_one(text: str) -> int:
 
 
 def _add_execution(p: argparse.ArgumentParser) -> None:
+    """Every execution flag (`resume` takes them all: it does not know the run's kind yet)."""
+    add_calls(p)
+    add_batch(p)
+
+
+def add_calls(p: argparse.ArgumentParser) -> None:
+    """How calls are made: flags every kind of run takes."""
     p.add_argument(
         "--concurrency", type=_at_least_one, default=16, help="LLM requests in flight at once"
     )
@@ -43,6 +50,17 @@ def _add_execution(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="ask every model afresh instead of reading cached answers (new answers are cached)",
     )
+    p.add_argument("--timeout", type=float, help="seconds per attempt (default: per model)")
+    p.add_argument(
+        "--max-retries", type=int, default=6, help="retries of a transiently failing call"
+    )
+    p.add_argument(
+        "--deadline", type=float, help="seconds per call, retries included (default: per model)"
+    )
+
+
+def add_batch(p: argparse.ArgumentParser) -> None:
+    """The provider Batch API: paired and dataset runs only (a study converses directly)."""
     p.add_argument(
         "--batch",
         action="store_true",
@@ -56,13 +74,6 @@ def _add_execution(p: argparse.ArgumentParser) -> None:
         help="requests a batch failed: retry them in the next batch round, or interactively",
     )
     p.add_argument("--poll-seconds", type=float, default=30.0, help="how often to poll batches")
-    p.add_argument("--timeout", type=float, help="seconds per attempt (default: per model)")
-    p.add_argument(
-        "--max-retries", type=int, default=6, help="retries of a transiently failing call"
-    )
-    p.add_argument(
-        "--deadline", type=float, help="seconds per call, retries included (default: per model)"
-    )
 
 
 def execution_options(args: argparse.Namespace, name: str = "") -> dict[str, Any]:
@@ -94,7 +105,7 @@ def refuse_pair_options(args: argparse.Namespace) -> None:
     """Study options on a paired run would be silently ignored: say so instead."""
     given = [f"--{o.replace('_', '-')}" for o in STUDY_OPTIONS if getattr(args, o, None)]
     if given:
-        raise ValueError(f"{', '.join(given)} only apply to studies (--study biasbuster, mohr8)")
+        raise ValueError(f"{', '.join(given)} only apply to studies (`cogbias run study NAME`)")
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:

@@ -209,7 +209,7 @@ def _runs(args: argparse.Namespace) -> int:
         rows = run_summaries(store)
         batches = store.batches()
     if not rows:
-        print("no runs yet: start one with `cogbias run`", file=sys.stderr)
+        print("no runs yet: start one with `cogbias run pairs|dataset|study`", file=sys.stderr)
         return 0
     columns = ["id", "name", "status", "planned", "done", "failed", "tokens", "cost"]
     _table(rows, [*columns, "cost_saved", "duration_s", "models", "biases", "error"])
@@ -250,7 +250,7 @@ def _results(args: argparse.Namespace) -> int:
         what = f"run {args.run} is a paired run" if args.run else "these are paired runs"
         raise ValueError(
             f"--by pivots study runs; {what}: leave --by out "
-            "(see `cogbias results --study NAME --by ...`)"
+            "(see `cogbias results study NAME --by ...`)"
         )
     if args.study:
         from cogbias.cli.hypotheses import _study_results
@@ -263,10 +263,10 @@ def _results(args: argparse.Namespace) -> int:
         # only worth reading every run's spec when there is nothing else to show
         studies = set() if rows else {r["study"] for r in study_results.study_runs(store)}
     if not rows:
-        print("no results yet: start a run with `cogbias run`", file=sys.stderr)
+        print("no results yet: start a run with `cogbias run pairs|dataset|study`", file=sys.stderr)
         if studies:
             print(
-                "study runs are shown with `cogbias results --study NAME` (here: "
+                "study runs are shown with `cogbias results study NAME` (here: "
                 f"{', '.join(sorted(studies))})",
                 file=sys.stderr,
             )

@@ -1,4 +1,4 @@
-"""`cogbias run --study`, `resume` and `results --study` for studies (BiasBuster, the Mohr
+"""`cogbias run study`, `resume` and `results study` for studies (BiasBuster, the Mohr
 thesis' problems, an imported thesis dataset's own prompts): the CLI side of `study_runner`."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         if is_token_bias(args.study, store):
             raise ValueError(
                 f"'{args.study}' is a token-bias dataset, not a study: run it with "
-                f"`cogbias run --dataset {args.study} --models ...`"
+                f"`cogbias run dataset {args.study} --models ...`"
             )
         study = study_plan.load_study(args.study, store)
         for problem in study_plan.shadowing_problems(args.study):
@@ -102,7 +102,7 @@ def execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> 
         kind = "error" if outcome["status"] == "failed" else "note"
         print(f"{kind}: {outcome['error']}", file=sys.stderr)
         return 1
-    print(f"see the figures with `cogbias results --run {outcome['id']} --by mitigation`")
+    print(f"see the figures with `cogbias results run {outcome['id']} --by mitigation`")
     return 0
 
 
@@ -125,7 +125,7 @@ def results(args: argparse.Namespace, store: Any) -> int:
             load_study(args.study, store)
             print(
                 f"no runs of study '{args.study}' yet: start one with "
-                f"`cogbias run --study {args.study} --models random`",
+                f"`cogbias run study {args.study} --models random`",
                 file=sys.stderr,
             )
             return 0
