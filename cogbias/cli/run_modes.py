@@ -104,7 +104,7 @@ def _first_positional(words: list[str], parsers: Sequence[argparse.ArgumentParse
     return None
 
 
-def _register(parsers: dict[str, argparse.ArgumentParser]) -> None:
+def _register(parsers: dict[str, Any]) -> None:
     """Tell each mode's parser which modes take which flag, for its error messages."""
     where: dict[str, list[str]] = {}
     for label, parser in parsers.items():
@@ -112,7 +112,7 @@ def _register(parsers: dict[str, argparse.ArgumentParser]) -> None:
             if flag.startswith("--") and flag != "--help":
                 where.setdefault(flag, []).append(label)
     for parser in parsers.values():
-        parser.where = where  # type: ignore[attr-defined]
+        parser.where = where
 
 
 def _shared() -> argparse.ArgumentParser:
@@ -223,7 +223,7 @@ def add_run(commands: Any) -> None:
     token_bias.add_argument("study", metavar="tokenbias", help="the token-bias study")
     _dataset_flags(token_bias, "only these hypotheses (default: all)")
     token_bias.set_defaults(handler=_run_mode, mode="study")
-    study.token_bias = token_bias  # type: ignore[attr-defined]
+    study.token_bias = token_bias
     _register(
         {
             "`cogbias run pairs`": pairs,
