@@ -64,10 +64,10 @@ class ModeParser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         words = list(sys.argv[1:] if args is None else args)
-        if self.token_bias is not None and _first_positional(words, (self, self.token_bias)) == (
-            TOKEN_BIAS_STUDY
-        ):
-            return self.token_bias.parse_known_args(words, namespace)
+        if self.token_bias is not None:
+            name = _first_positional(words, (self, self.token_bias))
+            if name == TOKEN_BIAS_STUDY:  # a dataset run by nature: the dataset flags
+                return self.token_bias.parse_known_args(words, namespace)
         parsed, extras = super().parse_known_args(words, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}{self._hint(extras)}")
