@@ -285,7 +285,7 @@ def test_a_token_bias_dataset_given_as_a_study_says_how_to_run_it(tmp_path: Path
     done = cogbias("run", "--study", "tb_copy", "--models", "random", "--db", db)
     assert done.returncode == 2
     assert "'tb_copy' is a token-bias dataset, not a study" in done.stderr
-    assert "--dataset tb_copy" in done.stderr
+    assert "run dataset tb_copy" in done.stderr
     no_traceback(done)
 
 

@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from cogbias.cli.runs import add_db
+from cogbias.cli.options import add_db
 from cogbias.datasets.generic import FIELDS
 
 
@@ -225,7 +225,7 @@ def _import_generic(args: argparse.Namespace) -> int:
 
 
 def _datasets(args: argparse.Namespace) -> int:
-    from cogbias.cli.runs import _table
+    from cogbias.cli.options import _table
     from cogbias.store import Store
 
     with Store(args.db) as store:

@@ -18,7 +18,12 @@ from cogbias.library import testcases as library
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    from cogbias.cli import legacy
+
+    words, deprecated = legacy.rewrite(list(sys.argv[1:] if argv is None else argv))
+    if deprecated:
+        print(deprecated, file=sys.stderr)
+    args = parser.parse_args(words)
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
@@ -117,9 +122,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
     p.set_defaults(handler=_pair)
 
-    from cogbias.cli import runs as cli_runs
+    from cogbias.cli import parsers
 
-    cli_runs.add_commands(commands)
+    parsers.add_commands(commands)
     from cogbias.cli import datasets as cli_datasets
 
     cli_datasets.add_commands(commands)

@@ -1,5 +1,6 @@
-"""`cogbias run --study`, `resume` and `results --study` for studies (BiasBuster, the Mohr
-thesis' problems, an imported thesis dataset's own prompts): the CLI side of the study run kind (`runs.study`)."""
+"""`cogbias run study`, `resume` and `results study` for studies (BiasBuster, the Mohr
+thesis' problems, an imported thesis dataset's own prompts): the CLI side of the study run
+kind (`cogbias.runs.study`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 import sys
 from typing import Any
 
-STUDY_OPTIONS = ("mitigations", "temperatures", "variants", "tests", "max_attempts")
+from cogbias.cli.options import execution_options, is_token_bias
 
 
 def _split(text: str | None, flag: str = "") -> list[str]:
@@ -35,19 +36,6 @@ def _temperatures(text: str | None) -> list[float]:
     return out
 
 
-def is_token_bias(study: str, store: Any) -> bool:
-    from cogbias.studies import tokenbias
-
-    return study == "tokenbias" or study in tokenbias.token_bias_datasets(store)
-
-
-def refuse_pair_options(args: argparse.Namespace) -> None:
-    """Study options on a paired run would be silently ignored: say so instead."""
-    given = [f"--{o.replace('_', '-')}" for o in STUDY_OPTIONS if getattr(args, o, None)]
-    if given:
-        raise ValueError(f"{', '.join(given)} only apply to studies (--study biasbuster, mohr8)")
-
-
 def run(args: argparse.Namespace) -> int:
     from cogbias.runs import study_plan
     from cogbias.store import Store
@@ -56,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         if is_token_bias(args.study, store):
             raise ValueError(
                 f"'{args.study}' is a token-bias dataset, not a study: run it with "
-                f"`cogbias run --dataset {args.study} --models ...`"
+                f"`cogbias run dataset {args.study} --models ...`"
             )
         study = study_plan.load_study(args.study, store)
         for problem in study_plan.shadowing_problems(args.study):
@@ -94,7 +82,6 @@ def resume(store: Any, run: dict[str, Any], args: argparse.Namespace) -> int:
 
 
 def execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
-    from cogbias.cli.runs import execution_options
     from cogbias.runs import executor
 
     if getattr(args, "batch", False):
@@ -114,7 +101,7 @@ def execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> 
         kind = "error" if outcome["status"] == "failed" else "note"
         print(f"{kind}: {outcome['error']}", file=sys.stderr)
         return 1
-    print(f"see the figures with `cogbias results --run {outcome['id']} --by mitigation`")
+    print(f"see the figures with `cogbias results run {outcome['id']} --by mitigation`")
     return 0
 
 
@@ -137,7 +124,7 @@ def results(args: argparse.Namespace, store: Any) -> int:
             load_study(args.study, store)
             print(
                 f"no runs of study '{args.study}' yet: start one with "
-                f"`cogbias run --study {args.study} --models random`",
+                f"`cogbias run study {args.study} --models random`",
                 file=sys.stderr,
             )
             return 0

@@ -1,0 +1,116 @@
+"""What the run commands share: the `--db` and execution flags, how they become executor
+options, which flags belong to studies only, and the plain-text table. Both cli/runs.py and
+cli/studies.py import from here, so neither imports the other for these pieces."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db",
+        default=None,
+        help="SQLite file (default: $COGBIAS_DB, else $COGBIAS_HOME/cogbias.db, "
+        "else ~/.cogbias/cogbias.db — the app's database)",
+    )
+
+
+def _at_least_one(text: str) -> int:
+    """A count that must be positive (`--concurrency 0` would wait forever for a free slot)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _add_execution(p: argparse.ArgumentParser) -> None:
+    """Every execution flag (`resume` takes them all: it does not know the run's kind yet)."""
+    add_calls(p)
+    add_batch(p)
+
+
+def add_calls(p: argparse.ArgumentParser) -> None:
+    """How calls are made: flags every kind of run takes."""
+    p.add_argument(
+        "--concurrency", type=_at_least_one, default=16, help="LLM requests in flight at once"
+    )
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="also retry pairs whose answers could not be read or were refused (asked afresh, "
+        "not from the cache); transient failures are always retried",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="ask every model afresh instead of reading cached answers (new answers are cached)",
+    )
+    p.add_argument("--timeout", type=float, help="seconds per attempt (default: per model)")
+    p.add_argument(
+        "--max-retries", type=int, default=6, help="retries of a transiently failing call"
+    )
+    p.add_argument(
+        "--deadline", type=float, help="seconds per call, retries included (default: per model)"
+    )
+
+
+def add_batch(p: argparse.ArgumentParser) -> None:
+    """The provider Batch API: paired and dataset runs only (a study converses directly)."""
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the calls through the provider's Batch API (half price; OpenAI and "
+        "OpenAI-compatible servers), then score from the cache",
+    )
+    p.add_argument(
+        "--batch-fallback",
+        choices=["round", "interactive"],
+        default="round",
+        help="requests a batch failed: retry them in the next batch round, or interactively",
+    )
+    p.add_argument("--poll-seconds", type=float, default=30.0, help="how often to poll batches")
+
+
+def execution_options(args: argparse.Namespace, name: str = "") -> dict[str, Any]:
+    """How to execute a run, from the flags `_add_execution` defines (paired and study runs)."""
+    from cogbias.cli.progress import TerminalProgress
+
+    return dict(
+        concurrency=args.concurrency,
+        progress=TerminalProgress(),
+        name=name,
+        retry_failed=args.retry_failed,
+        read_cache=not args.no_cache,
+        timeout=args.timeout,
+        deadline=args.deadline,
+        max_retries=args.max_retries,
+    )
+
+
+STUDY_OPTIONS = ("mitigations", "temperatures", "variants", "tests", "max_attempts")
+
+
+def is_token_bias(study: str, store: Any) -> bool:
+    from cogbias.studies import tokenbias
+
+    return study == "tokenbias" or study in tokenbias.token_bias_datasets(store)
+
+
+def refuse_pair_options(args: argparse.Namespace) -> None:
+    """Study options on a paired run would be silently ignored: say so instead."""
+    given = [f"--{o.replace('_', '-')}" for o in STUDY_OPTIONS if getattr(args, o, None)]
+    if given:
+        raise ValueError(f"{', '.join(given)} only apply to studies (`cogbias run study NAME`)")
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    shown = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    widths = [max([len(c), *(len(r[i]) for r in shown)]) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    for r in shown:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
