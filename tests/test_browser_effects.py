@@ -17,9 +17,10 @@ import pytest
 from cogbias.datasets import import_mohr
 from cogbias.store import Store
 from tests.browser_helpers import CHROMIUM, go, learn_tab, running_app, settle
+from tests.dataset_helpers import MOHR_DIR
 
 pytestmark = pytest.mark.browser
-FIXTURE = Path("/work/shared/fixtures/mohr2025-format")
+FIXTURE = MOHR_DIR
 
 if not CHROMIUM.exists():
     pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)", allow_module_level=True)

@@ -249,8 +249,9 @@ def test_imported_thesis_prompts_become_a_runnable_study(tmp_path):
 
     from cogbias.datasets.mohr_format import import_mohr
     from cogbias.store import Store
+    from tests.dataset_helpers import MOHR_DIR
 
-    shutil.copytree("/work/shared/fixtures/mohr2025-format", tmp_path / "m")
+    shutil.copytree(MOHR_DIR, tmp_path / "m")
     with Store(tmp_path / "r.db") as store:
         import_mohr(store, tmp_path / "m")
         rows = store.query("select * from study_prompts where dataset = 'mohr2025'")

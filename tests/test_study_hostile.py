@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from dataset_helpers import MOHR_DIR
 from fake_llm_server import FakeLLMServer, _last_user_text
 
 from cogbias.library.testcases import LibraryError
@@ -35,9 +36,7 @@ from cogbias.studies import results as study_results
 from cogbias.studies.questions import read_answer, study_from_prompts
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = Path("/work/shared/fixtures/mohr2025-format")
-if not FIXTURE.exists():
-    FIXTURE = ROOT.parent / "shared" / "fixtures" / "mohr2025-format"
+FIXTURE = MOHR_DIR
 
 
 def cogbias(*args: object, home: Path | None = None, timeout: float = 300):
