@@ -35,7 +35,7 @@ from cogbias.runs import runner
 from cogbias.runs.runner import RunSpec
 from cogbias.runs.study_plan import is_study_run
 from cogbias.store import Store, now
-from cogbias.views.present import escape_markdown
+from cogbias.views.safe_text import escape_markdown
 
 ACTIVE = ("planned", "running", "cancelling")
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")

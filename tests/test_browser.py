@@ -105,17 +105,17 @@ def test_explore_heatmap_and_paired_responses(page: object) -> None:
 
 
 def test_templates_error_fix_save(page: object) -> None:
-    from cogbias.views import present
+    from cogbias.views import authoring
 
     go(page, "Templates")
     page.get_by_text("Valid: My Bias").wait_for()  # type: ignore[attr-defined]
-    broken = present.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
+    broken = authoring.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
     line = broken[: broken.index('kind = "likert9"')].count("\n") + 1
     edit_text_area(page, "Test case (TOML)", broken)
     page.get_by_text(f"Line {line}, column").wait_for()  # type: ignore[attr-defined]
     page.get_by_text("unknown scale kind 'likert9'").wait_for()  # type: ignore[attr-defined]
     shot(page, "2a_templates_error")
-    fixed = present.BLANK_TEST_CASE.replace('"my_bias"', '"browser_bias"').replace(
+    fixed = authoring.BLANK_TEST_CASE.replace('"my_bias"', '"browser_bias"').replace(
         '"My Bias"', '"Browser Bias"'
     )
     edit_text_area(page, "Test case (TOML)", fixed)
