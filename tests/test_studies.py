@@ -7,14 +7,7 @@ import pytest
 
 from cogbias.core.answers import permuted_orders
 from cogbias.library.testcases import LibraryError
-from cogbias.studies.definitions import (
-    STUDY_DIR,
-    get_study,
-    load_studies,
-    parse_study,
-    render,
-    show,
-)
+from cogbias.studies.definitions import STUDY_DIR, render, show
 from cogbias.studies.questions import (
     code_answer,
     option_list,
@@ -23,6 +16,8 @@ from cogbias.studies.questions import (
     sequence_turns,
     study_from_prompts,
 )
+from cogbias.studies.study_catalog import get_study, load_studies
+from cogbias.studies.study_files import parse_study
 
 MINIMAL = """\
 id = "mini"

@@ -33,6 +33,7 @@ from cogbias.runs import study_plan, study_runner
 from cogbias.store import Store
 from cogbias.studies import definitions as studies
 from cogbias.studies import results as study_results
+from cogbias.studies import study_catalog, study_files
 from cogbias.studies.questions import read_answer, study_from_prompts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,7 +136,7 @@ HOSTILE_FILES = {
 def test_a_hostile_study_file_is_one_located_problem_never_a_crash(name: str) -> None:
     text, at, words = HOSTILE_FILES[name]
     with pytest.raises(LibraryError) as caught:
-        studies.parse_study(text, f"{name}.toml")
+        study_files.parse_study(text, f"{name}.toml")
     problems = caught.value.problems
     assert any(words in p.message for p in problems), [p.message for p in problems]
     problem = next(p for p in problems if words in p.message)
@@ -151,7 +152,7 @@ def test_more_than_the_bounded_number_of_tests_is_refused() -> None:
         test.replace("tests.t", f"tests.t{i}") for i in range(studies.MAX_TESTS + 1)
     )
     with pytest.raises(LibraryError, match="at most 500 tests"):
-        studies.parse_study(many, "many.toml")
+        study_files.parse_study(many, "many.toml")
 
 
 def test_a_value_that_reads_like_a_gap_is_inserted_as_text_never_rendered_again() -> None:
@@ -160,7 +161,7 @@ def test_a_value_that_reads_like_a_gap_is_inserted_as_text_never_rendered_again(
         'min = 1\nmax = 1\n[values.s]\ntype = "choice"\noptions = ["{{prompt}} {{n}}"]',
     )
     text = text.replace("n is {{n}}; guess", "{{s}}; guess")
-    study = studies.parse_study(text, "x.toml")
+    study = study_files.parse_study(text, "x.toml")
     spec = study_plan.resolve(
         study_plan.StudySpec("x", ["random"], mitigations=["selfhelp"]), study
     )
@@ -171,7 +172,7 @@ def test_a_value_that_reads_like_a_gap_is_inserted_as_text_never_rendered_again(
 
 
 def test_a_byte_order_mark_is_accepted() -> None:
-    assert studies.parse_study("\ufeff" + BASE, "bom.toml").id == "x"
+    assert study_files.parse_study("\ufeff" + BASE, "bom.toml").id == "x"
 
 
 @pytest.fixture
@@ -211,7 +212,7 @@ def test_broken_user_study_files_are_located_and_never_break_the_others(
     assert not db.exists() or not calls(db)  # a dry run writes nothing
     os.environ["COGBIAS_HOME"] = str(home)  # the library view the app lists problems from
     try:
-        usable, problems = studies.load_studies_report()
+        usable, problems = study_catalog.load_studies_report()
     finally:
         del os.environ["COGBIAS_HOME"]
     assert set(usable) == {"biasbuster", "mohr8"}
@@ -550,7 +551,7 @@ def test_hostile_answers_are_stored_as_clear_records_and_results_still_score(
     ids=lambda v: str(v)[:20],
 )  # fmt: skip
 def test_number_answers_are_finite_and_bounded(answer: str, expected: object) -> None:
-    test = studies.parse_study(HOSTILE_STUDY, "h.toml").tests["num"]
+    test = study_files.parse_study(HOSTILE_STUDY, "h.toml").tests["num"]
     read = read_answer(test, answer)
     if isinstance(expected, float):
         assert read.ok and read.value == expected
@@ -832,7 +833,7 @@ def test_the_random_baseline_answers_numbers_inside_any_allowed_range(bounds: st
     import random
 
     text = HOSTILE_STUDY.replace('metric = "cohens_d"', 'metric = "cohens_d"\n' + bounds)
-    test = studies.parse_study(text, "h.toml").tests["num"]
+    test = study_files.parse_study(text, "h.toml").tests["num"]
     rng = random.Random(1)
     read = [read_answer(test, study_runner._random_choice(test, rng)) for _ in range(500)]
     assert all(r.ok for r in read), [r.error for r in read if not r.ok][:3]
