@@ -27,10 +27,10 @@ if not CHROMIUM.exists():
 pytest.importorskip("playwright.sync_api")
 
 
-@pytest.fixture
-def app_url(tmp_path: Path) -> Iterator[str]:
-    home = tmp_path / "home"
-    home.mkdir()
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One app for the module (its tests only read the imported effect sizes)."""
+    home = tmp_path_factory.mktemp("effects-home")
     with Store(home / "app.db") as store:
         import_mohr(store, FIXTURE)
     env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
