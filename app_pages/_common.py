@@ -21,7 +21,7 @@ from cogbias.llm import registry
 from cogbias.llm.registry import ModelInfo
 from cogbias.runs import kinds
 from cogbias.store import SchemaError, Store, default_path
-from cogbias.views import present
+from cogbias.views import safe_text
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ def open_store_or_stop() -> Store:
         st.error(f"The database cannot be opened: {friendly(exc)}")
     except Exception as exc:  # sqlite3 errors: not a database, no permission, disk full
         st.error(
-            f"The database {present.escape_markdown(db_path())} cannot be opened "
+            f"The database {safe_text.escape_markdown(db_path())} cannot be opened "
             f"({friendly(exc)}). Point COGBIAS_DB at "
             "another file, or move this one away to start afresh."
         )
@@ -74,7 +74,7 @@ def friendly(exc: BaseException) -> str:
         )
     else:
         text = str(exc).strip() or type(exc).__name__
-    return present.escape_markdown(redact(text))
+    return safe_text.escape_markdown(redact(text))
 
 
 def attempt(what: str, func: Callable[[], T], hint: str = "") -> T | None:
@@ -85,8 +85,8 @@ def attempt(what: str, func: Callable[[], T], hint: str = "") -> T | None:
     try:
         return func()
     except Exception as exc:
-        parts = [f"{present.escape_markdown(what)} failed: {friendly(exc)}"]
-        st.error("\n\n".join(parts + ([present.escape_markdown(hint)] if hint else [])))
+        parts = [f"{safe_text.escape_markdown(what)} failed: {friendly(exc)}"]
+        st.error("\n\n".join(parts + ([safe_text.escape_markdown(hint)] if hint else [])))
         return None
 
 
@@ -171,7 +171,7 @@ def run_label(run: dict[str, Any]) -> str:
     """Safe in Markdown: a run's name is the user's text."""
     name = f"{run['name']} · " if run.get("name") else ""
     when = (run.get("created_at") or "")[:16].replace("T", " ")
-    return present.escape_markdown(f"{name}{run['id']} · {run['status']} · {when}")
+    return safe_text.escape_markdown(f"{name}{run['id']} · {run['status']} · {when}")
 
 
 def run_option(run: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ import streamlit as st
 from app_pages._common import friendly
 from cogbias.runs import deletion
 from cogbias.store import Store
-from cogbias.views import present
+from cogbias.views import safe_text
 
 
 def _plan(store: Store, kind: str, name: str) -> deletion.Deletion:
@@ -30,7 +30,7 @@ def delete_control(store: Store, kind: str, name: str, key: str) -> None:
         st.error(f"Cannot delete: {friendly(exc)}")
         return
     st.warning(
-        f"Delete {present.escape_markdown(plan.describe())}? This cannot be undone. Nothing "
+        f"Delete {safe_text.escape_markdown(plan.describe())}? This cannot be undone. Nothing "
         "else in the database is changed."
     )
     yes, no = st.columns(2)
@@ -52,4 +52,4 @@ def flash(key: str) -> None:
     """Say what the last confirmed deletion under `key` removed (once)."""
     done = st.session_state.pop(f"{key}_done", None)
     if done:
-        st.success(present.escape_markdown(done))
+        st.success(safe_text.escape_markdown(done))

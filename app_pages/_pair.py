@@ -2,7 +2,7 @@
 
 The options are listed in the order the decision model saw them, with a note when that was
 reversed; then the raw answer, the extraction step's reading and the choice the score uses
-(`cogbias.views.present.ShownPair` holds the logic). Every model or imported text goes out through
+(`cogbias.views.shown_pairs.ShownPair` holds the logic). Every model or imported text goes out through
 `st.text` or escaped Markdown: it is data, never markup, so an answer holding
 `![x](http://host/p.png)` cannot make the browser fetch anything.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from cogbias.views import present
+from cogbias.views import safe_text, shown_pairs
 
 SHOWN_CHARS = 600  # a longer text shows its start; the rest sits in a collapsed expander
 MAX_CHARS = 20_000  # more than this is never laid out on a page (exports hold it all)
@@ -21,7 +21,7 @@ MAX_CHARS = 20_000  # more than this is never laid out on a page (exports hold i
 
 def long_text(text: str, empty: str = "(none)") -> None:
     """Plain text; long texts collapsed after their first lines, huge ones cut."""
-    start, cut = present.preview_text(text, SHOWN_CHARS)
+    start, cut = safe_text.preview_text(text, SHOWN_CHARS)
     st.text(start or empty)
     if cut:
         rest = text[:MAX_CHARS]
@@ -32,14 +32,14 @@ def long_text(text: str, empty: str = "(none)") -> None:
 
 def safe_caption(text: str) -> None:
     """A caption of untrusted text (names, errors): Markdown escaped."""
-    st.caption(present.escape_markdown(text))
+    st.caption(safe_text.escape_markdown(text))
 
 
-def show_half(half: present.ShownHalf, html: Mapping[str, str] | None = None) -> None:
-    """One half: its text (marked-up HTML from `present.filled_html` if given), the options
+def show_half(half: shown_pairs.ShownHalf, html: Mapping[str, str] | None = None) -> None:
+    """One half: its text (marked-up HTML from `highlight.filled_html` if given), the options
     as presented, the answer, the extraction and the scored choice."""
     st.markdown(f"**{half.name.capitalize()}**")
-    if html is not None:  # present.filled_html: escaped text with insertions marked
+    if html is not None:  # highlight.filled_html: escaped text with insertions marked
         st.markdown(html["situation"], unsafe_allow_html=True)
         st.markdown(f"*{html['prompt']}*", unsafe_allow_html=True)
     else:
@@ -53,13 +53,15 @@ def show_half(half: present.ShownHalf, html: Mapping[str, str] | None = None) ->
     _disagreement(half)
 
 
-def _disagreement(half: present.ShownHalf) -> None:
+def _disagreement(half: shown_pairs.ShownHalf) -> None:
     disagreement = half.answer_disagreement()
     if disagreement:
-        st.warning(present.escape_markdown(disagreement), icon=":material/report:")
+        st.warning(safe_text.escape_markdown(disagreement), icon=":material/report:")
 
 
-def show_pair(pair: present.ShownPair, html: Mapping[str, Mapping[str, str]] | None = None) -> None:
+def show_pair(
+    pair: shown_pairs.ShownPair, html: Mapping[str, Mapping[str, str]] | None = None
+) -> None:
     """Both halves side by side, under a note if the options were not in canonical order."""
     note = pair.order_note()
     if note:
@@ -71,7 +73,7 @@ def show_pair(pair: present.ShownPair, html: Mapping[str, Mapping[str, str]] | N
         safe_caption(f"Error: {pair.error}")
 
 
-def show_answers(pair: present.ShownPair) -> None:
+def show_answers(pair: shown_pairs.ShownPair) -> None:
     """A compact view of one model's pair (for side-by-side comparisons): per half, what it
     chose and its raw answer; the options' order noted when it was not canonical."""
     note = pair.order_note()

@@ -17,7 +17,7 @@ from cogbias.store import Store
 from cogbias.studies import results as study_results
 from cogbias.studies.definitions import Study
 from cogbias.views import charts_studies, study_views
-from cogbias.views.present import escape_markdown
+from cogbias.views.safe_text import escape_markdown
 
 
 def _keep_valid(key: str, options: list) -> None:

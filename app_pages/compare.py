@@ -6,7 +6,7 @@ from app_pages import _pair
 from app_pages._common import open_store_or_stop, result_sources, source_filter, test_cases
 from cogbias.core.redact import redactor
 from cogbias.studies import analysis
-from cogbias.views import charts, present
+from cogbias.views import charts, safe_text, shown_pairs
 
 st.title("Compare two models")
 st.caption(
@@ -47,8 +47,8 @@ names = {case_id: case.name for case_id, case in test_cases().items()}
 table = analysis.compare_models(paired)
 st.altair_chart(charts.compare_chart(table, model_a, model_b, names))
 st.caption(
-    f"Right of the dashed line: {present.escape_markdown(model_a)} scores higher (more biased "
-    f"in the test's direction) than {present.escape_markdown(model_b)} on the same instances; "
+    f"Right of the dashed line: {safe_text.escape_markdown(model_a)} scores higher (more biased "
+    f"in the test's direction) than {safe_text.escape_markdown(model_b)} on the same instances; "
     "red dots differ significantly after Benjamini–Hochberg correction. Hover for n and p."
 )
 with st.expander("The numbers"):
@@ -79,10 +79,10 @@ if top.empty:
 clean = redactor()
 for number, item in enumerate(top.itertuples(), start=1):
     rows = store.instance_pairs(item.instance_id, [model_a, model_b])
-    scenario = present.escape_markdown(clean(str(rows[0]["scenario"] if rows else ""))[:80])
+    scenario = safe_text.escape_markdown(clean(str(rows[0]["scenario"] if rows else ""))[:80])
     label = f"{number}. A {item.score_a:+.2f} vs B {item.score_b:+.2f} — {scenario}"
     with st.expander(label, expanded=number == 1):
-        first = present.shown_stored_pair(rows[0], clean) if rows else None
+        first = shown_pairs.shown_stored_pair(rows[0], clean) if rows else None
         if first is not None:
             left, right = st.columns(2)
             left.markdown("**Control, as written**")
@@ -93,9 +93,9 @@ for number, item in enumerate(top.itertuples(), start=1):
             st.columns(2), (model_a, model_b), (item.score_a, item.score_b), strict=True
         ):
             with column, st.container(border=True):
-                st.markdown(f"**{present.escape_markdown(model)}** · score {score:+.2f}")
+                st.markdown(f"**{safe_text.escape_markdown(model)}** · score {score:+.2f}")
                 for row in (r for r in rows if r["model"] == model and r["status"] == "ok"):
-                    shown = present.shown_stored_pair(row, clean)
+                    shown = shown_pairs.shown_stored_pair(row, clean)
                     if shown is not None:
                         _pair.show_answers(shown)
                     break

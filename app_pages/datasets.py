@@ -41,7 +41,7 @@ from cogbias.datasets.tables import columns_of
 from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store, cogbias_home
 from cogbias.studies import analysis
-from cogbias.views import charts, explore, present
+from cogbias.views import charts, explore, safe_text, shown_pairs
 
 PAGE = 20
 FORMATS = {
@@ -69,7 +69,7 @@ st.caption(
 )
 store = open_store_or_stop()
 if flash := st.session_state.pop("ds_flash", None):
-    st.success(present.escape_markdown(flash))  # names a dataset: imported text
+    st.success(safe_text.escape_markdown(flash))  # names a dataset: imported text
 _delete.flash("ds_delete")
 
 datasets = {d["name"]: d for d in store.datasets()}
@@ -103,7 +103,7 @@ def _import(what: str, func: Any) -> None:
     try:
         summary = func(_progress())
     except DatasetError as exc:  # quotes the file's own text: shown as text, not Markdown
-        reason = present.escape_markdown(redact(str(exc)))
+        reason = safe_text.escape_markdown(redact(str(exc)))
         st.error(f"{what} failed: {reason}\n\nThe database was not changed.")
         return
     except Exception as exc:
@@ -203,7 +203,7 @@ with tabs[0]:
             hide_index=True,
         )
         if current:
-            with st.expander(f"Delete the dataset {present.escape_markdown(current)}"):
+            with st.expander(f"Delete the dataset {safe_text.escape_markdown(current)}"):
                 _delete.delete_control(store, "dataset", current, "ds_delete")
 
 # ------------------------------------------------------------------ import
@@ -330,7 +330,7 @@ with tabs[2]:
                 "Read a pair's answers", range(len(pairs)), key="ds_pair",
                 format_func=lambda i: f"{pairs[i]['model']} · {pairs[i]['test_case']} · {pairs[i]['status']}",
             )  # fmt: skip
-            shown = present.shown_stored_pair(pairs[min(which or 0, len(pairs) - 1)])
+            shown = shown_pairs.shown_stored_pair(pairs[min(which or 0, len(pairs) - 1)])
             if shown is None:
                 st.warning("This pair's stored text cannot be read.")
             else:
@@ -375,7 +375,7 @@ with tabs[3]:
                 else None
             )
             if plan is not None:
-                st.caption(present.escape_markdown(plan.describe()))  # names the dataset
+                st.caption(safe_text.escape_markdown(plan.describe()))  # names the dataset
             if st.button("Start the run", disabled=plan is None, key="ds_start"):
                 share_local_server()
                 run_id = attempt("Starting the run", lambda: executor.launch(spec, db_path()))

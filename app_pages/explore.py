@@ -19,7 +19,7 @@ from cogbias.core.records import pair_record
 from cogbias.core.redact import redactor
 from cogbias.datasets.export import csv_bytes
 from cogbias.store import Store
-from cogbias.views import charts_explore, explore, present
+from cogbias.views import charts_explore, explore, pair_tables, safe_text, shown_pairs
 
 PAGE_SIZE = 20
 EXPORT_LIMIT = 20000
@@ -150,7 +150,7 @@ if not cell.empty:
         if pd.isna(c["ci_low"])
         else f" (95% CI {c['ci_low']:+.2f} to {c['ci_high']:+.2f}, t-interval truncated to [-1, 1])"
     )
-    title = present.escape_markdown(f"{names.get(bias, bias)} × {model}")
+    title = safe_text.escape_markdown(f"{names.get(bias, bias)} × {model}")
     st.markdown(
         f"**{title}**: mean {mean}{ci}, n = {c['n']}, {c['failures']} failed"
         + (", significant after BH" if c["significant"] else ", not significant after BH")
@@ -163,7 +163,7 @@ c2.caption(f"{total:,} pair(s) · page {page} of {pages}")
 rows_page = store.pairs(
     bias, model, run_id, dataset, search or None, PAGE_SIZE, (page - 1) * PAGE_SIZE
 )
-frame = present.pairs_frame(rows_page)
+frame = pair_tables.pairs_frame(rows_page)
 st.dataframe(
     frame[["score", "status", "control_choice", "treatment_choice", "scenario", "error"]],
     hide_index=True,
@@ -181,9 +181,9 @@ clean = redactor()
 for i, (raw, pair) in enumerate(zip(rows_page, frame.itertuples(), strict=True)):
     score = "failed" if pair.status != "ok" else f"score {pair.score:+.2f}"
     flipped = " · options reversed" if raw.get("reversed") else ""
-    scenario = present.escape_markdown(clean(str(pair.scenario))[:90])
+    scenario = safe_text.escape_markdown(clean(str(pair.scenario))[:90])
     with st.expander(f"Pair {(page - 1) * PAGE_SIZE + i + 1}: {score}{flipped} — {scenario}"):
-        shown = present.shown_stored_pair(raw, clean)
+        shown = shown_pairs.shown_stored_pair(raw, clean)
         if shown is None:
             st.warning("This pair's stored text cannot be read.")
         else:

@@ -15,7 +15,7 @@ from app_pages._common import (
 )
 from cogbias.library import examples
 from cogbias.runs.pipeline import Instance
-from cogbias.views import present
+from cogbias.views import highlight, safe_text, shown_pairs
 
 st.title("Learn: cognitive biases in LLMs")
 st.caption(
@@ -28,14 +28,14 @@ st.caption(
 cases = test_cases()
 case_id = st.selectbox("Bias", list(cases), format_func=case_label(cases), key="learn_bias")
 case = cases[case_id]
-st.subheader(present.escape_markdown(case.name))  # a user's file: text, never markup
-st.markdown(present.escape_paragraphs(case.description))
+st.subheader(safe_text.escape_markdown(case.name))  # a user's file: text, never markup
+st.markdown(safe_text.escape_paragraphs(case.description))
 if case.references:
     with st.expander("References"):
         for ref in case.references:
-            st.markdown(f"- {present.escape_markdown(ref)}")
+            st.markdown(f"- {safe_text.escape_markdown(ref)}")
 
-halves = present.case_halves_html(case)
+halves = highlight.case_halves_html(case)
 for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
     with column, st.container(border=True):
         st.markdown(f"**{half.capitalize()}**")
@@ -71,7 +71,7 @@ generator = c2.selectbox(
 )
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="learn_seed"))
 scenario = scenarios()[seed % len(scenarios())]
-st.caption(f"Scenario: {present.escape_markdown(scenario.text)}")
+st.caption(f"Scenario: {safe_text.escape_markdown(scenario.text)}")
 
 
 def _run_pair() -> tuple[Instance, dict] | str:
@@ -90,7 +90,7 @@ def _run_pair() -> tuple[Instance, dict] | str:
 chosen = (case.content_hash, generator, model, seed)
 if st.button("Run this pair", type="primary", key="learn_run"):
     who = f"Filling the gaps with {label(generator)}, then asking {label(model)}…"
-    with st.spinner(present.escape_markdown(who)):
+    with st.spinner(safe_text.escape_markdown(who)):
         st.session_state["learn_result"] = (chosen, _run_pair())
 
 held = st.session_state.get("learn_result")
@@ -100,13 +100,13 @@ if held and held[0] == chosen:
         st.error(outcome, icon=":material/error:")
     else:
         instance, row = outcome
-        pair = present.shown_pair(instance.control, instance.treatment, row)
-        html = {h: present.filled_html(case, instance, h) for h in ("control", "treatment")}
+        pair = shown_pairs.shown_pair(instance.control, instance.treatment, row)
+        html = {h: highlight.filled_html(case, instance, h) for h in ("control", "treatment")}
         st.caption(
-            f"Generator: {present.escape_markdown(generator_label(label)(generator))} · decision model: "
-            f"{present.escape_markdown(label(model))} · seed {seed}"
+            f"Generator: {safe_text.escape_markdown(generator_label(label)(generator))} · decision model: "
+            f"{safe_text.escape_markdown(label(model))} · seed {seed}"
         )
         if pair is not None:
             _pair.show_pair(pair, html)
-        explained = present.explain_score(instance, row)
-        (st.info if row.get("status") == "ok" else st.warning)(present.escape_markdown(explained))
+        explained = shown_pairs.explain_score(instance, row)
+        (st.info if row.get("status") == "ok" else st.warning)(safe_text.escape_markdown(explained))

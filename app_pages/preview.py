@@ -14,7 +14,7 @@ from app_pages._common import (
     test_cases,
 )
 from cogbias.library import examples
-from cogbias.views import present
+from cogbias.views import highlight, safe_text, shown_pairs
 
 NO_GENERATOR = ""
 st.title("Preview: fill a test case")
@@ -62,7 +62,7 @@ case = cases[case_id]
 
 def _fill() -> None:
     what = f"Filling the gaps with {generator or 'value generators only'}…"
-    with st.spinner(present.escape_markdown(what)):
+    with st.spinner(safe_text.escape_markdown(what)):
         instance = attempt(
             "Filling the gaps",
             lambda: _live.fill_pair(
@@ -93,26 +93,26 @@ if not held or held[0] != case.content_hash:
     st.stop()
 instance = held[1]
 st.caption(
-    present.escape_markdown(
+    safe_text.escape_markdown(
         f"Scenario: {instance.scenario} · generator: {instance.generator or 'none'} · "
         f"seed {instance.seed} · variant: {instance.variant}"
     )
 )
 st.markdown(
-    f'<span style="border-bottom:2px solid {present.LLM_COLOR}">from the generator LLM</span>'
-    f' &nbsp; <span style="border-bottom:2px solid {present.VALUE_COLOR}">from a value '
+    f'<span style="border-bottom:2px solid {highlight.LLM_COLOR}">from the generator LLM</span>'
+    f' &nbsp; <span style="border-bottom:2px solid {highlight.VALUE_COLOR}">from a value '
     "generator</span> &nbsp; (hover an insertion to see its gap)",
     unsafe_allow_html=True,
 )
 for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
     with column, st.container(border=True):
-        filled = present.filled_html(case, instance, half)
+        filled = highlight.filled_html(case, instance, half)
         st.markdown(f"**{half.capitalize()}**")
         st.markdown(filled["situation"], unsafe_allow_html=True)
         st.markdown(f"*{filled['prompt']}*", unsafe_allow_html=True)
         st.markdown(f"<ol>{filled['options']}</ol>", unsafe_allow_html=True)
 with st.expander("All insertions", expanded=False):
-    st.dataframe(present.insertions_frame(instance), hide_index=True, width="stretch")
+    st.dataframe(highlight.insertions_frame(instance), hide_index=True, width="stretch")
 
 st.subheader("Decide")
 ids = [m.id for m in infos]
@@ -125,7 +125,7 @@ model = c1.selectbox(
     key="pv_model",
 )
 if c2.button("Decide", key="pv_decide"):
-    with st.spinner(present.escape_markdown(f"Asking {model} both versions…")):
+    with st.spinner(safe_text.escape_markdown(f"Asking {model} both versions…")):
         row = attempt(
             "Asking the model", lambda: _live.decide(instance, model, infos), _live.FAILURE_HINT
         )
@@ -134,10 +134,10 @@ if c2.button("Decide", key="pv_decide"):
 decision = st.session_state.get("pv_decision")
 if decision and decision[0] == instance.id and decision[1] == model:
     row = decision[2]
-    pair = present.shown_pair(instance.control, instance.treatment, row)
-    safe_model = present.escape_markdown(label(decision[1]))
+    pair = shown_pairs.shown_pair(instance.control, instance.treatment, row)
+    safe_model = safe_text.escape_markdown(label(decision[1]))
     st.markdown(f"**Answers of {safe_model}**, with the options as this model saw them")
     if pair is not None:
         _pair.show_pair(pair)
-    explained = present.escape_markdown(present.explain_score(instance, row))
+    explained = safe_text.escape_markdown(shown_pairs.explain_score(instance, row))
     (st.info if row.get("status") == "ok" else st.warning)(explained)

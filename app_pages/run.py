@@ -36,7 +36,7 @@ from cogbias.runs import executor, kinds, paired_plan
 from cogbias.runs.paired_plan import RunSpec
 from cogbias.runs.summaries import run_summaries
 from cogbias.store import Store, now
-from cogbias.views.present import escape_markdown
+from cogbias.views.safe_text import escape_markdown
 
 ACTIVE = ("planned", "running", "cancelling")
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")

@@ -28,7 +28,7 @@ from cogbias.runs.study_plan import MITIGATION_ORDER, StudySpec
 from cogbias.store import pid_alive
 from cogbias.studies import results as study_results
 from cogbias.views import study_views
-from cogbias.views.present import escape_markdown
+from cogbias.views.safe_text import escape_markdown
 
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
 st.title("Studies")

@@ -7,7 +7,7 @@ import streamlit as st
 from app_pages._common import case_label, friendly, test_cases
 from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError
-from cogbias.views import present
+from cogbias.views import authoring, highlight, safe_text
 
 EDITOR = "tpl_text"
 st.title("Templates: author a test case")
@@ -19,7 +19,7 @@ st.caption(
 
 cases = test_cases()
 if EDITOR not in st.session_state:
-    st.session_state[EDITOR] = present.BLANK_TEST_CASE
+    st.session_state[EDITOR] = authoring.BLANK_TEST_CASE
 
 
 def _load(text: str) -> None:
@@ -35,7 +35,7 @@ with st.expander("Start from…", expanded=False):
         key="tpl_load_copy",
         on_click=lambda: _load(library.to_toml(cases[st.session_state["tpl_source"]])),
     )
-    st.button("Blank skeleton", key="tpl_blank", on_click=lambda: _load(present.BLANK_TEST_CASE))
+    st.button("Blank skeleton", key="tpl_blank", on_click=lambda: _load(authoring.BLANK_TEST_CASE))
     upload = st.file_uploader("Import a .toml file", type=["toml"], key="tpl_upload")
     if upload is not None and st.session_state.get("tpl_upload_id") != upload.file_id:
         st.session_state["tpl_upload_id"] = upload.file_id
@@ -57,7 +57,7 @@ except LibraryError as exc:
     problems = sorted(exc.problems, key=lambda p: (p.line, p.col))
     problem_lines = [p.line for p in problems]
     listed = "\n".join(
-        f"- **Line {p.line}, column {p.col}:** {present.escape_markdown(p.message)}"
+        f"- **Line {p.line}, column {p.col}:** {safe_text.escape_markdown(p.message)}"
         for p in problems
     )
     count = "1 problem" if len(exc.problems) == 1 else f"{len(exc.problems)} problems"
@@ -65,7 +65,7 @@ except LibraryError as exc:
 except Exception as exc:  # validation must never crash the editor
     st.error(f"The test case could not be checked: {friendly(exc)}")
 else:
-    name, case_id = present.escape_markdown(case.name), present.escape_markdown(case.id)
+    name, case_id = safe_text.escape_markdown(case.name), safe_text.escape_markdown(case.id)
     st.success(f"Valid: {name} ({case_id}), {case.n_options} answer options.")
 
 
@@ -81,7 +81,7 @@ def _save(replace_id: str | None = None) -> None:
     note = ""
     if parsed.id in known and known[parsed.id].is_builtin:
         original = parsed.id
-        new_id = present.copy_id(original, known)
+        new_id = authoring.copy_id(original, known)
         parsed = dataclasses.replace(parsed, id=new_id, name=f"{parsed.name} (copy)")
         note = f" ('{original}' is built in, so this is a copy under a new id)"
     try:
@@ -121,14 +121,14 @@ with tab_gaps:
     st.caption("Blue: [[gaps]] the generator fills. Red: {{values}}. Lines with problems: red.")
     st.markdown(
         '<pre style="white-space:pre-wrap;font-size:0.85em">'
-        f"{present.highlight_source(text, problem_lines)}</pre>",
+        f"{highlight.highlight_source(text, problem_lines)}</pre>",
         unsafe_allow_html=True,
     )
 with tab_diff:
     if case is None:
         st.info("Fix the problems above to see the difference between control and treatment.")
     else:
-        halves = present.case_halves_html(case)
+        halves = highlight.case_halves_html(case)
         for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
             with column, st.container(border=True):
                 st.markdown(f"**{half.capitalize()}**")
@@ -142,5 +142,5 @@ if not mine:
     st.caption(f"No test cases of your own yet; saved ones go to {library.user_dir()}.")
 for cid, c in mine.items():
     st.markdown(
-        f"- **{present.escape_markdown(c.name)}** ({present.escape_markdown(cid)}) — {present.escape_markdown(c.path)}"
+        f"- **{safe_text.escape_markdown(c.name)}** ({safe_text.escape_markdown(cid)}) — {safe_text.escape_markdown(c.path)}"
     )

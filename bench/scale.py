@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = Path(os.environ.get("COGBIAS_FIXTURES", "/work/shared/fixtures")) / "malberg2024-hub"
+# The published Hub format, as the tests own it (tests/fixtures/malberg2024-hub/README.md).
+FIXTURE = Path(os.environ.get("COGBIAS_FIXTURES", ROOT / "tests" / "fixtures")) / "malberg2024-hub"
 
 
 def synthesize(path: Path, tests: int) -> None:

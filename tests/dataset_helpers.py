@@ -4,16 +4,40 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-FIXTURES = Path("/work/shared/fixtures")
+import pytest
+
+# The tests own their fixtures: small files in the published formats, inside the repository,
+# so that a clone anywhere runs the suite (see tests/fixtures/*/README.md for each layout).
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HUB_CSV = FIXTURES / "malberg2024-hub" / "dataset.csv"
 FORMAT_DIR = FIXTURES / "malberg2024-format"
+MOHR_DIR = FIXTURES / "mohr2025-format"
+TOKENBIAS_DIR = FIXTURES / "tokenbias-format"
+
+# The papers' real released data is never committed (its licences are not ours): a test that
+# reproduces a paper's table from it reads the folder this variable names (`.ci/run` sets it
+# when CI has a copy of the shared folder beside the clone) and skips when it is unset.
+RELEASED_ENV = "COGBIAS_RELEASED"
 
 csv.field_size_limit(2**31 - 1)
+
+
+def released(name: str) -> Path:
+    """The released data set `name` (e.g. "mohr2025"), or skip saying which variable to set."""
+    base = os.environ.get(RELEASED_ENV, "")
+    if not base:
+        pytest.skip(f"the papers' released data is not in the repository: set {RELEASED_ENV} "
+                    "to its folder (one subfolder per paper) to run this reproduction test")  # fmt: skip
+    folder = Path(base) / name
+    if not folder.is_dir():
+        pytest.skip(f"{RELEASED_ENV}={base} has no {name}/ folder")
+    return folder
 
 
 def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:

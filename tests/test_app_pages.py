@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 from cogbias.library import testcases as library
 from cogbias.llm import registry, settings
 from cogbias.store import Store, demo
-from cogbias.views import present
+from cogbias.views import authoring
 from tests.app_helpers import make_results_db
 from tests.fake_llm_server import FakeLLMServer
 
@@ -230,7 +230,7 @@ def _line_of(text: str, needle: str) -> int:
 def test_templates_validate_live_then_save_to_the_library(db: Path) -> None:
     at = open_page("templates")
     assert any("Valid: My Bias" in s.value for s in at.success)
-    broken = present.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
+    broken = authoring.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
     at.text_area(key="tpl_text").input(broken).run()
     assert_clean(at)
     line = _line_of(broken, 'kind = "likert9"')
@@ -238,7 +238,7 @@ def test_templates_validate_live_then_save_to_the_library(db: Path) -> None:
     assert at.button(key="tpl_save").disabled
     (export,) = at.get("download_button")
     assert export.proto.disabled, "an invalid file must not be exportable"
-    fixed = present.BLANK_TEST_CASE.replace('"my_bias"', '"peer_pressure"')
+    fixed = authoring.BLANK_TEST_CASE.replace('"my_bias"', '"peer_pressure"')
     at.text_area(key="tpl_text").input(fixed).run()
     at.button(key="tpl_save").click().run()
     assert_clean(at)
@@ -271,7 +271,7 @@ def test_templates_report_broken_toml_and_export(db: Path) -> None:
     assert_clean(at)
     assert "not valid TOML" in texts(at)
     at.button(key="tpl_blank").click().run()
-    assert at.text_area(key="tpl_text").value == present.BLANK_TEST_CASE
+    assert at.text_area(key="tpl_text").value == authoring.BLANK_TEST_CASE
     assert at.get("download_button")
 
 

@@ -105,17 +105,17 @@ def test_explore_heatmap_and_paired_responses(page: object) -> None:
 
 
 def test_templates_error_fix_save(page: object) -> None:
-    from cogbias.views import present
+    from cogbias.views import authoring
 
     go(page, "Templates")
     page.get_by_text("Valid: My Bias").wait_for()  # type: ignore[attr-defined]
-    broken = present.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
+    broken = authoring.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
     line = broken[: broken.index('kind = "likert9"')].count("\n") + 1
     edit_text_area(page, "Test case (TOML)", broken)
     page.get_by_text(f"Line {line}, column").wait_for()  # type: ignore[attr-defined]
     page.get_by_text("unknown scale kind 'likert9'").wait_for()  # type: ignore[attr-defined]
     shot(page, "2a_templates_error")
-    fixed = present.BLANK_TEST_CASE.replace('"my_bias"', '"browser_bias"').replace(
+    fixed = authoring.BLANK_TEST_CASE.replace('"my_bias"', '"browser_bias"').replace(
         '"My Bias"', '"Browser Bias"'
     )
     edit_text_area(page, "Test case (TOML)", fixed)
@@ -130,6 +130,7 @@ def test_templates_error_fix_save(page: object) -> None:
     no_exception(page)
 
 
+@pytest.mark.local_model  # starts the real local model: one of its few smoke tests
 def test_preview_fills_with_the_local_model(page: object) -> None:
     go(page, "Preview")
     choose(page, "Test case", "Framing Effect")
@@ -144,7 +145,25 @@ def test_preview_fills_with_the_local_model(page: object) -> None:
     shot(page, "3_preview_local_model")
 
 
-def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
+def test_run_progress_completes_and_explore_shows_it(page: object, app_home: Path) -> None:
+    """A run started from the page shows its progress moving, completes, opens in Explore.
+
+    The generator is a scripted server answering each call after a second (page and runner
+    logic; the real local model has its own smoke tests), so progress has something to show.
+    """
+    from fake_llm_server import FakeLLMServer
+
+    from cogbias.llm import settings
+
+    with FakeLLMServer(latency=1.0) as slow:
+        settings.add_custom_model(
+            "openai/progressfake", "Progress fake", slow.base_url, json_schema=True,
+            path=app_home / "models.toml",
+        )  # fmt: skip
+        _run_two_pairs_and_explore(page)
+
+
+def _run_two_pairs_and_explore(page: object) -> None:
     go(page, "Run")
     multiselect = page.get_by_test_id("stMultiSelect").filter(
         has=page.get_by_text("Test cases", exact=True)
@@ -156,8 +175,8 @@ def test_run_progress_completes_and_explore_shows_it(page: object) -> None:
     instances = page.get_by_role("spinbutton", name="Instances each")  # type: ignore[attr-defined]
     instances.fill("2")
     instances.press("Enter")
-    # the local model writes the gaps, so that progress has something to show
-    choose(page, "Generator (fills [[gaps]])", "SmolLM2 135M Instruct (local) (local/smollm2)")
+    # the slow scripted model writes the gaps, so that progress has something to show
+    choose(page, "Generator (fills [[gaps]])", "Progress fake (openai/progressfake)")
     page.get_by_text("LLM calls (at most)").wait_for()  # type: ignore[attr-defined]
     page.get_by_test_id("stMetricValue").first.filter(has_text="2").wait_for()  # type: ignore[attr-defined]
     page.get_by_role("button", name="Start run").click()  # type: ignore[attr-defined]
@@ -252,6 +271,7 @@ def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Pa
         shot(page, "5c_run_resumed")
 
 
+@pytest.mark.local_model  # starts the real local model: one of its few smoke tests
 def test_teacher_journey_learn_with_the_defaults_reads_as_plain_english(page: object) -> None:
     """No key, the defaults: Learn fills Framing Effect with the offline example fills and
     asks the local model; the pair on screen carries no template syntax or instructions."""

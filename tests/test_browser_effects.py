@@ -17,19 +17,20 @@ import pytest
 from cogbias.datasets import import_mohr
 from cogbias.store import Store
 from tests.browser_helpers import CHROMIUM, go, learn_tab, running_app, settle
+from tests.dataset_helpers import MOHR_DIR
 
 pytestmark = pytest.mark.browser
-FIXTURE = Path("/work/shared/fixtures/mohr2025-format")
+FIXTURE = MOHR_DIR
 
 if not CHROMIUM.exists():
     pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)", allow_module_level=True)
 pytest.importorskip("playwright.sync_api")
 
 
-@pytest.fixture
-def app_url(tmp_path: Path) -> Iterator[str]:
-    home = tmp_path / "home"
-    home.mkdir()
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One app for the module (its tests only read the imported effect sizes)."""
+    home = tmp_path_factory.mktemp("effects-home")
     with Store(home / "app.db") as store:
         import_mohr(store, FIXTURE)
     env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),

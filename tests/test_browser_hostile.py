@@ -111,11 +111,11 @@ from cogbias.datasets import import_hub
 from cogbias.store import Store
 from tests.app_helpers import make_results_db
 from tests.dataset_helpers import HUB_CSV
-from cogbias.views import present
+from cogbias.views import authoring
 import os
 base_url, model_name, case_name, dataset, evil_model, answer, scenario = sys.argv[1:]
 settings.add_custom_model("openai/hostile", model_name, base_url, json_schema=True)
-toml = present.BLANK_TEST_CASE.replace('"my_bias"', '"hostile_bias"').replace('"My Bias"', json.dumps(case_name))
+toml = authoring.BLANK_TEST_CASE.replace('"my_bias"', '"hostile_bias"').replace('"My Bias"', json.dumps(case_name))
 library.save_test_case(library.parse_test_case(toml))
 db = os.environ["COGBIAS_DB"]
 make_results_db(db, biases=("anchoring", "framing_effect"), models=("random", evil_model), instances=4, name="hostile run")

@@ -257,16 +257,16 @@ def test_rejected_model_fills_fall_back_to_examples_and_say_so():
 
 
 def test_preview_marks_example_and_scenario_fills_as_such():
-    from cogbias.views import present
+    from cogbias.views import highlight
 
     case = CASES["framing_effect"]
     instance = _generate(case, SCENARIOS[0].text)
-    html = present.filled_html(case, instance, "treatment")["situation"]
+    html = highlight.filled_html(case, instance, "treatment")["situation"]
     assert "[[" not in html and "{{" not in html
     assert 'class="ins-scenario" title="scenario field: type"' in html
     assert 'class="ins-example" title="example fill: name the exact opposite' in html
     halo = CASES["halo_effect"]
-    prompt = present.filled_html(halo, _generate(halo, SCENARIOS[0].text), "control")["prompt"]
+    prompt = highlight.filled_html(halo, _generate(halo, SCENARIOS[0].text), "control")["prompt"]
     assert 'title="example fill (named gap &#x27;asset&#x27;)"' in prompt
-    frame = present.insertions_frame(instance)
+    frame = highlight.insertions_frame(instance)
     assert {"scenario field", "example fill", "value generator"} <= set(frame["source"])

@@ -10,7 +10,7 @@ import sys
 import altair as alt
 import pandas as pd
 import pytest
-from dataset_helpers import edited_csv
+from dataset_helpers import MOHR_DIR, edited_csv
 
 from cogbias.datasets import DatasetError
 from cogbias.datasets.mohr_format import import_mohr
@@ -27,7 +27,7 @@ from cogbias.studies.effect_tables import (
 from cogbias.studies.effects import aggregate, cap
 from cogbias.views.charts_effects import effects_heatmap
 
-FIXTURE = "/work/shared/fixtures/mohr2025-format"
+FIXTURE = MOHR_DIR
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from cogbias.datasets import import_hub, import_malberg
 from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
-from cogbias.views import present
+from cogbias.views import shown_pairs
 from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, edited_csv, write_rows
 
 PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "datasets.py")
@@ -196,7 +196,7 @@ def test_two_imports_in_a_row_then_switching_keeps_the_pair_viewer_in_step(db):
 
     def viewer_shows(pair: dict) -> bool:
         """The pair's own answer (distinct in each dataset) is on the page."""
-        shown = present.shown_stored_pair(pair)
+        shown = shown_pairs.shown_stored_pair(pair)
         assert shown is not None
         return shown.control.answer[:200] in _shown_text(at)
 

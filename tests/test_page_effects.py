@@ -18,10 +18,10 @@ from streamlit.testing.v1 import AppTest
 from cogbias.datasets import bias_id, import_mohr
 from cogbias.store import Store
 from cogbias.studies import effect_tables, regression
-from tests.dataset_helpers import write_rows
+from tests.dataset_helpers import MOHR_DIR, write_rows
 from tests.test_page_datasets import button, page, texts
 
-FIXTURE = Path("/work/shared/fixtures/mohr2025-format")
+FIXTURE = MOHR_DIR
 
 
 @pytest.fixture

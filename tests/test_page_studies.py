@@ -26,6 +26,7 @@ from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
 from cogbias.studies import results as study_results
 from tests.app_helpers import make_results_db
+from tests.dataset_helpers import MOHR_DIR
 from tests.fake_llm_server import FakeLLMServer
 from tests.study_helpers import HOSTILE, scripted, study_run
 from tests.test_app_pages import assert_clean, chart_specs, open_page, texts
@@ -205,7 +206,7 @@ def test_a_running_study_shows_progress_and_cancels(db: Path) -> None:
 
 def test_an_imported_thesis_dataset_is_a_study_to_start(db: Path, tmp_path: Path) -> None:
     folder = tmp_path / "mohr"
-    shutil.copytree("/work/shared/fixtures/mohr2025-format", folder)
+    shutil.copytree(MOHR_DIR, folder)
     with Store(db) as store:
         name = import_mohr(store, folder).dataset
     at = open_page("studies")

@@ -15,7 +15,7 @@ from cogbias.library import testcases as library
 from cogbias.llm import registry, settings
 from cogbias.runs import pipeline
 from cogbias.store import Store, demo
-from cogbias.views import present
+from cogbias.views import authoring, highlight, pair_tables, shown_pairs
 from tests.app_helpers import make_results_db
 
 
@@ -49,7 +49,7 @@ def visible(markup: str) -> str:
 
 def test_gaps_are_coloured_and_text_is_escaped() -> None:
     text = "Hi <b>[[a/an]]</b> {{x}} & [[say {{y}} twice]] ]] stray"
-    out = present.highlight_gaps(text)
+    out = highlight.highlight_gaps(text)
     assert "<b>" not in out and "&lt;b&gt;" in out
     assert out.count('class="gap-llm"') == 2 and out.count('class="gap-value"') == 2
     assert visible(out) == text and well_formed(out)
@@ -60,18 +60,18 @@ def test_diff_marks_only_the_sides_own_words_and_nests_properly() -> None:
     treatment = (
         "You are [[a/an]] manager. The [[failure: opposite of success]] rate is {{opposite}}%."
     )
-    out = present.diff_html(treatment, control, "treatment")
+    out = highlight.diff_html(treatment, control, "treatment")
     assert well_formed(out) and visible(out) == treatment
     marked = re.findall(r"<mark[^>]*>(.*?)</mark>", out)
     assert marked and all("manager" not in visible(m) for m in marked)
     assert "opposite" in visible("".join(marked))
     with pytest.raises(ValueError):
-        present.diff_html("a", "b", "both")
+        highlight.diff_html("a", "b", "both")
 
 
 def test_every_builtin_renders_well_formed_halves() -> None:
     for case in library.load_library(include_user=False).values():
-        for half in present.case_halves_html(case).values():
+        for half in highlight.case_halves_html(case).values():
             assert all(well_formed(v) for v in half.values()), case.id
 
 
@@ -79,7 +79,7 @@ def test_filled_html_marks_every_insertion_with_its_source() -> None:
     case = library.get_test_case("framing_effect")
     scenario = library.load_scenarios()[0].text
     offline = pipeline.generate_offline(case, scenario, seed=3)
-    out = present.filled_html(case, offline, "control")
+    out = highlight.filled_html(case, offline, "control")
     assert "ins-value" in out["situation"] and "gap-llm" in out["situation"]
     assert f">{offline.values['share']}<" in out["situation"]
     # as if a generator had filled the gaps: every LLM insertion is marked as such
@@ -89,10 +89,10 @@ def test_filled_html_marks_every_insertion_with_its_source() -> None:
     offline.values = values
     offline.insertions += [{"gap": k, "source": "llm", "text": v} for k, v in fills.items()]
     for half in ("control", "treatment"):
-        out = present.filled_html(case, offline, half)
+        out = highlight.filled_html(case, offline, half)
         assert "gap-llm" not in out["situation"] and "ins-llm" in out["situation"]
         assert well_formed(out["situation"])
-    frame = present.insertions_frame(offline)
+    frame = highlight.insertions_frame(offline)
     assert set(frame["source"]) == {"generator LLM", "value generator"}
 
 
@@ -100,13 +100,13 @@ def test_explain_score_in_one_sentence() -> None:
     case = library.get_test_case("framing_effect")
     inst = pipeline.generate_offline(case, "A scenario.", seed=1)
     row = {"status": "ok", "score": 0.5, "control_choice": 5, "treatment_choice": 2}
-    text = present.explain_score(inst, row)
+    text = shown_pairs.explain_score(inst, row)
     assert "“Good” (option 6 in the test case's order)" in text  # order not recorded
     assert "“Somewhat poor” (option 3 in the test case's order)" in text
     assert "+0.50" in text and "direction the bias predicts" in text
-    assert "opposite effect" in present.explain_score(inst, {**row, "score": -1.0})
-    assert "no difference" in present.explain_score(inst, {**row, "score": 0.0})
-    failed = present.explain_score(inst, {"status": "failed", "error": "timeout"})
+    assert "opposite effect" in shown_pairs.explain_score(inst, {**row, "score": -1.0})
+    assert "no difference" in shown_pairs.explain_score(inst, {**row, "score": 0.0})
+    failed = shown_pairs.explain_score(inst, {"status": "failed", "error": "timeout"})
     assert failed == "This pair could not be scored: timeout."
 
 
@@ -115,18 +115,20 @@ def test_pairs_frame_flattens_stored_halves(tmp_path: Path) -> None:
     run_id = make_results_db(db, instances=2)
     with Store(db) as store:
         rows = store.pairs("anchoring", "random", run_id, limit=10)
-    frame = present.pairs_frame(rows)
-    assert list(frame.columns) == present.PAIR_VIEW_COLUMNS and len(frame) == 2
+    frame = pair_tables.pairs_frame(rows)
+    assert list(frame.columns) == pair_tables.PAIR_VIEW_COLUMNS and len(frame) == 2
     assert frame["control_text"].iloc[0].startswith("Situation:")
     assert frame["control_choice"].iloc[0] == rows[0]["control_choice"] + 1
     assert "Option 1:" in frame.to_csv(index=False)
 
 
 def test_blank_skeleton_is_valid_and_copy_ids_are_free() -> None:
-    case = library.parse_test_case(present.BLANK_TEST_CASE)
+    case = library.parse_test_case(authoring.BLANK_TEST_CASE)
     assert case.id == "my_bias" and case.n_options == 7
-    assert present.copy_id("anchoring", {"anchoring"}) == "anchoring_copy"
-    assert present.copy_id("anchoring", {"anchoring_copy", "anchoring_copy2"}) == "anchoring_copy3"
+    assert authoring.copy_id("anchoring", {"anchoring"}) == "anchoring_copy"
+    assert (
+        authoring.copy_id("anchoring", {"anchoring_copy", "anchoring_copy2"}) == "anchoring_copy3"
+    )
 
 
 # --------------------------------------------------------------------------- settings

@@ -18,7 +18,7 @@ from cogbias.core.templates import Filled
 from cogbias.library import testcases as library
 from cogbias.llm import LLMClient
 from cogbias.runs import pipeline
-from cogbias.views import present
+from cogbias.views import highlight, safe_text, shown_pairs
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
 MODEL = "openai/scripted"
@@ -56,11 +56,11 @@ def _decide(instance: pipeline.Instance, seed: int, base_url: str) -> dict[str, 
 def test_shown_options_raw_answer_and_choice_agree_reversed_or_not() -> None:
     case = library.get_test_case("framing_effect")
     instance = pipeline.generate_offline(case, "A hospital buyer choosing a supplier.", seed=2)
-    seen: dict[bool, present.ShownPair] = {}
+    seen: dict[bool, shown_pairs.ShownPair] = {}
     with FakeLLMServer(responder=scripted) as server:
         for seed in range(12):  # the option order is a seeded coin flip per (instance, seed)
             row = _decide(instance, seed, server.base_url)
-            pair = present.shown_pair(instance.control, instance.treatment, row)
+            pair = shown_pairs.shown_pair(instance.control, instance.treatment, row)
             assert pair is not None and row["status"] == "ok", row
             seen.setdefault(bool(row["reversed"]), pair)
             for half in pair.halves:
@@ -86,11 +86,11 @@ def test_shown_options_raw_answer_and_choice_agree_reversed_or_not() -> None:
     assert plain_pair.control.options == instance.control.options
     assert plain_pair.control.choice == PRESENTED_PICK - 1
     assert plain_pair.order_note() is None
-    explained = present.explain_score(instance, {**_row_of(reversed_pair), "score": 0.0})
+    explained = shown_pairs.explain_score(instance, {**_row_of(reversed_pair), "score": 0.0})
     assert "shown as Option 2; option 6 in the test case" in explained
 
 
-def _row_of(pair: present.ShownPair) -> dict[str, Any]:
+def _row_of(pair: shown_pairs.ShownPair) -> dict[str, Any]:
     row: dict[str, Any] = {"status": "ok"}
     for half in pair.halves:
         row[f"{half.name}_order"] = list(half.order)
@@ -101,7 +101,9 @@ def _row_of(pair: present.ShownPair) -> dict[str, Any]:
 PERCENT = tuple(f"{p}%" for p in range(0, 101, 10))
 
 
-def _half(answer: str, extraction: str, choice: int | None, order: Any = None) -> present.ShownHalf:
+def _half(
+    answer: str, extraction: str, choice: int | None, order: Any = None
+) -> shown_pairs.ShownHalf:
     filled = Filled("A situation.", "How likely?", PERCENT)
     row = {
         "control_answer": answer,
@@ -109,7 +111,7 @@ def _half(answer: str, extraction: str, choice: int | None, order: Any = None) -
         "control_choice": choice,
         "control_order": order,
     }
-    return present.shown_half(filled, row, "control", redactor())
+    return shown_pairs.shown_half(filled, row, "control", redactor())
 
 
 def test_a_misread_extraction_is_pointed_out_not_hidden() -> None:
@@ -135,13 +137,13 @@ def test_a_misread_extraction_is_pointed_out_not_hidden() -> None:
 
 
 def test_orders_that_are_missing_or_not_permutations_are_unknown() -> None:
-    assert present.parse_order("[2, 1, 0]", 3) == [2, 1, 0]
+    assert shown_pairs.parse_order("[2, 1, 0]", 3) == [2, 1, 0]
     for bad in (None, "", "[0, 1]", "[0, 0, 1]", "not json", '{"a": 1}', "[true, 0, 2]"):
-        assert present.parse_order(bad, 3) is None, bad
+        assert shown_pairs.parse_order(bad, 3) is None, bad
     half = _half("100%", "Option 11", 10, None)
     assert not half.order_known and not half.reversed and half.options == PERCENT
     assert "was not recorded" in half.choice_sentence()
-    pair = present.ShownPair(half, half, None, "ok", "")
+    pair = shown_pairs.ShownPair(half, half, None, "ok", "")
     assert "not recorded" in (pair.order_note() or "")
 
 
@@ -149,7 +151,7 @@ def test_each_half_keeps_its_own_order() -> None:
     # published datasets may shuffle the halves differently
     filled = Filled("S.", "P?", ("a", "b", "c"))
     row = {"control_order": "[0, 1, 2]", "treatment_order": "[2, 1, 0]", "status": "ok"}
-    pair = present.shown_pair(filled, filled, row)
+    pair = shown_pairs.shown_pair(filled, filled, row)
     assert pair is not None
     assert pair.control.options == ("a", "b", "c") and pair.treatment.options == ("c", "b", "a")
     assert "treatment's options were shown to the model in reverse" in (pair.order_note() or "")
@@ -160,9 +162,9 @@ def test_shown_texts_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOME_PROVIDER_KEY", secret)
     filled = Filled("S.", "P?", ("a", "b"))
     row = {"control_answer": f"my key is {secret}", "error": f"bad {secret}", "status": "failed"}
-    pair = present.shown_pair(filled, filled, row)
+    pair = shown_pairs.shown_pair(filled, filled, row)
     assert pair is not None and secret not in pair.control.answer and secret not in pair.error
-    assert secret not in present.explain_score(_instance(), row)
+    assert secret not in shown_pairs.explain_score(_instance(), row)
 
 
 def _instance() -> pipeline.Instance:
@@ -171,19 +173,19 @@ def _instance() -> pipeline.Instance:
 
 def test_markdown_is_escaped_into_plain_characters() -> None:
     hostile = "![x](http://127.0.0.1:9/p.png) <img src=x> **bold** :red[red] $x$ `c`\nnext"
-    out = present.escape_markdown(hostile)
+    out = safe_text.escape_markdown(hostile)
     assert "\n" not in out
     unescaped = re.sub(r"\\.", "", out)  # what remains after removing escaped characters
     assert not set("[]<>*:$`") & set(unescaped)  # no link, image, HTML, emphasis, math
     assert re.sub(r"\\(.)", r"\1", out) == hostile.replace("\n", " ")
-    assert present.escape_paragraphs("one *a*\n\ntwo").split("\n\n") == [r"one \*a\*", "two"]
-    assert present.escape_markdown("1. # not a list") == r"1\. # not a list"
-    assert present.escape_markdown("# x") == r"\# x"
+    assert safe_text.escape_paragraphs("one *a*\n\ntwo").split("\n\n") == [r"one \*a\*", "two"]
+    assert safe_text.escape_markdown("1. # not a list") == r"1\. # not a list"
+    assert safe_text.escape_markdown("# x") == r"\# x"
 
 
 def test_long_texts_are_cut_for_the_first_view() -> None:
-    assert present.preview_text("short") == ("short", False)
-    start, cut = present.preview_text("x" * 5000, 600)
+    assert safe_text.preview_text("short") == ("short", False)
+    start, cut = safe_text.preview_text("x" * 5000, 600)
     assert cut and len(start) < 610
 
 
@@ -198,7 +200,7 @@ def test_filled_html_shows_markdown_in_a_fill_as_characters(monkeypatch) -> None
         {"gap": g.resolve(instance.values), "source": "llm", "text": fill}
         for g in case.control.llm_gaps()
     ]
-    out = present.filled_html(case, instance, "control")["situation"]
+    out = highlight.filled_html(case, instance, "control")["situation"]
     assert "![" not in out and "](" not in out and "<img" not in out
     assert "sentinel-in-a-fill-123" not in out
     text = html_module.unescape(re.sub(r"<[^>]+>", "", out))
@@ -214,12 +216,13 @@ def test_an_answer_that_contradicts_itself_is_pointed_out() -> None:
         "control_choice": 0,
         "control_order": "[4, 3, 2, 1, 0]",
     }
-    half = present.shown_half(filled, row, "control", redactor())
+    half = shown_pairs.shown_half(filled, row, "control", redactor())
     assert half.options[0] == "Very good" and half.presented_choice == 4
     note = half.answer_disagreement()
     assert note is not None
     assert "says Option 5 but quotes “Very good”, which is Option 1 as shown" in note
     consistent = {**row, "control_answer": "The answer is Option 5: Very poor."}
     assert (
-        present.shown_half(filled, consistent, "control", redactor()).answer_disagreement() is None
+        shown_pairs.shown_half(filled, consistent, "control", redactor()).answer_disagreement()
+        is None
     )

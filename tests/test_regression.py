@@ -10,8 +10,9 @@ from cogbias.datasets.mohr_format import import_mohr
 from cogbias.store import Store
 from cogbias.studies.effect_tables import load_effects
 from cogbias.studies.regression import experiment_ols, feature_frame, feature_ols, model_features
+from tests.dataset_helpers import MOHR_DIR
 
-FIXTURE = "/work/shared/fixtures/mohr2025-format"
+FIXTURE = MOHR_DIR
 
 
 @pytest.fixture

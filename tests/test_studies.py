@@ -7,14 +7,7 @@ import pytest
 
 from cogbias.core.answers import permuted_orders
 from cogbias.library.testcases import LibraryError
-from cogbias.studies.definitions import (
-    STUDY_DIR,
-    get_study,
-    load_studies,
-    parse_study,
-    render,
-    show,
-)
+from cogbias.studies.definitions import STUDY_DIR, render, show
 from cogbias.studies.questions import (
     code_answer,
     option_list,
@@ -23,6 +16,8 @@ from cogbias.studies.questions import (
     sequence_turns,
     study_from_prompts,
 )
+from cogbias.studies.study_catalog import get_study, load_studies
+from cogbias.studies.study_files import parse_study
 
 MINIMAL = """\
 id = "mini"
@@ -249,8 +244,9 @@ def test_imported_thesis_prompts_become_a_runnable_study(tmp_path):
 
     from cogbias.datasets.mohr_format import import_mohr
     from cogbias.store import Store
+    from tests.dataset_helpers import MOHR_DIR
 
-    shutil.copytree("/work/shared/fixtures/mohr2025-format", tmp_path / "m")
+    shutil.copytree(MOHR_DIR, tmp_path / "m")
     with Store(tmp_path / "r.db") as store:
         import_mohr(store, tmp_path / "m")
         rows = store.query("select * from study_prompts where dataset = 'mohr2025'")

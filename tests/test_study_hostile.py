@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from dataset_helpers import MOHR_DIR
 from fake_llm_server import FakeLLMServer, _last_user_text
 
 from cogbias.library.testcases import LibraryError
@@ -32,12 +33,11 @@ from cogbias.runs import executor, study_answers, study_plan
 from cogbias.store import Store
 from cogbias.studies import definitions as studies
 from cogbias.studies import results as study_results
+from cogbias.studies import study_catalog, study_files
 from cogbias.studies.questions import read_answer, study_from_prompts
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = Path("/work/shared/fixtures/mohr2025-format")
-if not FIXTURE.exists():
-    FIXTURE = ROOT.parent / "shared" / "fixtures" / "mohr2025-format"
+FIXTURE = MOHR_DIR
 
 
 def cogbias(*args: object, home: Path | None = None, timeout: float = 300):
@@ -136,7 +136,7 @@ HOSTILE_FILES = {
 def test_a_hostile_study_file_is_one_located_problem_never_a_crash(name: str) -> None:
     text, at, words = HOSTILE_FILES[name]
     with pytest.raises(LibraryError) as caught:
-        studies.parse_study(text, f"{name}.toml")
+        study_files.parse_study(text, f"{name}.toml")
     problems = caught.value.problems
     assert any(words in p.message for p in problems), [p.message for p in problems]
     problem = next(p for p in problems if words in p.message)
@@ -152,7 +152,7 @@ def test_more_than_the_bounded_number_of_tests_is_refused() -> None:
         test.replace("tests.t", f"tests.t{i}") for i in range(studies.MAX_TESTS + 1)
     )
     with pytest.raises(LibraryError, match="at most 500 tests"):
-        studies.parse_study(many, "many.toml")
+        study_files.parse_study(many, "many.toml")
 
 
 def test_a_value_that_reads_like_a_gap_is_inserted_as_text_never_rendered_again() -> None:
@@ -161,7 +161,7 @@ def test_a_value_that_reads_like_a_gap_is_inserted_as_text_never_rendered_again(
         'min = 1\nmax = 1\n[values.s]\ntype = "choice"\noptions = ["{{prompt}} {{n}}"]',
     )
     text = text.replace("n is {{n}}; guess", "{{s}}; guess")
-    study = studies.parse_study(text, "x.toml")
+    study = study_files.parse_study(text, "x.toml")
     spec = study_plan.resolve(
         study_plan.StudySpec("x", ["random"], mitigations=["selfhelp"]), study
     )
@@ -172,7 +172,7 @@ def test_a_value_that_reads_like_a_gap_is_inserted_as_text_never_rendered_again(
 
 
 def test_a_byte_order_mark_is_accepted() -> None:
-    assert studies.parse_study("\ufeff" + BASE, "bom.toml").id == "x"
+    assert study_files.parse_study("\ufeff" + BASE, "bom.toml").id == "x"
 
 
 @pytest.fixture
@@ -212,7 +212,7 @@ def test_broken_user_study_files_are_located_and_never_break_the_others(
     assert not db.exists() or not calls(db)  # a dry run writes nothing
     os.environ["COGBIAS_HOME"] = str(home)  # the library view the app lists problems from
     try:
-        usable, problems = studies.load_studies_report()
+        usable, problems = study_catalog.load_studies_report()
     finally:
         del os.environ["COGBIAS_HOME"]
     assert set(usable) == {"biasbuster", "mohr8"}
@@ -551,7 +551,7 @@ def test_hostile_answers_are_stored_as_clear_records_and_results_still_score(
     ids=lambda v: str(v)[:20],
 )  # fmt: skip
 def test_number_answers_are_finite_and_bounded(answer: str, expected: object) -> None:
-    test = studies.parse_study(HOSTILE_STUDY, "h.toml").tests["num"]
+    test = study_files.parse_study(HOSTILE_STUDY, "h.toml").tests["num"]
     read = read_answer(test, answer)
     if isinstance(expected, float):
         assert read.ok and read.value == expected
@@ -831,7 +831,7 @@ def test_a_published_variable_that_is_not_a_finite_number_names_its_rows(number:
 )
 def test_the_random_baseline_answers_numbers_inside_any_allowed_range(bounds: str) -> None:
     text = HOSTILE_STUDY.replace('metric = "cohens_d"', 'metric = "cohens_d"\n' + bounds)
-    test = studies.parse_study(text, "h.toml").tests["num"]
+    test = study_files.parse_study(text, "h.toml").tests["num"]
     answers = [study_answers.random_answer(test, "decide", None, f"{i:x}") for i in range(500)]
     read = [read_answer(test, answer) for answer in answers]
     assert all(r.ok for r in read), [r.error for r in read if not r.ok][:3]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dataset_helpers import MOHR_DIR
 from fake_llm_server import FakeLLMServer, _last_user_text
 
 from cogbias.runs import executor, study_plan
@@ -23,9 +24,7 @@ from cogbias.store import Store
 from cogbias.studies import results as study_results
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = Path("/work/shared/fixtures/mohr2025-format")
-if not FIXTURE.exists():
-    FIXTURE = ROOT.parent / "shared" / "fixtures" / "mohr2025-format"
+FIXTURE = MOHR_DIR
 
 
 def cogbias(*args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -3,10 +3,10 @@
 import pytest
 
 from cogbias.core.answers import permuted_orders
-from cogbias.studies.definitions import get_study
 from cogbias.studies.effects import cohens_d
 from cogbias.studies.questions import option_list, read_answer
 from cogbias.studies.scores import score_conditions, score_options, score_sequence
+from cogbias.studies.study_catalog import get_study
 
 
 def read(test, texts):

@@ -12,9 +12,9 @@ from cogbias.cli.main import main
 from cogbias.datasets import DatasetError, import_peek
 from cogbias.runs.pipeline import Instance
 from cogbias.store import Store
-from tests.dataset_helpers import FIXTURES, snapshot
+from tests.dataset_helpers import TOKENBIAS_DIR, snapshot
 
-FIXTURE = FIXTURES / "tokenbias-format"
+FIXTURE = TOKENBIAS_DIR
 GOLD = "synthetic_dataset_demo_original_gold.json"
 RANDOM = "synthetic_dataset_demo_original_random.json"
 

@@ -1,7 +1,7 @@
 """The Mohr (2025) thesis' published data: effect sizes, prompts and model features.
 
 Its `04_Datasets/` folder holds three CSV files (layout in
-`shared/fixtures/mohr2025-format/README.md`):
+`tests/fixtures/mohr2025-format/README.md`):
 
 - `bias_detections.csv` — a published *result set*: one Cohen's d per bias × prompt scenario ×
   model × temperature (`bias_detected`, unbounded) and its capped form (`bias_detected_mod`,

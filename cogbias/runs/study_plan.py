@@ -28,11 +28,11 @@ from cogbias.studies.definitions import (
     MAX_REPEATS,
     Study,
     Variant,
-    get_study,
-    parse_study,
     render,
 )
 from cogbias.studies.questions import option_list, question, sequence_turns
+from cogbias.studies.study_catalog import get_study
+from cogbias.studies.study_files import parse_study
 
 MAX_UNITS = 2_000_000  # ~1 GB of plan in memory; paper scale (the thesis) is ~320,000
 LOCAL_REPEATS = 2  # a study on the local model runs in miniature unless --repeats says more
@@ -227,7 +227,7 @@ def load_study(name: str, store: Any = None) -> Study:
 
 def shadowing_problems(name: str) -> list[str]:
     """Why a user's study file of this name is ignored (a built-in has its id), for a note."""
-    from cogbias.studies.definitions import load_studies_report
+    from cogbias.studies.study_catalog import load_studies_report
 
     return [str(p) for p in load_studies_report()[1] if Path(p.file).stem == name]
 

@@ -32,10 +32,10 @@ from cogbias.studies.definitions import (
     Study,
     StudyTest,
     Variant,
-    parse_study,
     render,
     scaled_values,
 )
+from cogbias.studies.study_files import parse_study
 
 
 def question(

@@ -17,7 +17,8 @@ import pandas as pd
 from cogbias.core.redact import redactor
 from cogbias.library.testcases import LibraryError
 from cogbias.store import Store
-from cogbias.studies.definitions import Study, StudyTest, load_studies_report, show
+from cogbias.studies.definitions import Study, StudyTest, show
+from cogbias.studies.study_catalog import load_studies_report
 
 CONVERSATION_KEYS = ["test", "mitigation", "model", "temperature", "variant", "slot", "ord"]
 SELFHELP_KEYS = ["test", "condition", "model", "temperature", "variant", "slot", "attempt"]

@@ -1,0 +1,290 @@
+"""Decided pairs as the model saw them: presented option order, raw answer, extraction and
+the scored choice, plus the sentence that explains a pair's score.
+
+A decision model sees the options in the order the run presented them (half of all pairs
+reversed, so position bias cancels out); the stored choice is mapped back to the test
+case's own order for scoring. Pages show both, from these functions, so the prompt, the
+raw answer, the extracted option and the scored choice can never disagree on screen.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cogbias.core.records import Instance, decode_filled
+from cogbias.core.redact import Redactor, redactor
+from cogbias.core.templates import Filled, render_decision_text
+
+_OPTION_MENTION = re.compile(r"\b[Oo]ption\s+(\d+)\b")
+
+
+def parse_order(raw: Any, n_options: int) -> list[int] | None:
+    """A stored presented order (JSON list of canonical indices), or None if it is missing
+    or not a permutation of the options (then the order the model saw is unknown)."""
+    if raw is None or raw == "":
+        return None
+    try:
+        order = json.loads(raw) if isinstance(raw, str) else list(raw)
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(order, list) or sorted(order) != list(range(n_options)):
+        return None
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in order):
+        return None
+    return order
+
+
+@dataclass(frozen=True)
+class ShownHalf:
+    """One half of a decided pair as the decision model saw it, with what became of it.
+
+    `options` are in presented order and `order[i]` is the test case's (canonical, 0-based)
+    index of presented option i. `choice` is the canonical 0-based option the score used.
+    Every text is already redacted; it is still untrusted and must be shown as plain text.
+    """
+
+    name: str
+    situation: str
+    prompt: str
+    order: tuple[int, ...]
+    canonical_options: tuple[str, ...]
+    order_known: bool
+    answer: str
+    extraction: str
+    choice: int | None
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options in the order the model saw them."""
+        return tuple(self.canonical_options[i] for i in self.order)
+
+    @property
+    def reversed(self) -> bool:
+        return self.order_known and list(self.order) != sorted(self.order)
+
+    @property
+    def presented_choice(self) -> int | None:
+        """0-based position of the scored choice in the presented list."""
+        if self.choice is None or self.choice not in self.order:
+            return None
+        return self.order.index(self.choice)
+
+    def option_lines(self) -> list[str]:
+        """ "Option N: text" as the model read them; the scored choice marked with an arrow."""
+        picked = self.presented_choice
+        return [
+            f"Option {i + 1}: {text}" + ("   ◀ chosen" if i == picked else "")
+            for i, text in enumerate(self.options)
+        ]
+
+    def decision_text(self) -> str:
+        """The whole prompt half as the model read it (situation, prompt, options)."""
+        filled = Filled(self.situation, self.prompt, self.canonical_options)
+        return render_decision_text(filled, self.order)
+
+    def choice_sentence(self) -> str:
+        """Which option was extracted, as presented and in the test case's order."""
+        picked = self.presented_choice
+        if picked is None or self.choice is None:
+            return "No option was extracted from this answer, so the pair has no score."
+        text = self.canonical_options[self.choice]
+        if not self.order_known:
+            return (
+                f"Chose “{text}”: option {self.choice + 1} in the test case's order (the order "
+                "shown to the model was not recorded)."
+            )
+        where = (
+            f"shown to the model as Option {picked + 1}, which is option {self.choice + 1} in "
+            "the test case's order"
+            if self.reversed
+            else f"Option {picked + 1}"
+        )
+        return f"Chose “{text}” ({where}); the score uses this choice."
+
+    def answer_disagreement(self) -> str | None:
+        """A note when the raw answer plainly disagrees with itself or with the extraction.
+
+        The extraction step is a second LLM call, and a small model can misread "100%" as
+        "Option 10" or answer "Option 7: Very good" when Option 7 reads "Very poor". When the
+        answer names one option by number and another by text, or names exactly one option
+        and that is not the extracted one, say so: the score still uses the extraction, and
+        the reader should know.
+        """
+        numbers, texts = _named_options(self.answer, self.options)
+        picked = self.presented_choice
+        if picked is None:
+            return None
+        if len(numbers) == 1 and len(texts) == 1 and numbers != texts:
+            (number,), (text,) = numbers, texts
+            return (
+                f"The answer says Option {number + 1} but quotes “{self.options[text]}”, "
+                f"which is Option {text + 1} as shown; the extraction step read Option "
+                f"{picked + 1}, and the score uses that."
+            )
+        named = numbers | texts
+        if len(named) != 1 or picked in named:
+            return None
+        (only,) = named
+        return (
+            f"The answer's text names “{self.options[only]}” (Option {only + 1} as shown), but "
+            f"the extraction step read it as Option {picked + 1}; the score uses the extraction."
+        )
+
+
+def _named_options(answer: str, options: Sequence[str]) -> tuple[set[int], set[int]]:
+    """Presented positions an answer names by "Option N", and by an option's whole text.
+
+    An option's text counts only where it is not part of a longer option's match ("Agree"
+    inside "Strongly agree"), and only at word edges ("10%" is not inside "100%").
+    """
+    numbers = {int(m) - 1 for m in _OPTION_MENTION.findall(answer) if 1 <= int(m) <= len(options)}
+    spans: list[tuple[int, int, int]] = []
+    for i, text in enumerate(options):
+        if not text.strip():
+            continue
+        pattern = re.compile(rf"(?<!\w){re.escape(text.strip())}(?!\w)", re.IGNORECASE)
+        spans += [(m.start(), m.end(), i) for m in pattern.finditer(answer)]
+    texts = {
+        i
+        for start, end, i in spans
+        if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in spans)
+    }
+    return numbers, texts
+
+
+def _filled_of(raw: Any) -> Filled | None:
+    if isinstance(raw, Filled):
+        return raw
+    try:
+        return decode_filled(raw)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def shown_half(filled: Filled, row: Mapping[str, Any], half: str, clean: Redactor) -> ShownHalf:
+    """One half of a decisions row (`row`) over its filled text, as the model saw it."""
+    n = len(filled.options)
+    order = parse_order(row.get(f"{half}_order"), n)
+    choice = row.get(f"{half}_choice")
+    choice = int(choice) if choice is not None and 0 <= int(choice) < n else None
+    return ShownHalf(
+        name=half,
+        situation=clean(filled.situation) or "",
+        prompt=clean(filled.prompt) or "",
+        order=tuple(order if order is not None else range(n)),
+        canonical_options=tuple(clean(o) or "" for o in filled.options),
+        order_known=order is not None,
+        answer=clean(row.get(f"{half}_answer")) or "",
+        extraction=clean(row.get(f"{half}_extraction")) or "",
+        choice=choice,
+    )
+
+
+@dataclass(frozen=True)
+class ShownPair:
+    """Both halves of a decided pair, as shown on every page that shows a pair."""
+
+    control: ShownHalf
+    treatment: ShownHalf
+    score: float | None
+    status: str
+    error: str
+
+    @property
+    def halves(self) -> tuple[ShownHalf, ShownHalf]:
+        return (self.control, self.treatment)
+
+    def order_note(self) -> str | None:
+        """A visible note when the model did not see the options in the test case's order."""
+        c, t = self.control, self.treatment
+        if not (c.order_known and t.order_known):
+            return (
+                "The order in which the options were shown to the model was not recorded; "
+                "they are listed in the test case's order."
+            )
+        if c.reversed and t.reversed:
+            return (
+                "The options were shown to the model in reverse order (both halves alike, as "
+                "for half of all pairs, so that a preference for the first or last position "
+                "cancels out). They are listed here as the model saw them."
+            )
+        if c.reversed or t.reversed:
+            which = "control" if c.reversed else "treatment"
+            return (
+                f"The {which}'s options were shown to the model in reverse order; each half "
+                "is listed here as the model saw it."
+            )
+        return None
+
+
+def shown_pair(
+    control: Any, treatment: Any, row: Mapping[str, Any], clean: Redactor | None = None
+) -> ShownPair | None:
+    """A pair from its two filled halves (`Filled` or their stored JSON) and a decisions row.
+
+    None when a half's stored text cannot be read (then there is nothing faithful to show).
+    """
+    clean = clean or redactor()
+    halves = [_filled_of(control), _filled_of(treatment)]
+    if halves[0] is None or halves[1] is None:
+        return None
+    score = row.get("score")
+    return ShownPair(
+        control=shown_half(halves[0], row, "control", clean),
+        treatment=shown_half(halves[1], row, "treatment", clean),
+        score=None if score is None else float(score),
+        status=str(row.get("status") or ""),
+        error=clean(row.get("error")) or "",
+    )
+
+
+def shown_stored_pair(row: Mapping[str, Any], clean: Redactor | None = None) -> ShownPair | None:
+    """A pair from a `Store.pairs` row (the halves are stored as JSON with the instance)."""
+    return shown_pair(row.get("control_template"), row.get("treatment_template"), row, clean)
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def _chose(half: ShownHalf) -> str:
+    picked = half.presented_choice
+    if picked is None or half.choice is None:
+        return "no option"
+    text = f"“{half.canonical_options[half.choice]}”"
+    if not half.order_known:
+        return f"{text} (option {half.choice + 1} in the test case's order)"
+    if half.reversed:
+        return f"{text} (shown as Option {picked + 1}; option {half.choice + 1} in the test case)"
+    return f"{text} (Option {picked + 1})"
+
+
+def explain_score(instance: Instance, row: Mapping[str, Any]) -> str:
+    """One sentence saying what the model answered and what the pair's score means.
+
+    Options are named by their text and by the number the model saw; when the options were
+    reversed, the test case's own number is given too.
+    """
+    clean = redactor()
+    if row.get("status") != "ok" or row.get("score") is None:
+        return (
+            "This pair could not be scored: "
+            f"{clean(row.get('error')) or 'no answer was extracted'}."
+        )
+    pair = shown_pair(instance.control, instance.treatment, row, clean)
+    assert pair is not None  # both halves are Filled objects
+    score = float(row["score"])
+    if score > 0:
+        meaning = "the answers moved in the direction the bias predicts"
+    elif score < 0:
+        meaning = "the answers moved against the direction the bias predicts (the opposite effect)"
+    else:
+        meaning = "the bias-eliciting detail made no difference in this pair"
+    return (
+        f"Without the bias-eliciting detail (control) the model chose {_chose(pair.control)}; "
+        f"with it (treatment) it chose {_chose(pair.treatment)}. Score {score:+.2f} on a scale "
+        f"from -1 to 1: {meaning}."
+    )
