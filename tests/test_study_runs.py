@@ -18,9 +18,8 @@ import numpy as np
 import pytest
 from fake_llm_server import FakeLLMServer, _last_user_text
 
-from cogbias.runs import executor, study_plan
+from cogbias.runs import executor, study_plan, study_results
 from cogbias.store import Store
-from cogbias.studies import results as study_results
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path("/work/shared/fixtures/mohr2025-format")
