@@ -6,16 +6,15 @@ and costs nothing.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 from app_pages._common import api_base_of, get_store
 from cogbias.library.testcases import TestCase
 from cogbias.llm import LLMClient
-from cogbias.llm.factory import open_client
 from cogbias.llm.registry import ModelInfo
-from cogbias.runs import pipeline
+from cogbias.runs import live, pipeline
 from cogbias.runs.pipeline import Instance
-from cogbias.store.buffered_cache import BufferedCache
 
 FAILURE_HINT = (
     "What to do: check that the model's API key is set (Models page), that its server is "
@@ -23,10 +22,10 @@ FAILURE_HINT = (
 )
 
 
-def _client(model: str, infos: list[ModelInfo]) -> tuple[LLMClient, BufferedCache]:
-    cache = BufferedCache(get_store())
-    client = open_client(cache, concurrency=4, max_retries=2, api_base=api_base_of(model, infos))
-    return client, cache
+def _client(model: str, infos: list[ModelInfo]) -> AbstractContextManager[LLMClient]:
+    return live.cached_client(
+        get_store(), concurrency=4, max_retries=2, api_base=api_base_of(model, infos)
+    )
 
 
 def fill_pair(
@@ -40,8 +39,7 @@ def fill_pair(
     """Fill every gap; with no generator, value gaps only (LLM gaps stay visible)."""
     if not generator:
         return pipeline.generate_offline(case, scenario, seed=seed)
-    client, cache = _client(generator, infos)
-    try:
+    with _client(generator, infos) as client:
         return pipeline.run_sync(
             pipeline.generate(
                 client,
@@ -52,14 +50,9 @@ def fill_pair(
                 temperature=temperature,
             )
         )
-    finally:
-        get_store().put_llm_calls(cache.drain())
 
 
 def decide(instance: Instance, model: str, infos: list[ModelInfo], seed: int = 0) -> dict[str, Any]:
     """Both halves answered by `model` and scored: one decisions row (not saved to a run)."""
-    client, cache = _client(model, infos)
-    try:
+    with _client(model, infos) as client:
         return pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=seed))
-    finally:
-        get_store().put_llm_calls(cache.drain())

@@ -11,12 +11,12 @@ import streamlit as st
 
 from app_pages._common import attempt, db_path, db_version
 from app_pages._pair import long_text, safe_caption
-from cogbias.datasets.export import export_bytes
+from cogbias.runs import study_results
 from cogbias.runs.study_plan import MITIGATION_ORDER
 from cogbias.store import Store
-from cogbias.studies import results as study_results
 from cogbias.studies.definitions import Study
 from cogbias.views import charts_studies, study_views
+from cogbias.views.export import export_bytes
 from cogbias.views.safe_text import escape_markdown
 
 

@@ -29,7 +29,6 @@ from cogbias.datasets import (
     FIELDS,
     ColumnMapping,
     DatasetError,
-    export_bytes,
     hub_url,
     import_generic,
     import_hub,
@@ -42,6 +41,7 @@ from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store, cogbias_home
 from cogbias.studies import analysis
 from cogbias.views import charts, explore, safe_text, shown_pairs
+from cogbias.views.export import export_bytes
 
 PAGE = 20
 FORMATS = {

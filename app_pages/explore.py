@@ -17,9 +17,9 @@ from app_pages._common import (
 )
 from cogbias.core.records import pair_record
 from cogbias.core.redact import redactor
-from cogbias.datasets.export import csv_bytes
 from cogbias.store import Store
 from cogbias.views import charts_explore, explore, pair_tables, safe_text, shown_pairs
+from cogbias.views.export import csv_bytes
 
 PAGE_SIZE = 20
 EXPORT_LIMIT = 20000

@@ -23,10 +23,9 @@ from app_pages._common import (
     share_local_server,
 )
 from cogbias.core.redact import redact
-from cogbias.runs import executor, kinds, study_plan, summaries
+from cogbias.runs import executor, kinds, study_plan, study_results, summaries
 from cogbias.runs.study_plan import MITIGATION_ORDER, StudySpec
 from cogbias.store import pid_alive
-from cogbias.studies import results as study_results
 from cogbias.views import study_views
 from cogbias.views.safe_text import escape_markdown
 

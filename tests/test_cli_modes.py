@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cogbias.cli.main import main
+from cogbias.datasets import tokenbias_study
 from cogbias.store import Store
-from cogbias.studies import tokenbias
 
 DEPRECATED = "deprecated: "
 
@@ -33,7 +33,7 @@ def _argparse_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 def _materialised(db: Path) -> Path:
     with Store(db) as store:
-        tokenbias.materialise(store)
+        tokenbias_study.materialise(store)
     return db
 
 

@@ -17,10 +17,8 @@ from cogbias.cli.main import main
 from cogbias.core.metrics import hub_score
 from cogbias.core.templates import Filled, render_decision_text
 from cogbias.datasets import (
-    PAIR_COLUMNS,
     ColumnMapping,
     DatasetError,
-    export,
     import_generic,
     import_hub,
     import_malberg,
@@ -28,6 +26,7 @@ from cogbias.datasets import (
 )
 from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
+from cogbias.views.export import PAIR_COLUMNS, export
 from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, read_rows, snapshot
 
 

@@ -21,10 +21,9 @@ from streamlit.testing.v1 import AppTest
 
 from cogbias.datasets.mohr_format import import_mohr
 from cogbias.llm import settings
-from cogbias.runs import executor, study_plan
+from cogbias.runs import executor, study_plan, study_results
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
-from cogbias.studies import results as study_results
 from tests.app_helpers import make_results_db
 from tests.dataset_helpers import MOHR_DIR
 from tests.fake_llm_server import FakeLLMServer

@@ -8,9 +8,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cogbias.core.records import decode_filled
+from cogbias.datasets import tokenbias_study
 from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
-from cogbias.studies import tokenbias
 
 PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "tokenbias.py")
 
@@ -54,7 +54,7 @@ def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(db):
 
 def test_hostile_text_is_shown_as_text_not_markup(db):
     with Store(db) as store:
-        tokenbias.materialise(store)
+        tokenbias_study.materialise(store)
         executor.execute(
             paired_plan.plan(paired_plan.RunSpec(models=["random"], dataset="tokenbias"), store),
             store,

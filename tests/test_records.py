@@ -15,10 +15,10 @@ import pytest
 from fake_llm_server import FakeLLMServer
 
 from cogbias.core import records
-from cogbias.datasets.export import csv_bytes
 from cogbias.library import testcases as library
 from cogbias.runs import executor, paired_plan, pipeline, summaries
 from cogbias.store import Store
+from cogbias.views.export import csv_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 

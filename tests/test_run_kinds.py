@@ -23,6 +23,7 @@ from fake_llm_server import FakeLLMServer
 from run_helpers import spec as paired_spec
 from test_study_runs import admissions_responder
 
+from cogbias.datasets import tokenbias_study
 from cogbias.runs import executor, kinds, paired_plan, study_plan
 from cogbias.store import Store
 from cogbias.studies import tokenbias
@@ -44,7 +45,7 @@ def _cogbias(*args: object, timeout: float = 240) -> subprocess.CompletedProcess
 def _store_copy(db: Path) -> None:
     with Store(db) as store:
         study = tokenbias.load_study()
-        tokenbias.materialise(store, dataclasses.replace(study, id=COPY))
+        tokenbias_study.materialise(store, dataclasses.replace(study, id=COPY))
 
 
 def _spec(kind: str, base_url: str) -> Any:

@@ -28,11 +28,11 @@ import pytest
 from dataset_helpers import MOHR_DIR
 from fake_llm_server import FakeLLMServer, _last_user_text
 
+from cogbias.datasets import tokenbias_study
 from cogbias.library.testcases import LibraryError
-from cogbias.runs import executor, study_answers, study_plan
+from cogbias.runs import executor, study_answers, study_plan, study_results
 from cogbias.store import Store
 from cogbias.studies import definitions as studies
-from cogbias.studies import results as study_results
 from cogbias.studies import study_catalog, study_files
 from cogbias.studies.questions import read_answer, study_from_prompts
 
@@ -281,7 +281,7 @@ def test_a_token_bias_dataset_given_as_a_study_says_how_to_run_it(tmp_path: Path
     copy.write_text(source.replace('id = "tokenbias"', 'id = "tb_copy"', 1), encoding="utf-8")
     db = tmp_path / "s.db"
     with Store(db) as store:
-        tokenbias.materialise(store, tokenbias.load_study(copy))
+        tokenbias_study.materialise(store, tokenbias.load_study(copy))
     done = cogbias("run", "--study", "tb_copy", "--models", "random", "--db", db)
     assert done.returncode == 2
     assert "'tb_copy' is a token-bias dataset, not a study" in done.stderr

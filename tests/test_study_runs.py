@@ -19,9 +19,8 @@ import pytest
 from dataset_helpers import MOHR_DIR
 from fake_llm_server import FakeLLMServer, _last_user_text
 
-from cogbias.runs import executor, study_plan
+from cogbias.runs import executor, study_plan, study_results
 from cogbias.store import Store
-from cogbias.studies import results as study_results
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = MOHR_DIR

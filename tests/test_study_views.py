@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from cogbias.runs import study_results
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
-from cogbias.studies import results as study_results
 from cogbias.views import charts_studies, study_views
 from tests.study_helpers import study_run
 

@@ -11,6 +11,7 @@ from fake_llm_server import FakeLLMServer, default_responder
 
 from cogbias.cli.main import main
 from cogbias.core import records
+from cogbias.datasets import tokenbias_study
 from cogbias.runs import executor, paired_plan, pipeline, prompting
 from cogbias.store import Store
 from cogbias.studies import tokenbias
@@ -95,7 +96,7 @@ def test_the_chosen_prompting_method_reaches_the_model(tmp_path: Path):
         return default_responder(request)
 
     with FakeLLMServer(responder) as server, Store(tmp_path / "r.db") as store:
-        tokenbias.materialise(store)
+        tokenbias_study.materialise(store)
         spec = paired_plan.RunSpec(
             models=["openai/fake"],
             dataset="tokenbias",

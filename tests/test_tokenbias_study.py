@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cogbias.datasets import tokenbias_study
 from cogbias.runs import paired_plan, pipeline
 from cogbias.store import Store
 from cogbias.studies import tokenbias
@@ -181,9 +182,9 @@ def test_study_file_problems_name_the_file_and_the_entry(tmp_path: Path, edit, m
 
 def test_materialise_is_one_idempotent_dataset_the_runner_can_plan(tmp_path: Path):
     with Store(tmp_path / "r.db") as store:
-        summary = tokenbias.materialise(store)
+        summary = tokenbias_study.materialise(store)
         assert summary.instances == 72 and not summary.unchanged
-        assert tokenbias.materialise(store).unchanged
+        assert tokenbias_study.materialise(store).unchanged
         meta = store.datasets()[0]["meta"]
         assert meta["alternatives"]["tb_h4_quantifiers"] == "original_better"
         plan = paired_plan.plan(

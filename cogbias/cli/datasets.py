@@ -247,8 +247,8 @@ def _datasets(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from cogbias.datasets import export
     from cogbias.store import Store
+    from cogbias.views.export import export
 
     if not args.dataset and not args.run:
         raise ValueError("say what to export: --dataset NAME or --run ID")
@@ -303,7 +303,7 @@ def _effects(args: argparse.Namespace) -> int:
     value = "d" if args.uncapped else "d_capped"
     with Store(args.db) as store:
         if args.run:
-            from cogbias.studies import results as study_results
+            from cogbias.runs import study_results
 
             study = study_results.study_of_run(store, args.run)
             frame = study_results.effect_frame(study_results.results(store, args.run), study)

@@ -6,10 +6,12 @@ import argparse
 import os
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from cogbias.cli.options import add_db
 from cogbias.core.errors import StoreError
 from cogbias.core.redact import redact
 from cogbias.library import examples
@@ -109,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
+    add_db(p)
     p.set_defaults(handler=_preview)
 
     p = commands.add_parser(
@@ -120,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--generator", help="what fills [[gaps]] (default: 'examples', offline)")
     p.add_argument("--models", default="local/smollm2", help="comma-separated decision models")
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
+    add_db(p)
     p.set_defaults(handler=_pair)
 
     from cogbias.cli import parsers
@@ -209,16 +213,17 @@ def _preview(args: argparse.Namespace) -> int:
     if generator == "none":
         instance = pipeline.generate_offline(case, scenario.text, seed=args.seed)
     else:
-        instance = pipeline.run_sync(
-            pipeline.generate(
-                _client(generator, args.api_base),
-                case,
-                scenario.text,
-                generator=generator,
-                seed=args.seed,
-                temperature=args.temperature,
+        with _client(generator, args) as client:
+            instance = pipeline.run_sync(
+                pipeline.generate(
+                    client,
+                    case,
+                    scenario.text,
+                    generator=generator,
+                    seed=args.seed,
+                    temperature=args.temperature,
+                )
             )
-        )
     lines = [f"{case.name} — scenario {scenario.id}: {scenario.text}\n"]
     for half in ("control", "treatment"):
         lines += [f"=== {half.upper()} ===", instance.decision_text(half), ""]
@@ -235,9 +240,6 @@ def _preview(args: argparse.Namespace) -> int:
 def _pair(args: argparse.Namespace) -> int:
     """Fill a pair and have each model answer both halves, per scenario; print the answers,
     the choices, the score and how long the pair took (the first pair pays the start-up)."""
-    import time
-
-    from cogbias.runs import pipeline
 
     case = library.get_test_case(args.id)
     try:
@@ -249,36 +251,57 @@ def _pair(args: argparse.Namespace) -> int:
     scenarios = [_scenario(n) for n in numbers]
     generator = args.generator or examples.default_generator()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
-    gen_client = _client(generator, args.api_base)
-    client = None
-    for scenario in scenarios:
-        start = time.perf_counter()
-        instance = pipeline.run_sync(
-            pipeline.generate(gen_client, case, scenario.text, generator, seed=args.seed)
-        )
-        for model in models:
-            if model != pipeline.RANDOM_MODEL and client is None:
-                client = _client(model, args.api_base)
-            row = pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=args.seed))
-            print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
-            for half in ("control", "treatment"):
-                choice = row[f"{half}_choice"]
-                options = instance.half(half).options
-                shown = "none" if choice is None else f"{choice + 1} {options[choice]!r}"
-                print(f"{half}: answer {row[f'{half}_answer']!r} -> {shown}")
-            error = f"  error: {row['error']}" if row["error"] else ""
-            print(f"score: {row['score']}{error}")
-        print(f"pair time: {time.perf_counter() - start:.1f} s (scenario {scenario.id})")
+    with _client(generator, args) as gen_client, _client("", args) as client:
+        for scenario in scenarios:
+            _pair_scenario(args, case, scenario, generator, models, gen_client, client)
     return 0
 
 
-def _client(generator: str, api_base: str | None) -> Any:
-    """An LLM client for a model generator; the offline `examples` generator needs none."""
-    if generator == examples.EXAMPLES_GENERATOR:
-        return None
-    from cogbias.llm.factory import open_client
+def _pair_scenario(
+    args: argparse.Namespace,
+    case: library.TestCase,
+    scenario: library.Scenario,
+    generator: str,
+    models: list[str],
+    gen_client: Any,
+    client: Any,
+) -> None:
+    import time
 
-    return open_client(api_base=api_base)  # the endpoint is checked there
+    from cogbias.runs import pipeline
+
+    start = time.perf_counter()
+    instance = pipeline.run_sync(
+        pipeline.generate(gen_client, case, scenario.text, generator, seed=args.seed)
+    )
+    for model in models:
+        row = pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=args.seed))
+        print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
+        for half in ("control", "treatment"):
+            choice = row[f"{half}_choice"]
+            options = instance.half(half).options
+            shown = "none" if choice is None else f"{choice + 1} {options[choice]!r}"
+            print(f"{half}: answer {row[f'{half}_answer']!r} -> {shown}")
+        error = f"  error: {row['error']}" if row["error"] else ""
+        print(f"score: {row['score']}{error}")
+    print(f"pair time: {time.perf_counter() - start:.1f} s (scenario {scenario.id})")
+
+
+def _client(generator: str, args: argparse.Namespace) -> AbstractContextManager[Any]:
+    """A client over the database's response cache, as Learn's (the same question asked from
+    the page and here is paid for once); the offline `examples` generator needs none."""
+    if generator == examples.EXAMPLES_GENERATOR:
+        return nullcontext(None)
+    from cogbias.runs import live
+    from cogbias.store import Store
+
+    return _closing_store(Store(args.db), live, args.api_base)
+
+
+@contextmanager
+def _closing_store(store: Any, live: Any, api_base: str | None) -> Iterator[Any]:
+    with store, live.cached_client(store, api_base=api_base) as client:
+        yield client
 
 
 def _scenario(number: int) -> library.Scenario:

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from cogbias.cli.options import _table, execution_options, is_token_bias, refuse_pair_options
+from cogbias.datasets import tokenbias_study
 from cogbias.llm import costs
 
 
@@ -51,7 +52,7 @@ def _materialise_study(args: argparse.Namespace) -> str:
         raise ValueError("--study and --dataset are alternatives: give one")
     study = tokenbias.load_study()
     with Store(args.db) as store:
-        print(tokenbias.materialise(store, study).describe(), file=sys.stderr)
+        print(tokenbias_study.materialise(store, study).describe(), file=sys.stderr)
     return study.id
 
 
@@ -229,9 +230,8 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _results(args: argparse.Namespace) -> int:
     from cogbias.cli import studies as cli_studies
-    from cogbias.runs import kinds
+    from cogbias.runs import kinds, study_results
     from cogbias.store import Store
-    from cogbias.studies import results as study_results
 
     with Store(args.db) as store:
         run = store.run(args.run) if args.run else None

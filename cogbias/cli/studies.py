@@ -109,7 +109,7 @@ def results(args: argparse.Namespace, store: Any) -> int:
     """Headline figures per test × cell of study runs; `--by` pivots them."""
     import pandas as pd
 
-    from cogbias.studies import results as study_results
+    from cogbias.runs import study_results
 
     if args.run:
         run_ids = [args.run]
@@ -140,7 +140,7 @@ def results(args: argparse.Namespace, store: Any) -> int:
         return 0
     if args.by:
         shown = study_results.pivot(table, args.by).round(4)
-        print(f"headline value per test, one column per {args.by} (cogbias.studies.results):")
+        print(f"headline value per test, one column per {args.by} (cogbias.runs.study_results):")
         print(shown.to_string())
         return 0
     columns = ["test", "model", "temperature", "variant", "mitigation", "metric", "value", "n"]

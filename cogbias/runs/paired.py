@@ -5,7 +5,7 @@ scored into one `decisions` row. A run from the library first generates its miss
 instances (an instance that failed transiently is not stored, so another run does not
 inherit an outage, and resuming generates it again); a dataset run takes its instances from
 the store; the token-bias study is a dataset run whose pairs are written into the store
-(`studies.tokenbias.materialise`) when it is planned. What a run asks is in `paired_plan`.
+(`datasets.tokenbias_study.materialise`) when it is planned. What a run asks is in `paired_plan`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from cogbias.core import expressions, records
 from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance
 from cogbias.core.templates import Filled
+from cogbias.datasets import tokenbias_study
 from cogbias.library import testcases as library
 from cogbias.runs import pipeline
 from cogbias.runs.paired_plan import (
@@ -113,9 +114,8 @@ class TokenBiasKind(DatasetKind):
         return "kind" not in spec and spec.get("dataset") == self.dataset
 
     def plan(self, spec: RunSpec, store: Store) -> Plan:
-        from cogbias.studies import tokenbias
 
-        tokenbias.materialise(store)  # a no-op when the study file is unchanged
+        tokenbias_study.materialise(store)  # a no-op when the study file is unchanged
         return plan(spec, store)
 
 

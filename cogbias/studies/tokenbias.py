@@ -9,7 +9,7 @@ the 2x2 table of a hypothesis is recomputed from any export's `control_answer`,
 `treatment_answer` and `y1`/`y2` columns.
 
 The study is data (`data/tokenbias.toml`): entity lists, item families, hypotheses
-with declarative perturbations (`cogbias.studies.tokenbias_items`). `materialise` writes its instances
+with declarative perturbations (`cogbias.studies.tokenbias_items`). `cogbias.datasets.tokenbias_study.materialise` writes its instances
 into the store as the dataset `tokenbias` (one transaction, a no-op when unchanged).
 """
 
@@ -294,24 +294,6 @@ def build_instances(study: Study) -> Iterator[Instance]:
     for hypothesis in study.hypotheses.values():
         for index in range(hypothesis.items or study.items):
             yield build_pair(study, hypothesis, index)
-
-
-def materialise(store: Store, study: Study | None = None) -> Any:
-    """Write the study's pairs into the store as the dataset `<study.id>` (idempotent).
-
-    A changed study file replaces the stored pairs (decisions of earlier runs stay with their
-    runs); everything is built before the transaction opens, so a bad file writes nothing.
-    """
-    from cogbias.datasets import importing
-
-    study = study or load_study()
-    built = list(build_instances(study))
-    with importing.Import(store, study.id, KIND, [study.path], replace=True) as job:
-        if job.unchanged:
-            return job.summary
-        job.add_instances((instance, True) for instance in built)
-        job.finish(source=str(study.path), alternatives=study.alternatives, study=study.id)
-    return job.summary
 
 
 # --------------------------------------------------------------------------- results

@@ -12,7 +12,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from cogbias.studies.results import pivot
+from cogbias.runs.study_results import pivot
 
 MISSING_COLOR = "#e9ecef"  # a cell whose metric had too few answers
 PIVOT_LABELS = {
