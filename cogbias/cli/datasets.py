@@ -3,68 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
 from typing import Any
 
 from cogbias.cli.options import add_db
-from cogbias.datasets.generic import FIELDS
+from cogbias.datasets import formats
+from cogbias.datasets.common import Format
 
 
 def add_commands(commands: Any) -> None:
     imp = commands.add_parser("import", help="import a published dataset (one transaction)")
     kinds = imp.add_subparsers(metavar="FORMAT")
 
-    p = kinds.add_parser(
-        "malberg2024-hub",
-        help="the paper's 30,000 test cases from the Hugging Face Hub (or a local copy)",
-    )
-    p.add_argument("file", nargs="?", help="local CSV (default: download it from the Hub)")
-    p.add_argument("--hub-file", help="file name inside the Hub repository")
-    p.add_argument(
-        "--download-dir", help="where a download is kept (default: ~/.cogbias/downloads)"
-    )
-    _common_import_args(p, "malberg2024-hub")
-    p.set_defaults(handler=_import_hub)
-
-    p = kinds.add_parser(
-        "malberg2024", help="the paper's code output: full_dataset.csv + decision_results/*.csv"
-    )
-    p.add_argument("directory")
-    _common_import_args(p, "malberg2024")
-    p.set_defaults(handler=_import_malberg)
-
-    p = kinds.add_parser(
-        "mohr2025",
-        help="the Mohr 2025 thesis' data: bias_detections.csv (+ experiments.csv, models.csv)",
-    )
-    p.add_argument("directory", help="folder with the thesis' CSV files (its 04_Datasets/)")
-    _common_import_args(p, "mohr2025")
-    p.set_defaults(handler=_import_mohr)
-
-    p = kinds.add_parser(
-        "peek2024",
-        help="the token-bias paper's synthetic_dataset_*.json files (gold/random pairs)",
-    )
-    p.add_argument("paths", nargs="+", help="files or folders of synthetic_dataset_*.json")
-    _common_import_args(p, "peek2024")
-    p.set_defaults(handler=_import_peek)
-
-    fields = "\n".join(f"  {name:<20} {text}" for name, text in FIELDS.items())
-    p = kinds.add_parser(
-        "generic",
-        help="any CSV / JSONL / Parquet file of prompts (and answers) with a column mapping",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=f"fields:\n{fields}\n\nexample:\n  cogbias import generic answers.jsonl "
-        "--map bias=bias_name --map control=prompt_a --map treatment=prompt_b "
-        "--map control_answer=a --map treatment_answer=b --set model=my-model",
-    )
-    p.add_argument("file")
-    p.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
-    _common_import_args(p, None)
-    p.set_defaults(handler=_import_generic)
+    for fmt in formats.FORMATS:
+        p = kinds.add_parser(
+            fmt.name,
+            help=fmt.help,
+            epilog=fmt.epilog or None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        fmt.add_arguments(p)
+        _common_import_args(p, fmt.default_name)
+        p.set_defaults(handler=functools.partial(_import, fmt))
 
     p = commands.add_parser("datasets", help="list imported datasets")
     add_db(p)
@@ -156,72 +119,11 @@ def _report(summary: Any) -> int:
     return 0
 
 
-def _import_hub(args: argparse.Namespace) -> int:
-    from cogbias.datasets import import_hub
+def _import(fmt: Format, args: argparse.Namespace) -> int:
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        return _report(
-            import_hub(
-                store,
-                args.file,
-                name=args.name,
-                replace=args.replace,
-                progress=ByteProgress(),
-                download_dir=args.download_dir,
-                hub_file=args.hub_file,
-            )
-        )
-
-
-def _import_malberg(args: argparse.Namespace) -> int:
-    from cogbias.datasets import import_malberg
-    from cogbias.store import Store
-
-    with Store(args.db) as store:
-        return _report(
-            import_malberg(
-                store, args.directory, name=args.name, replace=args.replace, progress=ByteProgress()
-            )
-        )
-
-
-def _import_peek(args: argparse.Namespace) -> int:
-    from cogbias.datasets import import_peek
-    from cogbias.store import Store
-
-    with Store(args.db) as store:
-        return _report(import_peek(store, args.paths, name=args.name, replace=args.replace))
-
-
-def _import_mohr(args: argparse.Namespace) -> int:
-    from cogbias.datasets.mohr_format import import_mohr
-    from cogbias.store import Store
-
-    with Store(args.db) as store:
-        return _report(
-            import_mohr(
-                store, args.directory, name=args.name, replace=args.replace, progress=ByteProgress()
-            )
-        )
-
-
-def _import_generic(args: argparse.Namespace) -> int:
-    from cogbias.datasets import ColumnMapping, import_generic
-    from cogbias.store import Store
-
-    mapping = ColumnMapping.parse(args.map, args.set)
-    with Store(args.db) as store:
-        return _report(
-            import_generic(
-                store,
-                args.file,
-                mapping,
-                name=args.name,
-                replace=args.replace,
-                progress=ByteProgress(),
-            )
-        )
+        return _report(fmt.run(store, args, ByteProgress()))
 
 
 def _datasets(args: argparse.Namespace) -> int:

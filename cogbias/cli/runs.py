@@ -11,7 +11,6 @@ import sys
 from typing import Any
 
 from cogbias.cli.options import _table, execution_options, is_token_bias, refuse_pair_options
-from cogbias.datasets import tokenbias_study
 from cogbias.llm import costs
 
 
@@ -41,6 +40,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _materialise_study(args: argparse.Namespace) -> str:
     """Store a built-in study's pairs like an imported dataset (a no-op when unchanged)."""
+    from cogbias.datasets import tokenbias_study
     from cogbias.store import Store
     from cogbias.studies import tokenbias
 

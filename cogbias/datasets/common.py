@@ -7,6 +7,7 @@ evaluated, executed or unpickled.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import csv
 import hashlib
@@ -59,6 +60,24 @@ class DatasetError(ValueError):
         return DatasetError(
             self.file, self.message, self.row or row, self.column, self.line or line
         )
+
+
+@dataclass(frozen=True)
+class Format:
+    """A format `cogbias import NAME` reads: its own arguments and how to run its importer.
+
+    Each importer module defines its `FORMAT` beside its import function, and
+    `cogbias.datasets.formats.FORMATS` lists them; the command is built from that list.
+    `run` gets the store, the parsed arguments (with `name` and `replace`) and a progress
+    callback `(label, done, total)`.
+    """
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[Any, argparse.Namespace, Callable[[str, int, int], None]], ImportSummary]
+    default_name: str | None = None  # None: the file's stem
+    epilog: str = ""
 
 
 @dataclass

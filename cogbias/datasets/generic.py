@@ -10,6 +10,7 @@ spreadsheets) get browsed, analysed and run next to the paper's.
 
 from __future__ import annotations
 
+import argparse
 import re
 import time
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from cogbias.datasets import importing
 from cogbias.datasets.common import (
     MAX_OPTIONS,
     DatasetError,
+    Format,
     ImportSummary,
     Progress,
     bias_id,
@@ -385,3 +387,28 @@ def _decision(
         0.0,
         None,
     )
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file")
+    p.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+
+
+_FIELD_LINES = "\n".join(f"  {name:<20} {text}" for name, text in FIELDS.items())
+FORMAT = Format(
+    "generic",
+    "any CSV / JSONL / Parquet file of prompts (and answers) with a column mapping",
+    _arguments,
+    lambda store, args, progress: import_generic(
+        store,
+        args.file,
+        ColumnMapping.parse(args.map, args.set),
+        name=args.name,
+        replace=args.replace,
+        progress=progress,
+    ),
+    epilog=f"fields:\n{_FIELD_LINES}\n\nexample:\n  cogbias import generic answers.jsonl "
+    "--map bias=bias_name --map control=prompt_a --map treatment=prompt_b "
+    "--map control_answer=a --map treatment_answer=b --set model=my-model",
+)

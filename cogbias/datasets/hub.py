@@ -9,6 +9,7 @@ beside the paper's.
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import os
 import tempfile
@@ -28,6 +29,7 @@ from cogbias.datasets.common import (
     MAX_OPTIONS,
     CsvFile,
     DatasetError,
+    Format,
     ImportSummary,
     Progress,
     bias_id,
@@ -190,3 +192,28 @@ def import_hub(
         job.finish(source=str(path))
     job.summary.seconds = time.monotonic() - started
     return job.summary
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", nargs="?", help="local CSV (default: download it from the Hub)")
+    p.add_argument("--hub-file", help="file name inside the Hub repository")
+    p.add_argument(
+        "--download-dir", help="where a download is kept (default: ~/.cogbias/downloads)"
+    )
+
+
+FORMAT = Format(
+    "malberg2024-hub",
+    "the paper's 30,000 test cases from the Hugging Face Hub (or a local copy)",
+    _arguments,
+    lambda store, args, progress: import_hub(
+        store,
+        args.file,
+        name=args.name,
+        replace=args.replace,
+        progress=progress,
+        download_dir=args.download_dir,
+        hub_file=args.hub_file,
+    ),
+    default_name="malberg2024-hub",
+)

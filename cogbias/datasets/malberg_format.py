@@ -35,6 +35,7 @@ from cogbias.datasets.common import (
     MAX_OPTIONS,
     CsvFile,
     DatasetError,
+    Format,
     ImportSummary,
     Progress,
     bias_id,
@@ -380,3 +381,14 @@ def import_malberg(
         job.finish(source=str(directory), unscorable=unscorable)
     job.summary.seconds = time.monotonic() - started
     return job.summary
+
+
+FORMAT = Format(
+    "malberg2024",
+    "the paper's code output: full_dataset.csv + decision_results/*.csv",
+    lambda p: p.add_argument("directory"),
+    lambda store, args, progress: import_malberg(
+        store, args.directory, name=args.name, replace=args.replace, progress=progress
+    ),
+    default_name="malberg2024",
+)

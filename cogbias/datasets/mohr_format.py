@@ -36,6 +36,7 @@ from cogbias.datasets.common import (
     CsvFile,
     CsvRecord,
     DatasetError,
+    Format,
     ImportSummary,
     Progress,
     bias_id,
@@ -353,3 +354,16 @@ def import_mohr(
     summary.models, summary.biases = job.summary.models, job.summary.biases
     summary.seconds = time.monotonic() - started
     return summary
+
+
+FORMAT = Format(
+    "mohr2025",
+    "the Mohr 2025 thesis' data: bias_detections.csv (+ experiments.csv, models.csv)",
+    lambda p: p.add_argument(
+        "directory", help="folder with the thesis' CSV files (its 04_Datasets/)"
+    ),
+    lambda store, args, progress: import_mohr(
+        store, args.directory, name=args.name, replace=args.replace, progress=progress
+    ),
+    default_name="mohr2025",
+)

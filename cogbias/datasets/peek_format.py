@@ -28,7 +28,7 @@ from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance, stable_id
 from cogbias.core.templates import Filled
 from cogbias.datasets import importing
-from cogbias.datasets.common import DatasetError, ImportSummary, bias_id
+from cogbias.datasets.common import DatasetError, Format, ImportSummary, bias_id
 from cogbias.store import Store
 
 KIND = "peek2024"
@@ -254,3 +254,16 @@ def _strip_option_lines(question: str, answers: list[str]) -> str:
         line for line in question.replace("\r\n", "\n").split("\n") if line.strip() not in wanted
     ]
     return "\n".join(kept).strip()
+
+
+FORMAT = Format(
+    "peek2024",
+    "the token-bias paper's synthetic_dataset_*.json files (gold/random pairs)",
+    lambda p: p.add_argument(
+        "paths", nargs="+", help="files or folders of synthetic_dataset_*.json"
+    ),
+    lambda store, args, progress: import_peek(
+        store, args.paths, name=args.name, replace=args.replace
+    ),
+    default_name="peek2024",
+)

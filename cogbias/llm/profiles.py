@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cogbias.llm.local import LOCAL_MODELS, LOCAL_PREFIX, LOCAL_TIMEOUT_S, smollm2_gguf_path
+from cogbias.llm.providers import DEFAULT_MAX_TEMPERATURE, provider_of
 from cogbias.llm.registry import load_models
 
 RANDOM_MODEL = "random"
@@ -155,7 +156,7 @@ def resolve(
         json_schema = bool(prices.get("supports_response_schema"))
     grammar = bool(entry is not None and _flag(entry.extra.get("grammar")))
     max_temperature = (
-        entry.max_temperature if entry is not None else _provider_max_temperature(model)
+        entry.max_temperature if entry is not None else provider_of(model).max_temperature
     )
     return _profile(
         model,
@@ -173,19 +174,6 @@ def resolve(
     )
 
 
-DEFAULT_MAX_TEMPERATURE = 2.0  # OpenAI's limit, and what most APIs and servers accept
-# Providers whose API stops lower (by the litellm string's provider part, or a bare name).
-PROVIDER_MAX_TEMPERATURE = {("anthropic/", "claude"): 1.0}
-
-
-def _provider_max_temperature(litellm_model: str) -> float:
-    """The highest temperature a provider accepts when the registry does not say."""
-    for prefixes, limit in PROVIDER_MAX_TEMPERATURE.items():
-        if litellm_model.startswith(prefixes):
-            return limit
-    return DEFAULT_MAX_TEMPERATURE
-
-
 def _profile(
     model: str,
     kind: ProfileKind,
@@ -201,7 +189,7 @@ def _profile(
     file_identity: str | None = None,
     logprobs: bool | None = None,
 ) -> ModelProfile:
-    openai_compatible = str(litellm_model).startswith("openai/")
+    provider = provider_of(litellm_model)
     return ModelProfile(
         id=model,
         kind=kind,
@@ -219,8 +207,8 @@ def _profile(
         deadline_s=max(deadline_s, timeout_s),
         file_identity=file_identity,
         direct=_direct(kind, litellm_model, api_base),
-        batchable=kind == "remote" and openai_compatible,
-        logprobs=(kind == "local" or openai_compatible) if logprobs is None else logprobs,
+        batchable=kind == "remote" and provider.batchable,
+        logprobs=(kind == "local" or provider.logprobs) if logprobs is None else logprobs,
         prefix_cache=kind == "local",
         writes_text=kind != "random",
     )

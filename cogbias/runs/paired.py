@@ -18,7 +18,6 @@ from cogbias.core import expressions, records
 from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance
 from cogbias.core.templates import Filled
-from cogbias.datasets import tokenbias_study
 from cogbias.library import testcases as library
 from cogbias.runs import pipeline
 from cogbias.runs.paired_plan import (
@@ -114,6 +113,7 @@ class TokenBiasKind(DatasetKind):
         return "kind" not in spec and spec.get("dataset") == self.dataset
 
     def plan(self, spec: RunSpec, store: Store) -> Plan:
+        from cogbias.datasets import tokenbias_study  # pandas: only when this kind plans
 
         tokenbias_study.materialise(store)  # a no-op when the study file is unchanged
         return plan(spec, store)
