@@ -121,7 +121,7 @@ def run_command(
     db: Path, base_url: str, concurrency: int, env: dict[str, str], what: list[str] | None = None
 ) -> dict[str, float]:
     """`cogbias run` (on the dataset, or `what`) as a child process: wall, CPU and peak RSS."""
-    what = what or ["--dataset", "bench"]
+    what = what or ["dataset", "bench"]
     cmd = [sys.executable, "-m", "cogbias", "run", *what, "--models", "openai/fake",
            "--api-base", base_url, "--concurrency", str(concurrency), "--db", str(db)]  # fmt: skip
     started = time.perf_counter()
@@ -179,7 +179,7 @@ def measure_commands(base_url: str, c: int, calls: int, modes: list[str]) -> dic
                 out["cached"] = {**run_command(db, base_url, c, env), "calls": http_calls(db)}
         if "library" in modes:
             instances = max(calls // 6 // 30, 1)  # 30 biases; 2 fills + 4 decision calls each
-            what = ["--generator", "openai/fake", "--scenarios", str(instances)]
+            what = ["pairs", "--generator", "openai/fake", "--scenarios", str(instances)]
             db = Path(tmp) / "library.db"
             out["library"] = run_command(db, base_url, c, {**os.environ}, what)
             out["library"]["calls"] = http_calls(db)

@@ -83,7 +83,7 @@ def main() -> None:
             f"import   {wall:8.1f} s   peak RSS {rss:6.0f} MB   db {db.stat().st_size / 1e6:8.0f} MB"
         )
         wall, rss, out = timed(
-            "run", "--dataset", "malberg2024-hub", "--models", models,
+            "run", "dataset", "malberg2024-hub", "--models", models,
             "--api-base", "http://127.0.0.1:9/v1", "--plan-only", "--db", str(db),
         )  # fmt: skip
         run_id = out.strip()

@@ -94,9 +94,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for c in [int(x) for x in options.concurrency.split(",")]:
                 for what, extra, ideal_in_flight in (
-                    ("single", ["--study", "mohr8", "--variants", "0_normal"], c),
+                    ("single", ["study", "mohr8", "--variants", "0_normal"], c),
                     # 6 orders × repeats conversations, each one turn at a time
-                    ("sequence", ["--study", "biasbuster", "--tests", "anchoring"], None),
+                    ("sequence", ["study", "biasbuster", "--tests", "anchoring"], None),
                 ):
                     db = Path(tmp) / f"{what}-{c}.db"
                     args = ["run", *extra, "--models", "openai/fake", "--api-base", base_url,
@@ -110,11 +110,11 @@ def main() -> None:
                           f"{ideal:>7.1f} {calls / wall / ideal:>6.2f} {1000 * cpu / calls:>12.2f} "
                           f"{rss:>12.0f}")  # fmt: skip
             db = Path(tmp) / "random.db"
-            wall, cpu, rss, _ = measure(["run", "--study", "mohr8", "--models", "random"], db)
+            wall, cpu, rss, _ = measure(["run", "study", "mohr8", "--models", "random"], db)
             units = turns(db)
             print(f"{'random':<10} {'-':>4} {units:>6} {wall:>7.1f} {units / wall:>8.0f} "
                   f"{'-':>7} {'-':>6} {1000 * cpu / units:>12.3f} {rss:>12.0f}")  # fmt: skip
-            wall, cpu, rss, _ = measure(["results", "--study", "mohr8", "--by", "temperature"], db)
+            wall, cpu, rss, _ = measure(["results", "study", "mohr8", "--by", "temperature"], db)
             print(f"{'results':<10} {'-':>4} {units:>6} {wall:>7.1f} {units / wall:>8.0f} "
                   f"{'-':>7} {'-':>6} {1000 * cpu / units:>12.3f} {rss:>12.0f}")  # fmt: skip
     finally:
