@@ -21,19 +21,10 @@ from collections.abc import Sequence
 import pandas as pd
 
 from cogbias.store import Store
+from cogbias.store.effects import EFFECT_FIELDS
 from cogbias.studies.effects import aggregate, cap
 
-EFFECT_COLUMNS = [
-    "bias",
-    "bias_name",
-    "scenario",
-    "model",
-    "temperature",
-    "n_control",
-    "n_treatment",
-    "d",
-    "d_capped",
-]
+EFFECT_COLUMNS = [f for f in EFFECT_FIELDS if f not in ("dataset", "source_row")]
 PIVOTS = ("model", "temperature", "scenario")
 # How a bias × pivot cell is filled: "mean" = mean_table, "thesis" = thesis_table.
 AGGREGATES = ("mean", "thesis")
