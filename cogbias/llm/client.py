@@ -15,12 +15,12 @@ import logging
 import os
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cogbias.llm import direct
-from cogbias.llm.errors import FatalLLMError, LLMError, classify, retry_after_seconds
+from cogbias.llm.errors import CacheMiss, FatalLLMError, LLMError, classify, retry_after_seconds
 from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_server_started
 from cogbias.llm.profiles import ModelProfile, resolve
 from cogbias.llm.random_provider import answer as random_answer
@@ -116,6 +116,9 @@ class LLMClient:
         read_cache: False asks every model afresh (new answers still replace cached ones).
         backoff_base, backoff_max: exponential backoff with full jitter, in seconds.
         max_retry_after: upper bound on how long a server's Retry-After may make us wait.
+        on_miss: makes the client cache-only: a request the cache cannot answer is handed to
+            `on_miss(key, request, profile)` once per key and raises `CacheMiss`, so a batch
+            round learns exactly which calls a run would make next without making any.
     """
 
     def __init__(
@@ -131,6 +134,7 @@ class LLMClient:
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         max_retry_after: float = 120.0,
+        on_miss: Callable[[str, LLMRequest, ModelProfile], None] | None = None,
     ) -> None:
         self.cache = cache
         self.concurrency = concurrency
@@ -142,6 +146,8 @@ class LLMClient:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.max_retry_after = max_retry_after
+        self.on_miss = on_miss
+        self._missed: set[str] = set()
         self.stats = ClientStats()
         self._profiles: dict[str, ModelProfile] = {}
         self._semaphore: asyncio.Semaphore | None = None
@@ -185,6 +191,11 @@ class LLMClient:
             hit = self.cache.get(key)
             if hit is not None:
                 return self._saved(hit, key)
+        if self.on_miss is not None:
+            if key not in self._missed:
+                self._missed.add(key)
+                self.on_miss(key, req, profile)
+            raise CacheMiss(key)
         self._slots(profile.kind == "local")  # binds the in-flight table to this loop
         waiting = self._in_flight.get(key)
         if waiting is not None:

@@ -204,3 +204,11 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     if not headers and response is not None:
         headers = getattr(response, "headers", None)
     return retry_after_of(headers)
+
+
+class CacheMiss(Exception):
+    """A cache-only client was asked something its cache cannot answer (see `on_miss`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key

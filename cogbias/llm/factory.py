@@ -7,9 +7,12 @@ way everywhere and a page asking what a command asks reads the same cache entrie
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cogbias.llm.client import LLMClient, ResponseCache
+from cogbias.llm.profiles import ModelProfile
+from cogbias.llm.request import LLMRequest
 from cogbias.llm.settings import check_api_base
 
 
@@ -19,16 +22,19 @@ def open_client(
     api_base: str | None = None,
     read_cache: bool = True,
     concurrency: int = 16,
+    on_miss: Callable[[str, LLMRequest, ModelProfile], None] | None = None,
     **tuning: Any,
 ) -> LLMClient:
     """A client over `cache` (None: no cache) for `api_base` (None: each model's own).
 
-    `tuning` passes timeouts, retries and back-off through to `LLMClient` unchanged.
+    `on_miss` makes it answer from the cache only (batch rounds; see `LLMClient`). `tuning`
+    passes timeouts, retries and back-off through to `LLMClient` unchanged.
     """
     return LLMClient(
         cache=cache,
         concurrency=concurrency,
         api_base=check_api_base(api_base) if api_base else None,
         read_cache=read_cache,
+        on_miss=on_miss,
         **tuning,
     )

@@ -21,8 +21,10 @@ from typing import Any
 
 from cogbias.core import records
 from cogbias.core.records import Instance, dumps
-from cogbias.llm import LLMClient, LLMRequest, cache_key
+from cogbias.llm import LLMClient, LLMRequest
 from cogbias.llm.direct import close_sessions
+from cogbias.llm.errors import CacheMiss
+from cogbias.llm.factory import open_client
 from cogbias.llm.profiles import ModelProfile, resolve
 from cogbias.runs import paired, pipeline
 from cogbias.runs.paired_plan import Plan
@@ -38,31 +40,7 @@ class BatchError(ValueError):
     """A results file that cannot be imported; nothing was written."""
 
 
-class _Pending(Exception):
-    """The call is not in the cache: recorded for the batch, and this path stops here."""
-
-
 Collect = Callable[[str, LLMRequest, ModelProfile], None]
-
-
-class CollectingClient(LLMClient):
-    """Answers from the cache only; every other request goes to `collect` once per key."""
-
-    def __init__(self, cache: BufferedCache, api_base: str | None, collect: Collect) -> None:
-        super().__init__(cache=cache, api_base=api_base)
-        self.collect = collect
-        self.seen: set[str] = set()
-
-    async def complete(self, req: LLMRequest) -> Any:
-        profile = self.profile(req.model)
-        key = cache_key(req, profile)
-        hit = self.cache.get(key) if self.cache is not None else None
-        if hit is not None:
-            return self._saved(hit, key)
-        if key not in self.seen:
-            self.seen.add(key)
-            self.collect(key, req, profile)
-        raise _Pending(key)
 
 
 def round_of(req: LLMRequest) -> str:
@@ -80,11 +58,11 @@ def pending_requests(plan: Plan, store: Store) -> dict[str, tuple[LLMRequest, Mo
 
 def collect_pending(plan: Plan, store: Store, collect: Collect) -> None:
     """Hand each call the run would make next, not answerable from the cache, to `collect`."""
-    client = CollectingClient(BufferedCache(store), plan.spec.api_base, collect)
+    client = open_client(BufferedCache(store), api_base=plan.spec.api_base, on_miss=collect)
     pipeline.run_sync(_collect(plan, store, client))
 
 
-async def _collect(plan: Plan, store: Store, client: CollectingClient) -> None:
+async def _collect(plan: Plan, store: Store, client: LLMClient) -> None:
     spec = plan.spec
     instances: dict[str, Instance] = {}
     if plan.dataset_instances:
@@ -113,7 +91,7 @@ async def _collect(plan: Plan, store: Store, client: CollectingClient) -> None:
                 client, instance, model, run_id=spec.run_id, temperature=spec.temperature,
                 repeat=repeat, seed=spec.seed, prompting=spec.prompting,
             )  # fmt: skip
-        except _Pending:
+        except CacheMiss:
             continue
     await close_sessions()
 
