@@ -208,6 +208,17 @@ def test_check_fill_rejects(text, reason):
     assert problem is not None and reason in problem
 
 
+def test_a_fill_that_copies_five_words_of_its_instruction_is_rejected():
+    # what the local model wrote for the framing gap: the metric, then the instruction's words
+    instruction = 'name the exact opposite of "on-time delivery rate", also measured in percent, so that both add up to 100%'
+    fill = "late delivery rate, measured in percent, so that both add up to 100%"
+    assert "copies the instruction's words 'measured in percent so that'" in (
+        examples.check_fill(instruction, fill) or ""
+    )
+    assert examples.check_fill(instruction, "late delivery rate") is None
+    assert examples.check_fill(instruction, "share of deliveries that are late") is None
+
+
 @pytest.mark.parametrize("text", ["on-time delivery rate", "share of orders shipped complete"])
 def test_check_fill_accepts_real_fills(text):
     assert examples.check_fill("name a positive performance metric in percent", text) is None

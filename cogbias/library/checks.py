@@ -41,6 +41,12 @@ def check_expression(
     return not unknown
 
 
+def value_names(case: TestCase) -> set[str]:
+    """The names an expression of `case` may use: its values, and `variant` only when the file
+    names variants (an error message must never offer a name the file does not have)."""
+    return set(case.values) | ({"variant"} if case.variants else set())
+
+
 def check_references(case: TestCase, check: Checker) -> None:
     named: dict[str, str] = {}
     for half, template in case.templates().items():
@@ -59,7 +65,7 @@ def check_references(case: TestCase, check: Checker) -> None:
                             f"gap name '{gap.name}' is used for two different instructions",
                             offset=gap.start,
                         )
-    known = set(case.values) | {"variant"} | set(named)
+    known = value_names(case) | set(named)
     deps: dict[str, set[str]] = {}
     for half, template in case.templates().items():
         for path, _ in template.fields():
@@ -97,7 +103,7 @@ def check_references(case: TestCase, check: Checker) -> None:
                 if nxt not in seen:
                     seen.add(nxt)
                     stack.append(nxt)
-    metric_known = set(case.values) | {"variant"}
+    metric_known = value_names(case)
     for key in ("k", "y1", "y2"):
         raw = case.metric.get(key)
         if isinstance(raw, str):
@@ -127,7 +133,7 @@ def check_examples(case: TestCase, check: Checker) -> None:
             for p in parts
         )
         patterns.append(re.compile(regex, re.DOTALL))
-    known = set(case.values) | {"variant"} | set(named)
+    known = value_names(case) | set(named)
     sizes = {len(v) for v in case.examples.values()}
     for key, fills in case.examples.items():
         path = ("examples", key)

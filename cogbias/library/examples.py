@@ -216,8 +216,9 @@ FILL_MAX_CHARS = 160  # pipeline.FILL_CHARS: a model's fill is a phrase or two
 def check_fill(instruction: str, text: str, max_chars: int = FILL_MAX_CHARS) -> str | None:
     """Why a model's fill cannot be used, or None when it looks like a real fill.
 
-    Catches what small models do: answer nothing, repeat the instruction, leave brackets or
-    template syntax, copy the generation prompt's worked example, or run on and on.
+    Catches what small models do: answer nothing, repeat the instruction (or a run of five of
+    its words), leave brackets or template syntax, copy the generation prompt's worked
+    example, or run on and on.
     """
     stripped = text.strip()
     if not stripped:
@@ -231,10 +232,27 @@ def check_fill(instruction: str, text: str, max_chars: int = FILL_MAX_CHARS) -> 
         norm_instr in norm_text or (len(norm_text) > 12 and norm_text in norm_instr)
     ):
         return "it repeats the instruction"
+    copied_run = shared_words(norm_text, norm_instr, COPIED_WORDS)
+    if copied_run:
+        return f"it copies the instruction's words '{copied_run}'"
     for copied in PROMPT_EXAMPLE_FILLS:
         if copied in norm_text:
             return f"it copies the prompt's example '{copied}'"
     return None
+
+
+COPIED_WORDS = 5  # a run this long shared with the instruction is copied, not written
+
+
+def shared_words(text: str, other: str, n: int) -> str:
+    """The first run of `n` consecutive words of `text` that also occurs in `other` ('' if
+    none); both are already normalised to lower-case words."""
+    words, theirs = text.split(), other.split()
+    runs = {tuple(theirs[i : i + n]) for i in range(len(theirs) - n + 1)}
+    for i in range(len(words) - n + 1):
+        if tuple(words[i : i + n]) in runs:
+            return " ".join(words[i : i + n])
+    return ""
 
 
 def _normal(text: str) -> str:

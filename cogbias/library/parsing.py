@@ -191,7 +191,7 @@ def build_values(
     table: dict[str, Any], variants: tuple[str, ...], check: Checker
 ) -> dict[str, ValueSpec]:
     specs: dict[str, ValueSpec] = {}
-    known = {"variant"}
+    known = {"variant"} if variants else set()
     for name, spec in table.items():
         path = ("values", name)
         if not NAME_RE.fullmatch(name):

@@ -111,7 +111,9 @@ def read_toml(text: str, file: str) -> tuple[str, dict[str, Any]]:
         match = _TOML_POS_RE.search(str(exc))
         line, col = (int(match.group(1)), int(match.group(2))) if match else (1, 1)
         message = _TOML_POS_RE.sub("", str(exc)).strip()
-        problem = Problem(file, line, col, f"this is not valid TOML: {message}")
+        problem = _unclosed_text(file, text, message, line) or Problem(
+            file, line, col, f"this is not valid TOML: {message}"
+        )
     except (RecursionError, MemoryError):
         problem = Problem(file, 1, 1, "this file nests arrays or tables too deeply to be read")
     except ValueError:  # an integer of thousands of digits (Python's int() refuses it)
@@ -120,6 +122,23 @@ def read_toml(text: str, file: str) -> tuple[str, dict[str, Any]]:
         line, col = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
         problem = Problem(file, line, col, "this number has too many digits to be read")
     raise LibraryError([problem])
+
+
+def _unclosed_text(file: str, text: str, message: str, line: int) -> Problem | None:
+    """A text whose closing quote is missing, said in an author's words: TOML's own message for
+    it is "Illegal character '\\n'", or "Unterminated string" at the end of the document."""
+    if message == "Illegal character '\\n'":
+        return Problem(file, line, 1, f"a text is not closed on line {line}: add its closing quote")
+    if message.startswith(("Unterminated string", 'Expected "\'"', "Expected '\"'")):
+        lines = text.splitlines()
+        for quote in ('"""', "'''", '"', "'"):
+            opened = [i for i, t in enumerate(lines, 1) if t.count(quote) % 2 == 1]
+            if opened:
+                at = opened[-1] if len(quote) == 3 else opened[0]
+                return Problem(
+                    file, at, 1, f"a text is not closed on line {at}: add its closing quote"
+                )
+    return None
 
 
 def clip(text: str, width: int = 60) -> str:
