@@ -74,6 +74,8 @@ def friendly(exc: BaseException) -> str:
         )
     else:
         text = str(exc).strip() or type(exc).__name__
+    # a provider's own words stay in the logs and stored rows; a page says what we understood
+    text = text.split(" Provider said:")[0]
     return safe_text.escape_markdown(redact(text))
 
 
@@ -149,8 +151,18 @@ def models() -> list[ModelInfo]:
 
 
 def model_names(infos: list[ModelInfo]) -> Callable[[str], str]:
+    """Picker labels: name and id, and the key variable a model still needs, so nobody picks a
+    model that can only fail."""
+    from cogbias.llm.keys import missing_key
+
     names = {m.id: m.name for m in infos}
-    return lambda mid: f"{names[mid]} ({mid})" if mid in names and names[mid] != mid else mid
+    needs = {m.id: missing_key(m.id, m.api_base) for m in infos}
+
+    def label(mid: str) -> str:
+        text = f"{names[mid]} ({mid})" if mid in names and names[mid] != mid else mid
+        return f"{text} — needs {needs[mid]}" if needs.get(mid) else text
+
+    return label
 
 
 def generator_label(label: Callable[[str], str]) -> Callable[[str], str]:

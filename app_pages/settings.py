@@ -7,12 +7,13 @@ import streamlit as st
 
 from app_pages._common import friendly, models
 from cogbias.llm import settings
+from cogbias.llm.keys import key_for_model
 
 st.title("Models and keys")
 
 
 def _key_cell(model_id: str, api_base: str | None) -> str:
-    name = settings.key_for_model(model_id, api_base)
+    name = key_for_model(model_id, api_base)
     if name is None:
         return "not needed"
     return f"{name} {'✅' if os.environ.get(name, '').strip() else '— missing'}"

@@ -425,6 +425,24 @@ def test_a_missing_key_is_named_with_what_to_do(db: Path, monkeypatch) -> None:
     assert "OPENAI_API_KEY is not set" in error and "What to do" in error
 
 
+def test_a_model_without_its_key_is_marked_in_the_picker_and_refused_at_once(
+    db: Path, monkeypatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    at = open_page("learn")
+    picker = at.selectbox(key="learn_model")
+    model = "openai/gpt-4o-mini-2024-07-18"
+    assert picker.format_func(model).endswith("— needs OPENAI_API_KEY")
+    assert "needs" not in picker.format_func("random")
+    picker.set_value(model)
+    at.button(key="learn_run").click().run()
+    assert_clean(at)
+    (error,) = [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]
+    assert "needs an API key and OPENAI_API_KEY is not set" in error
+    assert ".streamlit/secrets.toml" in error
+    assert "litellm" not in error.lower() and "Provider said" not in error
+
+
 def test_explore_filters_by_an_imported_dataset(db: Path) -> None:
     from cogbias.datasets import import_hub
     from cogbias.runs import executor, paired_plan

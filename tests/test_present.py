@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cogbias.library import testcases as library
-from cogbias.llm import registry, settings
+from cogbias.llm import keys, registry, settings
 from cogbias.runs import pipeline
 from cogbias.store import Store, demo
 from cogbias.views import authoring, highlight, pair_tables, shown_pairs
@@ -223,9 +223,9 @@ def test_the_committed_demo_snapshot_is_small_real_and_loadable(tmp_path: Path) 
 
 
 def test_key_for_model_names_the_variable_or_none() -> None:
-    assert settings.key_for_model("openai/gpt-4o") == "OPENAI_API_KEY"
-    assert settings.key_for_model("deepinfra/meta-llama/x") == "DEEPINFRA_API_KEY"
-    assert settings.key_for_model("random") is None
-    assert settings.key_for_model("local/smollm2") is None
-    assert settings.key_for_model("openai/mine", "http://127.0.0.1:8000/v1") is None
-    assert settings.key_for_model("newco/model") == "NEWCO_API_KEY"
+    assert keys.key_for_model("openai/gpt-4o") == "OPENAI_API_KEY"
+    assert keys.key_for_model("deepinfra/meta-llama/x") == "DEEPINFRA_API_KEY"
+    assert keys.key_for_model("random") is None
+    assert keys.key_for_model("local/smollm2") is None
+    assert keys.key_for_model("openai/mine", "http://127.0.0.1:8000/v1") is None
+    assert keys.key_for_model("newco/model") == "NEWCO_API_KEY"

@@ -35,23 +35,6 @@ PROVIDER_KEYS = {
     "COHERE_API_KEY": "Cohere",
     "HF_TOKEN": "Hugging Face",
 }
-# litellm provider prefix -> the variable holding its key (None: no key needed)
-KEY_OF_PROVIDER: dict[str, str | None] = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "deepinfra": "DEEPINFRA_API_KEY",
-    "fireworks_ai": "FIREWORKS_AI_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "xai": "XAI_API_KEY",
-    "cohere": "COHERE_API_KEY",
-    "ollama": None,
-    "ollama_chat": None,
-    "local": None,
-}
 _ID_RE = re.compile(r"[A-Za-z0-9_.:/@-]+")
 RESERVED = {RANDOM_MODEL}  # built-in ids (and every LOCAL_PREFIX id) cannot be registered
 
@@ -67,14 +50,6 @@ def key_status(environ: Mapping[str, str] | None = None) -> list[dict[str, objec
         {"variable": name, "provider": provider, "present": bool(env.get(name, "").strip())}
         for name, provider in names.items()
     ]
-
-
-def key_for_model(model_id: str, api_base: str | None = None) -> str | None:
-    """The variable a model's key is read from; None for built-ins and own endpoints."""
-    if model_id in RESERVED or api_base:
-        return None  # own servers (Ollama, vLLM, ...) usually need no key
-    provider = model_id.split("/", 1)[0] if "/" in model_id else "openai"
-    return KEY_OF_PROVIDER.get(provider, f"{provider.upper()}_API_KEY")
 
 
 def user_models_path() -> Path:
