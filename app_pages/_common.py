@@ -245,7 +245,8 @@ def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
         if source == "all":
             return "All results in this database"
         kind, _, name = source.partition(":")
-        return f"Run {run_label(runs[name])}" if kind == "run" else f"Dataset {name}"
+        # options are plain text: a Markdown-escaped label would show its backslashes
+        return f"Run {run_option(runs[name])}" if kind == "run" else f"Dataset {name}"
 
     return sources, label
 

@@ -154,6 +154,7 @@ def test_explore_points_at_studies_and_lists_only_paired_runs(random_run: str, d
     at = open_page("explore")
     options = at.selectbox(key="explore_source").options
     assert len(options) == 2 and paired in options[1] and not any(random_run in o for o in options)
+    assert "\\" not in options[1]  # a plain option: no Markdown escapes such as "07\\:56"
 
 
 def test_start_a_study_run_watch_it_finish_and_read_its_results(db: Path) -> None:
