@@ -78,6 +78,7 @@ def test_conversation_viewer_shows_the_turns_as_chat(page: Any, tmp_path: Path) 
     choose(page, "Mitigation", "selfhelp")
     settle(page)
     bubbles = page.get_by_test_id("stChatMessage")
+    bubbles.nth(2 * 7 - 1).wait_for()  # a loaded machine may still be drawing the last ones
     assert bubbles.count() == 2 * 7  # six decisions and the revise turn, each asked and answered
     texts = bubbles.all_inner_texts()
     assert "You review applications" in texts[0]
