@@ -67,6 +67,25 @@ def test_the_fixture_pair_imports_as_three_perturbation_pairs(tmp_path: Path):
         assert import_peek(store, [FIXTURE / GOLD, FIXTURE / RANDOM]).unchanged
 
 
+def test_an_item_without_a_partner_is_reported_unpaired_and_in_no_table(tmp_path: Path):
+    """Issue 19: a missing partner is no longer an error (nor a self-pair): it is unpaired."""
+    folder = _copy(tmp_path)
+    _edit(folder / RANDOM, lambda d: d["2"].update(question_idx=7))
+    with Store(tmp_path / "r.db") as store:
+        summary = import_peek(store, [folder])
+        items = _instances(store, "peek2024")
+    assert summary.pairs == {"demo_original": 2}
+    assert summary.paired_items == {"demo_original": 4}
+    assert summary.unpaired_items == {"demo_original": 2}  # gold 2 and random 7
+    assert "family demo_original: 4 items in true pairs, 2 unpaired" in summary.describe()
+    assert sorted((i.variant, i.test_case) for i in items) == [
+        ("pair", "demo_original"),
+        ("pair", "demo_original"),
+        ("unpaired", "demo_original_gold"),
+        ("unpaired", "demo_original_random"),
+    ]
+
+
 def test_an_unpaired_file_imports_as_plain_reasoning_items(tmp_path: Path):
     folder = tmp_path / "files"
     folder.mkdir()
@@ -92,9 +111,9 @@ def test_an_unpaired_file_imports_as_plain_reasoning_items(tmp_path: Path):
             rf"{GOLD}, row 1, column 'question_idx': .*expected a whole number",
         ),
         (
-            RANDOM,
-            lambda d: d["2"].update(question_idx=7),
-            rf"{RANDOM}, column 'question_idx': has no item with question_idx 2",
+            GOLD,
+            lambda d: d["2"].update(target_answer="(c) Maya is a nurse."),
+            rf"{GOLD}, row 3, column 'target_answer': .*matches none of the options written",
         ),
         (
             GOLD,

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from cogbias.core.metrics import MetricParams
-from cogbias.core.templates import Filled, render_decision_text
+from cogbias.core.templates import SECTIONS, Filled, render_decision_text
 
 FailureKind = Literal["transient", "fatal", "unparseable", "invalid"]
 FAILURE_KINDS: tuple[str, ...] = ("transient", "fatal", "unparseable", "invalid")
@@ -66,14 +66,21 @@ def cap_text(text: str | None, limit: int = MAX_ANSWER_CHARS) -> tuple[str | Non
 
 
 def encode_filled(filled: Filled) -> str:
-    return dumps(
-        {"situation": filled.situation, "prompt": filled.prompt, "options": list(filled.options)}
-    )
+    data: dict[str, Any] = {
+        "situation": filled.situation,
+        "prompt": filled.prompt,
+        "options": list(filled.options),
+    }
+    if filled.layout != SECTIONS:  # stored halves of the default layout keep their text
+        data["layout"] = filled.layout
+    return dumps(data)
 
 
 def decode_filled(text: str) -> Filled:
     data = json.loads(text)
-    return Filled(data["situation"], data["prompt"], tuple(data["options"]))
+    return Filled(
+        data["situation"], data["prompt"], tuple(data["options"]), data.get("layout", SECTIONS)
+    )
 
 
 def filled_text(text: str | None) -> str | None:

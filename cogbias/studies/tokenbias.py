@@ -345,6 +345,8 @@ def results(
         )
     alternatives = json.loads(stored["meta"] or "{}").get("alternatives", {})
     frame = correctness_frame(store, dataset)
+    # only true pairs are counted: unpaired items have a test case but no hypothesis
+    frame = frame[frame["hypothesis"].isin(list(alternatives))]
     return analysis.hypothesis_table(frame, alternatives, alpha, normal_above)
 
 

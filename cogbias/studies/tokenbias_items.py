@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cogbias.core.templates import Filled, substitute
+from cogbias.core.templates import LETTERED, Filled, substitute
 
 FIELDS = ("situation", "prompt", "options")
 OPS = ("replace", "swap_name", "quantifiers", "frame_source", "hint")
@@ -38,7 +38,8 @@ class ReasoningItem:
     correct: int
 
     def filled(self) -> Filled:
-        return Filled(self.situation, self.prompt, self.options)
+        """Shown as the paper shows its items: the question, then "(a) …", "(b) …"."""
+        return Filled(self.situation, self.prompt, self.options, LETTERED)
 
     def texts(self) -> dict[str, str]:
         out = {"situation": self.situation, "prompt": self.prompt}
