@@ -211,7 +211,7 @@ def _check_hypothesis(
         for key in items.REQUIRED[kind]:
             if key not in op:
                 raise StudyError(path, f"{where}.perturb[{j}]", f"'{kind}' needs '{key}'")
-        if "list" in op and op["list"] not in lists:
+        if "list" in op and "{{" not in op["list"] and op["list"] not in lists:
             raise StudyError(path, f"{where}.perturb[{j}].list", f"no entity list {op['list']!r}")
 
 
