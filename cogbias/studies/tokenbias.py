@@ -33,6 +33,7 @@ from cogbias.library.testcases import DATA_DIR
 from cogbias.store import Store
 from cogbias.studies import analysis
 from cogbias.studies import tokenbias_items as items
+from cogbias.studies.tokenbias_hypotheses import describe_alternative
 
 STUDY_FILE = DATA_DIR / "tokenbias.toml"
 KIND = "tokenbias-study"
@@ -347,7 +348,10 @@ def results(
     frame = correctness_frame(store, dataset)
     # only true pairs are counted: unpaired items have a test case but no hypothesis
     frame = frame[frame["hypothesis"].isin(list(alternatives))]
-    return analysis.hypothesis_table(frame, alternatives, alpha, normal_above)
+    table = analysis.hypothesis_table(frame, alternatives, alpha, normal_above)
+    # which way each test looks, stated beside its p-value (one-sided: which side)
+    table["direction"] = [describe_alternative(a) for a in table["alternative"]]
+    return table
 
 
 def token_bias_datasets(store: Store) -> list[str]:
