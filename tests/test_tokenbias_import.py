@@ -185,3 +185,25 @@ def test_tables_state_direction_and_explore_keeps_token_bias_rows_off_its_legend
     assert table["direction"].tolist() == ["two-sided: n12 != n21"]
     assert set(everything["bias"]) == {"anchoring", "demo_original"}
     assert set(shown["bias"]) == {"anchoring"} and only_tokens.empty
+
+
+def test_h2_pairs_an_items_answers_across_two_prompting_runs(tmp_path: Path):
+    """H2 perturbs the prompt: P is the item under one_shot, P' the same item under one_shot@Bob."""
+    from cogbias.runs import executor, paired_plan
+    from cogbias.studies import tokenbias
+    from tests.dataset_helpers import FIXTURES
+
+    with Store(tmp_path / "r.db") as store:
+        summary = import_peek(store, [FIXTURES / "tokenbias-released-excerpt"])
+        assert "H2" in summary.by_prompting
+        table = tokenbias.results(store, "peek2024")
+        assert "H2" not in set(table["hypothesis"])  # no run with both methods yet
+        for method in ("one_shot", "one_shot@Bob"):
+            spec = paired_plan.RunSpec(models=["random"], dataset="peek2024", prompting=method)
+            assert executor.execute(paired_plan.plan(spec, store), store)["status"] == "done"
+        table = tokenbias.results(store, "peek2024")
+    h2 = table[table["hypothesis"] == "H2"]
+    # the P items of H1 (linda_variant_one_to) and H3 (linda_variant_four): 2 + 2 in the excerpt
+    assert h2[["prompting", "n"]].values.tolist() == [["one_shot vs one_shot@Bob", 4]]
+    assert h2["direction"].iloc[0] == "one-sided: n12 > n21 (the perturbation hurts)"
+    assert "H6" not in set(table["hypothesis"])  # its methods were not run

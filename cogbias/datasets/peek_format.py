@@ -88,7 +88,11 @@ class PeekSummary(ImportSummary):
         for hypothesis, count in self.pairs.items():
             lines.append(f"  {hypothesis}: {count} true pairs")
         for name in self.by_prompting:
-            lines.append(f"  {name}: compares prompting methods, not files; no pairs imported")
+            lines.append(
+                f"  {name}: compares prompting methods on the same items, not files: no pairs "
+                "imported; run the dataset with both methods and `cogbias results hypotheses`"
+                " pairs the runs"
+            )
         families = sorted(set(self.paired_items) | set(self.unpaired_items))
         for family in families:
             lines.append(
@@ -133,6 +137,7 @@ def import_peek(
                 source=", ".join(str(f) for f in files),
                 alternatives=alternatives,
                 directions={h: report.directions[h] for h in alternatives},
+                prompting_hypotheses=report.prompting_hypotheses(),
             )
     summary = PeekSummary(**asdict(job.summary))
     summary.pairs = dict(report.pairs)
@@ -201,6 +206,28 @@ class _Report:
     unpaired_items: Counter[str] = field(default_factory=Counter)
     by_prompting: list[str] = field(default_factory=list)
     directions: dict[str, str] = field(default_factory=dict)
+
+    def prompting_hypotheses(self) -> dict[str, dict[str, Any]]:
+        """H2, H6: compared across prompting runs on the P items of the pair hypotheses whose
+        P files they list (stored so `results` can pair the runs' answers)."""
+        out = {}
+        for h in self.hypotheses:
+            if not h.compares_prompting:
+                continue
+            files = set(h.original)
+            sources = [
+                s.id
+                for s in self.hypotheses
+                if not s.compares_prompting and s.id in self.pairs and set(s.original) <= files
+            ]
+            if sources:
+                out[h.id] = {
+                    "methods": [list(m) for m in h.prompting],
+                    "sources": sources,
+                    "alternative": h.alternative,
+                    "direction": h.direction,
+                }
+        return out
 
 
 def _family_of(stem: str) -> str:

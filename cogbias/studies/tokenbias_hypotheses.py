@@ -34,7 +34,7 @@ class PaperHypothesis:
     original: tuple[str, ...]
     perturbed: tuple[str, ...]
     alternative: str
-    prompting: tuple[str, ...] = ()
+    prompting: tuple[tuple[str, str], ...] = ()  # (P method, P' method) pairs
 
     @property
     def file_pairs(self) -> list[tuple[str, str]]:
@@ -105,8 +105,16 @@ def _hypothesis(where: str, entry: Any) -> PaperHypothesis:
     if alternative not in ALTERNATIVES:
         raise HypothesisTableError(f"{where}.alternative: use one of {', '.join(ALTERNATIVES)}")
     prompting = entry.get("prompting", [])
-    if not isinstance(prompting, list) or len(prompting) not in (0, 2):
-        raise HypothesisTableError(f"{where}.prompting: two methods, [P method, P' method]")
+    if prompting and all(isinstance(p, str) for p in prompting):
+        prompting = [prompting]  # one pair written flat
+    if not isinstance(prompting, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(m, str) for m in p)
+        for p in prompting
+    ):
+        raise HypothesisTableError(
+            f"{where}.prompting: a list of [P method, P' method] pairs, e.g. "
+            '[["one_shot", "one_shot@Bob"]]'
+        )
     return PaperHypothesis(
         id=text("id"),
         title=text("title"),
@@ -114,5 +122,5 @@ def _hypothesis(where: str, entry: Any) -> PaperHypothesis:
         original=original,
         perturbed=perturbed,
         alternative=alternative,
-        prompting=tuple(str(p) for p in prompting),
+        prompting=tuple((str(a), str(b)) for a, b in prompting),
     )
