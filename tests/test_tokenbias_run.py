@@ -10,7 +10,8 @@ import pytest
 from fake_llm_server import FakeLLMServer, default_responder
 
 from cogbias.cli.main import main
-from cogbias.core import records
+from cogbias.core import metrics, records
+from cogbias.core.records import Instance
 from cogbias.datasets import tokenbias_study
 from cogbias.runs import executor, paired_plan, pipeline, prompting
 from cogbias.store import Store
@@ -113,8 +114,16 @@ def test_the_chosen_prompting_method_reaches_the_model(tmp_path: Path):
         )
         outcome = executor.execute(paired_plan.plan(spec, store), store, concurrency=4)
         assert outcome["status"] == "done" and outcome["done"] == 6
+        halves = set()
+        asked = "select i.* from instances i join decisions d on d.instance_id = i.id"
+        for row in store.query(asked):
+            instance = Instance.from_row(row)
+            order = metrics.option_order(2, metrics.should_reverse(instance.id, 0))
+            halves |= {instance.decision_text(h, order) for h in ("control", "treatment")}
     decisions = [m for m in seen if len(m) == 3]  # the extraction step is a single turn
-    assert len(decisions) == 12  # 6 pairs x 2 halves
+    # 6 pairs x 2 halves, each distinct text asked once (H5's P is H4's P': chained, and asked
+    # once when both are shown in the same order; the second comes from the cache)
+    assert sorted(m[-1]["content"] for m in decisions) == sorted(halves)
     for messages in decisions:
         assert [m["role"] for m in messages] == ["user", "assistant", "user"]
         assert "Bob works for a renewable energy company." in messages[0]["content"]
