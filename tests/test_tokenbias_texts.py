@@ -174,3 +174,38 @@ def test_an_empty_situation_gets_no_header():
     assert render_decision_text(Filled("S.", "P?", ("A", "B")), [1, 0]) == (
         "Situation: S.\n\nPrompt: P?\n\nAnswer options:\nOption 1: B\nOption 2: A"
     )
+
+
+def test_each_prompting_method_speaks_the_papers_words():
+    """Section 4 and Appendix B of Jiang et al. (2024), as data/prompting.toml states them."""
+    from cogbias.core.templates import LETTERED
+    from cogbias.runs import prompting
+
+    task = "Is this logically sound?\nAll pigs are animals."
+    question = prompting.question_for(LETTERED)
+    assert prompting.decision_messages(task, "baseline", question, LETTERED) == (("user", task),)
+    (zs,) = prompting.decision_messages(task, "zs_cot", question, LETTERED)
+    assert zs == ("user", task + "\n\nLet us think step by step.")
+    (weak,) = prompting.decision_messages(
+        task, "weak_control_zs_cot", question, LETTERED, "syllogism"
+    )
+    assert weak[1].startswith("Your task is to answer the following question by explicitly saying")
+    assert weak[1].endswith(task + "\n\nLet us think step by step.")
+    strong = prompting.decision_messages(task, "control_os_cot", question, LETTERED, "conjunction")
+    assert [role for role, _ in strong] == ["user", "assistant", "user"]
+    assert strong[0][1].startswith(
+        "Your task is to answer the following question by explicitly "
+        "selecting either option (a), (b), etc. Please aware"
+    )
+    # the conjunction hint ends "let's think step by step": the CoT line is not said twice
+    assert strong[0][1].count("step by step") == 1
+    assert "(a) Linda is a bank teller." in strong[0][1]  # the example, lettered like the item
+    assert strong[1][1].endswith("So the answer is (a) Linda is a bank teller.")
+    assert strong[2][1] == task  # the hint opens the conversation once
+    assert prompting.item_kind(("No", "Yes")) == "syllogism"
+    assert prompting.item_kind(("7", "Any value other than 7")) == "conjunction"
+    # Malberg test cases keep Malberg et al.'s DEC prompt (Appendix D)
+    assert pipeline.DEC_PROMPT == (
+        "You will be given a decision-making task with multiple answer options.\n\n{task}\n\n"
+        "Select exactly one option."
+    )
