@@ -3,7 +3,6 @@ and see the paper's analyses (Figures 5-7). A thin page over `cogbias.datasets`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,9 @@ from app_pages._common import (
     share_local_server,
     test_cases,
 )
+from cogbias.core.records import decode_filled
 from cogbias.core.redact import redact
-from cogbias.core.templates import Filled, render_decision_text
+from cogbias.core.templates import render_decision_text
 from cogbias.datasets import (
     FIELDS,
     ColumnMapping,
@@ -150,8 +150,7 @@ def _save_upload(uploaded: Any) -> Path:
 
 
 def _half_text(stored: str) -> str:
-    data = json.loads(stored)
-    return render_decision_text(Filled(data["situation"], data["prompt"], tuple(data["options"])))
+    return render_decision_text(decode_filled(stored))  # in its own layout (token-bias items)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -32,7 +32,7 @@ def summary(
     path: str, version: tuple[float, ...], run_id: str | None, dataset: str | None
 ) -> pd.DataFrame:
     with Store(path) as own:  # cached work may run in any session's thread: its own connection
-        return explore.heatmap_summary(own, run_id=run_id, dataset=dataset)
+        return explore.cognitive_bias_summary(own, run_id=run_id, dataset=dataset)
 
 
 studies_link(store)
@@ -78,7 +78,10 @@ except Exception as exc:
     st.error(f"The results could not be summarised: {friendly(exc)}")
     st.stop()
 if table.empty:
-    st.info("No decisions here yet. If this run is still going, results appear as it proceeds.")
+    st.info(
+        "No cognitive-bias decisions here yet. If this run is still going, results appear as "
+        "it proceeds; token-bias results are read on the **Token bias** page."
+    )
     st.stop()
 
 rows = explore.row_order(table, order)

@@ -104,6 +104,7 @@ shown = table[
         "test",
         "p_value",
         "p_adjusted",
+        "direction",
         "reject",
     ]
 ]
@@ -115,6 +116,7 @@ st.dataframe(
         "z": st.column_config.NumberColumn(format="%.6f"),
         "p_value": st.column_config.NumberColumn("p", format="%.6f"),
         "p_adjusted": st.column_config.NumberColumn("p (BH)", format="%.6f"),
+        "direction": st.column_config.TextColumn("H_a (test direction)"),
     },
 )
 

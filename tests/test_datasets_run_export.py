@@ -30,12 +30,19 @@ from cogbias.views.export import PAIR_COLUMNS, export
 from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, read_rows, snapshot
 
 
+def _question(text: str) -> str:
+    return text.split("\n\nAnswer options:")[0]
+
+
 def _published_params() -> dict[str, dict[str, float]]:
-    """treatment text as a decision model sees it -> the row's published metric_params."""
+    """treatment text as a decision model sees it (up to its options) -> the row's published
+    metric_params."""
     out = {}
     for row in read_rows(HUB_CSV)[1]:
         parsed = parse_prompt(row["treatment"])
-        text = render_decision_text(Filled(parsed.situation, parsed.prompt, parsed.options))
+        text = _question(
+            render_decision_text(Filled(parsed.situation, parsed.prompt, parsed.options))
+        )
         values = dict(
             (k.strip().strip("'"), float(v))
             for k, v in (p.split(":") for p in row["metric_params"].strip("{}").split(","))
@@ -60,7 +67,11 @@ def test_hub_run_scores_every_pair_with_its_own_metric_params(tmp_path):
     assert len(rows) == 12 and list(rows[0]) == list(PAIR_COLUMNS)
     assert {row["reversed"] for row in rows} == {"true", "false"}  # option reversal happened
     for row in rows:
-        params = published[row["treatment_text"]]
+        params = published[_question(row["treatment_text"])]
+        # the exported text is what the model read: its options in the order presented
+        options, order = json.loads(row["treatment_options"]), json.loads(row["treatment_order"])
+        shown = [f"Option {i + 1}: {options[j]}" for i, j in enumerate(order)]
+        assert row["treatment_text"].endswith("Answer options:\n" + "\n".join(shown))
         assert (float(row["k"]), float(row["y1"]), float(row["y2"])) == (
             params["k"],
             params["x_1"],

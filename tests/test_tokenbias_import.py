@@ -67,6 +67,25 @@ def test_the_fixture_pair_imports_as_three_perturbation_pairs(tmp_path: Path):
         assert import_peek(store, [FIXTURE / GOLD, FIXTURE / RANDOM]).unchanged
 
 
+def test_an_item_without_a_partner_is_reported_unpaired_and_in_no_table(tmp_path: Path):
+    """Issue 19: a missing partner is no longer an error (nor a self-pair): it is unpaired."""
+    folder = _copy(tmp_path)
+    _edit(folder / RANDOM, lambda d: d["2"].update(question_idx=7))
+    with Store(tmp_path / "r.db") as store:
+        summary = import_peek(store, [folder])
+        items = _instances(store, "peek2024")
+    assert summary.pairs == {"demo_original": 2}
+    assert summary.paired_items == {"demo_original": 4}
+    assert summary.unpaired_items == {"demo_original": 2}  # gold 2 and random 7
+    assert "family demo_original: 4 items in true pairs, 2 unpaired" in summary.describe()
+    assert sorted((i.variant, i.test_case) for i in items) == [
+        ("pair", "demo_original"),
+        ("pair", "demo_original"),
+        ("unpaired", "demo_original_gold"),
+        ("unpaired", "demo_original_random"),
+    ]
+
+
 def test_an_unpaired_file_imports_as_plain_reasoning_items(tmp_path: Path):
     folder = tmp_path / "files"
     folder.mkdir()
@@ -92,9 +111,9 @@ def test_an_unpaired_file_imports_as_plain_reasoning_items(tmp_path: Path):
             rf"{GOLD}, row 1, column 'question_idx': .*expected a whole number",
         ),
         (
-            RANDOM,
-            lambda d: d["2"].update(question_idx=7),
-            rf"{RANDOM}, column 'question_idx': has no item with question_idx 2",
+            GOLD,
+            lambda d: d["2"].update(target_answer="(c) Maya is a nurse."),
+            rf"{GOLD}, row 3, column 'target_answer': .*matches none of the options written",
         ),
         (
             GOLD,
@@ -145,3 +164,46 @@ def test_the_command_line_still_starts_without_pandas_or_scipy():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_tables_state_direction_and_explore_keeps_token_bias_rows_off_its_legend(tmp_path: Path):
+    from cogbias.runs import executor, paired_plan
+    from cogbias.studies import tokenbias
+    from cogbias.views import explore
+
+    with Store(tmp_path / "r.db") as store:
+        import_peek(store, [FIXTURE])
+        for spec in (
+            paired_plan.RunSpec(models=["random"], dataset="peek2024"),
+            paired_plan.RunSpec(models=["random"], biases=["anchoring"], generator="examples"),
+        ):
+            assert executor.execute(paired_plan.plan(spec, store), store)["status"] == "done"
+        table = tokenbias.results(store, "peek2024")
+        everything = explore.heatmap_summary(store)
+        shown = explore.cognitive_bias_summary(store)
+        only_tokens = explore.cognitive_bias_summary(store, dataset="peek2024")
+    assert table["direction"].tolist() == ["two-sided: n12 != n21"]
+    assert set(everything["bias"]) == {"anchoring", "demo_original"}
+    assert set(shown["bias"]) == {"anchoring"} and only_tokens.empty
+
+
+def test_h2_pairs_an_items_answers_across_two_prompting_runs(tmp_path: Path):
+    """H2 perturbs the prompt: P is the item under one_shot, P' the same item under one_shot@Bob."""
+    from cogbias.runs import executor, paired_plan
+    from cogbias.studies import tokenbias
+    from tests.dataset_helpers import FIXTURES
+
+    with Store(tmp_path / "r.db") as store:
+        summary = import_peek(store, [FIXTURES / "tokenbias-released-excerpt"])
+        assert "H2" in summary.by_prompting
+        table = tokenbias.results(store, "peek2024")
+        assert "H2" not in set(table["hypothesis"])  # no run with both methods yet
+        for method in ("one_shot", "one_shot@Bob"):
+            spec = paired_plan.RunSpec(models=["random"], dataset="peek2024", prompting=method)
+            assert executor.execute(paired_plan.plan(spec, store), store)["status"] == "done"
+        table = tokenbias.results(store, "peek2024")
+    h2 = table[table["hypothesis"] == "H2"]
+    # the P items of H1 (linda_variant_one_to) and H3 (linda_variant_four): 2 + 2 in the excerpt
+    assert h2[["prompting", "n"]].values.tolist() == [["one_shot vs one_shot@Bob", 4]]
+    assert h2["direction"].iloc[0] == "one-sided: n12 > n21 (the perturbation hurts)"
+    assert "H6" not in set(table["hypothesis"])  # its methods were not run

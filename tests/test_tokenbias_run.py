@@ -10,7 +10,8 @@ import pytest
 from fake_llm_server import FakeLLMServer, default_responder
 
 from cogbias.cli.main import main
-from cogbias.core import records
+from cogbias.core import metrics, records
+from cogbias.core.records import Instance
 from cogbias.datasets import tokenbias_study
 from cogbias.runs import executor, paired_plan, pipeline, prompting
 from cogbias.store import Store
@@ -24,7 +25,8 @@ def test_baseline_messages_are_the_standard_decision_prompt():
         ("user", QUESTION.format(task="TASK")),
     )
     (only,) = prompting.decision_messages("TASK", "zs_cot", QUESTION)
-    assert only == ("user", QUESTION.format(task="TASK") + "\n\nLet's think step by step.")
+    # the paper's words (Jiang et al. 2024, Section 4): "Let us think step by step"
+    assert only == ("user", QUESTION.format(task="TASK") + "\n\nLet us think step by step.")
 
 
 @pytest.mark.parametrize(
@@ -46,7 +48,13 @@ def test_shots_come_first_as_earlier_turns(method, shots):
 def test_one_shot_can_rename_the_exemplars_protagonist():
     (user, assistant, _) = prompting.decision_messages("TASK", "one_shot_cot@Bob", QUESTION)
     assert "Linda" not in user[1] + assistant[1]
-    assert "Bob is a bank teller." in user[1] and "Bob majored in philosophy" in user[1]
+    # the paper's own Bob version (Appendix A), not "Linda" renamed ("Bob ... She majored")
+    assert "Bob works for a renewable energy company." in user[1]
+    assert "Bob is 29 years old" in user[1] and "She " not in user[1]
+    assert assistant[1].endswith("So the answer is Option 2.")
+    # a name the data has no version for is swapped in the first example
+    (user, _, _) = prompting.decision_messages("TASK", "one_shot@Maria", QUESTION)
+    assert "Maria is a bank teller." in user[1] and "Linda" not in user[1]
 
 
 @pytest.mark.parametrize(
@@ -106,11 +114,19 @@ def test_the_chosen_prompting_method_reaches_the_model(tmp_path: Path):
         )
         outcome = executor.execute(paired_plan.plan(spec, store), store, concurrency=4)
         assert outcome["status"] == "done" and outcome["done"] == 6
+        halves = set()
+        asked = "select i.* from instances i join decisions d on d.instance_id = i.id"
+        for row in store.query(asked):
+            instance = Instance.from_row(row)
+            order = metrics.option_order(2, metrics.should_reverse(instance.id, 0))
+            halves |= {instance.decision_text(h, order) for h in ("control", "treatment")}
     decisions = [m for m in seen if len(m) == 3]  # the extraction step is a single turn
-    assert len(decisions) == 12  # 6 pairs x 2 halves
+    # 6 pairs x 2 halves, each distinct text asked once (H5's P is H4's P': chained, and asked
+    # once when both are shown in the same order; the second comes from the cache)
+    assert sorted(m[-1]["content"] for m in decisions) == sorted(halves)
     for messages in decisions:
         assert [m["role"] for m in messages] == ["user", "assistant", "user"]
-        assert "Bob is a bank teller." in messages[0]["content"]
+        assert "Bob works for a renewable energy company." in messages[0]["content"]
 
 
 def _export_rows(db: Path, tmp_path: Path) -> list[dict[str, str]]:

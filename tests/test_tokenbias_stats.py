@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from cogbias.core import metrics
 from cogbias.studies import analysis
 from cogbias.studies.analysis import ORIGINAL_BETTER, PERTURBED_BETTER, TWO_SIDED
+from cogbias.studies.tokenbias_hypotheses import ALTERNATIVES, load_hypotheses
 
 
 @pytest.mark.parametrize(
@@ -39,16 +41,61 @@ def test_exact_binomial_for_zero_of_six_discordant_pairs_is_one_in_64():
 
 
 def test_normal_approximation_above_the_threshold_and_the_threshold_is_configurable():
-    # n* = 20 > 10: one-sided normal tail of z = (19 - 1) / sqrt(20)
-    p, test = analysis.matched_pairs_p(1, 19, PERTURBED_BETTER)
+    # n* = 26 > 24 (the default since Tables 3-8 reproduce with it): one-sided normal tail
+    p, test = analysis.matched_pairs_p(1, 25, PERTURBED_BETTER)
     assert test == "normal"
-    assert p == pytest.approx(0.5 * math.erfc(18 / math.sqrt(20) / math.sqrt(2)), rel=1e-12)
-    # with the threshold raised, the same counts get the exact tail: 21 / 2**20
-    p, test = analysis.matched_pairs_p(1, 19, PERTURBED_BETTER, normal_above=20)
-    assert (p, test) == (pytest.approx(21 / 2**20, rel=1e-12), "exact")
+    assert p == pytest.approx(0.5 * math.erfc(24 / math.sqrt(26) / math.sqrt(2)), rel=1e-12)
+    # with the threshold raised, the same counts get the exact tail: 27 / 2**26
+    p, test = analysis.matched_pairs_p(1, 25, PERTURBED_BETTER, normal_above=26)
+    assert (p, test) == (pytest.approx(27 / 2**26, rel=1e-12), "exact")
+    # and n* = 24 is still exact by default: the paper's "exact test while n* < 25"
+    assert analysis.matched_pairs_p(1, 23, PERTURBED_BETTER)[1] == "exact"
     assert analysis.matched_pairs_p(0, 0, TWO_SIDED) == (1.0, "exact")
     with pytest.raises(ValueError, match="unknown alternative"):
         analysis.matched_pairs_p(1, 2, "bigger")
+
+
+APPENDIX_D = Path(__file__).parent / "fixtures" / "tokenbias-tables" / "appendix_d.tsv"
+# Appendix D's table -> the hypothesis (data/tokenbias_hypotheses.toml) whose direction it tests
+TABLE_HYPOTHESIS = {3: "H2", 4: "H3", 5: "H4", 6: "H5", 7: "H5b", 8: "H6"}
+
+
+def test_default_settings_reproduce_appendix_d_tables_3_to_8_from_their_counts():
+    """Every BH-adjusted p-value to the printed 6 decimals and every reject decision.
+
+    The directions come from the hypothesis table the importer uses, so a wrong direction
+    there fails here too. With the old default (exact only up to n* = 10) 102 rows differ.
+    """
+    hypotheses = load_hypotheses()
+    table = pd.read_csv(APPENDIX_D, sep="\t")
+    assert sorted(table["table"].unique()) == list(TABLE_HYPOTHESIS)
+    differing, flipped = [], []
+    for number, rows in table.groupby("table"):
+        alternative = hypotheses[TABLE_HYPOTHESIS[number]].alternative
+        p = [
+            analysis.matched_pairs_p(a, b, alternative)[0]
+            for a, b in zip(rows.n12, rows.n21, strict=True)
+        ]
+        adjusted = analysis.benjamini_hochberg(p)
+        for row, value in zip(rows.itertuples(), adjusted, strict=True):
+            if abs(round(float(value), 6) - row.p_adjusted) > 1.5e-6:
+                differing.append((number, row.model, row.prompting, value, row.p_adjusted))
+            if bool(value < analysis.ALPHA) != bool(row.reject):
+                flipped.append((number, row.model, row.prompting))
+    assert len(table) == 270
+    assert differing == [] and flipped == []
+    # the threshold matters: the old default of 10 does not reproduce the tables
+    old = analysis.matched_pairs_p(5, 15, TWO_SIDED, normal_above=10)[0]
+    assert old != pytest.approx(analysis.matched_pairs_p(5, 15, TWO_SIDED)[0], rel=1e-3)
+
+
+def test_hypothesis_table_speaks_the_analysis_alternatives():
+    assert set(ALTERNATIVES) == set(analysis.ALTERNATIVES)
+    hypotheses = load_hypotheses()
+    assert {"H1", "H2", "H3", "H4", "H5", "H6"} <= set(hypotheses)
+    assert hypotheses["H5"].file_pairs == [("sets_original_random", "sets_original_framing_gold")]
+    assert [p for _, p in hypotheses["math_random"].file_pairs] == ["math_original_random"]
+    assert "n12 < n21" in hypotheses["H3"].direction
 
 
 def test_pair_table_counts_each_cell():

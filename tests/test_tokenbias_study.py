@@ -191,3 +191,22 @@ def test_materialise_is_one_idempotent_dataset_the_runner_can_plan(tmp_path: Pat
             paired_plan.RunSpec(models=["random"], dataset="tokenbias", per_bias=2), store
         )
         assert len(plan.instance_ids) == 12
+
+
+def test_h3_name_swaps_keep_the_celebritys_gender():
+    """P' never reads "Hana ... His team": a woman's name replaces a woman, a man's a man."""
+    study = tokenbias.load_study()
+    h3 = study.hypotheses["tb_h3_celebrity_name"]
+    genders = {e["celebrity"]: e["gender"] for e in study.lists["celebrity_events"]}
+    assert set(genders.values()) == {"woman", "man"}
+    seen = set()
+    for index in range(40):
+        pair = tokenbias.build_pair(study, h3, index)
+        celebrity = pair.values["sampled"]["celebrity"]
+        gender = genders[celebrity]
+        new = next(n for n in study.lists[f"names_{gender}"] if n in pair.treatment.situation)
+        other = "man" if gender == "woman" else "woman"
+        assert not any(n in pair.treatment.situation for n in study.lists[f"names_{other}"])
+        assert celebrity not in pair.treatment.situation and new not in pair.control.situation
+        seen.add(gender)
+    assert seen == {"woman", "man"}

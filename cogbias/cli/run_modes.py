@@ -44,7 +44,7 @@ _RUN_DEFAULTS: dict[str, Any] = dict(
     poll_seconds=30.0,
 )
 _RESULTS_DEFAULTS: dict[str, Any] = dict(
-    run=None, dataset=None, study=None, by=None, alpha=0.05, normal_above=10, format="table"
+    run=None, dataset=None, study=None, by=None, alpha=0.05, normal_above=24, format="table"
 )
 
 
@@ -297,7 +297,7 @@ def add_results(commands: Any) -> None:
     p.add_argument(
         "--normal-above",
         type=int,
-        default=10,
+        default=24,  # studies.analysis.NORMAL_ABOVE (the CLI starts without SciPy)
         help="exact binomial test up to this many discordant pairs, normal above",
     )
     parsers["`cogbias results hypotheses NAME`"] = p

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from cogbias.core.metrics import MetricParams
-from cogbias.core.templates import Filled, render_decision_text
+from cogbias.core.templates import SECTIONS, Filled, render_decision_text
 
 FailureKind = Literal["transient", "fatal", "unparseable", "invalid"]
 FAILURE_KINDS: tuple[str, ...] = ("transient", "fatal", "unparseable", "invalid")
@@ -66,14 +66,21 @@ def cap_text(text: str | None, limit: int = MAX_ANSWER_CHARS) -> tuple[str | Non
 
 
 def encode_filled(filled: Filled) -> str:
-    return dumps(
-        {"situation": filled.situation, "prompt": filled.prompt, "options": list(filled.options)}
-    )
+    data: dict[str, Any] = {
+        "situation": filled.situation,
+        "prompt": filled.prompt,
+        "options": list(filled.options),
+    }
+    if filled.layout != SECTIONS:  # stored halves of the default layout keep their text
+        data["layout"] = filled.layout
+    return dumps(data)
 
 
 def decode_filled(text: str) -> Filled:
     data = json.loads(text)
-    return Filled(data["situation"], data["prompt"], tuple(data["options"]))
+    return Filled(
+        data["situation"], data["prompt"], tuple(data["options"]), data.get("layout", SECTIONS)
+    )
 
 
 def filled_text(text: str | None) -> str | None:
@@ -424,12 +431,22 @@ def metric_fields(text: str | None) -> dict[str, Any]:
     }
 
 
-def half_fields(control: str | None, treatment: str | None) -> dict[str, Any]:
-    """`*_text` and `*_options` of both stored halves (original option order)."""
+def half_fields(
+    control: str | None,
+    treatment: str | None,
+    orders: tuple[Sequence[int] | None, Sequence[int] | None] = (None, None),
+) -> dict[str, Any]:
+    """`*_text` and `*_options` of both stored halves. The text is what the model read, in
+    the order presented when `orders` (a decision's `control_order`, `treatment_order`) is
+    given; `*_options` stay in the original order, as the answers' indices are."""
     out: dict[str, Any] = {}
-    for half, raw in (("control", control), ("treatment", treatment)):
+    for (half, raw), order in zip(
+        (("control", control), ("treatment", treatment)), orders, strict=True
+    ):
         filled = decode_filled(raw) if raw else None
-        out[f"{half}_text"] = render_decision_text(filled) if filled else None
+        if filled and order is not None and sorted(order) != list(range(len(filled.options))):
+            order = None  # not an order of these options: show the original one
+        out[f"{half}_text"] = render_decision_text(filled, order) if filled else None
         out[f"{half}_options"] = list(filled.options) if filled else None
     return out
 
@@ -450,7 +467,7 @@ def pair_record(row: Pair | Mapping[str, Any]) -> dict[str, Any]:
         "repeat": d.repeat,
         "scenario": pair.scenario,
         "variant": pair.variant,
-        **half_fields(pair.control_half, pair.treatment_half),
+        **half_fields(pair.control_half, pair.treatment_half, (d.control_order, d.treatment_order)),
         "n_options": pair.n_options,
         "control_order": d.control_order,
         "treatment_order": d.treatment_order,

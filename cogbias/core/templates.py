@@ -198,13 +198,24 @@ class Template:
         return found
 
 
+SECTIONS = "sections"  # "Situation: … Prompt: … Answer options: Option 1: …" (Malberg et al.)
+LETTERED = "lettered"  # the question, then "(a) …", "(b) …" as presented (the token-bias items)
+QUESTION = "question"  # the question alone: its options are not written out (Yes/No, a number)
+LAYOUTS = (SECTIONS, LETTERED, QUESTION)
+
+
 @dataclass(frozen=True)
 class Filled:
-    """A template with every gap filled: what a decision model is asked."""
+    """A template with every gap filled: what a decision model is asked.
+
+    `layout` says how the text is shown (one of LAYOUTS): each study shows its items as its
+    paper did, and the option labels always follow the order presented.
+    """
 
     situation: str
     prompt: str
     options: tuple[str, ...]
+    layout: str = SECTIONS
 
 
 GapFiller = Callable[[LLMGap], str | None]
@@ -233,12 +244,23 @@ def fill(template: Template, values: Mapping[str, Any], llm_fill: GapFiller) -> 
 
 
 def render_decision_text(filled: Filled, order: Sequence[int] | None = None) -> str:
-    """The text a decision model sees; `order` lists original option indices as presented."""
+    """The text a decision model sees; `order` lists original option indices as presented.
+
+    No section is written without content: an empty situation or prompt has no header.
+    """
     order = list(range(len(filled.options))) if order is None else list(order)
-    lines = [f"Situation: {filled.situation.strip()}", "", f"Prompt: {filled.prompt.strip()}", ""]
-    lines.append("Answer options:")
-    lines += [f"Option {i + 1}: {filled.options[j]}" for i, j in enumerate(order)]
-    return "\n".join(lines)
+    situation, prompt = filled.situation.strip(), filled.prompt.strip()
+    if filled.layout in (LETTERED, QUESTION):
+        lines = [text for text in (situation, prompt) if text]
+        if filled.layout == LETTERED:
+            lines += [f"({chr(ord('a') + i)}) {filled.options[j]}" for i, j in enumerate(order)]
+        return "\n".join(lines)
+    blocks = [f"Situation: {situation}"] if situation else []
+    blocks += [f"Prompt: {prompt}"] if prompt else []
+    if order:
+        options = [f"Option {i + 1}: {filled.options[j]}" for i, j in enumerate(order)]
+        blocks.append("\n".join(["Answer options:", *options]))
+    return "\n\n".join(blocks)
 
 
 def render_options(options: Sequence[str], order: Sequence[int] | None = None) -> str:

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cogbias.core import metrics
 from cogbias.core.records import Instance, cap_text, decision_id, dumps, stable_id
 from cogbias.core.templates import (
+    SECTIONS,
     Filled,
     render_decision_text,
     render_options,
 )
 from cogbias.llm import random_provider
 from cogbias.llm.profiles import RANDOM_MODEL
-from cogbias.runs.prompting import BASELINE, decision_messages
+from cogbias.runs.prompting import BASELINE, decision_messages, item_kind, question_for
 
 if TYPE_CHECKING:
     from cogbias.llm import LLMClient, LLMResponse
@@ -33,11 +34,9 @@ T = TypeVar("T")
 # --------------------------------------------------------------------------- decide
 
 
-DEC_PROMPT = """Here is a decision-making task with several answer options.
-
-{task}
-
-Think it through briefly, then choose exactly one of the options."""
+# Each study asks in its paper's words (data/prompting.toml): Malberg et al.'s DEC prompt for
+# test cases, the token-bias items as they are (`prompting.question_for(layout)`).
+DEC_PROMPT = question_for(SECTIONS)
 # A 135M model's "reasoning" adds time, not accuracy: on 2 shared cores each token costs
 # 15-100 ms. Its answer budget is short (profiles.LOCAL_ANSWER_TOKENS); ask for one sentence.
 LOCAL_DEC_SUFFIX = "\nReply in one short sentence that names the option you choose."
@@ -121,7 +120,11 @@ async def decide_half(
         LLMRequest(
             model=model,
             messages=decision_messages(
-                task, prompting, DEC_PROMPT + LOCAL_DEC_SUFFIX * (local and prompting == BASELINE)
+                task,
+                prompting,
+                question_for(filled.layout) + LOCAL_DEC_SUFFIX * (local and prompting == BASELINE),
+                filled.layout,
+                item_kind(filled.options),
             ),
             temperature=temperature,
             seed=seed,

@@ -33,6 +33,7 @@ from cogbias.library.testcases import DATA_DIR
 from cogbias.store import Store
 from cogbias.studies import analysis
 from cogbias.studies import tokenbias_items as items
+from cogbias.studies.tokenbias_hypotheses import describe_alternative
 
 STUDY_FILE = DATA_DIR / "tokenbias.toml"
 KIND = "tokenbias-study"
@@ -211,7 +212,7 @@ def _check_hypothesis(
         for key in items.REQUIRED[kind]:
             if key not in op:
                 raise StudyError(path, f"{where}.perturb[{j}]", f"'{kind}' needs '{key}'")
-        if "list" in op and op["list"] not in lists:
+        if "list" in op and "{{" not in op["list"] and op["list"] not in lists:
             raise StudyError(path, f"{where}.perturb[{j}].list", f"no entity list {op['list']!r}")
 
 
@@ -323,10 +324,53 @@ def correctness_frame(store: Store, dataset: str) -> pd.DataFrame:
                     "prompting": prompting.get(decision.run_id, "published"),
                     "original_correct": decision.control_choice == int(metric["y1"]),
                     "perturbed_correct": decision.treatment_choice == int(metric["y2"]),
+                    "instance_id": decision.instance_id,
+                    "repeat": decision.repeat,
                 }
             )
-    columns = ["hypothesis", "model", "prompting", "original_correct", "perturbed_correct"]
-    return pd.DataFrame.from_records(records, columns=columns)
+    return pd.DataFrame.from_records(records, columns=CORRECTNESS_COLUMNS)
+
+
+CORRECTNESS_COLUMNS = [
+    "hypothesis",
+    "model",
+    "prompting",
+    "original_correct",
+    "perturbed_correct",
+    "instance_id",
+    "repeat",
+]
+
+
+def prompting_pairs(frame: pd.DataFrame, hypotheses: Mapping[str, Any]) -> pd.DataFrame:
+    """Rows for the hypotheses that perturb the prompt (the paper's H2 and H6).
+
+    P is an item's P half answered under the P method, P' the same item's P half answered under
+    the P' method, by the same model in the same repeat: only items answered both ways pair.
+    """
+    out = []
+    key = ["instance_id", "model", "repeat"]
+    for name, spec in hypotheses.items():
+        items = frame[frame["hypothesis"].isin(spec["sources"])]
+        for p_method, q_method in spec["methods"]:
+            p = items[items["prompting"] == p_method][[*key, "original_correct"]]
+            q = items[items["prompting"] == q_method][[*key, "original_correct"]]
+            joined = p.merge(q, on=key, suffixes=("_p", "_q")).drop_duplicates(key)
+            if joined.empty:
+                continue
+            out.append(
+                pd.DataFrame(
+                    {
+                        "hypothesis": name,
+                        "model": joined["model"],
+                        "prompting": f"{p_method} vs {q_method}",
+                        "original_correct": joined["original_correct_p"],
+                        "perturbed_correct": joined["original_correct_q"],
+                    }
+                )
+            )
+    columns = CORRECTNESS_COLUMNS[:5]
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=columns)
 
 
 def results(
@@ -343,9 +387,19 @@ def results(
             f"no study or dataset '{dataset}' in this database (present: {', '.join(names) or 'none'}); "
             "run `cogbias run --study tokenbias ...` first"
         )
-    alternatives = json.loads(stored["meta"] or "{}").get("alternatives", {})
+    meta = json.loads(stored["meta"] or "{}")
+    alternatives = dict(meta.get("alternatives", {}))
+    by_prompting = meta.get("prompting_hypotheses", {})
     frame = correctness_frame(store, dataset)
-    return analysis.hypothesis_table(frame, alternatives, alpha, normal_above)
+    # only true pairs are counted: unpaired items have a test case but no hypothesis
+    pairs = frame[frame["hypothesis"].isin(list(alternatives))][CORRECTNESS_COLUMNS[:5]]
+    across = prompting_pairs(frame, by_prompting)
+    alternatives.update({name: spec["alternative"] for name, spec in by_prompting.items()})
+    both = pd.concat([pairs, across], ignore_index=True) if len(across) else pairs
+    table = analysis.hypothesis_table(both, alternatives, alpha, normal_above)
+    # which way each test looks, stated beside its p-value (one-sided: which side)
+    table["direction"] = [describe_alternative(a) for a in table["alternative"]]
+    return table
 
 
 def token_bias_datasets(store: Store) -> list[str]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cogbias.core.templates import Filled, substitute
+from cogbias.core.templates import LETTERED, Filled, substitute
 
 FIELDS = ("situation", "prompt", "options")
 OPS = ("replace", "swap_name", "quantifiers", "frame_source", "hint")
@@ -38,7 +38,8 @@ class ReasoningItem:
     correct: int
 
     def filled(self) -> Filled:
-        return Filled(self.situation, self.prompt, self.options)
+        """Shown as the paper shows its items: the question, then "(a) …", "(b) …"."""
+        return Filled(self.situation, self.prompt, self.options, LETTERED)
 
     def texts(self) -> dict[str, str]:
         out = {"situation": self.situation, "prompt": self.prompt}
@@ -130,9 +131,12 @@ def _swap_name(
     """Replace a name (whole words only) by one drawn from an entity list, everywhere."""
     old = substitute(op["old"], ctx.values)
     everything = " ".join(item.texts().values())
-    choices = [str(n) for n in ctx.lists[op["list"]] if str(n) != old and str(n) not in everything]
+    name = substitute(op["list"], ctx.values)  # e.g. "names_{{event_gender}}": keep the gender
+    if name not in ctx.lists:
+        raise PerturbationError(f"no entity list {name!r} (from {op['list']!r})")
+    choices = [str(n) for n in ctx.lists[name] if str(n) != old and str(n) not in everything]
     if not choices:
-        raise PerturbationError(f"list '{op['list']}' has no name that is not already in the item")
+        raise PerturbationError(f"list '{name}' has no name that is not already in the item")
     new = ctx.rng.choice(choices)
     pattern = re.compile(rf"\b{re.escape(old)}\b")
     return _map_text(

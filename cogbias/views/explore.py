@@ -96,6 +96,31 @@ def heatmap_summary(
     return summarize_aggregates(cells_from_status_groups(groups))
 
 
+def token_bias_test_cases(store: Store) -> set[str]:
+    """The test cases of token-bias studies and imports (their datasets carry hypotheses).
+
+    Their score is (P' correct) - (P correct), not a cognitive bias: Explore's legend ("positive
+    means the model shows the bias") would misread them; the Token bias page reads them.
+    """
+    out: set[str] = set()
+    for row in store.datasets():
+        meta = row.get("meta") or {}
+        if "alternatives" in meta:
+            out |= set(meta["alternatives"]) | set(meta.get("biases", []))
+    return out
+
+
+def cognitive_bias_summary(
+    store: Store, run_id: str | None = None, dataset: str | None = None
+) -> pd.DataFrame:
+    """`heatmap_summary` without token-bias rows: what Explore's cognitive-bias legend reads."""
+    summary = heatmap_summary(store, run_id=run_id, dataset=dataset)
+    if summary.empty:
+        return summary
+    keep = ~summary["bias"].isin(token_bias_test_cases(store))
+    return summary[keep].reset_index(drop=True)
+
+
 def row_order(summary: pd.DataFrame, sort: str = "average") -> list[str]:
     """Biases in display order: by average mean score over models (highest first), or by name."""
     if summary.empty:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from cogbias.core.templates import Filled, render_decision_text
+from cogbias.core.records import decode_filled
+from cogbias.core.templates import render_decision_text
 
 
 def _half_text(raw: str | None) -> str:
@@ -16,8 +16,7 @@ def _half_text(raw: str | None) -> str:
     if not raw:
         return ""
     try:
-        data = json.loads(raw)
-        filled = Filled(data["situation"], data["prompt"], tuple(data["options"]))
+        filled = decode_filled(raw)  # the one codec: keeps the item's layout
     except (ValueError, KeyError, TypeError):
         return str(raw)
     return render_decision_text(filled)
