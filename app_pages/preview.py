@@ -1,5 +1,7 @@
 """Preview: fill a test case for a scenario and inspect the pair, insertion by insertion."""
 
+import html
+
 import streamlit as st
 
 from app_pages import _live, _pair
@@ -42,6 +44,11 @@ typed = st.text_input(
     placeholder="A hospital procurement lead choosing…",
 )
 scenario = typed.strip() or all_scenarios[number].text
+if typed.strip() and not examples.reads_scenario(scenario):
+    st.caption(
+        "The role and organisation are read from scenarios written like “A head teacher at a "
+        "secondary school deciding …”; this one is not, so they keep their defaults."
+    )
 
 generators = [*examples.generator_choices([m.id for m in infos]), NO_GENERATOR]
 c1, c2, c3 = st.columns([3, 1, 1])
@@ -99,7 +106,8 @@ st.caption(
     )
 )
 st.markdown(
-    f'<span style="border-bottom:2px solid {highlight.LLM_COLOR}">from the generator LLM</span>'
+    f'<span style="border-bottom:2px solid {highlight.LLM_COLOR}">[[gaps]] from '
+    f"{html.escape(highlight.gap_sources(instance))}</span>"
     f' &nbsp; <span style="border-bottom:2px solid {highlight.VALUE_COLOR}">from a value '
     "generator</span> &nbsp; (hover an insertion to see its gap)",
     unsafe_allow_html=True,

@@ -308,6 +308,22 @@ def test_preview_marks_generator_insertions_and_regenerates(db: Path, fake_model
     assert "seed 1" in texts(at)
 
 
+def test_preview_uses_a_typed_scenario_and_names_who_filled_the_gaps(db: Path) -> None:
+    at = open_page("preview")
+    at.selectbox(key="pv_case").set_value("anchoring")
+    typed = "A head teacher at a secondary school deciding on next year's budget"
+    at.text_input(key="pv_typed").input(typed).run()
+    at.button(key="pv_fill").click().run()  # the default generator: offline example fills
+    assert_clean(at)
+    html = "\n".join(m.value for m in at.markdown)
+    assert ">head teacher</span>" in html and ">a secondary school</span>" in html
+    assert "[[gaps]] from the scenario and example fills (offline)" in html
+    assert "generator LLM" not in html
+    assert "shape" not in texts(at) and "keep their defaults" not in texts(at)
+    at.text_input(key="pv_typed").input("Budget season, somewhere cold").run()
+    assert "keep their defaults" in texts(at)
+
+
 # --------------------------------------------------------------------------- run
 
 

@@ -94,6 +94,9 @@ def test_the_article_follows_the_position():
     scenario = next(s for s in SCENARIOS if s.position[0].lower() in "aeiou")
     instance = _generate(CASES["anchoring"], scenario.text)
     assert f"you are an {scenario.position} at" in instance.control.situation
+    # the insertion (what Preview and Learn mark) has the article the text has, not "a"
+    article = next(i["text"] for i in instance.insertions if i["gap"] == "a/an")
+    assert article == "an"
 
 
 def test_example_fills_are_deterministic_and_vary_with_seed_and_scenario():

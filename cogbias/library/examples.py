@@ -49,6 +49,12 @@ _SCENARIO_RE = re.compile(
     r"^An? (?P<position>.+?) at a company from the (?P<industry>.+?) industry group "
     r"deciding (?P<decision>.+?)\.?$"
 )
+# a scenario typed by a user: "A head teacher at a secondary school deciding on ..."
+_TYPED_RE = re.compile(
+    r"^(?:an?|the)\s+(?P<position>[^,.;]+?)\s+(?:at|in|for|of)\s+(?P<organization>[^,.;]+?)"
+    r"(?:\s+(?:deciding|choosing|planning|weighing|who|which|that)\b.*|[,.;].*)?$",
+    re.IGNORECASE | re.DOTALL,
+)
 _ORG_SIZES = ("a mid-sized", "a large", "a fast-growing", "a family-owned", "a listed")
 _TEMPLATE_SYNTAX_RE = re.compile(r"\[|\]|\{\{|\}\}|<[a-z/]|\bN/A\b|\ba/an\b", re.IGNORECASE)
 
@@ -82,14 +88,28 @@ class ScenarioFields:
     position: str
     industry: str
     decision: str
+    organization: str | None = None  # named in a typed scenario; else built from the industry
 
 
 def scenario_fields(text: str) -> ScenarioFields | None:
-    """Parse a scenario sentence as `library.Scenario.text` writes it; None for other texts."""
+    """Parse a scenario sentence as `library.Scenario.text` writes it, or one a user typed in
+    the same shape ("A head teacher at a secondary school deciding ..."); None otherwise."""
     match = _SCENARIO_RE.match(text.strip())
-    if match is None:
+    if match is not None:
+        return ScenarioFields(match["position"], match["industry"], match["decision"])
+    typed = _TYPED_RE.match(text.strip())
+    if typed is None:
         return None
-    return ScenarioFields(match["position"], match["industry"], match["decision"])
+    organization = typed["organization"].strip()
+    if not re.match(r"(?:an?|the|my|our)\s", organization, re.IGNORECASE):
+        organization = f"{article(organization)} {organization}"
+    return ScenarioFields(typed["position"].strip(), "", "", organization)
+
+
+def reads_scenario(text: str) -> bool:
+    """Whether the offline fills can take role and organisation from `text` (else they use a
+    default, and a page should say so)."""
+    return scenario_fields(text) is not None
 
 
 def scenario_fill(instruction: str, scenario: str, seed: int) -> str | None:
@@ -105,6 +125,8 @@ def scenario_fill(instruction: str, scenario: str, seed: int) -> str | None:
     if instruction == "type":
         position = fields.position if fields else "operations manager"
         return re.sub(r"\s+manager$", "", position) if position.endswith(" manager") else position
+    if fields and fields.organization:
+        return fields.organization
     industry = fields.industry if fields else "services"
     size = _ORG_SIZES[_index(seed, scenario) % len(_ORG_SIZES)]
     return f"{size} company in the {industry} industry"

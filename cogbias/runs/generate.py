@@ -170,13 +170,14 @@ async def generate(
     def from_fills(gap: LLMGap) -> str:
         return fills[gap.resolve(values)]
 
-    control = examples.fix_articles(fill(case.control, values, from_fills))
+    raw_control = fill(case.control, values, from_fills)  # `a/an` still marked
+    control = examples.fix_articles(raw_control)
     for gap in case.control.llm_gaps() + case.treatment.llm_gaps():
         key = gap.resolve(values)
         if not any(i["gap"] == key for i in insertions):
             text = fills[key]
-            if gap.instruction == examples.ARTICLE_GAP:
-                text = examples.first_article(control) or "a"
+            if gap.instruction == examples.ARTICLE_GAP:  # the article the text really has
+                text = examples.first_article(raw_control) or "a"
             extra = filler.sources.get(key, {"source": "llm"})
             insertions.append({"gap": key, **extra, "text": text})
 

@@ -122,6 +122,21 @@ def _insertion_span(text: str, source: str, title: str) -> str:
     )
 
 
+def gap_sources(instance: Instance) -> str:
+    """Who filled the `[[gaps]]` of this instance, in words, for a legend: the scenario,
+    example fills, the generator model (named) or a mix; "nobody yet" when none is filled."""
+    found = {i.get("source") for i in instance.insertions if i.get("source") != "value"}
+    words = {
+        "scenario": "the scenario",
+        "example": "example fills (offline)",
+        "llm": f"the generator model {instance.generator}",
+    }
+    named = [words[s] for s in ("scenario", "example", "llm") if s in found]
+    if not named:
+        return "nobody yet"
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+
+
 def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]:
     """A filled half as HTML, every insertion marked with its source (LLM or value generator).
 
