@@ -42,7 +42,8 @@ def add_commands(commands: Any) -> None:
         "--test-cases", action="store_true", help="export the dataset's test cases, not pairs"
     )
     p.add_argument("--format", choices=["csv", "jsonl", "parquet"], help="default: from -o")
-    p.add_argument("-o", "--output", required=True, help="file to write")
+    p.add_argument("-o", "--output", required=True, help="file to write (never the database)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.set_defaults(handler=_export)
 
     p = commands.add_parser(
@@ -165,6 +166,7 @@ def _export(args: argparse.Namespace) -> int:
             what="instances" if args.test_cases else "pairs",
             fmt=args.format,
             model=args.model,
+            force=args.force,
         )
     print(f"wrote {count} rows to {args.output}", file=sys.stderr)
     return 0

@@ -145,7 +145,7 @@ def _batch_export(args: argparse.Namespace) -> int:
 
     with Store(args.db) as store:
         plan = paired_plan.plan(paired_plan.stored_spec(store, args.run_id), store)
-        counts = batch.export_requests(plan, store, args.output, args.round)
+        counts = batch.export_requests(plan, store, args.output, args.round, args.force)
     total = sum(counts.values())
     detail = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
     print(

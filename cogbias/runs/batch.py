@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core import records
+from cogbias.core.outputs import replacing
 from cogbias.core.records import Instance, dumps
 from cogbias.llm import LLMClient, LLMRequest, cache_key
 from cogbias.llm.direct import close_sessions
@@ -119,17 +120,25 @@ async def _collect(plan: Plan, store: Store, client: CollectingClient) -> None:
 
 
 def export_requests(
-    plan: Plan, store: Store, path: str | Path, round_name: str | None = None
+    plan: Plan,
+    store: Store,
+    path: str | Path,
+    round_name: str | None = None,
+    force: bool = False,
 ) -> dict[str, int]:
     """Write the run's next calls (optionally one round's) as OpenAI batch JSONL; returns the
-    number written per round. The requests are remembered so their answers can be imported."""
+    number written per round. The requests are remembered so their answers can be imported.
+
+    The file is written beside `path` and renamed over it (`core.outputs.replacing`): never
+    over the store's database, and over an existing file only with `force`."""
     if round_name is not None and round_name not in ROUNDS:
         raise ValueError(f"--round must be one of {', '.join(ROUNDS)}, not {round_name!r}")
     counts = dict.fromkeys(ROUNDS, 0)
     rows: list[dict[str, Any]] = []
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
+    with (
+        replacing(path, force, (store.path,)) as temporary,
+        temporary.open("w", encoding="utf-8") as handle,
+    ):
 
         def write(key: str, req: LLMRequest, profile: ModelProfile) -> None:
             kind = round_of(req)

@@ -1,0 +1,94 @@
+"""Issue 22, "nothing lost": an export never writes over the database or an existing file
+unasked, a replace never strands runs, and a second batch import never replaces an answer.
+
+Every refused operation leaves the database's bytes exactly as they were."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from cogbias.cli.main import main
+from cogbias.store import Store
+
+
+def file_hash(db: Path) -> str:
+    """The database's bytes and its WAL's: unchanged means nothing was written."""
+    digest = hashlib.sha256(db.read_bytes())
+    wal = db.with_name(db.name + "-wal")
+    if wal.exists():
+        digest.update(wal.read_bytes())
+    return digest.hexdigest()
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str]:
+    """`cogbias ARGS` in this process: the exit code and what it printed (both streams)."""
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.fixture()
+def run_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, str]:
+    """A database with one finished offline run (the random baseline on example fills)."""
+    db = tmp_path / "runs.db"
+    code, text = cli(
+        capsys, "run", "pairs", "--models", "random", "--biases", "anchoring",
+        "--scenarios", 1, "--instances", 2, "--db", db,
+    )  # fmt: skip
+    assert code == 0, text
+    with Store(db) as store:
+        run_id = store.runs()[0]["id"]
+    return db, run_id
+
+
+# --------------------------------------------------------------------------- point 1
+
+
+def test_export_never_writes_over_the_database_or_an_existing_file_unasked(
+    run_db: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, run_id = run_db
+    before, size = file_hash(db), db.stat().st_size
+    # the probe: `export --run R -o DB --db DB` replaced the database with CSV, and
+    # `batch export R -o DB --db DB` truncated it; --force does not make it allowed
+    for force in ((), ("--force",)):
+        for fmt in ("csv", "jsonl", "parquet"):
+            code, text = cli(
+                capsys, "export", "--run", run_id, "-o", db, "--format", fmt, "--db", db, *force
+            )
+            assert code == 2 and "is the database this command reads" in text, text
+        code, text = cli(capsys, "batch", "export", run_id, "-o", db, "--db", db, *force)
+        assert code == 2 and "is the database this command reads" in text, text
+        # another spelling of the same file is the same file
+        alias = tmp_path / "alias.db"
+        alias.symlink_to(db)
+        code, text = cli(
+            capsys, "export", "--run", run_id, "-o", alias, "--format", "csv", "--db", db, *force
+        )
+        assert code == 2 and "is the database this command reads" in text, text
+        alias.unlink()
+        assert file_hash(db) == before and db.stat().st_size == size
+    assert not list(tmp_path.glob(".*.part"))  # no temporary file stays behind
+
+    # an existing output is kept unless --force says to replace it
+    out = tmp_path / "pairs.csv"
+    out.write_text("my own notes\n")
+    code, text = cli(capsys, "export", "--run", run_id, "-o", out, "--db", db)
+    assert code == 2 and "already exists; pass --force" in text, text
+    assert out.read_text() == "my own notes\n"
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("keep me\n")
+    code, text = cli(capsys, "batch", "export", run_id, "-o", requests, "--db", db)
+    assert code == 2 and "already exists; pass --force" in text, text
+    assert requests.read_text() == "keep me\n"
+    assert file_hash(db) == before
+
+    code, text = cli(capsys, "export", "--run", run_id, "-o", out, "--db", db, "--force")
+    assert code == 0, text
+    assert out.read_text().startswith("dataset,run_id,") and "wrote 2 rows" in text
+    code, text = cli(capsys, "batch", "export", run_id, "-o", requests, "--db", db, "--force")
+    assert code == 0 and requests.read_text() == "", text  # the run is done: nothing to ask
+    assert not list(tmp_path.glob(".*.part"))
