@@ -6,6 +6,7 @@ Every refused operation leaves the database's bytes exactly as they were."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,63 @@ def test_export_never_writes_over_the_database_or_an_existing_file_unasked(
     code, text = cli(capsys, "batch", "export", run_id, "-o", requests, "--db", db, "--force")
     assert code == 0 and requests.read_text() == "", text  # the run is done: nothing to ask
     assert not list(tmp_path.glob(".*.part"))
+
+
+# --------------------------------------------------------------------------- point 3
+
+
+def engine_output(requests: Path, results: Path, answer: str) -> int:
+    """What a batch engine writes for a requests file: `answer` to every request."""
+    lines = []
+    for number, line in enumerate(requests.read_text(encoding="utf-8").splitlines()):
+        body = {
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+        }
+        item = {"id": f"req-{number}", "custom_id": json.loads(line)["custom_id"],
+                "response": {"status_code": 200, "body": body}, "error": None}  # fmt: skip
+        lines.append(json.dumps(item) + "\n")
+    results.write_text("".join(lines), encoding="utf-8")
+    return len(lines)
+
+
+def test_a_second_batch_import_keeps_the_stored_answer_and_reports_a_different_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "batch.db"
+    code, text = cli(
+        capsys, "run", "pairs", "--models", "openai/engine", "--api-base",
+        "http://127.0.0.1:9/v1", "--biases", "anchoring", "--scenarios", 1, "--instances", 1,
+        "--db", db, "--plan-only",
+    )  # fmt: skip
+    assert code == 0, text
+    with Store(db) as store:
+        run_id = store.runs()[0]["id"]
+    requests, first, second = (tmp_path / n for n in ("r.jsonl", "a.jsonl", "b.jsonl"))
+    code, text = cli(capsys, "batch", "export", run_id, "-o", requests, "--db", db)
+    assert code == 0, text
+    count = engine_output(requests, first, "Option 1")
+    assert count > 0
+    code, text = cli(capsys, "batch", "import", first, "--db", db)
+    assert code == 0 and f"imported {count} answer(s)" in text, text
+
+    def stored() -> dict[str, str]:
+        with Store(db) as store:
+            rows = store.query("select key, response from llm_calls")
+        return {r["key"]: r["response"] for r in rows}
+
+    answers = stored()
+    assert set(answers.values()) == {"Option 1"}
+    before = file_hash(db)
+    # the same file again: every answer is already stored, nothing is written
+    code, text = cli(capsys, "batch", "import", first, "--db", db)
+    assert code == 0 and f"imported 0 answer(s) into the cache; {count} already stored" in text
+    assert file_hash(db) == before
+    # the probe: other answers for the same requests silently replaced the cached ones
+    engine_output(requests, second, "Option 2")
+    code, text = cli(capsys, "batch", "import", second, "--db", db)
+    assert code == 1, text
+    assert "b.jsonl, line 1: custom_id" in text and "already has a different answer" in text
+    assert f"error: {count} answer(s) conflict with answers already stored" in text
+    assert stored() == answers
+    assert file_hash(db) == before

@@ -169,7 +169,8 @@ def _batch_import(args: argparse.Namespace) -> int:
         except batch.BatchError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    print(f"imported {summary.answers} answer(s) into the cache", file=sys.stderr)
+    kept = f"; {summary.kept} already stored, kept" if summary.kept else ""
+    print(f"imported {summary.answers} answer(s) into the cache{kept}", file=sys.stderr)
     for line in summary.errors[:20]:
         print(f"  not imported: {line}", file=sys.stderr)
     if summary.errors:
@@ -177,6 +178,15 @@ def _batch_import(args: argparse.Namespace) -> int:
             f"{len(summary.errors)} request(s) had no answer; export again to retry them",
             file=sys.stderr,
         )
+    for line in summary.conflicts[:20]:
+        print(f"  conflict: {line}", file=sys.stderr)
+    if summary.conflicts:
+        print(
+            f"error: {len(summary.conflicts)} answer(s) conflict with answers already stored; "
+            "those were not imported (`cogbias cache prune` removes stored answers)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
