@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from dataset_helpers import HUB_CSV, edited_csv
 
 from cogbias.cli.main import main
 from cogbias.store import Store
@@ -153,3 +154,66 @@ def test_a_second_batch_import_keeps_the_stored_answer_and_reports_a_different_o
     assert f"error: {count} answer(s) conflict with answers already stored" in text
     assert stored() == answers
     assert file_hash(db) == before
+
+
+# --------------------------------------------------------------------------- point 2
+
+
+def test_a_replace_that_would_strand_runs_is_refused_and_names_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "ds.db"
+    code, text = cli(capsys, "import", "malberg2024-hub", HUB_CSV, "--name", "d", "--db", db)
+    assert code == 0, text
+    code, text = cli(capsys, "run", "dataset", "d", "--models", "random", "--db", db)
+    assert code == 0, text
+    with Store(db) as store:
+        run_id = store.runs()[0]["id"]
+        planned = store.run(run_id)["planned"]
+    exported = tmp_path / "before.csv"
+    code, text = cli(capsys, "export", "--run", run_id, "-o", exported, "--db", db)
+    assert code == 0 and f"wrote {planned} rows" in text, text
+
+    # the probe: the replaced dataset left the run's decisions on instances that were gone
+    # (export wrote 0 rows, resume counted "62 of 60")
+    def drop_two(header: list[str], rows: list[dict[str, str]]) -> None:
+        del rows[-2:]
+
+    smaller = edited_csv(HUB_CSV, tmp_path / "smaller.csv", drop_two)
+    before = file_hash(db)
+    code, text = cli(
+        capsys, "import", "malberg2024-hub", smaller, "--name", "d", "--replace", "--db", db
+    )
+    assert code == 2, text
+    assert f"would strand the decisions of run(s) {run_id} (2 decision(s))" in text, text
+    assert "--force" in text and "nothing was changed" in text
+    assert file_hash(db) == before
+    again = tmp_path / "again.csv"
+    code, text = cli(capsys, "export", "--run", run_id, "-o", again, "--db", db)
+    assert code == 0 and again.read_bytes() == exported.read_bytes(), text
+    code, text = cli(capsys, "import", "malberg2024-hub", smaller, "--name", "d", "--force",
+                     "--db", db)  # fmt: skip
+    assert code == 2 and "--force only goes with --replace" in text, text
+    assert file_hash(db) == before
+
+    # a replace that keeps every instance the run used goes through
+    def add_one(header: list[str], rows: list[dict[str, str]]) -> None:
+        rows.append({**rows[0], "scenario": rows[0]["scenario"] + " Another one."})
+
+    larger = edited_csv(HUB_CSV, tmp_path / "larger.csv", add_one)
+    code, text = cli(
+        capsys, "import", "malberg2024-hub", larger, "--name", "d", "--replace", "--db", db
+    )
+    assert code == 0 and "imported 'd'" in text, text
+    with Store(db) as store:
+        assert store.run(run_id) is not None
+
+    # --force deletes the stranded run explicitly, with the replace, in one transaction
+    code, text = cli(capsys, "import", "malberg2024-hub", smaller, "--name", "d", "--replace",
+                     "--force", "--db", db)  # fmt: skip
+    assert code == 0, text
+    assert f"deleted run {run_id}: {planned} decision(s)" in text and "imported 'd'" in text
+    with Store(db) as store:
+        assert store.run(run_id) is None
+        assert store.stranded_decisions([run_id]) == {}
+        assert store.counts()["instances"] == planned - 2
