@@ -270,10 +270,14 @@ def _effects(args: argparse.Namespace) -> int:
 
 
 def _print_frame(frame: Any, fmt: str) -> None:
+    """A table as CSV (formulas neutralised), JSON or text (control characters escaped)."""
+    from cogbias.cli.terminal import shown_frame
+    from cogbias.views.export import frame_csv
+
     if fmt == "csv":
-        frame.to_csv(sys.stdout, index=False)
+        frame_csv(frame, sys.stdout)
     elif fmt == "json":
         json.dump(json.loads(frame.to_json(orient="records")), sys.stdout, indent=1)
         print()
     else:
-        print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(shown_frame(frame).to_string(index=False, float_format=lambda v: f"{v:.3f}"))

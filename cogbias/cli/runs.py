@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from cogbias.cli.options import _table, execution_options, is_token_bias, refuse_pair_options
+from cogbias.core.safetext import csv_cell
 from cogbias.llm import costs
 
 
@@ -288,7 +289,7 @@ def _results(args: argparse.Namespace) -> int:
             sys.stdout, fieldnames=["bias", "model", "mean", "n", "failures", "failure_rate"]
         )
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
     else:
         _table(rows, ["bias", "model", "mean", "n", "failures", "failure_rate"])
     return 0
