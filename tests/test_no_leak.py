@@ -149,3 +149,146 @@ def test_batch_import_never_prints_an_engine_message_with_the_key(tmp_path: Path
         assert done.returncode == 0 and "error: bad key: " in done.stderr, done.stderr
         assert "***" in done.stderr
         assert leaks(done.stdout + done.stderr) == []
+
+
+# --------------------------------------------------------------------------- point 11
+
+FORMULA = '=HYPERLINK("http://127.0.0.1/x","click")'
+
+
+def read_csv(text: str) -> list[dict[str, str]]:
+    import csv
+    import io
+
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_csv_text_cells_never_start_a_formula_numbers_stay_numbers_jsonl_stays_exact(
+    tmp_path: Path,
+) -> None:
+    from dataset_helpers import MOHR_DIR, edited_csv, format_copy
+
+    # the paper's output format with a model, an answer and an error that start formulas
+    folder = format_copy(tmp_path / "fmt")
+    results = folder / "decision_results" / "stub-model.csv"
+
+    def hostile(header: list[str], rows: list[dict[str, str]]) -> None:
+        for row in rows:
+            row["model"] = FORMULA
+        rows[0]["control_answer"] = "@SUM(1+1) I choose something."
+        rows[1].update(status="ERROR", individual_score="", error_message="-2+3+cmd|' /C calc'!A0")
+        rows[1].update(control_decision="", treatment_decision="")
+
+    edited_csv(results, results, hostile)
+    db = tmp_path / "f.db"
+    done = cli("import", "malberg2024", folder, "--name", "+evil", "--db", db)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "pairs.csv"
+    assert cli("export", "--dataset", "+evil", "-o", out, "--db", db).returncode == 0
+    rows = read_csv(out.read_text(encoding="utf-8"))
+    assert {r["dataset"] for r in rows} == {"'+evil"}
+    assert {r["model"] for r in rows} == {"'" + FORMULA}
+    assert "'@SUM(1+1) I choose something." in {r["control_raw_answer"] for r in rows}
+    assert "'-2+3+cmd|' /C calc'!A0" in {r["error"] for r in rows}
+    for row in rows:  # numbers stay numbers, negative ones included
+        for name in ("score", "k", "y1", "temperature"):
+            assert row[name] == "" or float(row[name]) == float(row[name]), (name, row[name])
+    assert any(r["score"].startswith("-") for r in rows)  # a negative score, as a number
+    for row in rows:
+        for value in row.values():
+            assert not value.startswith(("=", "+", "@", "\t", "\r")), value
+            assert not value.startswith("-") or float(value) < 0, value
+    # JSONL keeps the exact text
+    exact = tmp_path / "pairs.jsonl"
+    assert cli("export", "--dataset", "+evil", "-o", exact, "--db", db).returncode == 0
+    records = [json.loads(line) for line in exact.read_text(encoding="utf-8").splitlines()]
+    assert {r["model"] for r in records} == {FORMULA}
+    assert {r["dataset"] for r in records} == {"+evil"}
+
+    # the tables the command prints as CSV: results and analyze
+    for command in (["results", "dataset", "+evil"], ["analyze", "--dataset", "+evil"]):
+        done = cli(*command, "--format", "csv", "--db", db)
+        assert done.returncode == 0, (command, done.stderr)
+        printed = read_csv(done.stdout)
+        assert printed and {r["model"] for r in printed} == {"'" + FORMULA}, done.stdout
+
+    # published effect sizes: a model name that is a formula, negative d values as numbers
+    mohr = tmp_path / "mohr"
+    import shutil
+
+    shutil.copytree(MOHR_DIR, mohr)
+    detections = mohr / "bias_detections.csv"
+
+    def rename_model(header: list[str], rows: list[dict[str, str]]) -> None:
+        for row in rows:
+            if row["model"] == "model-a":
+                row["model"] = "@model-a"
+
+    edited_csv(detections, detections, rename_model)
+    done = cli("import", "mohr2025", mohr, "--name", "m", "--db", db)
+    assert done.returncode == 0, done.stderr
+    done = cli("effects", "--db", db, "--dataset", "m", "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    printed = read_csv(done.stdout)
+    columns = list(printed[0])
+    assert "'@model-a" in columns or "'@model-a" in {r.get("model") for r in printed}, done.stdout
+    cells = [v for r in printed for v in r.values() if v]
+    quoted = [v for v in cells if v.startswith("'")]
+    assert quoted == ["'@model-a"] * len(quoted) and len(quoted) < len(cells)
+
+
+# --------------------------------------------------------------------------- point 12
+
+TITLE = "\x1b]0;pwned\x07"  # sets the terminal's title
+CLEAR = "\x1b[2J\x1b[H"  # clears the screen
+CSI = "\x9b31m"  # the one-byte C1 form of ESC [
+RAW = ("\x1b", "\x07", "\x9b", "\u202e")
+
+
+def test_names_with_terminal_controls_are_printed_escaped(tmp_path: Path) -> None:
+    from dataset_helpers import HUB_CSV
+
+    db = tmp_path / "t.db"
+    name = f"{TITLE}data{CLEAR}set\u202e"
+    run_name = f"{CSI}my run\r\nfake line"
+    model = f"openai/m{CLEAR}"
+    commands = [
+        ["import", "malberg2024-hub", HUB_CSV, "--name", name],
+        ["run", "dataset", name, "--models", "random", "--name", run_name],
+        [
+            "run",
+            "pairs",
+            "--biases",
+            "anchoring",
+            "--models",
+            model,
+            "--api-base",
+            "http://127.0.0.1:9/v1",
+            "--plan-only",
+            "--name",
+            run_name,
+        ],  # fmt: skip
+        ["runs"],
+        ["datasets"],
+        ["results", "dataset", name],
+        ["results", "dataset", name, "--format", "csv"],
+        ["results", "pairs"],
+        ["analyze", "--dataset", name],
+        ["analyze", "--dataset", name, "--format", "csv"],
+        ["export", "--dataset", name, "-o", tmp_path / f"{CLEAR}.csv"],
+        ["results", "dataset", f"{CLEAR}no such dataset"],
+        ["delete", "dataset", f"{TITLE}nothing", "--yes"],
+    ]
+    shown = ""
+    for command in commands:
+        done = cli(*command, "--db", db)
+        printed = done.stdout + done.stderr
+        assert "Traceback" not in printed, printed
+        for char in RAW:
+            assert char not in printed, (command, printed)
+        shown += printed
+    # escaped, not dropped: what is printed still says what is stored
+    assert "\\x1b]0;pwned\\x07data\\x1b[2J\\x1b[Hset\\u202e" in shown
+    assert "\\x9b31mmy run\\r\\nfake line" in shown  # one table row, not two
+    assert "openai/m\\x1b[2J\\x1b[H" in shown
+    assert "\\x1b[2J\\x1b[Hno such dataset" in shown
