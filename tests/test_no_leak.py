@@ -292,3 +292,21 @@ def test_names_with_terminal_controls_are_printed_escaped(tmp_path: Path) -> Non
     assert "\\x9b31mmy run\\r\\nfake line" in shown  # one table row, not two
     assert "openai/m\\x1b[2J\\x1b[H" in shown
     assert "\\x1b[2J\\x1b[Hno such dataset" in shown
+
+
+def test_the_disguise_patterns_catch_the_key_and_leave_ordinary_text_alone() -> None:
+    from cogbias.core.redact import redactor
+    from cogbias.core.safetext import csv_cell, terminal
+
+    clean = redactor((KEY,))
+    for name, form in DISGUISES.items():
+        for text in (form, f"before {form} after", f"{form}\n{form}"):
+            assert leaks(clean(text) or "") == [], (name, text)
+    assert leaks(clean(" ".join(KEY).upper()[::-1]) or "") == []  # reversed, spaced, upper
+    ordinary = "Option 1: sk probe, keep the 9 fh and 3 ka. PROBE-9 hq. " + KEY[:8]
+    assert clean(ordinary) == ordinary
+    # the spreadsheet and terminal helpers: what changes and what does not
+    assert [csv_cell(v) for v in ("=1", "+a", "-a", "@a", "\tx", "\rx", "-3", "+1.5e3", 2)] == [
+        "'=1", "'+a", "'-a", "'@a", "'\tx", "'\rx", "-3", "+1.5e3", 2,
+    ]  # fmt: skip
+    assert terminal("a\x1b[2Jb\nc\u202e\x00") == "a\\x1b[2Jb\\nc\\u202e\\x00"
