@@ -16,7 +16,7 @@ from cogbias.runs.study_plan import MITIGATION_ORDER
 from cogbias.store import Store
 from cogbias.studies.definitions import Study
 from cogbias.views import charts_studies, study_views
-from cogbias.views.export import export_bytes
+from cogbias.views.export import export_bytes, frame_csv
 from cogbias.views.safe_text import escape_markdown
 
 
@@ -65,7 +65,7 @@ def results(run_id: str) -> None:
     c1, c2, _ = st.columns([1, 1, 2])
     c1.download_button(
         "Download the figures (CSV)",
-        table.to_csv(index=False).encode("utf-8"),
+        (frame_csv(table) or "").encode("utf-8"),
         file_name=f"{run_id}-results.csv",
         mime="text/csv",
         key="study_download_results",

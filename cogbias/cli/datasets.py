@@ -42,7 +42,8 @@ def add_commands(commands: Any) -> None:
         "--test-cases", action="store_true", help="export the dataset's test cases, not pairs"
     )
     p.add_argument("--format", choices=["csv", "jsonl", "parquet"], help="default: from -o")
-    p.add_argument("-o", "--output", required=True, help="file to write")
+    p.add_argument("-o", "--output", required=True, help="file to write (never the database)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.set_defaults(handler=_export)
 
     p = commands.add_parser(
@@ -89,6 +90,12 @@ def _common_import_args(p: argparse.ArgumentParser, default_name: str | None) ->
         help=f"dataset name (default: {default_name or 'file stem'})",
     )
     p.add_argument("--replace", action="store_true", help="replace a dataset of the same name")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --replace: delete the runs whose test cases the new file no longer has "
+        "(they are named); without it such a replace is refused",
+    )
 
 
 class ByteProgress:
@@ -120,10 +127,35 @@ def _report(summary: Any) -> int:
 
 
 def _import(fmt: Format, args: argparse.Namespace) -> int:
+    from cogbias.datasets.importing import StrandedRuns
     from cogbias.store import Store
 
+    if args.force and not args.replace:
+        raise ValueError("--force only goes with --replace (it deletes the runs a replace strands)")
     with Store(args.db) as store:
-        return _report(fmt.run(store, args, ByteProgress()))
+        try:
+            return _report(fmt.run(store, args, ByteProgress()))
+        except StrandedRuns as exc:
+            if not args.force:
+                raise
+            return _report(_replace_deleting(store, fmt, args, list(exc.runs)))
+
+
+def _replace_deleting(store: Any, fmt: Format, args: argparse.Namespace, runs: list[str]) -> Any:
+    """`--replace --force`: delete the runs the replace strands, then import, all in one
+    transaction (a file that fails to import leaves the runs where they were)."""
+    from cogbias.runs import deletion
+
+    deleted = []
+    with store.atomic():
+        for run_id in runs:
+            plan = deletion.plan_run(store, run_id)
+            deletion.apply(store, plan)
+            deleted.append(plan.describe())
+        summary = fmt.run(store, args, ByteProgress())
+    for line in deleted:  # only once the transaction has committed
+        print(f"deleted {line}", file=sys.stderr)
+    return summary
 
 
 def _datasets(args: argparse.Namespace) -> int:
@@ -165,6 +197,7 @@ def _export(args: argparse.Namespace) -> int:
             what="instances" if args.test_cases else "pairs",
             fmt=args.format,
             model=args.model,
+            force=args.force,
         )
     print(f"wrote {count} rows to {args.output}", file=sys.stderr)
     return 0
@@ -237,10 +270,14 @@ def _effects(args: argparse.Namespace) -> int:
 
 
 def _print_frame(frame: Any, fmt: str) -> None:
+    """A table as CSV (formulas neutralised), JSON or text (control characters escaped)."""
+    from cogbias.cli.terminal import shown_frame
+    from cogbias.views.export import frame_csv
+
     if fmt == "csv":
-        frame.to_csv(sys.stdout, index=False)
+        frame_csv(frame, sys.stdout)
     elif fmt == "json":
         json.dump(json.loads(frame.to_json(orient="records")), sys.stdout, indent=1)
         print()
     else:
-        print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(shown_frame(frame).to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -46,7 +46,9 @@ def _study_results(args: argparse.Namespace) -> int:
         print(table.to_json(orient="records", indent=1))
         return 0
     if args.format == "csv":
-        table.to_csv(sys.stdout, index=False)
+        from cogbias.views.export import frame_csv
+
+        frame_csv(table, sys.stdout)
         return 0
     shown = table[STUDY_COLUMNS].copy()
     shown["z"] = shown["z"].map(lambda v: "" if v != v else f"{v:.6f}")

@@ -13,12 +13,20 @@ from typing import Any
 
 from cogbias.cli.options import add_db
 from cogbias.core.errors import StoreError
-from cogbias.core.redact import redact
+from cogbias.core.redact import redact, redactor
 from cogbias.library import examples
 from cogbias.library import testcases as library
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command; everything it prints goes through `cli.terminal.safe_streams`."""
+    from cogbias.cli.terminal import safe_streams
+
+    with safe_streams():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     from cogbias.cli import legacy
 
@@ -270,6 +278,7 @@ def _pair_scenario(
 
     from cogbias.runs import pipeline
 
+    clean = redactor()  # a provider may echo the key in its answer: print what `run` stores
     start = time.perf_counter()
     instance = pipeline.run_sync(
         pipeline.generate(gen_client, case, scenario.text, generator, seed=args.seed)
@@ -280,9 +289,9 @@ def _pair_scenario(
         for half in ("control", "treatment"):
             choice = row[f"{half}_choice"]
             options = instance.half(half).options
-            shown = "none" if choice is None else f"{choice + 1} {options[choice]!r}"
-            print(f"{half}: answer {row[f'{half}_answer']!r} -> {shown}")
-        error = f"  error: {row['error']}" if row["error"] else ""
+            shown = "none" if choice is None else f"{choice + 1} {clean(options[choice])!r}"
+            print(f"{half}: answer {clean(row[f'{half}_answer'])!r} -> {shown}")
+        error = f"  error: {clean(row['error'])}" if row["error"] else ""
         print(f"score: {row['score']}{error}")
     print(f"pair time: {time.perf_counter() - start:.1f} s (scenario {scenario.id})")
 

@@ -109,7 +109,9 @@ def refuse_pair_options(args: argparse.Namespace) -> None:
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
-    shown = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    from cogbias.cli.terminal import cell
+
+    shown = [[cell(r.get(c)) for c in columns] for r in rows]
     widths = [max([len(c), *(len(r[i]) for r in shown)]) for i, c in enumerate(columns)]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     for r in shown:

@@ -20,6 +20,7 @@ def add_commands(commands: Any) -> None:
     q.add_argument("run_id")
     q.add_argument("--round", choices=["fill", "decide", "extract"], help="only this round")
     q.add_argument("-o", "--output", required=True, help="the requests file (.jsonl)")
+    q.add_argument("--force", action="store_true", help="replace an existing output file")
     add_db(q)
     q.set_defaults(handler=runs._batch_export)
     q = actions.add_parser("import", help="put a batch engine's answers into the cache")

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from cogbias.cli.options import _table, execution_options, is_token_bias, refuse_pair_options
+from cogbias.core.safetext import csv_cell
 from cogbias.llm import costs
 
 
@@ -145,7 +146,7 @@ def _batch_export(args: argparse.Namespace) -> int:
 
     with Store(args.db) as store:
         plan = paired_plan.plan(paired_plan.stored_spec(store, args.run_id), store)
-        counts = batch.export_requests(plan, store, args.output, args.round)
+        counts = batch.export_requests(plan, store, args.output, args.round, args.force)
     total = sum(counts.values())
     detail = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
     print(
@@ -169,7 +170,8 @@ def _batch_import(args: argparse.Namespace) -> int:
         except batch.BatchError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    print(f"imported {summary.answers} answer(s) into the cache", file=sys.stderr)
+    kept = f"; {summary.kept} already stored, kept" if summary.kept else ""
+    print(f"imported {summary.answers} answer(s) into the cache{kept}", file=sys.stderr)
     for line in summary.errors[:20]:
         print(f"  not imported: {line}", file=sys.stderr)
     if summary.errors:
@@ -177,6 +179,15 @@ def _batch_import(args: argparse.Namespace) -> int:
             f"{len(summary.errors)} request(s) had no answer; export again to retry them",
             file=sys.stderr,
         )
+    for line in summary.conflicts[:20]:
+        print(f"  conflict: {line}", file=sys.stderr)
+    if summary.conflicts:
+        print(
+            f"error: {len(summary.conflicts)} answer(s) conflict with answers already stored; "
+            "those were not imported (`cogbias cache prune` removes stored answers)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -278,7 +289,7 @@ def _results(args: argparse.Namespace) -> int:
             sys.stdout, fieldnames=["bias", "model", "mean", "n", "failures", "failure_rate"]
         )
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
     else:
         _table(rows, ["bias", "model", "mean", "n", "failures", "failure_rate"])
     return 0

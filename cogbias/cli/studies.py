@@ -109,7 +109,9 @@ def results(args: argparse.Namespace, store: Any) -> int:
     """Headline figures per test × cell of study runs; `--by` pivots them."""
     import pandas as pd
 
+    from cogbias.cli.terminal import shown_frame
     from cogbias.runs import study_results
+    from cogbias.views.export import frame_csv
 
     if args.run:
         run_ids = [args.run]
@@ -133,7 +135,7 @@ def results(args: argparse.Namespace, store: Any) -> int:
         print(table.to_json(orient="records", indent=1))
         return 0
     if args.format == "csv":
-        table.to_csv(sys.stdout, index=False)
+        frame_csv(table, sys.stdout)
         return 0
     if table.empty:
         print("no answers stored yet", file=sys.stderr)
@@ -141,9 +143,9 @@ def results(args: argparse.Namespace, store: Any) -> int:
     if args.by:
         shown = study_results.pivot(table, args.by).round(4)
         print(f"headline value per test, one column per {args.by} (cogbias.runs.study_results):")
-        print(shown.to_string())
+        print(shown_frame(shown).to_string())
         return 0
     columns = ["test", "model", "temperature", "variant", "mitigation", "metric", "value", "n"]
     columns += ["unreadable", "failed", "change_rate", "note"]
-    print(table[columns].round(4).to_string(index=False))
+    print(shown_frame(table[columns].round(4)).to_string(index=False))
     return 0

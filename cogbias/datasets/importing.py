@@ -36,6 +36,22 @@ def instance_tuple(instance: Instance, created_at: str, metric: bool = True) -> 
     return tuple(row[c] for c in INSTANCE_COLUMNS)
 
 
+class StrandedRuns(DatasetError):
+    """A replace that would leave runs' decisions pointing at instances that are gone;
+    refused, and nothing was written. `runs` maps each run id to its stranded decisions."""
+
+    def __init__(self, file: str, name: str, runs: dict[str, int]) -> None:
+        self.runs = runs
+        listed = ", ".join(f"{run} ({n} decision(s))" for run, n in runs.items())
+        super().__init__(
+            file,
+            f"replacing dataset '{name}' would strand the decisions of run(s) {listed} on test "
+            "cases this file no longer has; nothing was changed. Delete those runs first "
+            "(`cogbias delete run ID`), add --force to delete them with the replace, or "
+            "import under another --name",
+        )
+
+
 class Import:
     """Context manager: checks the name, opens the transaction, records the dataset row."""
 
@@ -56,6 +72,10 @@ class Import:
                 f"a dataset named '{name}' already exists with other content; pass --replace "
                 "to replace it, or --name to import this one under another name",
             )
+        replacing = self.existing is not None and not self.unchanged
+        # runs with decisions on the old instances: checked in `finish`, once the new ones
+        # are in, so a replace that keeps the instances a run used goes through
+        self.users = store.dataset_run_users(name, import_run_id(name)) if replacing else []
         self.summary = ImportSummary(name, kind, unchanged=self.unchanged)
         self.models: set[str] = set()
         self.biases: set[str] = set()
@@ -101,6 +121,10 @@ class Import:
             self.summary.decisions += len(batch)
 
     def finish(self, source: str, **meta: Any) -> None:
+        """Record the dataset; refuse (rolling everything back) a replace that strands runs."""
+        stranded = self.store.stranded_decisions(self.users)
+        if stranded:
+            raise StrandedRuns(self.files[0].name, self.name, stranded)
         self.summary.models = sorted(self.models)
         self.summary.biases = sorted(self.biases)
         self.store.save_dataset(

@@ -16,8 +16,9 @@ from cogbias.studies.tokenbias import KIND, Study, build_instances, load_study
 def materialise(store: Store, study: Study | None = None) -> ImportSummary:
     """Write the study's pairs into the store as the dataset `<study.id>` (idempotent).
 
-    A changed study file replaces the stored pairs (decisions of earlier runs stay with their
-    runs); everything is built before the transaction opens, so a bad file writes nothing.
+    A changed study file replaces the stored pairs, unless runs have decisions on pairs it no
+    longer has (`importing.StrandedRuns`); everything is built before the transaction opens,
+    so a bad file writes nothing.
     """
     study = study or load_study()
     built = list(build_instances(study))

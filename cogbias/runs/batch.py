@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core import records
+from cogbias.core.outputs import replacing
 from cogbias.core.records import Instance, dumps
+from cogbias.core.redact import redact, redactor
+from cogbias.core.safetext import terminal
 from cogbias.llm import LLMClient, LLMRequest
 from cogbias.llm.direct import close_sessions
 from cogbias.llm.errors import CacheMiss
@@ -97,17 +100,25 @@ async def _collect(plan: Plan, store: Store, client: LLMClient) -> None:
 
 
 def export_requests(
-    plan: Plan, store: Store, path: str | Path, round_name: str | None = None
+    plan: Plan,
+    store: Store,
+    path: str | Path,
+    round_name: str | None = None,
+    force: bool = False,
 ) -> dict[str, int]:
     """Write the run's next calls (optionally one round's) as OpenAI batch JSONL; returns the
-    number written per round. The requests are remembered so their answers can be imported."""
+    number written per round. The requests are remembered so their answers can be imported.
+
+    The file is written beside `path` and renamed over it (`core.outputs.replacing`): never
+    over the store's database, and over an existing file only with `force`."""
     if round_name is not None and round_name not in ROUNDS:
         raise ValueError(f"--round must be one of {', '.join(ROUNDS)}, not {round_name!r}")
     counts = dict.fromkeys(ROUNDS, 0)
     rows: list[dict[str, Any]] = []
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
+    with (
+        replacing(path, force, (store.path,)) as temporary,
+        temporary.open("w", encoding="utf-8") as handle,
+    ):
 
         def write(key: str, req: LLMRequest, profile: ModelProfile) -> None:
             kind = round_of(req)
@@ -140,6 +151,8 @@ def export_requests(
 class ImportSummary:
     answers: int = 0
     errors: list[str] = field(default_factory=list)  # requests the engine could not answer
+    kept: int = 0  # answers already stored, identical: nothing to write
+    conflicts: list[str] = field(default_factory=list)  # a different answer is already stored
     cost: float = 0.0  # what the answers were charged (batch prices; 0 for own engines)
     tokens: int = 0
 
@@ -149,7 +162,9 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
 
     Refused whole, naming each line, when a line is not JSON, lacks a `custom_id`, or
     answers a request no export asked; requests the engine reported as failed are listed
-    and left out (the run asks them again)."""
+    and left out (the run asks them again). An answer already in the cache is never
+    replaced: the same answer again is counted as kept, a different one is listed as a
+    conflict (runs may already have been scored from the stored one)."""
     path = Path(path)
     problems: list[str] = []
     summary = ImportSummary()
@@ -192,8 +207,20 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
         )
     profiles: dict[tuple[str, str | None], ModelProfile] = {}
     rows = []
-    for _, custom_id, text, prompt_tokens, completion_tokens in answers:
+    clean = redactor()
+    stored = store.llm_call_responses([custom_id for _, custom_id, *_ in answers])
+    for number, custom_id, text, prompt_tokens, completion_tokens in answers:
         asked = known[custom_id]
+        text = clean(records.cap_text(text)[0]) or ""  # as the cache would store it
+        if custom_id in stored:
+            if stored[custom_id] == text:
+                summary.kept += 1
+            else:
+                summary.conflicts.append(
+                    f"{path.name}, line {number}: custom_id {custom_id[:16]}… already has a "
+                    "different answer in the cache; the stored answer is kept"
+                )
+            continue
         cost: float | None = 0.0
         if charged:  # a provider's batch: its batch price
             where = (asked["model"], asked["api_base"])
@@ -206,7 +233,7 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
                 "model": asked["model"],
                 "api_base": asked["api_base"],
                 "request": asked["request"],
-                "response": records.cap_text(text)[0],
+                "response": text,
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "cost": cost,
@@ -216,7 +243,8 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
         )
         summary.cost += cost or 0.0  # an unknown price is stored as NULL, counted as nothing
         summary.tokens += prompt_tokens + completion_tokens
-    store.put_llm_calls(rows)
+    if rows:  # nothing new: the database is not written at all
+        store.put_llm_calls(rows)
     summary.answers = len(rows)
     return summary
 
@@ -240,11 +268,19 @@ def _lines(path: Path, problems: list[str]) -> Iterator[tuple[int, str]]:
                 yield number, text
 
 
+def _shown(text: str, limit: int) -> str:
+    """An engine's text for a message line: control characters escaped, at most `limit`."""
+    text = terminal(text)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _answer_of(item: dict[str, Any]) -> tuple[str, int, int] | str:
     """(text, prompt tokens, completion tokens), or why the engine gave no answer."""
     if item.get("error"):
         error = item["error"]
-        return f"the engine reported an error: {str(error.get('message') if isinstance(error, dict) else error)[:200]}"
+        message = str(error.get("message") if isinstance(error, dict) else error)
+        # redacted whole, then cut: a cut first could leave part of a key unrecognisable
+        return f"the engine reported an error: {_shown(redact(message) or '', 200)}"
     response = item.get("response")
     if not isinstance(response, dict):
         return "no response object"

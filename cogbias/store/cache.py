@@ -41,6 +41,18 @@ class CacheRepo(StoreBase):
         names = ("text", "prompt_tokens", "completion_tokens", "cost", "latency_s", "source")
         return dict(zip(names, row, strict=True))
 
+    def llm_call_responses(self, keys: Sequence[str]) -> dict[str, str]:
+        """The stored answers among `keys` (a batch import keeps them, see runs/batch.py)."""
+        found: dict[str, str] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for key, response in self.db.execute(
+                f"select key, response from llm_calls where key in ({marks})", chunk
+            ).fetchall():
+                found[key] = response
+        return found
+
     def save_batch_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
         with self.atomic():
             if rows:

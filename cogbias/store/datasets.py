@@ -92,6 +92,29 @@ class DatasetsRepo(StoreBase):
             self.db.execute("delete from instances where dataset = ?", (name,))
             self.db.execute("delete from datasets where name = ?", (name,))
 
+    def dataset_run_users(self, name: str, import_run_id: str) -> list[str]:
+        """Runs (other than the dataset's own published decisions) with decisions on its
+        instances: a replace must not leave them pointing at instances that are gone."""
+        rows = self.db.execute(
+            "select distinct d.run_id from decisions d join instances i on i.id = d.instance_id "
+            "where i.dataset = ? and d.run_id != ? order by d.run_id",
+            (name, import_run_id),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def stranded_decisions(self, run_ids: Sequence[str]) -> dict[str, int]:
+        """Per run among `run_ids`: its decisions whose instance no longer exists."""
+        found: dict[str, int] = {}
+        for run_id in run_ids:
+            (count,) = self.db.execute(
+                "select count(*) from decisions where run_id = ? and instance_id not in "
+                "(select id from instances)",
+                (run_id,),
+            ).fetchone()
+            if count:
+                found[run_id] = int(count)
+        return found
+
     def dataset_bias_counts(self, name: str) -> list[dict[str, Any]]:
         return self.query(
             "select test_case as bias, count(*) as instances from instances "

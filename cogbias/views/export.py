@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from cogbias.core.outputs import check_output, replacing
 from cogbias.core.records import (
     INSTANCE_EXPORT_COLUMNS,
     PAIR_COLUMNS,
@@ -23,6 +24,7 @@ from cogbias.core.records import (
     metric_fields,
     pair_record,
 )
+from cogbias.core.safetext import csv_cell
 from cogbias.runs import kinds
 from cogbias.store import Store
 
@@ -88,15 +90,19 @@ def write(
     path: str | Path,
     fmt: str | None = None,
     columns: dict[str, str] = PAIR_COLUMNS,
+    force: bool = False,
+    protect: tuple[str | Path | None, ...] = (),
 ) -> int:
-    """Write record batches to a file; returns the number of rows written."""
-    path = Path(path)
+    """Write record batches to a file; returns the number of rows written.
+
+    The file appears whole or not at all (`core.outputs.replacing`): never over a database
+    in `protect`, and over an existing file only with `force`."""
     fmt = format_of(path, fmt)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "parquet":
-        return _parquet(batches, path, columns)
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        return _write_text(handle, batches, fmt, columns)
+    with replacing(path, force, protect) as temporary:
+        if fmt == "parquet":
+            return _parquet(batches, temporary, columns)
+        with temporary.open("w", encoding="utf-8", newline="") as handle:
+            return _write_text(handle, batches, fmt, columns)
 
 
 def csv_bytes(pairs: Iterable[dict[str, Any]]) -> bytes:
@@ -125,7 +131,8 @@ def _write_text(
 
 
 def _csv_row(record: dict[str, Any], columns: dict[str, str]) -> dict[str, Any]:
-    """Lists as JSON arrays, booleans as true/false, missing values as empty cells."""
+    """Lists as JSON arrays, booleans as true/false, missing values as empty cells, and text
+    that a spreadsheet would run as a formula neutralised (`core.safetext.csv_cell`)."""
     out: dict[str, Any] = {}
     for name, kind in columns.items():
         value = record.get(name)
@@ -136,8 +143,15 @@ def _csv_row(record: dict[str, Any], columns: dict[str, str]) -> dict[str, Any]:
         elif kind == "bool":
             out[name] = "true" if value else "false"
         else:
-            out[name] = value
+            out[name] = csv_cell(value)
     return out
+
+
+def frame_csv(frame: Any, handle: IO[str] | None = None) -> str | None:
+    """A table (pandas) as CSV with its text cells and column names neutralised as in
+    `cogbias export` (numbers stay numbers); to `handle`, or returned as a string."""
+    safe = frame.rename(columns=csv_cell).map(csv_cell)
+    return safe.to_csv(handle, index=False)  # type: ignore[no-any-return]
 
 
 def _parquet(batches: Iterable[list[dict[str, Any]]], path: Path, columns: dict[str, str]) -> int:
@@ -178,15 +192,21 @@ def export(
     what: str = "pairs",
     fmt: str | None = None,
     model: str | None = None,
+    force: bool = False,
 ) -> int:
     """Export pairs (of a run or dataset), test cases (of a dataset), or a study run's turns
-    to a file."""
+    to a file. Never over the store's own database; over an existing file only with
+    `force`."""
     format_of(path, fmt)  # fail before touching the store on a bad format
+    protect = (store.path,)
+    check_output(path, force, protect)  # before reading anything: a refusal costs nothing
     run = store.run(run_id) if run_id else None
     if run is not None and kinds.kind_of(run["spec"]).name == "study":
-        return write(turn_records(store, run["id"], model), path, fmt, TURN_COLUMNS)
+        turns = turn_records(store, run["id"], model)
+        return write(turns, path, fmt, TURN_COLUMNS, force, protect)
     columns = INSTANCE_EXPORT_COLUMNS if what == "instances" else PAIR_COLUMNS
-    return write(records(store, run_id, dataset, what, model), path, fmt, columns)
+    rows = records(store, run_id, dataset, what, model)
+    return write(rows, path, fmt, columns, force, protect)
 
 
 def export_bytes(

@@ -1,0 +1,74 @@
+"""Writing an output file without losing what was there: the open database is never a
+target, an existing file is replaced only when asked, and the file appears whole or not at
+all (written beside the target, then renamed over it)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+
+class OutputError(ValueError):
+    """An output path that must not be written; nothing was written."""
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _protected(protect: Iterable[str | Path | None]) -> list[Path]:
+    """The files of each database: the file itself and its journal, WAL and shared memory."""
+    files: list[Path] = []
+    for db in protect:
+        if db is None or str(db) == ":memory:":
+            continue
+        files += [Path(f"{db}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
+    return files
+
+
+def check_output(
+    path: str | Path, force: bool = False, protect: Iterable[str | Path | None] = ()
+) -> Path:
+    """The output path, checked: never a database file in `protect` (not even with `force`),
+    never a directory or device, and an existing file only with `force`."""
+    path = Path(path)
+    for db in _protected(protect):
+        if _same_file(path, db) or path.resolve() == db.resolve():
+            raise OutputError(
+                f"{path} is the database this command reads ({db}); "
+                "write the output to another file"
+            )
+    if path.exists() or path.is_symlink():
+        if not path.is_file():
+            raise OutputError(f"{path} exists and is not a regular file; choose a file name")
+        if not force:
+            raise OutputError(f"{path} already exists; pass --force to replace it")
+    return path
+
+
+@contextlib.contextmanager
+def replacing(
+    path: str | Path, force: bool = False, protect: Iterable[str | Path | None] = ()
+) -> Iterator[Path]:
+    """Yield a temporary path beside `path` to write to; on success it is renamed over
+    `path` (checked by `check_output`), on any failure it is removed and `path` is untouched."""
+    target = check_output(path, force, protect)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    os.close(handle)
+    temporary = Path(name)
+    try:
+        yield temporary
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
+        check_output(target, force, protect)  # still true at the moment of the rename
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
