@@ -7,6 +7,7 @@ from app_pages._common import open_store_or_stop, result_sources, source_filter,
 from cogbias.core.redact import redactor
 from cogbias.studies import analysis
 from cogbias.views import charts, safe_text, shown_pairs
+from cogbias.views.numbers import signed
 
 st.title("Compare two models")
 st.caption(
@@ -80,7 +81,7 @@ clean = redactor()
 for number, item in enumerate(top.itertuples(), start=1):
     rows = store.instance_pairs(item.instance_id, [model_a, model_b])
     scenario = safe_text.escape_markdown(clean(str(rows[0]["scenario"] if rows else ""))[:80])
-    label = f"{number}. A {item.score_a:+.2f} vs B {item.score_b:+.2f} — {scenario}"
+    label = f"{number}. A {signed(item.score_a)} vs B {signed(item.score_b)} — {scenario}"
     with st.expander(label, expanded=number == 1):
         first = shown_pairs.shown_stored_pair(rows[0], clean) if rows else None
         if first is not None:
@@ -93,7 +94,7 @@ for number, item in enumerate(top.itertuples(), start=1):
             st.columns(2), (model_a, model_b), (item.score_a, item.score_b), strict=True
         ):
             with column, st.container(border=True):
-                st.markdown(f"**{safe_text.escape_markdown(model)}** · score {score:+.2f}")
+                st.markdown(f"**{safe_text.escape_markdown(model)}** · score {signed(score)}")
                 for row in (r for r in rows if r["model"] == model and r["status"] == "ok"):
                     shown = shown_pairs.shown_stored_pair(row, clean)
                     if shown is not None:

@@ -20,6 +20,7 @@ from cogbias.core.redact import redactor
 from cogbias.store import Store
 from cogbias.views import charts_explore, explore, pair_tables, safe_text, shown_pairs
 from cogbias.views.export import csv_bytes
+from cogbias.views.numbers import signed
 
 PAGE_SIZE = 20
 EXPORT_LIMIT = 20000
@@ -147,11 +148,11 @@ if not bias or not model:
 cell = table[(table["bias"] == bias) & (table["model"] == model)]
 if not cell.empty:
     c = cell.iloc[0]
-    mean = "–" if pd.isna(c["mean"]) else f"{c['mean']:+.3f}"
+    mean = "–" if pd.isna(c["mean"]) else signed(c["mean"], 3)
     ci = (
         " (95% CI needs 2 scored pairs)"
         if pd.isna(c["ci_low"])
-        else f" (95% CI {c['ci_low']:+.2f} to {c['ci_high']:+.2f}, t-interval truncated to [-1, 1])"
+        else f" (95% CI {signed(c['ci_low'])} to {signed(c['ci_high'])}, t-interval truncated to [-1, 1])"
     )
     title = safe_text.escape_markdown(f"{names.get(bias, bias)} × {model}")
     st.markdown(
@@ -182,7 +183,7 @@ st.dataframe(
 )
 clean = redactor()
 for i, (raw, pair) in enumerate(zip(rows_page, frame.itertuples(), strict=True)):
-    score = "failed" if pair.status != "ok" else f"score {pair.score:+.2f}"
+    score = "failed" if pair.status != "ok" else f"score {signed(pair.score)}"
     flipped = " · options reversed" if raw.get("reversed") else ""
     scenario = safe_text.escape_markdown(clean(str(pair.scenario))[:90])
     with st.expander(f"Pair {(page - 1) * PAGE_SIZE + i + 1}: {score}{flipped} — {scenario}"):

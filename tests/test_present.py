@@ -229,3 +229,11 @@ def test_key_for_model_names_the_variable_or_none() -> None:
     assert keys.key_for_model("local/smollm2") is None
     assert keys.key_for_model("openai/mine", "http://127.0.0.1:8000/v1") is None
     assert keys.key_for_model("newco/model") == "NEWCO_API_KEY"
+
+
+def test_a_score_that_rounds_to_zero_has_no_sign() -> None:
+    from cogbias.views.numbers import signed
+
+    assert [signed(v) for v in (-0.001, 0.0, -0.0, 0.004)] == ["0.00"] * 4
+    assert (signed(0.16), signed(-0.5), signed(1.0)) == ("+0.16", "-0.50", "+1.00")
+    assert signed(-0.0004, 3) == "0.000" and signed(-0.0006, 3) == "-0.001"

@@ -10,6 +10,7 @@ import altair as alt
 import pandas as pd
 
 from cogbias.studies.analysis import AVERAGE, AVERAGE_ABS, Dendrogram
+from cogbias.views.numbers import signed
 
 DIVERGING = alt.Scale(domain=[-1, 1], scheme="redblue", reverse=True)
 
@@ -120,7 +121,7 @@ def compare_chart(
         bias_name=[names.get(b, b) for b in table["bias"]],
         verdict=["significant (BH)" if s else "not significant" for s in table["significant"]],
         ci=[
-            "–" if pd.isna(lo) else f"{lo:+.2f} to {hi:+.2f}"
+            "–" if pd.isna(lo) else f"{signed(lo)} to {signed(hi)}"
             for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
         ],
     )

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 import altair as alt
 import pandas as pd
 
+from cogbias.views.numbers import signed
+
 SELECTION = "cell"
 VIEWS = {"mean": "Mean score", "failure_rate": "Failure rate", "n": "Scored pairs (n)"}
 MISSING_COLOR = "#e9ecef"  # cells without a scored pair
@@ -37,7 +39,7 @@ def heatmap_frame(summary: pd.DataFrame, view: str = "mean") -> pd.DataFrame:
         frame["label"] = [
             "–"
             if pd.isna(v)
-            else f"{v:+.2f}" + ("*" if sig else "") + (f"  (n={n})" if n < SMALL_N else "")
+            else signed(v) + ("*" if sig else "") + (f"  (n={n})" if n < SMALL_N else "")
             for v, sig, n in zip(frame["mean"], frame["significant"], frame["n"], strict=True)
         ]
     elif view == "failure_rate":
@@ -47,7 +49,7 @@ def heatmap_frame(summary: pd.DataFrame, view: str = "mean") -> pd.DataFrame:
     frame["significant"] = frame["significant"].fillna(False).astype(bool)
     frame["has_value"] = frame["value"].notna()
     frame["ci"] = [
-        "– (needs 2 scored pairs)" if pd.isna(lo) else f"{lo:+.2f} to {hi:+.2f}"
+        "– (needs 2 scored pairs)" if pd.isna(lo) else f"{signed(lo)} to {signed(hi)}"
         for lo, hi in zip(frame["ci_low"], frame["ci_high"], strict=True)
     ]
     frame["verdict"] = [

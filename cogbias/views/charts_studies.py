@@ -13,6 +13,7 @@ import altair as alt
 import pandas as pd
 
 from cogbias.runs.study_results import pivot
+from cogbias.views.numbers import signed
 
 MISSING_COLOR = "#e9ecef"  # a cell whose metric had too few answers
 PIVOT_LABELS = {
@@ -42,7 +43,7 @@ def heatmap_frame(table: pd.DataFrame, by: str) -> pd.DataFrame:
     ]
     frame["column"] = [column_text(v) for v in frame[by]]
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
-    frame["label"] = ["–" if pd.isna(v) else f"{v:+.2f}" for v in frame["value"]]
+    frame["label"] = ["–" if pd.isna(v) else signed(v) for v in frame["value"]]
     frame["has_value"] = frame["value"].notna()
     frame["note"] = frame["note"].fillna("")
     keep = ["row", "column", "test", "metric", "value", "label", "has_value", "n"]

@@ -18,6 +18,7 @@ from typing import Any
 from cogbias.core.records import Instance, decode_filled
 from cogbias.core.redact import Redactor, redactor
 from cogbias.core.templates import Filled, render_decision_text
+from cogbias.views.numbers import signed
 
 _OPTION_MENTION = re.compile(r"\b[Oo]ption\s+(\d+)\b")
 
@@ -285,6 +286,6 @@ def explain_score(instance: Instance, row: Mapping[str, Any]) -> str:
         meaning = "the bias-eliciting detail made no difference in this pair"
     return (
         f"Without the bias-eliciting detail (control) the model chose {_chose(pair.control)}; "
-        f"with it (treatment) it chose {_chose(pair.treatment)}. Score {score:+.2f} on a scale "
+        f"with it (treatment) it chose {_chose(pair.treatment)}. Score {signed(score)} on a scale "
         f"from -1 to 1: {meaning}."
     )
