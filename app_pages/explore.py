@@ -108,7 +108,8 @@ event = st.altair_chart(
 )
 st.caption(CAPTIONS[view])
 st.caption(
-    "Hover a cell for its n, its 95% CI and whether it is significant. The **random** baseline "
+    "Hover a cell for its n, its 95% CI (of that cell alone) and whether it is significant "
+    "after correcting for all the cells tested (BH), which can disagree. The **random** baseline "
     "answers at random: its cells show how far from 0 chance alone can move a mean with that "
     "n, so read a model's cell against it (with few pairs even random scores look large)."
 )
@@ -152,12 +153,17 @@ if not cell.empty:
     ci = (
         " (95% CI needs 2 scored pairs)"
         if pd.isna(c["ci_low"])
-        else f" (95% CI {signed(c['ci_low'])} to {signed(c['ci_high'])}, t-interval truncated to [-1, 1])"
+        else f" (95% CI of this cell alone {signed(c['ci_low'])} to {signed(c['ci_high'])}, "
+        "not adjusted for the other cells)"
     )
     title = safe_text.escape_markdown(f"{names.get(bias, bias)} × {model}")
     st.markdown(
         f"**{title}**: mean {mean}{ci}, n = {c['n']}, {c['failures']} failed"
-        + (", significant after BH" if c["significant"] else ", not significant after BH")
+        + (
+            ", significant after the BH correction over all cells"
+            if c["significant"]
+            else ", not significant after the BH correction over all cells"
+        )
     )
 total = store.pair_count(bias, model, run_id, dataset, search or None)
 pages = max(1, -(-total // PAGE_SIZE))

@@ -27,7 +27,20 @@ def test_t_interval_matches_the_closed_form_for_two_degrees_of_freedom():
     assert high == pytest.approx(0.4 + half, abs=1e-12)
     assert (low, high) == pytest.approx((-0.09683, 0.89683), abs=1e-5)
     assert all(math.isnan(v) for v in analysis.t_interval(np.array([0.5])))
-    assert analysis.t_interval(np.array([0.3, 0.3])) == (0.3, 0.3)
+    # identical scores: no zero-width interval (issue 21); at most 1 - 0.025^(1/n) of the
+    # scores may differ, each by at most the distance to the range's bound
+    share = 1 - 0.025**0.5
+    assert analysis.t_interval(np.array([0.3, 0.3])) == pytest.approx(
+        (0.3 - share * 1.3, 0.3 + share * 0.7), abs=1e-12
+    )
+
+
+def test_twenty_identical_answers_leave_an_interval_around_their_score():
+    low, high = analysis.t_interval(np.zeros(20))
+    assert low == pytest.approx(-(1 - 0.025 ** (1 / 20))) and high == pytest.approx(-low)
+    assert 0.15 < high < 0.2  # about ±0.17: twenty answers cannot pin the mean down exactly
+    low, high = analysis.t_interval(np.ones(20))
+    assert high == 1.0 and 0.6 < low < 1.0
 
 
 def test_one_sample_p_matches_the_closed_form():

@@ -24,7 +24,11 @@ def scores_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
 
 
 SCORE_RANGE = (-1.0, 1.0)
-CI_METHOD = "Student-t interval of the mean, truncated to the score range [-1, 1]"
+CI_METHOD = (
+    "Student-t interval of the mean of this cell alone (not adjusted for the other cells, "
+    "unlike the BH significance), truncated to the score range [-1, 1]; when every score is "
+    "the same, the exact bound on how many could differ"
+)
 
 
 def t_interval(
@@ -43,10 +47,26 @@ def t_interval(
     mean = float(np.mean(scores))
     sem = float(np.std(scores, ddof=1)) / np.sqrt(n)
     if sem == 0:
-        return (mean, mean)
+        return identical_interval(mean, n, confidence, bounds)
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sem
     low, high = bounds
     return (max(mean - half, low), min(mean + half, high))
+
+
+def identical_interval(
+    value: float, n: int, confidence: float = 0.95, bounds: tuple[float, float] = SCORE_RANGE
+) -> tuple[float, float]:
+    """The interval of a mean when all `n` scores equal `value`: never zero-width.
+
+    The t-interval collapses to a point there, as if 20 identical answers proved the mean
+    exactly. What the sample does show: the share of scores that differ from `value` is at most
+    1 - (α/2)^(1/n) (the exact Clopper-Pearson bound for 0 of n), and a differing score lies
+    within the bounded range, so the mean can move at most that share of the distance to
+    either bound.
+    """
+    share = 1.0 - ((1.0 - confidence) / 2) ** (1.0 / n)
+    low, high = bounds
+    return (value - share * (value - low), value + share * (high - value))
 
 
 def one_sample_p(scores: np.ndarray) -> float:

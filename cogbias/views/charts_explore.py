@@ -21,7 +21,7 @@ SELECTION = "cell"
 VIEWS = {"mean": "Mean score", "failure_rate": "Failure rate", "n": "Scored pairs (n)"}
 MISSING_COLOR = "#e9ecef"  # cells without a scored pair
 FAILURE_RANGE = ["#ffffff", "#ffa94d", "#c92a2a"]  # 0%, 50%, 100% failed
-CI_TITLE = "95% CI (t, truncated to [-1, 1])"
+CI_TITLE = "95% CI of this cell alone (not BH-adjusted)"
 SMALL_N = 10  # below this many scored pairs a cell's label shows its n
 
 
@@ -109,7 +109,7 @@ def explore_heatmap(
         alt.Tooltip("mean:Q", format="+.3f"),
         alt.Tooltip("n:Q", title="n (scored pairs)"),
         alt.Tooltip("ci:N", title=CI_TITLE),
-        alt.Tooltip("verdict:N", title="significant after BH"),
+        alt.Tooltip("verdict:N", title="significant after BH over all cells"),
         alt.Tooltip("p_adjusted:Q", format=".3g", title="p (BH-adjusted)"),
         alt.Tooltip("failures:Q"),
         alt.Tooltip("failure_rate:Q", format=".1%", title="failure rate"),

@@ -44,8 +44,11 @@ def summarize_aggregates(
         p = 2 * stats.t.sf(np.abs(t), dof)
     few = n < 2
     low, high = SCORE_RANGE  # as `analysis.t_interval`: truncated to the score range
-    ci_low = np.where(few, np.nan, np.where(degenerate, mean, np.maximum(mean - half, low)))
-    ci_high = np.where(few, np.nan, np.where(degenerate, mean, np.minimum(mean + half, high)))
+    # as `analysis.identical_interval`: identical scores still leave room on either side
+    share = 1.0 - ((1.0 - confidence) / 2) ** (1.0 / np.maximum(n, 1))
+    same_low, same_high = mean - share * (mean - low), mean + share * (high - mean)
+    ci_low = np.where(few, np.nan, np.where(degenerate, same_low, np.maximum(mean - half, low)))
+    ci_high = np.where(few, np.nan, np.where(degenerate, same_high, np.minimum(mean + half, high)))
     # As in `analysis.one_sample_p`: identical scores fall back to the exact sign test.
     p = np.where(degenerate, np.where(mean == 0, 1.0, np.minimum(1.0, 2 * 0.5**n)), p)
     p = np.where(few, np.nan, p)
