@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from cogbias.cli.options import add_db
+from cogbias.cli.options import add_db, seed, temperature
 from cogbias.core.errors import StoreError
 from cogbias.core.redact import redact
 from cogbias.library import examples
@@ -103,13 +103,13 @@ def _parser() -> argparse.ArgumentParser:
     p = commands.add_parser("preview", help="fill a test case for a scenario and print the pair")
     p.add_argument("id")
     p.add_argument("--scenario", type=int, default=1, help="scenario number (1-200)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument(
         "--generator",
         help="what fills [[gaps]]: 'examples' (offline, the default unless COGBIAS_GENERATOR "
         "is set), a model id, or 'none' to leave them visible",
     )
-    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--temperature", type=temperature, default=0.7)
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
     add_db(p)
     p.set_defaults(handler=_preview)
@@ -119,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id")
     p.add_argument("--scenario", default="1", help="scenario number (1-200), or several: 1,50,120")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--generator", help="what fills [[gaps]] (default: 'examples', offline)")
     p.add_argument("--models", default="local/smollm2", help="comma-separated decision models")
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
