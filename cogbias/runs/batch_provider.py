@@ -31,6 +31,7 @@ MAX_REQUESTS_PER_FILE = 50_000  # OpenAI's limit per batch file
 MAX_BYTES_PER_FILE = 190 * 1024 * 1024  # under OpenAI's 200 MB
 MAX_ATTEMPTS = 3  # batch rounds a request may fail in before the run gives it up to interactive
 FINISHED = ("completed", "failed", "expired", "cancelled")
+WAKE_S = 0.5  # how often the wait between polls looks for a cancel
 
 
 def _client(profile: ModelProfile) -> Any:
@@ -100,7 +101,7 @@ def _batches(
             return
         if _poll(store, run_id):  # batches still running: wait for them
             _say(progress, store, run_id)
-            time.sleep(poll_seconds)
+            _wait(store, run_id, owner, poll_seconds)
             continue
         pending = batch.pending_requests(plan, store)
         attempts = store.batch_requests(list(pending))
@@ -111,6 +112,17 @@ def _batches(
         if not todo:
             return  # what is left (if anything) is asked interactively
         _submit(store, run_id, todo, attempts, folder)
+
+
+def _wait(store: Store, run_id: str, owner: str, seconds: float) -> None:
+    """Sleep until the next poll, beating the lease and looking for a cancel every WAKE_S:
+    `cogbias cancel` promises a stop within 2 s, whatever the poll interval."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(WAKE_S, left))
+        current = store.heartbeat_run(run_id, owner)
+        if current is None or current.get("cancel_requested"):
+            return  # the loop sees it and cancels the open batches
 
 
 def _submit(
