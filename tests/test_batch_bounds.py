@@ -63,3 +63,81 @@ def test_cancel_of_a_batch_run_is_seen_between_polls(tmp_path: Path) -> None:
         assert {b["status"] for b in server.batches.values()} == {"cancelled"}
     with Store(db) as store:
         assert store.run(submitted[0]["run_id"])["status"] == "cancelled"
+
+
+# ------------------------------------------------------------------ point 9: bounded reading
+
+
+def memory_capped(*args: object, megabytes: int = 400) -> subprocess.CompletedProcess[str]:
+    """The CLI under an address-space limit: a reader that holds what it should not is
+    killed (MemoryError) instead of growing to 24 GB as in the probe."""
+    code = (
+        "import resource, sys; "
+        f"resource.setrlimit(resource.RLIMIT_AS, ({megabytes << 20}, {megabytes << 20})); "
+        "from cogbias.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+
+
+def test_batch_import_refuses_a_device_a_pipe_and_a_folder(tmp_path: Path) -> None:
+    """The probe: `batch import /dev/zero` was killed at 24 GB resident."""
+    db = tmp_path / "b.db"
+    Store(db).close()
+    before = snapshot(db)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", fifo, tmp_path):
+        done = memory_capped("batch", "import", path, "--db", db)
+        assert done.returncode == 1, done.stderr
+        assert f"error: {path}: not a regular file (a device, pipe or folder)" in done.stderr
+        assert "Traceback" not in done.stderr and "unexpected" not in done.stderr
+    assert snapshot(db) == before
+
+
+def test_a_line_past_the_limit_is_refused_without_being_held(tmp_path: Path) -> None:
+    """The probe: the 10 MB line limit was checked after the whole line was read (a 300 MB
+    one-line file took 630 MB). Here a 120 MB line under a 250 MB address-space limit (the
+    interpreter and its imports take about 120 MB of it)."""
+    db = tmp_path / "b.db"
+    Store(db).close()
+    before = snapshot(db)
+    results = tmp_path / "results.jsonl"
+    with results.open("wb") as handle:
+        handle.write(b'{"custom_id": "x"}\n')
+        chunk = b"a" * (1 << 20)
+        for _ in range(120):
+            handle.write(chunk)
+        handle.write(b"\n" + b"not json\n")
+    done = memory_capped("batch", "import", results, "--db", db, megabytes=250)
+    assert done.returncode == 1, done.stderr
+    assert "results.jsonl, line 2: longer than 10485760 bytes" in done.stderr
+    assert "results.jsonl, line 3: not JSON we can read" in done.stderr  # read on after it
+    assert "nothing was imported" in done.stderr
+    assert "MemoryError" not in done.stderr and "unexpected" not in done.stderr
+    assert snapshot(db) == before
+
+
+def test_deep_nesting_and_lone_surrogates_in_a_batch_line_are_located(tmp_path: Path) -> None:
+    """Point 16's batch line: deep nesting ended in "unexpected RecursionError", a lone
+    surrogate in a bare codec message."""
+    db = tmp_path / "b.db"
+    Store(db).close()
+    before = snapshot(db)
+    results = tmp_path / "results.jsonl"
+    deep = "[" * 100_000 + "]" * 100_000
+    results.write_text(
+        deep + "\n" + '{"custom_id": "k", "response": {"body": {"x": "\\ud800"}}}\n',
+        encoding="utf-8",
+    )
+    done = cogbias("batch", "import", results, "--db", db)
+    assert done.returncode == 1
+    assert "results.jsonl, line 1: not JSON we can read (nested too deeply" in done.stderr
+    assert "results.jsonl, line 2: not JSON we can read (holds a lone surrogate (\\ud800)" in (
+        done.stderr
+    )
+    assert "unexpected" not in done.stderr and "Traceback" not in done.stderr
+    assert snapshot(db) == before
