@@ -141,3 +141,34 @@ def test_deep_nesting_and_lone_surrogates_in_a_batch_line_are_located(tmp_path: 
     )
     assert "unexpected" not in done.stderr and "Traceback" not in done.stderr
     assert snapshot(db) == before
+
+
+# ------------------------------------------------------------------ point 15: offline generator
+
+
+def test_a_library_batch_run_with_the_examples_generator_runs(tmp_path: Path) -> None:
+    """The probe: `--batch` refused library runs with the default `examples` generator
+    ("examples is not one"); it asks no model, so only the decisions go in batches."""
+    db = tmp_path / "b.db"
+    with FakeLLMServer(batch_delay=0.2) as server:
+        done = cogbias("run", "pairs", "--biases", "anchoring", "--generator", "examples",
+                       "--models", "openai/x", "--api-base", server.base_url, "--batch",
+                       "--poll-seconds", "0.1", "--db", db)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "is not one" not in done.stderr
+        assert server.calls == 0 and server.batch_requests > 0  # every call went in a batch
+    with Store(db) as store:
+        [run] = store.runs()
+        assert run["status"] == "done" and run["done"] == 1 and run["failed"] == 0
+        assert {b["round"] for b in store.batches()} == {"decide", "extract"}
+
+
+def test_a_model_generator_that_cannot_batch_is_still_refused_by_name(tmp_path: Path) -> None:
+    db = tmp_path / "b.db"
+    Store(db).close()
+    before = snapshot(db)
+    done = cogbias("run", "pairs", "--biases", "anchoring", "--generator", "local/smollm2",
+                   "--models", "random", "--batch", "--db", db)  # fmt: skip
+    assert done.returncode == 2
+    assert "local/smollm2 is not one" in done.stderr
+    assert snapshot(db) == before
