@@ -4,6 +4,7 @@ refused input leaves the database exactly as it was."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -15,7 +16,8 @@ import pytest
 from cogbias.cli.main import main
 from cogbias.library import testcases as library
 from cogbias.store import Store
-from tests.dataset_helpers import MOHR_DIR, snapshot
+from tests.dataset_helpers import MOHR_DIR, TOKENBIAS_DIR, snapshot
+from tests.fake_llm_server import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = (ROOT / "data" / "studies" / "mohr8.toml").read_text(encoding="utf-8")
@@ -198,5 +200,107 @@ def test_a_study_prompt_past_50000_characters_is_refused(
     assert done.returncode != 0
     assert re.search(r"long\.toml:\d+:\d+: (the text|the question \(persona, prompt and answer hint\)) is "
                      r"60,\d{3} characters long; at most 50,000 are allowed", done.stderr), done.stderr  # fmt: skip
+    no_traceback(done.stderr)
+    assert snapshot(db) == before
+
+
+# ------------------------------------------------------------------ point 16: located messages
+
+DEEP = "[" * 50_000 + "]" * 50_000
+
+
+def test_deep_nesting_in_a_thesis_variables_cell_is_located(tmp_path: Path, db: Path) -> None:
+    folder = tmp_path / "thesis"
+    folder.mkdir()
+    for source in MOHR_DIR.iterdir():
+        (folder / source.name).write_bytes(source.read_bytes())
+    experiments = folder / "experiments.csv"
+    text = experiments.read_text(encoding="utf-8")
+    deep = '"{""a"": ' + DEEP + '}"'
+    experiments.write_text(text.replace('"{""anchor_value"": 900}"', deep, 1), encoding="utf-8")
+    before = snapshot(db)
+    done = cogbias("import", "mohr2025", folder, "--db", db)
+    assert done.returncode == 2
+    assert ("experiments.csv, row 1 (line 2), column 'variables': nested too deeply; at most 100 "
+            "levels are allowed") in done.stderr  # fmt: skip
+    no_traceback(done.stderr)
+    assert snapshot(db) == before
+
+
+def test_deep_nesting_in_token_bias_json_is_located(tmp_path: Path, db: Path) -> None:
+    folder = tmp_path / "tokenbias"
+    folder.mkdir()
+    for source in TOKENBIAS_DIR.iterdir():
+        (folder / source.name).write_bytes(source.read_bytes())
+    gold = folder / "synthetic_dataset_demo_original_gold.json"
+    data = json.loads(gold.read_text(encoding="utf-8"))
+    text = json.dumps(data).replace('"generation_mode": "gold"', f'"extra": {DEEP}', 1)
+    gold.write_text(text, encoding="utf-8")
+    before = snapshot(db)
+    done = cogbias("import", "peek2024", folder, "--db", db)
+    assert done.returncode == 2
+    assert "synthetic_dataset_demo_original_gold.json: nested too deeply" in done.stderr
+    no_traceback(done.stderr)
+    assert snapshot(db) == before
+
+
+def test_a_lone_surrogate_in_an_imported_line_is_named_by_row_and_field(
+    tmp_path: Path, db: Path
+) -> None:
+    """The probe: a lone surrogate was refused with a bare codec message."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(
+        '{"bias": "anchoring", "control": "Pick\\ud800\\nOption 1: a\\nOption 2: b", '
+        '"treatment": "Pick\\nOption 1: a\\nOption 2: b"}\n',
+        encoding="utf-8",
+    )
+    before = snapshot(db)
+    done = cogbias("import", "generic", path, "--map", "bias=bias", "--map", "control=control",
+                   "--map", "treatment=treatment", "--db", db)  # fmt: skip
+    assert done.returncode == 2
+    assert ("pairs.jsonl, row 1 (line 1): holds a lone surrogate (\\ud800) in control at "
+            "character 5, which is not text") in done.stderr  # fmt: skip
+    assert "codec" not in done.stderr
+    no_traceback(done.stderr)
+    assert snapshot(db) == before
+
+
+def test_an_argument_that_is_not_utf8_is_named(db: Path) -> None:
+    before = snapshot(db)
+    done = subprocess.run(
+        [sys.executable.encode(), b"-m", b"cogbias", b"run", b"pairs", b"--models", b"random",
+         b"--biases", b"anchoring", b"--name", b"ab\xff", b"--db", str(db).encode()],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2
+    assert "error: argument name: ab\\udcff is not UTF-8 text" in err
+    assert "codec" not in err
+    no_traceback(err)
+    assert snapshot(db) == before
+
+
+def test_missing_example_fills_are_an_error_not_unexpected(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    text = (library.BUILTIN_DIR / "anchoring.toml").read_text(encoding="utf-8")
+    text = text.replace('id = "anchoring"', 'id = "bare_anchoring"')
+    bare = tmp_path / "bare_anchoring.toml"
+    bare.write_text(text[: text.index("[examples]")], encoding="utf-8")
+    assert cogbias("library", "add", bare, home=home).returncode == 0
+    done = cogbias("preview", "bare_anchoring", "--generator", "examples", home=home)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: bare_anchoring has no example fills for the gap")
+    no_traceback(done.stderr)
+
+
+def test_a_refused_key_is_an_error_not_unexpected(db: Path) -> None:
+    before = snapshot(db)
+    with FakeLLMServer(api_key="sk-the-right-one") as server:
+        done = cogbias("pair", "anchoring", "--models", "openai/x", "--api-base", server.base_url,
+                       "--db", db)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: openai/x at http://127.0.0.1:")
+    assert "authentication failed" in done.stderr and "sk-the-right-one" not in done.stderr
     no_traceback(done.stderr)
     assert snapshot(db) == before

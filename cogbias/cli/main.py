@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.cli.options import add_db, seed, temperature
-from cogbias.core.errors import StoreError
+from cogbias.core.errors import StoreError, UserError
 from cogbias.core.redact import redact
 from cogbias.library import examples
 from cogbias.library import testcases as library
@@ -29,6 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
+    problem = _not_text(args)
+    if problem:
+        return _fail(problem, 2)
     if getattr(args, "db", "") is None:
         from cogbias.store import default_path
 
@@ -46,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), 1, prefix="")
     except StoreError as exc:
         return _fail(str(exc), 1)
+    except UserError as exc:  # a known condition (missing example fills, a refused key)
+        return _fail(str(exc), 1)
     except sqlite3.Error as exc:  # a file that broke after it was opened (truncated, locked)
         from cogbias.store import describe_error
 
@@ -61,6 +66,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("COGBIAS_DEBUG"):
             raise
         return _fail(f"unexpected {type(exc).__name__}: {exc} (set COGBIAS_DEBUG=1 for details)", 1)
+
+
+def _not_text(args: argparse.Namespace) -> str | None:
+    """Bytes in an argument that are not UTF-8 reach Python as lone surrogates, which no
+    database or file can hold: refuse them up front, naming the argument."""
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if not isinstance(item, str | Path):
+                continue
+            text = str(item)
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                flag = name.replace("_", "-")
+                shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+                return (
+                    f"argument {flag}: {shown[:60]} is not UTF-8 text (a byte at character "
+                    f"{exc.start + 1} is not part of a character); give it as UTF-8"
+                )
+    return None
 
 
 def _fail(message: str, code: int, prefix: str = "error: ") -> int:

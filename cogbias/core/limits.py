@@ -36,34 +36,40 @@ def loads_json(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
 def depth_of(value: Any, stop: int = MAX_JSON_DEPTH) -> int:
     """How deeply lists and dicts nest in `value`, walked without recursion (the walk stops
-    once it is past `stop`); a string with a lone surrogate raises ValueError on the way."""
+    once it is past `stop`); a string with a lone surrogate raises ValueError on the way,
+    naming where it is (`control`, `items[3].text`)."""
     deepest = 0
-    stack = [(value, 1)]
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
     while stack:
-        item, depth = stack.pop()
+        item, depth, where = stack.pop()
         if isinstance(item, str):
-            check_text(item)
+            check_text(item, where)
             continue
         if not isinstance(item, list | dict):
             continue
         deepest = max(deepest, depth)
         if deepest > stop:
             break
-        children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children)
+        if isinstance(item, dict):
+            for key, child in item.items():
+                check_text(str(key), f"a key of {where}" if where else "a key")
+                stack.append((child, depth + 1, f"{where}.{key}" if where else str(key)))
+        else:
+            stack.extend((child, depth + 1, f"{where}[{n}]") for n, child in enumerate(item))
     return deepest
 
 
-def check_text(text: str) -> str:
+def check_text(text: str, where: str = "") -> str:
     """`text`, or ValueError naming the first lone surrogate (half of a UTF-16 pair: JSON's
     `\\ud800` escape reads into one, and it cannot be written as UTF-8)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         code = ord(text[exc.start])
+        place = f" in {where[:80]}" if where else ""
         raise ValueError(
-            f"holds a lone surrogate (\\u{code:04x}) at character {exc.start + 1}, which is "
-            "not text; write the character itself or a complete surrogate pair"
+            f"holds a lone surrogate (\\u{code:04x}){place} at character {exc.start + 1}, "
+            "which is not text; write the character itself or a complete surrogate pair"
         ) from None
     return text
 

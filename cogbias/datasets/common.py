@@ -21,6 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import MAX_JSON_DEPTH, depth_of
+
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # published prompts and answers are long
 
 Progress = Callable[[str, int, int], None]
@@ -250,18 +252,24 @@ def parse_literal(text: str, file: str, row: int, column: str, line: int | None 
     if len(text) > MAX_LITERAL_CHARS:
         raise DatasetError(file, f"is too long to be a literal ({len(text)} characters)", **where)
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (ValueError, RecursionError):
-        pass
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            raise DatasetError(
+                file,
+                f"cannot be read as a JSON or Python literal ({type(exc).__name__}): {shown!r}",
+                **where,
+            ) from None
     try:
-        return ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
-        shown = text if len(text) <= 60 else text[:57] + "..."
-        raise DatasetError(
-            file,
-            f"cannot be read as a JSON or Python literal ({type(exc).__name__}): {shown!r}",
-            **where,
-        ) from None
+        depth = depth_of(value)  # a lone surrogate in a string raises, naming where it is
+    except ValueError as exc:
+        raise DatasetError(file, str(exc), **where) from None
+    if depth > MAX_JSON_DEPTH:
+        raise DatasetError(file, f"is nested more than {MAX_JSON_DEPTH} levels deep", **where)
+    return value
 
 
 def parse_float(

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import loads_json
 from cogbias.core.redact import redactor
 from cogbias.datasets import importing
 from cogbias.datasets.common import (
@@ -269,9 +270,11 @@ def _variables(record: CsvRecord) -> dict[str, Any]:
     if not text:
         return {}
     try:
-        value = json.loads(text)
-    except ValueError as exc:
+        value = loads_json(text)
+    except json.JSONDecodeError as exc:
         raise record.fail("variables", f"is not valid JSON ({exc.args[0]})") from None
+    except ValueError as exc:  # nested too deeply, a lone surrogate
+        raise record.fail("variables", str(exc)) from None
     if not isinstance(value, dict):
         raise record.fail("variables", f"expected a JSON object, found {type(value).__name__}")
     for key, item in value.items():

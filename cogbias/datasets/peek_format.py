@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import loads_json
 from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance, stable_id
 from cogbias.core.templates import Filled
@@ -170,13 +171,15 @@ def _pair(dataset: str, test_case: str, family: str, p: Item, q: Item | None) ->
 def read_items(path: Path) -> dict[int, Item]:
     """The items of one file by question_idx; every problem names file, row and field."""
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = loads_json(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError:
         raise DatasetError(path.name, "is not UTF-8 text; save it as UTF-8") from None
     except json.JSONDecodeError as exc:
         raise DatasetError(
             path.name, f"is not valid JSON ({exc.msg}, column {exc.colno})", line=exc.lineno
         ) from None
+    except ValueError as exc:  # nested too deeply, a lone surrogate (named by its place)
+        raise DatasetError(path.name, str(exc)) from None
     if not isinstance(data, dict) or not data:
         raise DatasetError(path.name, 'must be a non-empty JSON object keyed "0", "1", …')
     items: dict[int, Item] = {}
