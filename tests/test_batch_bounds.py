@@ -4,6 +4,7 @@ past its limit into memory, and the offline `examples` generator needs no batch.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -172,3 +173,34 @@ def test_a_model_generator_that_cannot_batch_is_still_refused_by_name(tmp_path: 
     assert done.returncode == 2
     assert "local/smollm2 is not one" in done.stderr
     assert snapshot(db) == before
+
+
+def test_out_of_range_numbers_in_a_batch_answer_are_no_overflow(tmp_path: Path) -> None:
+    """Token counts past what a database column holds once ended in "unexpected
+    OverflowError"; they count as unknown, like a negative one. A status that is not a
+    number is shown cut short."""
+    db = tmp_path / "b.db"
+    planned = cogbias("run", "pairs", "--biases", "anchoring", "--models", "openai/x",
+                      "--api-base", "http://127.0.0.1:9/v1", "--generator", "examples",
+                      "--plan-only", "--db", db)  # fmt: skip
+    assert planned.returncode == 0, planned.stderr
+    requests = tmp_path / "requests.jsonl"
+    exported = cogbias("batch", "export", planned.stdout.strip(), "-o", requests, "--db", db)
+    assert exported.returncode == 0, exported.stderr
+    keys = [json.loads(line)["custom_id"] for line in requests.read_text().splitlines()]
+    body = {"choices": [{"message": {"content": "Option 1"}}],
+            "usage": {"prompt_tokens": 10**30, "completion_tokens": 1e999}}  # fmt: skip
+    lines = [{"custom_id": keys[0], "response": {"status_code": 200, "body": body}}]
+    lines += [{"custom_id": k, "response": {"status_code": [[0] * 1000], "body": {}}}
+              for k in keys[1:]]  # fmt: skip
+    results = tmp_path / "results.jsonl"
+    results.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    done = cogbias("batch", "import", results, "--db", db)
+    assert done.returncode == 0, done.stderr
+    assert "imported 1 answer(s) into the cache" in done.stderr
+    assert "line 2: the engine answered HTTP [[0, 0, 0, 0, 0, 0, \n" in done.stderr
+    assert max(len(line) for line in done.stderr.splitlines()) < 400
+    assert "unexpected" not in done.stderr
+    with Store(db) as store:
+        [row] = store.query("select prompt_tokens, completion_tokens from llm_calls")
+        assert (row["prompt_tokens"], row["completion_tokens"]) == (0, 0)

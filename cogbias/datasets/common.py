@@ -31,6 +31,9 @@ Progress = Callable[[str, int, int], None]
 MAX_LITERAL_CHARS = 100_000  # a metric dict or an option list is small; refuse anything huge
 
 
+MAX_MESSAGE_CHARS = 500
+
+
 class DatasetError(ValueError):
     """A problem with an imported file, located as precisely as the file allows."""
 
@@ -42,6 +45,8 @@ class DatasetError(ValueError):
         column: str | None = None,
         line: int | None = None,
     ) -> None:
+        if len(message) > MAX_MESSAGE_CHARS:  # a message quoting a huge cell stays readable
+            message = message[: MAX_MESSAGE_CHARS - 1] + "…"
         self.file, self.message = str(file), message
         self.row, self.column, self.line = row, column, line
         super().__init__(self.describe())
@@ -279,11 +284,15 @@ def parse_float(
         value = float(text)
     except (TypeError, ValueError, OverflowError):
         raise DatasetError(
-            file, f"expected a number, found {text!r}", row=row, column=column, line=line
+            file, f"expected a number, found {text[:60]!r}", row=row, column=column, line=line
         ) from None
     if finite and not math.isfinite(value):
         raise DatasetError(
-            file, f"expected a finite number, found {text!r}", row=row, column=column, line=line
+            file,
+            f"expected a finite number, found {text[:60]!r}",
+            row=row,
+            column=column,
+            line=line,
         )
     return value
 
@@ -294,7 +303,7 @@ def parse_index(text: str, file: str, row: int, column: str, line: int | None = 
     if value != int(value):
         raise DatasetError(
             file,
-            f"expected a whole option index, found {text!r}",
+            f"expected a whole option index, found {text[:60]!r}",
             row=row,
             column=column,
             line=line,

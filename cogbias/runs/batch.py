@@ -293,7 +293,7 @@ def _answer_of(item: dict[str, Any]) -> tuple[str, int, int] | str:
     status = response.get("status_code", 200)
     body = response.get("body")
     if status != 200 or not isinstance(body, dict):
-        return f"the engine answered HTTP {status}"
+        return f"the engine answered HTTP {str(status)[:20]}"
     from cogbias.llm.direct import answer_of
 
     text, prompt_tokens, completion_tokens = answer_of(body)
