@@ -304,3 +304,35 @@ def test_a_refused_key_is_an_error_not_unexpected(db: Path) -> None:
     assert "authentication failed" in done.stderr and "sk-the-right-one" not in done.stderr
     no_traceback(done.stderr)
     assert snapshot(db) == before
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        (
+            "target_answer",
+            "1" + "0" * 400,
+            "a number must be finite and within ±1e+15, found a huge",
+        ),
+        ("target_answer", "NaN", "a number must be finite and within ±1e+15, found nan"),
+        ("question_idx", "1" + "0" * 50, "expected a whole number from 0 to 2**53, found a huge"),
+    ],
+)
+def test_out_of_range_numbers_in_token_bias_json_are_located(
+    field: str, value: str, message: str, tmp_path: Path, db: Path
+) -> None:
+    """Found by the property test: these ended in "unexpected OverflowError"."""
+    folder = tmp_path / "tokenbias"
+    folder.mkdir()
+    for source in TOKENBIAS_DIR.iterdir():
+        (folder / source.name).write_bytes(source.read_bytes())
+    gold = folder / "synthetic_dataset_demo_original_gold.json"
+    data = json.loads(gold.read_text(encoding="utf-8"))
+    data["0"][field] = "MARK"
+    gold.write_text(json.dumps(data).replace('"MARK"', value, 1), encoding="utf-8")
+    before = snapshot(db)
+    done = cogbias("import", "peek2024", folder, "--db", db)
+    assert done.returncode == 2
+    assert f"row 1, column '{field}': (item \"0\") {message}" in done.stderr, done.stderr
+    no_traceback(done.stderr)
+    assert snapshot(db) == before

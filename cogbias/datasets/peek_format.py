@@ -196,6 +196,9 @@ def read_items(path: Path) -> dict[int, Item]:
     return items
 
 
+MAX_NUMBER = 1e15  # an answer written as a number; beyond this it is no answer
+
+
 def _item(file: str, row: int, key: str, entry: Any) -> Item:
     def fail(column: str | None, message: str) -> DatasetError:
         return DatasetError(file, f'(item "{key}") {message}', row=row, column=column)
@@ -206,8 +209,9 @@ def _item(file: str, row: int, key: str, entry: Any) -> Item:
         if field not in entry:
             raise fail(field, "is missing")
     index = entry["question_idx"]
-    if not isinstance(index, int) or isinstance(index, bool):
-        raise fail("question_idx", f"expected a whole number, found {index!r}")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 2**53:
+        shown = repr(index) if len(repr(index)) <= 40 else "a huge number"
+        raise fail("question_idx", f"expected a whole number from 0 to 2**53, found {shown}")
     question = entry["question"]
     if not isinstance(question, str) or not question.strip():
         raise fail("question", "expected a non-empty text")
@@ -216,6 +220,9 @@ def _item(file: str, row: int, key: str, entry: Any) -> Item:
         value = entry[field]
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise fail(field, f"expected a text or a number, found {type(value).__name__}")
+        if not isinstance(value, str) and not abs(value) <= MAX_NUMBER:  # nan, inf, 10**400
+            shown = repr(value) if len(repr(value)) <= 40 else "a huge number"
+            raise fail(field, f"a number must be finite and within ±{MAX_NUMBER:g}, found {shown}")
         label, text = _option(value)
         if not text:
             raise fail(field, "is empty")
