@@ -166,6 +166,7 @@ class FakeLLMServer:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.batch_requests = 0
+        self.batch_polls = 0  # GET /v1/batches/{id}: how often a worker looked
         self.calls = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -340,6 +341,7 @@ class FakeLLMServer:
 
     async def _get_batch(self, request: web.Request) -> web.StreamResponse:
         batch_id = request.match_info["batch_id"]
+        self.batch_polls += 1
         if batch_id not in self.batches:
             return self._error(404, "No such batch")
         return web.json_response(self._public(batch_id))

@@ -22,6 +22,7 @@ def _cache_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_AGE_DAYS = 36_500  # older than any cache; a larger age overflows the date it is counted from
 _AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([dhm])")
 
 
@@ -32,6 +33,10 @@ def _cache_prune(args: argparse.Namespace) -> int:
     if not match:
         raise ValueError(f"--older-than {args.older_than!r}: give an age like 30d, 12h or 90m")
     unit = {"d": "days", "h": "hours", "m": "minutes"}[match.group(2)]
+    if float(match.group(1)) / {"days": 1, "hours": 24, "minutes": 1440}[unit] > MAX_AGE_DAYS:
+        raise ValueError(
+            f"--older-than {args.older_than!r}: at most {MAX_AGE_DAYS:,} days (100 years)"
+        )
     cutoff = datetime.now(UTC) - timedelta(**{unit: float(match.group(1))})
     with Store(args.db) as store:
         removed = store.prune_cache(cutoff.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), args.model)

@@ -11,8 +11,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from cogbias.cli.options import add_db
-from cogbias.core.errors import StoreError
+from cogbias.cli.options import add_db, seed, temperature
+from cogbias.core.errors import StoreError, UserError
 from cogbias.core.redact import redact, redactor
 from cogbias.library import examples
 from cogbias.library import testcases as library
@@ -37,6 +37,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
+    problem = _not_text(args)
+    if problem:
+        return _fail(problem, 2)
     if getattr(args, "db", "") is None:
         from cogbias.store import default_path
 
@@ -54,6 +57,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(str(exc), 1, prefix="")
     except StoreError as exc:
         return _fail(str(exc), 1)
+    except UserError as exc:  # a known condition (missing example fills, a refused key)
+        return _fail(str(exc), 1)
     except sqlite3.Error as exc:  # a file that broke after it was opened (truncated, locked)
         from cogbias.store import describe_error
 
@@ -69,6 +74,26 @@ def _main(argv: Sequence[str] | None) -> int:
         if os.environ.get("COGBIAS_DEBUG"):
             raise
         return _fail(f"unexpected {type(exc).__name__}: {exc} (set COGBIAS_DEBUG=1 for details)", 1)
+
+
+def _not_text(args: argparse.Namespace) -> str | None:
+    """Bytes in an argument that are not UTF-8 reach Python as lone surrogates, which no
+    database or file can hold: refuse them up front, naming the argument."""
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if not isinstance(item, str | Path):
+                continue
+            text = str(item)
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                flag = name.replace("_", "-")
+                shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+                return (
+                    f"argument {flag}: {shown[:60]} is not UTF-8 text (a byte at character "
+                    f"{exc.start + 1} is not part of a character); give it as UTF-8"
+                )
+    return None
 
 
 def _fail(message: str, code: int, prefix: str = "error: ") -> int:
@@ -111,13 +136,13 @@ def _parser() -> argparse.ArgumentParser:
     p = commands.add_parser("preview", help="fill a test case for a scenario and print the pair")
     p.add_argument("id")
     p.add_argument("--scenario", type=int, default=1, help="scenario number (1-200)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument(
         "--generator",
         help="what fills [[gaps]]: 'examples' (offline, the default unless COGBIAS_GENERATOR "
         "is set), a model id, or 'none' to leave them visible",
     )
-    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--temperature", type=temperature, default=0.7)
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
     add_db(p)
     p.set_defaults(handler=_preview)
@@ -127,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id")
     p.add_argument("--scenario", default="1", help="scenario number (1-200), or several: 1,50,120")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--generator", help="what fills [[gaps]] (default: 'examples', offline)")
     p.add_argument("--models", default="local/smollm2", help="comma-separated decision models")
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")

@@ -5,6 +5,7 @@ cli/studies.py import from here, so neither imports the other for these pieces."
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 
@@ -17,15 +18,56 @@ def add_db(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _at_least_one(text: str) -> int:
-    """A count that must be positive (`--concurrency 0` would wait forever for a free slot)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+MAX_SEED = 2**63 - 1  # a seed is stored as an SQLite INTEGER (signed 64 bits)
+MAX_SECONDS = 7 * 24 * 3600.0  # a timeout, deadline or poll interval longer than a week is a typo
+
+
+def whole(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high`, refused with a message naming
+    the bound (argparse prefixes the flag), so no run stores a value it cannot use."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text[:40]}' is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, not {_shown(value)}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, not {_shown(value)}")
+        return value
+
+    return parse
+
+
+def real(low: float, high: float, *, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number from `low` (or above it, with `above`) to `high`;
+    nan and inf are refused like any other number out of range."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text[:40]}' is not a number") from None
+        if not (low < value if above else low <= value) or not value <= high:
+            bound = f"above {low:g} and at most" if above else f"from {low:g} to"
+            raise argparse.ArgumentTypeError(
+                f"must be a number {bound} {high:g}, not {_shown(value)}"
+            )
+        return value
+
+    return parse
+
+
+def _shown(value: float) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else f"a {len(str(int(value)))}-digit number"
+
+
+_at_least_one = whole(1, 100_000)  # `--concurrency 0` would wait forever for a free slot
+temperature = real(0.0, 2.0)  # the widest range any provider accepts
+seconds = real(0.0, MAX_SECONDS, above=True)
+seed = whole(-MAX_SEED - 1, MAX_SEED)
 
 
 def _add_execution(p: argparse.ArgumentParser) -> None:
@@ -50,12 +92,12 @@ def add_calls(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="ask every model afresh instead of reading cached answers (new answers are cached)",
     )
-    p.add_argument("--timeout", type=float, help="seconds per attempt (default: per model)")
+    p.add_argument("--timeout", type=seconds, help="seconds per attempt (default: per model)")
     p.add_argument(
-        "--max-retries", type=int, default=6, help="retries of a transiently failing call"
+        "--max-retries", type=whole(0, 100), default=6, help="retries of a transiently failing call"
     )
     p.add_argument(
-        "--deadline", type=float, help="seconds per call, retries included (default: per model)"
+        "--deadline", type=seconds, help="seconds per call, retries included (default: per model)"
     )
 
 
@@ -73,7 +115,7 @@ def add_batch(p: argparse.ArgumentParser) -> None:
         default="round",
         help="requests a batch failed: retry them in the next batch round, or interactively",
     )
-    p.add_argument("--poll-seconds", type=float, default=30.0, help="how often to poll batches")
+    p.add_argument("--poll-seconds", type=seconds, default=30.0, help="how often to poll batches")
 
 
 def execution_options(args: argparse.Namespace, name: str = "") -> dict[str, Any]:

@@ -15,7 +15,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from cogbias.cli import runs
-from cogbias.cli.options import add_batch, add_calls, add_db, is_token_bias
+from cogbias.cli.options import (
+    add_batch,
+    add_calls,
+    add_db,
+    is_token_bias,
+    real,
+    seed,
+    temperature,
+    whole,
+)
 from cogbias.library import examples
 
 RUN_MODES = ("pairs", "dataset", "study")
@@ -120,7 +129,7 @@ def _shared() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--models", required=True, help="comma-separated decision models")
     add_db(p)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
     p.add_argument("--name", default="", help="a label for the run")
     p.add_argument("--dry-run", action="store_true", help="print the plan and estimate, do not run")
@@ -142,8 +151,8 @@ def _batch() -> argparse.ArgumentParser:
 def _answers(p: argparse.ArgumentParser, biases: str) -> None:
     """The flags of paired decisions (library pairs, a dataset's pairs, token-bias pairs)."""
     p.add_argument("--biases", help=biases)
-    p.add_argument("--temperature", type=float, default=0.0, help="decision temperature")
-    p.add_argument("--repeats", type=int, help="answers per pair (default 1)")
+    p.add_argument("--temperature", type=temperature, default=0.0, help="decision temperature")
+    p.add_argument("--repeats", type=whole(1, 1000), help="answers per pair (default 1)")
     p.add_argument(
         "--prompting",
         default="baseline",
@@ -154,7 +163,7 @@ def _answers(p: argparse.ArgumentParser, biases: str) -> None:
 
 def _dataset_flags(p: argparse.ArgumentParser, biases: str) -> None:
     _answers(p, biases)
-    p.add_argument("--per-bias", type=int, help="at most N instances per bias")
+    p.add_argument("--per-bias", type=whole(1), help="at most N instances per bias")
 
 
 def add_run(commands: Any) -> None:
@@ -172,14 +181,18 @@ def add_run(commands: Any) -> None:
         help="library test cases x scenarios x models",
         description="Fill library test cases for scenarios and have models decide each pair.",
     )
-    pairs.add_argument("--scenarios", type=int, default=1, help="number of scenarios (first N)")
-    pairs.add_argument("--instances", type=int, default=1, help="instances per bias and scenario")
+    pairs.add_argument(
+        "--scenarios", type=whole(1), default=1, help="number of scenarios (first N)"
+    )
+    pairs.add_argument(
+        "--instances", type=whole(1, 10_000), default=1, help="instances per bias and scenario"
+    )
     pairs.add_argument(
         "--generator",
         default=examples.default_generator(),
         help="what fills [[gaps]]: 'examples' (offline, the default) or a model id",
     )
-    pairs.add_argument("--generator-temperature", type=float, default=0.7)
+    pairs.add_argument("--generator-temperature", type=temperature, default=0.7)
     _answers(pairs, "comma-separated test case ids (default: all)")
     pairs.set_defaults(handler=_run_mode)
 
@@ -293,10 +306,12 @@ def add_results(commands: Any) -> None:
         "(per hypothesis, model and prompting method: n12, n21, n*, z, p, p_BH, reject)",
     )
     p.add_argument("study", metavar="NAME", help="tokenbias, or an imported token-bias dataset")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    p.add_argument(
+        "--alpha", type=real(0.0, 1.0, above=True), default=0.05, help="significance level"
+    )
     p.add_argument(
         "--normal-above",
-        type=int,
+        type=whole(0),
         default=24,  # studies.analysis.NORMAL_ABOVE (the CLI starts without SciPy)
         help="exact binomial test up to this many discordant pairs, normal above",
     )

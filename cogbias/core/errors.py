@@ -10,3 +10,9 @@ class StoreError(RuntimeError):
 
 class SchemaError(StoreError):
     """The file was written by a newer cogbias (or is otherwise at an unknown schema)."""
+
+
+class UserError(Exception):
+    """A known condition a person can act on (a test case without example fills for a gap,
+    a key the provider refused, a call that timed out): its message says what and what to do,
+    and the command prints it as an error, never as "unexpected"."""

@@ -21,12 +21,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import MAX_JSON_DEPTH, depth_of
+
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # published prompts and answers are long
 
 Progress = Callable[[str, int, int], None]
 """progress(label, done, total): bytes read or downloaded so far out of total (0 = unknown)."""
 
 MAX_LITERAL_CHARS = 100_000  # a metric dict or an option list is small; refuse anything huge
+
+
+MAX_MESSAGE_CHARS = 500
 
 
 class DatasetError(ValueError):
@@ -40,6 +45,8 @@ class DatasetError(ValueError):
         column: str | None = None,
         line: int | None = None,
     ) -> None:
+        if len(message) > MAX_MESSAGE_CHARS:  # a message quoting a huge cell stays readable
+            message = message[: MAX_MESSAGE_CHARS - 1] + "…"
         self.file, self.message = str(file), message
         self.row, self.column, self.line = row, column, line
         super().__init__(self.describe())
@@ -250,18 +257,24 @@ def parse_literal(text: str, file: str, row: int, column: str, line: int | None 
     if len(text) > MAX_LITERAL_CHARS:
         raise DatasetError(file, f"is too long to be a literal ({len(text)} characters)", **where)
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (ValueError, RecursionError):
-        pass
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            raise DatasetError(
+                file,
+                f"cannot be read as a JSON or Python literal ({type(exc).__name__}): {shown!r}",
+                **where,
+            ) from None
     try:
-        return ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
-        shown = text if len(text) <= 60 else text[:57] + "..."
-        raise DatasetError(
-            file,
-            f"cannot be read as a JSON or Python literal ({type(exc).__name__}): {shown!r}",
-            **where,
-        ) from None
+        depth = depth_of(value)  # a lone surrogate in a string raises, naming where it is
+    except ValueError as exc:
+        raise DatasetError(file, str(exc), **where) from None
+    if depth > MAX_JSON_DEPTH:
+        raise DatasetError(file, f"is nested more than {MAX_JSON_DEPTH} levels deep", **where)
+    return value
 
 
 def parse_float(
@@ -271,11 +284,15 @@ def parse_float(
         value = float(text)
     except (TypeError, ValueError, OverflowError):
         raise DatasetError(
-            file, f"expected a number, found {text!r}", row=row, column=column, line=line
+            file, f"expected a number, found {text[:60]!r}", row=row, column=column, line=line
         ) from None
     if finite and not math.isfinite(value):
         raise DatasetError(
-            file, f"expected a finite number, found {text!r}", row=row, column=column, line=line
+            file,
+            f"expected a finite number, found {text[:60]!r}",
+            row=row,
+            column=column,
+            line=line,
         )
     return value
 
@@ -286,7 +303,7 @@ def parse_index(text: str, file: str, row: int, column: str, line: int | None = 
     if value != int(value):
         raise DatasetError(
             file,
-            f"expected a whole option index, found {text!r}",
+            f"expected a whole option index, found {text[:60]!r}",
             row=row,
             column=column,
             line=line,

@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
-import tempfile
+import signal
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,48 +58,126 @@ def hub_url(file: str | None = None) -> str:
     return f"{base}/{urllib.parse.quote(name)}"
 
 
+DEADLINE_S = 1800.0  # a whole download (the Hub file is ~100 MB); COGBIAS_DOWNLOAD_DEADLINE
+STALL_S = 60.0  # a window in which at least STALL_BYTES must arrive; COGBIAS_DOWNLOAD_STALL
+STALL_BYTES = 1024
+
+
+class _Stalled(Exception):
+    """The server sends too little, too slowly, or for too long."""
+
+
 def download(
-    url: str, dest_dir: str | Path, progress: Progress | None = None, timeout: float = 60.0
+    url: str,
+    dest_dir: str | Path,
+    progress: Progress | None = None,
+    deadline: float | None = None,
+    stall: float | None = None,
 ) -> Path:
-    """Download a file over HTTP(S) into dest_dir (atomically: a partial file never remains)."""
+    """Download a file over HTTP(S) into dest_dir, atomically: the bytes go to a `.part`
+    file that is renamed when complete and removed on every other exit (an error, Ctrl-C,
+    SIGTERM; one left by a killed process is removed by the next download). A download ends
+    after `deadline` seconds overall, and when less than STALL_BYTES arrive in `stall`
+    seconds: a server that trickles a byte every few seconds is not waited for forever."""
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme not in ("http", "https"):
         raise DatasetError(url, "only http and https URLs can be downloaded")
+    deadline = deadline or _seconds("COGBIAS_DOWNLOAD_DEADLINE", DEADLINE_S)
+    stall = stall or _seconds("COGBIAS_DOWNLOAD_STALL", STALL_S)
     dest_dir = Path(dest_dir)
     dest_dir.mkdir(parents=True, exist_ok=True)
     target = dest_dir / (Path(parsed.path).name or "dataset.csv")
-    partial: Path | None = None
+    _sweep(dest_dir)
+    partial = dest_dir / f"{target.name}.{os.getpid()}.part"
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - scheme checked
-            total = int(response.headers.get("Content-Length") or 0)
-            handle, name = tempfile.mkstemp(dir=dest_dir, suffix=".part")
-            partial = Path(name)
-            done = 0
-            with os.fdopen(handle, "wb") as out:
-                while chunk := response.read(1 << 16):
-                    out.write(chunk)
-                    done += len(chunk)
-                    if progress:
-                        progress(target.name, done, total)
+        with _terminate_as_exit():
+            done, total = _fetch(url, partial, target.name, progress, deadline, stall)
         if total and done != total:
             raise DatasetError(url, f"download stopped after {done} of {total} bytes; try again")
         partial.replace(target)
-        partial = None
     except urllib.error.HTTPError as exc:
         raise DatasetError(
             url,
             f"the server answered {exc.code} {exc.reason}; check the URL (COGBIAS_HUB_URL, "
             "--hub-file) or download the file yourself and pass its path",
         ) from None
+    except _Stalled as exc:
+        raise DatasetError(url, f"{exc}; try again later, or download the file yourself and "
+                           "pass its path") from None  # fmt: skip
     except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
         raise DatasetError(
             url, f"could not download ({reason}); check the network or pass a local FILE"
         ) from None
     finally:
-        if partial is not None:
-            partial.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
     return target
+
+
+def _fetch(
+    url: str, partial: Path, label: str, progress: Progress | None, deadline: float, stall: float
+) -> tuple[int, int]:
+    """Copy the response into `partial`; (bytes received, Content-Length or 0)."""
+    started = window_start = time.monotonic()
+    done = window_done = 0
+    # the socket waits at most `stall` for any byte; the loop checks the rest
+    with urllib.request.urlopen(url, timeout=min(stall, deadline)) as response:  # noqa: S310 - scheme checked
+        total = int(response.headers.get("Content-Length") or 0)
+        with partial.open("wb") as out:
+            while chunk := response.read1(1 << 16):
+                out.write(chunk)
+                done += len(chunk)
+                if progress:
+                    progress(label, done, total)
+                now = time.monotonic()
+                if now - started > deadline:
+                    raise _Stalled(f"the download took longer than {deadline:g} s "
+                                   f"({done:,} bytes so far)")  # fmt: skip
+                if now - window_start >= stall:
+                    if done - window_done < STALL_BYTES:
+                        raise _Stalled(f"the download stalled: {done - window_done} bytes in "
+                                       f"{now - window_start:.0f} s")  # fmt: skip
+                    window_start, window_done = now, done
+    return done, total
+
+
+def _seconds(variable: str, default: float) -> float:
+    """A positive number of seconds from the environment, else `default`."""
+    try:
+        value = float(os.environ.get(variable, ""))
+    except ValueError:
+        return default
+    return value if 0 < value < float("inf") else default
+
+
+def _sweep(folder: Path) -> None:
+    """Remove the `.part` files (NAME.PID.part) of downloads whose process is gone (a kill
+    -9 leaves one: no process can clean up after it)."""
+    from cogbias.store import pid_alive
+
+    for stale in folder.glob("*.*.part"):
+        pid = stale.name.removesuffix(".part").rsplit(".", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            stale.unlink(missing_ok=True)
+
+
+@contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """SIGTERM ends the process through `finally` (removing the `.part`) instead of at once;
+    only the main thread can set a handler (the app downloads in a worker thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def leave(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, leave)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def read_instances(path: Path, name: str, progress: Progress | None = None) -> Iterator[Instance]:

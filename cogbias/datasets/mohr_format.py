@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import loads_json
 from cogbias.core.redact import redactor
 from cogbias.datasets import importing
 from cogbias.datasets.common import (
@@ -71,6 +72,10 @@ EXPERIMENT_COLUMNS = (
     "part",
     "parts_total",
 )
+MAX_TEMPERATURE = 2.0  # the widest temperature range any provider accepts
+# Cohen's d beyond this is no measurement (the thesis' largest is under 200); squaring it in the
+# aggregates would overflow a float.
+MAX_EFFECT = 1e6
 MODEL_COLUMNS = ("model", "temperature", "release_date", "number_parameters")
 RESPONSE_TYPES = ("numerical", "choice")
 ANSWER_SLOT = "__"
@@ -160,11 +165,21 @@ def read_effects(path: Path, name: str, progress: Progress | None = None) -> Ite
         scenario = _text(record, "scenario")
         model = _text(record, "model")
         temperature = _float(record, "temperature")
-        if temperature < 0:
-            raise record.fail("temperature", f"must not be negative, found {temperature:g}")
+        if not 0 <= temperature <= MAX_TEMPERATURE:
+            raise record.fail(
+                "temperature",
+                f"must lie in [0, {MAX_TEMPERATURE:g}] (the widest range a provider accepts), "
+                f"found {temperature:g}",
+            )
         n1 = _whole(record, "sample_size_1")
         n2 = _whole(record, "sample_size_2")
         d = _float(record, "bias_detected", finite=False)  # ±inf: groups without spread
+        if math.isfinite(d) and abs(d) > MAX_EFFECT:
+            raise record.fail(
+                "bias_detected",
+                f"must lie within ±{MAX_EFFECT:,.0f} (or be ±inf for groups without spread), "
+                f"found {d:g}",
+            )
         capped = _float(record, "bias_detected_mod")
         if not 0 <= capped <= 1:
             raise record.fail("bias_detected_mod", f"must lie in [0, 1], found {capped:g}")
@@ -255,9 +270,11 @@ def _variables(record: CsvRecord) -> dict[str, Any]:
     if not text:
         return {}
     try:
-        value = json.loads(text)
-    except ValueError as exc:
+        value = loads_json(text)
+    except json.JSONDecodeError as exc:
         raise record.fail("variables", f"is not valid JSON ({exc.args[0]})") from None
+    except ValueError as exc:  # nested too deeply, a lone surrogate
+        raise record.fail("variables", str(exc)) from None
     if not isinstance(value, dict):
         raise record.fail("variables", f"expected a JSON object, found {type(value).__name__}")
     for key, item in value.items():

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import loads_json
 from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance, stable_id
 from cogbias.core.templates import LETTERED, QUESTION, Filled
@@ -320,13 +321,15 @@ def _unpaired(dataset: str, stem: str, item: Item) -> Instance:
 def read_items(path: Path) -> dict[int, Item]:
     """The items of one file by question_idx; every problem names file, row and field."""
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = loads_json(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError:
         raise DatasetError(path.name, "is not UTF-8 text; save it as UTF-8") from None
     except json.JSONDecodeError as exc:
         raise DatasetError(
             path.name, f"is not valid JSON ({exc.msg}, column {exc.colno})", line=exc.lineno
         ) from None
+    except ValueError as exc:  # nested too deeply, a lone surrogate (named by its place)
+        raise DatasetError(path.name, str(exc)) from None
     if not isinstance(data, dict) or not data:
         raise DatasetError(path.name, 'must be a non-empty JSON object keyed "0", "1", …')
     items: dict[int, Item] = {}
@@ -343,6 +346,9 @@ def read_items(path: Path) -> dict[int, Item]:
     return items
 
 
+MAX_NUMBER = 1e15  # an answer written as a number; beyond this it is no answer
+
+
 def _item(file: str, row: int, key: str, entry: Any) -> Item:
     def fail(column: str | None, message: str) -> DatasetError:
         return DatasetError(file, f'(item "{key}") {message}', row=row, column=column)
@@ -353,8 +359,9 @@ def _item(file: str, row: int, key: str, entry: Any) -> Item:
         if name not in entry:
             raise fail(name, "is missing")
     index = entry["question_idx"]
-    if not isinstance(index, int) or isinstance(index, bool):
-        raise fail("question_idx", f"expected a whole number, found {index!r}")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 2**53:
+        shown = repr(index) if len(repr(index)) <= 40 else "a huge number"
+        raise fail("question_idx", f"expected a whole number from 0 to 2**53, found {shown}")
     question = entry["question"]
     if not isinstance(question, str) or not question.strip():
         raise fail("question", "expected a non-empty text")
@@ -365,6 +372,9 @@ def _item(file: str, row: int, key: str, entry: Any) -> Item:
     for name, value in raw:
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise fail(name, f"expected a text or a number, found {type(value).__name__}")
+        if not isinstance(value, str) and not abs(value) <= MAX_NUMBER:  # nan, inf, 10**400
+            shown = repr(value) if len(repr(value)) <= 40 else "a huge number"
+            raise fail(name, f"a number must be finite and within ±{MAX_NUMBER:g}, found {shown}")
         label, text = _option(value)
         if not text:
             raise fail(name, "is empty")

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import TooDeep, loads_json
 from cogbias.datasets.common import CsvFile, DatasetError, Progress
 
 
@@ -45,12 +46,14 @@ def _jsonl(path: Path, columns: list[str]) -> Iterator[tuple[int, int | None, di
                 continue
             row += 1
             try:
-                record = json.loads(text)
-            except RecursionError:
+                record = loads_json(text)
+            except (TooDeep, RecursionError):
                 raise DatasetError(
                     path.name, "is nested too deeply to be read", row=row, line=line_number
                 ) from None
             except ValueError as exc:
+                if not isinstance(exc, json.JSONDecodeError):  # a lone surrogate, located
+                    raise DatasetError(path.name, str(exc), row=row, line=line_number) from None
                 problem = "the line is cut off (truncated file?)" if not raw.endswith(b"\n") else ""
                 raise DatasetError(
                     path.name,

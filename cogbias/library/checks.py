@@ -12,6 +12,7 @@ import itertools
 import math
 import random
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -185,7 +186,7 @@ def dry_run(case: TestCase, check: Checker) -> None:
     file that passes cannot fail at run time; otherwise SAMPLES draws cover the edges, each
     value of every small domain, and random points. Each failing value is reported once.
     """
-    reported: set[str] = set()
+    reported: set[str] = set(_check_float_ranges(case, check))
     rng = random.Random(0)
     for fixed in _assignments(case):
         try:
@@ -204,6 +205,7 @@ def dry_run(case: TestCase, check: Checker) -> None:
                 path, what = ("values", exc.name, "expr"), f"value '{exc.name}'"
             check.add(path, f"{what} fails for {drawn}: {exc.message}", offset=exc.offset)
             continue
+        _check_finite(case, values, reported, check)
         missing = _missing_examples(case, values)
         if missing and "examples" not in reported:
             reported.add("examples")
@@ -216,6 +218,34 @@ def dry_run(case: TestCase, check: Checker) -> None:
                 index=index,
                 offset=gap.start,
             )
+
+
+def _check_float_ranges(case: TestCase, check: Checker) -> list[str]:
+    """A float range wider than a float holds (-1e308 to 1e308) draws inf or nan: refused
+    here, naming the bound, instead of rendering "inf" into every prompt. Returns the names."""
+    wide = []
+    for spec in case.values.values():
+        if spec.type == "float" and not math.isfinite(spec.params["max"] - spec.params["min"]):
+            wide.append(spec.name)
+            check.add(
+                ("values", spec.name, "max"),
+                f"value '{spec.name}': max - min must be a finite number (at most "
+                f"{sys.float_info.max:.3g}); narrow the range",
+            )
+    return wide
+
+
+def _check_finite(
+    case: TestCase, values: Mapping[str, Any], reported: set[str], check: Checker
+) -> None:
+    """A drawn or derived value that is inf or nan would read "inf" in the prompt."""
+    for name, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value) and name not in reported:
+            reported.add(name)
+            spec = case.values.get(name)
+            derived = spec is not None and spec.type == "derived"
+            where = ("values", name, "expr") if derived else ("values", name)
+            check.add(where, f"value '{name}' can be {value} (not a finite number); narrow it")
 
 
 def _assignments(case: TestCase) -> Iterable[dict[str, Any]]:

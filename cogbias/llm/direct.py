@@ -124,4 +124,6 @@ def answer_of(data: dict[str, Any]) -> tuple[str | None, int, int]:
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
+    """A token count; anything else (negative, a float, past 2**53, which no database
+    column holds) counts as unknown: 0."""
+    return value if isinstance(value, int) and 0 <= value < 2**53 else 0

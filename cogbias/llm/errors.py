@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from cogbias.core.errors import UserError
 from cogbias.core.redact import redact
 
 ErrorKind = Literal[
@@ -19,7 +20,7 @@ ErrorKind = Literal[
 ]
 
 
-class LLMError(Exception):
+class LLMError(UserError):
     """A failed LLM call.
 
     Attributes:

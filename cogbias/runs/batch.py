@@ -14,12 +14,14 @@ without a single interactive call: a batch run and an interactive run store the 
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cogbias.core import records
+from cogbias.core.limits import loads_json
 from cogbias.core.outputs import replacing
 from cogbias.core.records import Instance, dumps
 from cogbias.core.redact import redact, redactor
@@ -37,6 +39,7 @@ from cogbias.store.buffered_cache import BufferedCache
 ROUNDS = ("fill", "decide", "extract")
 MAX_LINE_BYTES = 10 * 1024 * 1024
 MAX_PROBLEMS_SHOWN = 20
+MAX_PROBLEMS_KEPT = 1_000  # a file this broken is refused: no need to read on
 
 
 class BatchError(ValueError):
@@ -174,9 +177,9 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
     for number, line in _lines(path, problems):
         where = f"{path.name}, line {number}"
         try:
-            item = json.loads(line)
-        except ValueError as exc:
-            problems.append(f"{where}: not JSON ({exc.args[0][:80]})")
+            item = loads_json(line)
+        except ValueError as exc:  # malformed, nested too deeply, a lone surrogate
+            problems.append(f"{where}: not JSON we can read ({str(exc)[:120]})")
             continue
         custom_id = item.get("custom_id") if isinstance(item, dict) else None
         if not isinstance(custom_id, str) or not custom_id:
@@ -250,14 +253,30 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
 
 
 def _lines(path: Path, problems: list[str]) -> Iterator[tuple[int, str]]:
+    """The file's non-empty lines, each read with a bounded reader: a line past
+    MAX_LINE_BYTES is reported and skipped without being held, and a device, pipe or folder
+    (`/dev/zero` never ends) is refused before it is read. Reading stops once
+    MAX_PROBLEMS_KEPT problems are known: the file is refused anyway."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise BatchError(
+                f"{path}: not a regular file (a device, pipe or folder); pass the engine's "
+                "output file"
+            )
         handle = path.open("rb")
     except OSError as exc:
         raise BatchError(f"{path}: cannot be read ({exc.strerror})") from None
     with handle:
-        for number, raw in enumerate(handle, start=1):
-            if len(raw) > MAX_LINE_BYTES:
+        number = 0
+        while len(problems) < MAX_PROBLEMS_KEPT:
+            raw = handle.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                 problems.append(f"{path.name}, line {number}: longer than {MAX_LINE_BYTES} bytes")
+                while (rest := handle.readline(1 << 20)) and not rest.endswith(b"\n"):
+                    pass  # the rest of the long line, a megabyte at a time
                 continue
             try:
                 text = raw.decode("utf-8").strip()
@@ -266,6 +285,7 @@ def _lines(path: Path, problems: list[str]) -> Iterator[tuple[int, str]]:
                 continue
             if text:
                 yield number, text
+        problems.append(f"{path.name}: reading stopped after {MAX_PROBLEMS_KEPT} problems")
 
 
 def _shown(text: str, limit: int) -> str:
@@ -287,7 +307,7 @@ def _answer_of(item: dict[str, Any]) -> tuple[str, int, int] | str:
     status = response.get("status_code", 200)
     body = response.get("body")
     if status != 200 or not isinstance(body, dict):
-        return f"the engine answered HTTP {status}"
+        return f"the engine answered HTTP {str(status)[:20]}"
     from cogbias.llm.direct import answer_of
 
     text, prompt_tokens, completion_tokens = answer_of(body)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core.records import dumps
+from cogbias.library import examples
 from cogbias.llm.profiles import ModelProfile
 from cogbias.runs import batch, executor, paired_plan
 from cogbias.store import LEASE_STALE_S, Store, lease_owner, now
@@ -31,6 +32,7 @@ MAX_REQUESTS_PER_FILE = 50_000  # OpenAI's limit per batch file
 MAX_BYTES_PER_FILE = 190 * 1024 * 1024  # under OpenAI's 200 MB
 MAX_ATTEMPTS = 3  # batch rounds a request may fail in before the run gives it up to interactive
 FINISHED = ("completed", "failed", "expired", "cancelled")
+WAKE_S = 0.5  # how often the wait between polls looks for a cancel
 
 
 def _client(profile: ModelProfile) -> Any:
@@ -46,7 +48,8 @@ def _client(profile: ModelProfile) -> Any:
 def check_batchable(plan: paired_plan.Plan) -> None:
     """Batch mode covers OpenAI and OpenAI-compatible endpoints; say so before any work."""
     models = {*plan.spec.models, *([] if plan.dataset_instances else [plan.spec.generator])}
-    for model in sorted(models - {paired_plan.RANDOM_MODEL}):
+    offline = {paired_plan.RANDOM_MODEL, examples.EXAMPLES_GENERATOR}  # no calls to batch
+    for model in sorted(models - offline):
         profile = paired_plan.resolve(model, plan.spec.api_base)
         if not profile.batchable:
             raise ValueError(
@@ -100,7 +103,7 @@ def _batches(
             return
         if _poll(store, run_id):  # batches still running: wait for them
             _say(progress, store, run_id)
-            time.sleep(poll_seconds)
+            _wait(store, run_id, owner, poll_seconds)
             continue
         pending = batch.pending_requests(plan, store)
         attempts = store.batch_requests(list(pending))
@@ -111,6 +114,17 @@ def _batches(
         if not todo:
             return  # what is left (if anything) is asked interactively
         _submit(store, run_id, todo, attempts, folder)
+
+
+def _wait(store: Store, run_id: str, owner: str, seconds: float) -> None:
+    """Sleep until the next poll, beating the lease and looking for a cancel every WAKE_S:
+    `cogbias cancel` promises a stop within 2 s, whatever the poll interval."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(WAKE_S, left))
+        current = store.heartbeat_run(run_id, owner)
+        if current is None or current.get("cancel_requested"):
+            return  # the loop sees it and cancels the open batches
 
 
 def _submit(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogbias.core import metrics
+from cogbias.core.limits import extraction_input
 from cogbias.core.records import Instance, cap_text, decision_id, dumps, stable_id
 from cogbias.core.templates import (
     SECTIONS,
@@ -147,7 +148,8 @@ async def decide_half(
                     (
                         "user",
                         EXTRACT_PROMPT.format(
-                            options=render_options(filled.options, order), answer=first.text
+                            options=render_options(filled.options, order),
+                            answer=extraction_input(first.text),
                         ),
                     ),
                 ),

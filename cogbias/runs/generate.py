@@ -12,6 +12,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cogbias.core.errors import UserError
 from cogbias.core.records import Instance, instance_id, stable_id
 from cogbias.core.templates import (
     LLMGap,
@@ -49,7 +50,7 @@ def run_sync(coro: Awaitable[T]) -> T:
 # --------------------------------------------------------------------------- generate
 
 
-class GenerationError(RuntimeError):
+class GenerationError(UserError, RuntimeError):
     pass
 
 

@@ -153,13 +153,23 @@ class RenderError(ValueError):
     """A rendered text would be longer than MAX_TEXT_CHARS (a hostile or runaway file)."""
 
 
+def bounded(text: str, what: str = "the text") -> str:
+    """`text` itself, or RenderError when it is past MAX_TEXT_CHARS (the documented limit of
+    one prompt, item or turn), so a long text is refused at load, not sent."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise RenderError(
+            f"{what} is {len(text):,} characters long; at most {MAX_TEXT_CHARS:,} are allowed"
+        )
+    return text
+
+
 def render(text: str, values: Mapping[str, Any]) -> str:
     """Replace each `{{name}}` with its value; a name without a value raises KeyError.
 
     Filled values are inserted as they are, never rendered again, so a value holding
     `{{prompt}}` stays text. The result is bounded: RenderError past MAX_TEXT_CHARS.
     """
-    size = len(text)
+    size = len(bounded(text))
 
     def fill(match: re.Match[str]) -> str:
         nonlocal size

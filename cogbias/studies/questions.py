@@ -32,6 +32,7 @@ from cogbias.studies.definitions import (
     Study,
     StudyTest,
     Variant,
+    bounded,
     render,
     scaled_values,
 )
@@ -59,7 +60,7 @@ def question(
     parts.append(render(condition.prompt, filled))
     if study.prompts.get("answer_hint"):
         parts.append(study.prompts["answer_hint"])
-    return "\n\n".join(parts)
+    return bounded("\n\n".join(parts), "the question (persona, prompt and answer hint)")
 
 
 def option_list(

@@ -41,6 +41,7 @@ from cogbias.studies.definitions import (
     Study,
     StudyTest,
     Variant,
+    bounded,
     render,
     scaled_values,
 )
@@ -469,7 +470,13 @@ def _dry_run(study: Study, check: _Checker, samples: int = 10) -> None:
                 texts += [(("item",), test.item), (("turn",), test.turn)]
                 for where, text in texts:
                     try:
-                        render(text, filled)
+                        rendered = render(text, filled)
+                        if where[0] == "conditions":  # sent with the persona and answer hint
+                            persona = variant.persona and study.prompts.get("persona")
+                            hint = study.prompts.get("answer_hint")
+                            parts = [t for t in (persona, rendered, hint) if t]
+                            what = "the question (persona, prompt and answer hint)"
+                            bounded("\n\n".join(parts), what)
                     except (ArithmeticError, ValueError) as exc:  # RenderError, show() overflow
                         check.add(("tests", test.id, *where), str(exc))
                         return
