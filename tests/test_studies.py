@@ -260,11 +260,18 @@ def test_imported_thesis_prompts_become_a_runnable_study(tmp_path):
     values = study.sample_values(random.Random(0))
     control = question(study, anchoring, anchoring.conditions[0], values)
     treatment = question(study, anchoring, anchoring.conditions[1], values)
+    # the thesis' user message (Appendix C): instruction, question, output line, ---- between
     assert control == (
+        "You are forced to choose! Answer the experiment by only giving the letter of the "
+        "answer options (e.g. A, B, C, ...) or a numerical value (80, 100, 1000, ...). Do not "
+        "state anything else! Do not hallucinate.\n----\n"
         "A used bicycle was first listed at $ 900. How much would you pay for it? $ __"
+        "\n----\nYour output should only be a NUMBER (9, 80, 100, 1000, ...)."
     )
     assert "$ 150." in treatment
+    # 0_normal is the scenario without the persona: the thesis' system message alone
+    assert anchoring.system.endswith("The only valid answer is A SINGLE LETTER OR NUMBER.")
     framing = study.tests["framing_effect__0_normal"]
-    assert framing.answer == "yes_no" and framing.target == "yes"
+    assert framing.answer == "yes_no" and framing.target == "yes" and framing.undirected
     assert code_answer(framing, read_answer(framing, "yes").value) == 1.0
     assert code_answer(framing, read_answer(framing, "No.").value) == 0.0

@@ -122,7 +122,6 @@ class _Conversations:
     ) -> None:
         self.plan, self.study, self.spec = plan, plan.study, plan.spec
         self.client, self.writer, self.stored = client, writer, stored
-        self.system = [("system", self.study.system)] if self.study.system else []
         self.run_id = self.spec.run_id
         self.profiles = {  # resolved once: resolving reads the model registry
             m: resolve_model(m, api_base=self.spec.api_base)
@@ -256,7 +255,8 @@ class _Conversations:
         if unit.model == RANDOM_MODEL:
             text = random_answer(test, role, script, records.stable_id(conversation, turn))
         else:
-            messages = self.system + [
+            system = self.study.system if test.system is None else test.system
+            messages = ([("system", system)] if system else []) + [
                 ("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(said)
             ]
             profile = self.profiles[unit.model]

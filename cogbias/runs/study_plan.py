@@ -214,7 +214,9 @@ def load_study(name: str, store: Any = None) -> Study:
         if rows:
             from cogbias.studies.questions import study_from_prompts
 
-            return study_from_prompts(rows, name)
+            meta = json.loads((store.dataset(name) or {}).get("meta") or "{}")
+            # imports before biases.csv was read had only experiments.csv
+            return study_from_prompts(rows, name, meta.get("prompt_file") or "experiments.csv")
         raise KeyError(f"no study or dataset '{name}': {missing.args[0]}") from None
     if rows:
         raise StudyPlanError(

@@ -102,6 +102,7 @@ class StudyTest:
     orders: int = 0
     turn: str = ""
     examples: dict[str, str] = field(default_factory=dict)
+    system: str | None = None  # this test's system message instead of the study's
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from cogbias.studies.definitions import (
     scaled_values,
 )
 from cogbias.studies.study_files import parse_study
+from cogbias.studies.thesis_coding import thesis_template
 
 
 def question(
@@ -172,17 +173,25 @@ def _answer_format(first: Mapping[str, Any], where: str) -> dict[str, str]:
     )
 
 
-def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
+def study_from_prompts(
+    rows: list[Mapping[str, Any]], name: str, prompt_file: str = "biases.csv"
+) -> Study:
     """A runnable study from imported thesis prompts (`study_prompts` rows of one dataset).
 
-    One test per bias × scenario: part 1 is the control, part 2 the treatment (with more
-    parts, one test per further part against part 1, named `…__part3`). Variable names that
-    stand bare in the text (`anchor_value`) become `{{…}}` gaps with their published values;
-    `__` stays where the answer goes. Numerical prompts read a number; choice prompts read
-    yes/no when the target is yes or no, otherwise a letter, and Cohen's d codes the
-    `target_response` as 1. The generated definition goes through the same validation as a
-    study file; a problem is reported with the `experiments.csv` rows it comes from.
+    One test per bias × scenario, asked and coded as the thesis did (`thesis_coding`): the
+    thesis' system message, with its persona in every scenario but the one without it; the
+    question framed by its user message and output line; the part its Table 6 calls the
+    treatment group as the treatment, and the answer §3.4.1 codes 1 as the target (framing
+    undirected, Eq. 2). For a bias the coding table does not list, part 1 is the control,
+    part 2 the treatment (with more parts, one test per further part against part 1, named
+    `…__part3`) and the control's `target_response` is coded 1. Variable names that stand
+    bare in the text (`anchor_value`) become `{{…}}` gaps with their published values; `__`
+    stays where the answer goes, as in the thesis. Numerical prompts read a number; choice
+    prompts read yes/no when the target is yes or no, otherwise a letter. The generated
+    definition goes through the same validation as a study file; a problem is reported with
+    the `prompt_file` rows it comes from.
     """
+    template = thesis_template()
     doc = tomlkit.document()
     doc["id"] = _slug(name)
     doc["name"] = f"Prompts of dataset {name}"
@@ -203,7 +212,7 @@ def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
     origins: dict[str, str] = {}  # test id → where its rows are, for messages
     for (bias, scenario), parts in groups.items():
         where = (
-            f"dataset {name}, experiments.csv rows "
+            f"dataset {name}, {prompt_file} rows "
             f"{', '.join(str(p.get('source_row', '?')) for p in parts)} "
             f"(bias {bias[:40]!r}, scenario {scenario[:40]!r})"
         )
@@ -222,8 +231,15 @@ def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
                      for key in variables}  # fmt: skip
             for key, slot in slots.items():
                 values[slot] = {"type": "choice", "options": [variables[key]]}
-            texts[part["part"]] = _gapped(part["content"], slots)
+            texts[part["part"]] = template.user_message(
+                _gapped(part["content"], slots), part["response_type"]
+            )
+        coding = template.coding(bias)
         control, treatments = parts[0], parts[1:]
+        chosen = [p for p in parts if p["part"] == coding.treatment_part]
+        if len(parts) == 2 and chosen:
+            treatments = chosen
+            control = next(p for p in parts if p is not chosen[0])
         for treatment in treatments:
             suffix = "" if len(parts) == 2 else f"__part{treatment['part']}"
             test_id = _unique(base + suffix, used)
@@ -235,8 +251,17 @@ def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
             )
             test["design"] = "conditions"
             test["metric"] = "cohens_d"
-            for key, value in _answer_format(control, where).items():
+            test["system"] = template.system_for(scenario)
+            coded = dict(control)
+            lettered = re.fullmatch(
+                "[a-z]", (control.get("target_response") or "").strip("().: ").lower()
+            )
+            if coding.coded_1 and control["response_type"] == "choice" and lettered:
+                coded["target_response"] = coding.coded_1
+            for key, value in _answer_format(coded, where).items():
                 test[key] = value
+            if coding.undirected:
+                test["undirected"] = True
             test["conditions"] = {
                 "control": {"prompt": texts[control["part"]]},
                 "treatment": {"prompt": texts[treatment["part"]]},

@@ -87,6 +87,7 @@ _TEST = {
     "length": (int, False),
     "orders": (int, False),
     "turn": (str, False),
+    "system": (str, False),
     "conditions": (dict, True),
     "examples": (dict, False),
 }
@@ -369,6 +370,7 @@ def _test(
         orders=table.get("orders", 0),
         turn=table.get("turn", ""),
         examples=dict(examples),
+        system=table.get("system"),
     )
 
 
