@@ -6,6 +6,7 @@ the released files (`.ci/run` sets it when CI has them beside the clone).
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
@@ -81,3 +82,38 @@ def test_the_thesis_folder_imports_with_its_prompts_and_runs_as_the_thesis_asked
     asked = {r["prompt"] for r in rows if r["test"] == "anchoring__2_odd_numbers"}
     assert any("higher or lower than 12 %" in p for p in asked)
     assert any("higher or lower than 76 %" in p for p in asked)
+
+
+def test_the_thesis_regression_and_table_8_are_reproduced_from_its_detections(
+    tmp_path: Path,
+) -> None:
+    source = released("mohr2025")
+    db = tmp_path / "t.db"
+    assert _cli("import", "mohr2025", source, "--db", db).returncode == 0
+    ols = _cli("effects", "--db", db, "--view", "ols", "--format", "csv")
+    assert ols.returncode == 0, ols.stderr
+    assert "reference levels: bias = 'anchoring', model = 'claude-3-haiku', scenario = " \
+        "'1_persona'" in ols.stderr  # fmt: skip
+    coef = pd.read_csv(io.StringIO(ols.stdout)).set_index("term")["coef"]
+    # Tables 4 / 10 (capped): the thesis' "1_no_persona" is the data's 0_normal
+    assert f"{coef['Intercept']:.4f}" == "0.6241"
+    assert f"{coef['C(scenario)[T.0_normal]']:.4f}" == "0.0081"
+    assert f"{coef['C(scenario)[T.2_odd_numbers]']:.4f}" == "-0.0006"
+    assert f"{coef['C(scenario)[T.3_large_numbers]']:.4f}" == "-0.0734"
+    shown = _cli("effects", "--db", db, "--view", "ols")  # the table prints 3 decimals
+    assert "Intercept  0.624" in shown.stdout and "-0.073" in shown.stdout
+    raw = _cli("effects", "--db", db, "--view", "ols", "--uncapped", "--format", "csv")
+    raw_coef = pd.read_csv(io.StringIO(raw.stdout)).set_index("term")["coef"]
+    assert f"{raw_coef['Intercept']:.4f}" == "3.9224"  # Tables 4 / 9
+    assert f"{raw_coef['C(scenario)[T.0_normal]']:.4f}" == "-2.1589"
+    # Table 8: homogeneity of the capped detections, with the thesis' approximation of J
+    for hedges, phi3, llama in (
+        ("thesis", "0.90121", "0.493774"),
+        ("exact", "0.90116", "0.493744"),
+    ):
+        table = _cli(
+            "effects", "--db", db, "--view", "homogeneity", "--hedges", hedges, "--format", "csv"
+        )
+        assert f"Hedges' J in the sampling variance: {hedges}" in table.stderr
+        row = pd.read_csv(io.StringIO(table.stdout)).set_index("bias").loc["anchoring"]
+        assert (f"{row['phi3:medium']:.5f}", f"{row['llama3.1:70b']:.6f}") == (phi3, llama)
