@@ -218,6 +218,49 @@ def test_biasbuster_mitigations_pivot_and_every_turn_sees_what_it_should(tmp_pat
     assert status_quo.loc["none", "value"] == pytest.approx(0.0)
 
 
+def test_selfhelp_anchoring_is_scored_on_the_revised_decisions(tmp_path):
+    """Table 3's self-help row: the anchoring distance of the decisions after revision."""
+    import re
+
+    def reviser(request: dict) -> str:
+        text = _last_user_text(request)
+        if "Admit or reject" in text:
+            return "admit"  # every applicant admitted while deciding: distance 0
+        # the revision: each applicant on their GPA alone, the same in every order
+        shown = [m["content"] for m in request["messages"] if "Next applicant" in m["content"]]
+        gpas = [float(re.search(r"GPA of ([0-9.]+)", t).group(1).rstrip(".")) for t in shown]
+        return "\n".join("admit" if g >= 3.3 else "reject" for g in gpas)
+
+    db = tmp_path / "s.db"
+    with FakeLLMServer(reviser) as server:
+        done = cogbias(
+            "run", "--study", "biasbuster", "--models", "openai/fake", "--api-base",
+            server.base_url, "--tests", "anchoring", "--mitigations", "none,selfhelp",
+            "--repeats", "2", "--db", db,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        table = study_results.results(store, study_results.study_runs(store)[0]["id"])
+    cells = table.set_index("mitigation")
+    assert cells.loc["none", "value"] == 0.0
+    details = json.loads(cells.loc["selfhelp", "details"])
+    assert details["distance_before_revision"] == 0.0  # the decisions themselves: all admit
+    # after the revision each applicant keeps one decision in every order, so the distance
+    # is the spread of the per-applicant rates around the overall one, computed here by hand
+    revised: dict[str, list[int]] = {}
+    for r in calls(db, "role = 'revise'"):
+        order = json.loads(r["presented"])
+        for position, value in enumerate(json.loads(r["value"])):
+            revised.setdefault(f"{r['slot']}:{order[position]}", []).append(int(value))
+    pooled = [v for values in revised.values() for v in values]
+    overall = sum(pooled) / len(pooled)
+    expected = sum(abs(sum(v) / len(v) - overall) for v in revised.values()) / len(revised)
+    assert 0 < overall < 1 and expected > 0
+    assert cells.loc["selfhelp", "value"] == pytest.approx(expected)
+    assert cells.loc["selfhelp", "value"] != cells.loc["none", "value"]
+    assert cells.loc["selfhelp", "change_rate"] == pytest.approx(1 - overall)
+
+
 def test_unreadable_answers_are_asked_again_up_to_the_cap(tmp_path):
     db = tmp_path / "s.db"
     asked: dict[str, int] = {}

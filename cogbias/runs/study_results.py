@@ -10,7 +10,7 @@ decisions of its units (the last attempt of each), scored by the test's metric
 | framing_difference, group_attribution_difference | the rate difference (a − b) |
 | status_quo_share | the status-quo share minus 1/k |
 | primacy | the choice share of the first half of positions minus the second half |
-| anchoring_distance | the anchoring distance |
+| anchoring_distance | the anchoring distance (with self-help: of the revised decisions) |
 
 `conversations` and `selfhelp_pairs` give the app its conversation and side-by-side views.
 """
@@ -142,16 +142,32 @@ def _score(test: StudyTest, cell: pd.DataFrame) -> dict[str, Any]:
         by_item.setdefault(f"{row.slot}:{item}", []).append(row.parsed)
     if not by_item:
         raise ValueError(f"test '{test.id}': no readable answers")
+    if not (cell["role"] == "revise").any():
+        return score_sequence(test, by_item)
+    # Self-help (Table 3, Table 4): the figure is the anchoring distance of the decisions
+    # *after* the revision, each line of a revision being the item presented at that turn;
+    # the change rate and the distance before the revision stand beside it.
     before: list[Any] = []
     after: list[Any] = []
+    revised_by_item: dict[str, list[Any]] = {}
     revisions = cell[(cell["role"] == "revise") & (cell["status"] == "ok")]
     decided = {c: turns.sort_values("turn") for c, turns in ok.groupby("conversation")}
     for row in revisions.itertuples():
+        order = json.loads(row.presented)
+        for position, value in enumerate(row.parsed):
+            revised_by_item.setdefault(f"{row.slot}:{order[position]}", []).append(value)
         turns = decided.get(row.conversation, ok.iloc[:0])
         if len(turns) == test.length:  # every decision read: compare item by item
             before += list(turns["parsed"])
             after += row.parsed
-    return score_sequence(test, by_item, (before, after) if before else None)
+    if not revised_by_item:
+        raise ValueError(f"test '{test.id}': no readable revision of the decisions")
+    figures = score_sequence(test, revised_by_item, (before, after) if before else None)
+    initial = score_sequence(test, by_item)
+    figures["distance_before_revision"] = initial["distance"]
+    figures["revisions"] = len(revisions)
+    figures["conversations"] = int(cell["conversation"].nunique())
+    return figures
 
 
 def effect_frame(table: pd.DataFrame, study: Study) -> pd.DataFrame:
