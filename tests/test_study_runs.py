@@ -259,6 +259,16 @@ def test_selfhelp_anchoring_is_scored_on_the_revised_decisions(tmp_path):
     assert cells.loc["selfhelp", "value"] == pytest.approx(expected)
     assert cells.loc["selfhelp", "value"] != cells.loc["none", "value"]
     assert cells.loc["selfhelp", "change_rate"] == pytest.approx(1 - overall)
+    # the six orders of one applicant set vary who comes before whom (Williams design): every
+    # applicant is at every position once and follows every other applicant exactly once
+    orders = {
+        r["conversation"]: json.loads(r["presented"])
+        for r in calls(db, "role = 'decide' and mitigation = 'none' and slot = 0")
+    }
+    assert len(orders) == 6
+    assert all(sorted(o[i] for o in orders.values()) == list(range(6)) for i in range(6))
+    follows = [(o[i], o[i + 1]) for o in orders.values() for i in range(5)]
+    assert len(follows) == len(set(follows)) == 30
 
 
 def test_unreadable_answers_are_asked_again_up_to_the_cap(tmp_path):

@@ -393,9 +393,7 @@ def compose(study: Study, spec: StudySpec, unit: Unit) -> Script:
         turns = [question(study, test, condition, values, variant, options=options)]
     else:
         items = [render(test.item, study.sample_values(rng)) for _ in range(test.length)]
-        order = permuted_orders(test.length)[unit.order % test.length]
-        if unit.order >= test.length:  # more orders than rotations: reversed rotations
-            order = order[::-1]
+        order = sequence_order(test.length, unit.order)
         turns = sequence_turns(test, items, order)
         turns[0] = question(study, test, condition, values, variant) + "\n\n" + turns[0]
     original = turns[0]
@@ -413,6 +411,17 @@ def compose(study: Study, spec: StudySpec, unit: Unit) -> Script:
         else:
             rewrite = render(prompt_text(study, "selfhelp"), {"prompt": original})
     return Script(turns, original, rewrite, revise, order, status_quo_at)
+
+
+def sequence_order(length: int, index: int) -> list[int]:
+    """Presentation order `index` of a sequential test: the rows of a Williams design, so that
+    every item is at every position once *and* follows every other item once (for an odd
+    length the design has 2·length rows); past its rows, the rows reversed. Cyclic rotations
+    would keep each item's predecessor fixed, and the anchoring test is about what came
+    just before (BiasBuster §3, sequential bias)."""
+    rows = permuted_orders(length, balanced=True)
+    order = rows[index % len(rows)]
+    return order[::-1] if index >= len(rows) else order
 
 
 def rewritten(text: str) -> str:

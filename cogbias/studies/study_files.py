@@ -333,7 +333,7 @@ def _test(
             check.add(
                 (*path, "orders"),
                 f"a sequence needs between 2 and {2 * max(length, 2)} presentation orders (its "
-                f"rotations, then the reversed ones), not {table.get('orders', 0)}",
+                f"balanced (Williams) orders, then the reversed ones), not {table.get('orders', 0)}",
             )
     examples = table.get("examples", {})
     check.fields(examples, _EXAMPLES, (*path, "examples"))
