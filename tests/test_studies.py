@@ -11,6 +11,7 @@ from cogbias.studies.definitions import STUDY_DIR, render, show
 from cogbias.studies.questions import (
     code_answer,
     option_list,
+    option_name,
     question,
     read_answer,
     sequence_turns,
@@ -79,14 +80,18 @@ def test_every_builtin_question_renders_without_leftover_gaps():
         for test in study.tests.values():
             for condition in test.conditions:
                 for variant in list(study.variants.values()) or [None]:
-                    options = ""
+                    options, named = "", ""
                     if test.design == "options":
                         items = [
                             render(test.item, study.sample_values(random.Random(i)))
                             for i in range(test.k)
                         ]
-                        options, _ = option_list(test, condition, items, list(range(test.k)))
-                    text = question(study, test, condition, values, variant, options=options)
+                        options, at = option_list(test, condition, items, list(range(test.k)))
+                        # the run names the status-quo option in the text (runs.study_plan)
+                        named = "" if at is None else option_name(test, at)
+                    text = question(
+                        study, test, condition, values, variant, options=options, status_quo=named
+                    )
                     assert "{{" not in text and "[[" not in text
             assert set(test.examples) == {"contrastive", "counterfactual"} or study.id == "mohr8"
 
@@ -122,7 +127,11 @@ def test_options_show_every_item_at_every_position_with_the_status_quo_tracked()
         text, at = option_list(test, status_quo, items, order)
         lines = text.split("\n")
         assert [line[:2] for line in lines] == ["a)", "b)", "c)", "d)"]
-        assert lines[at] == f"{'abcd'[at]}) Keep on: item 0"
+        # the intern is named as the paper names it: "Retain Student A" (at its position)
+        letter = "abcd"[at]
+        assert lines[at] == f"{letter}) Retain Student {letter.upper()}: item 0"
+        others = [line for i, line in enumerate(lines) if i != at]
+        assert all(") Student " in line for line in others)
         positions.append(at)
     assert sorted(positions) == [0, 1, 2, 3]
     _, none = option_list(test, test.conditions[1], items, [0, 1, 2, 3])
@@ -275,3 +284,25 @@ def test_imported_thesis_prompts_become_a_runnable_study(tmp_path):
     assert framing.answer == "yes_no" and framing.target == "yes" and framing.undirected
     assert code_answer(framing, read_answer(framing, "yes").value) == 1.0
     assert code_answer(framing, read_answer(framing, "No.").value) == 0.0
+
+
+def test_biasbuster_mitigations_use_the_papers_words_and_worked_examples():
+    """§4.1-4.3 and Table 6: awareness and self-help as the paper words them; contrastive and
+    counterfactual as worked examples (EXAMPLE, then "Your answer was")."""
+    bb = get_study("biasbuster")
+    assert bb.prompts["awareness"] == "Be mindful to not be biased by cognitive bias."
+    assert bb.prompts["selfhelp"] == (
+        "Rewrite the following prompt such that a reviewer would not be biased by cognitive "
+        "bias.\n[start of prompt]\n{{prompt}}\n[end of prompt]\n"
+        "Start your answer with [start of revised prompt]"
+    )
+    for test in bb.tests.values():
+        contrastive, counterfactual = test.examples["contrastive"], test.examples["counterfactual"]
+        for text in (contrastive, counterfactual):
+            assert "EXAMPLE: " in text and ("Your answer was: " in text or "decision" in text)
+        # counterfactual shows an incorrect and a correct example; contrastive one of them
+        assert "incorrect behavior" in counterfactual and "of correct behavior" in counterfactual
+        assert ("incorrect behavior" in contrastive) != ("of correct behavior" in contrastive)
+    from cogbias.runs.study_plan import rewritten
+
+    assert rewritten("[start of revised prompt]\nDecide.\n[end of revised prompt]") == "Decide."

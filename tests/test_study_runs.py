@@ -138,9 +138,9 @@ def admissions_responder(request: dict) -> str:
     """Scripted answers per turn kind: rewrites echo the prompt with a mark, decisions
     admit, say yes or pick b, the revision flips every earlier decision."""
     text = _last_user_text(request)
-    if "[text starts]" in text:
-        body = text.split("[text starts]\n", 1)[1].split("\n[text ends]", 1)[0]
-        return "[rewritten text]\nREWRITTEN " + body
+    if "[start of prompt]" in text:  # BiasBuster's self-help rewrite (§4.3)
+        body = text.split("[start of prompt]\n", 1)[1].split("\n[end of prompt]", 1)[0]
+        return "[start of revised prompt]\nREWRITTEN " + body
     if "Look at them side by side" in text:
         earlier = [m["content"] for m in request["messages"] if m["role"] == "assistant"]
         return "\n".join("reject" if a == "admit" else "admit" for a in earlier)

@@ -72,13 +72,21 @@ def option_list(
         raise ValueError(f"test '{test.id}' shows {test.k} items in a permutation of them")
     lines, status_quo_at = [], None
     for position, item in enumerate(order):
-        text = items[item]
+        head = option_name(test, position) if test.option_name else ""
         if condition.status_quo == item:
             status_quo_at = position
-            if condition.status_quo_label:
-                text = f"{condition.status_quo_label}: {text}"
+            head = f"{condition.status_quo_label} {head}".strip()
+        text = f"{head}: {items[item]}" if head else items[item]
         lines.append(f"{test.letters[position]}) {text}")
     return "\n".join(lines), status_quo_at
+
+
+def option_name(test: StudyTest, position: int) -> str:
+    """What the option at `position` is called: the test's `option_name` and the position's
+    capital letter ("Student C"), or the letter alone. The status-quo prompt's
+    `{{status_quo}}` gap is filled with it, so the text names the option it favours."""
+    letter = test.letters[position].upper()
+    return f"{test.option_name} {letter}" if test.option_name else letter
 
 
 def sequence_turns(test: StudyTest, items: list[str], order: list[int]) -> list[str]:
@@ -174,7 +182,7 @@ def _answer_format(first: Mapping[str, Any], where: str) -> dict[str, str]:
 
 
 def study_from_prompts(
-    rows: list[Mapping[str, Any]], name: str, prompt_file: str = "biases.csv"
+    rows: list[Mapping[str, Any]], name: str, prompt_file: str = "experiments.csv"
 ) -> Study:
     """A runnable study from imported thesis prompts (`study_prompts` rows of one dataset).
 
