@@ -16,6 +16,7 @@ from cogbias.studies.questions import (
     read_answer,
     sequence_turns,
     study_from_prompts,
+    system_message,
 )
 from cogbias.studies.study_catalog import get_study, load_studies
 from cogbias.studies.study_files import parse_study
@@ -67,7 +68,9 @@ def test_builtin_studies_load():
         "transaction_utility",
     ]
     assert mohr.temperatures == (0.2, 0.7, 1.0, 1.3, 1.8) and mohr.repeats == 100
-    assert list(mohr.variants) == ["0_normal", "1_no_persona", "2_odd_numbers", "3_large_numbers"]
+    # the released data's scenario names (issue 19): 0_normal without the persona, 1_persona base
+    assert list(mohr.variants) == ["0_normal", "1_persona", "2_odd_numbers", "3_large_numbers"]
+    assert [v.persona for v in mohr.variants.values()] == [False, True, True, True]
     assert [t.id for t in mohr.tests.values() if t.undirected] == ["framing"]
     assert get_study("mohr8") is not None
     with pytest.raises(KeyError, match="did you mean mohr8"):
@@ -100,11 +103,15 @@ def test_variants_add_the_persona_and_scale_the_numbers():
     mohr = get_study("mohr8")
     test = mohr.tests["endowment"]
     values = mohr.sample_values(random.Random(0))
-    base = question(mohr, test, test.conditions[0], values, mohr.variants["0_normal"])
-    assert base.startswith(mohr.prompts["persona"]) and "$4," in base
-    assert base.endswith(mohr.prompts["answer_hint"])
-    bare = question(mohr, test, test.conditions[0], values, mohr.variants["1_no_persona"])
-    assert not bare.startswith(mohr.prompts["persona"])
+    base = question(mohr, test, test.conditions[0], values, mohr.variants["1_persona"])
+    assert "$4," in base and base.endswith(mohr.prompts["answer_hint"])
+    # the persona joins the thesis' system message (Appendix C), not the question
+    assert mohr.prompts["persona"] not in base
+    with_persona = system_message(mohr, test, mohr.variants["1_persona"])
+    assert with_persona == f"{mohr.system} {mohr.prompts['persona']}"
+    bare = question(mohr, test, test.conditions[0], values, mohr.variants["0_normal"])
+    assert bare == base  # 0_normal differs only by the system message: no persona
+    assert system_message(mohr, test, mohr.variants["0_normal"]) == mohr.system
     odd = question(mohr, test, test.conditions[0], values, mohr.variants["2_odd_numbers"])
     assert "$38.8," in odd  # 4 × 9.7
     large = question(mohr, test, test.conditions[0], values, mohr.variants["3_large_numbers"])

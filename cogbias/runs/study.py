@@ -35,6 +35,7 @@ from cogbias.runs.study_plan import (
 from cogbias.runs.work import Job, Writer, pool
 from cogbias.store import Store
 from cogbias.studies.definitions import StudyTest
+from cogbias.studies.questions import system_message
 
 SPEC_VERSION = 1
 
@@ -255,7 +256,8 @@ class _Conversations:
         if unit.model == RANDOM_MODEL:
             text = random_answer(test, role, script, records.stable_id(conversation, turn))
         else:
-            system = self.study.system if test.system is None else test.system
+            variant = self.study.variants.get(unit.variant)
+            system = system_message(self.study, test, variant)
             messages = ([("system", system)] if system else []) + [
                 ("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(said)
             ]

@@ -55,12 +55,24 @@ def question(
     variant = variant or Variant("default", persona=False)
     filled = scaled_values(test, values, variant) | run_gaps
     parts = []
-    if variant.persona and study.prompts.get("persona"):
-        parts.append(study.prompts["persona"])
+    if variant.persona and study.prompts.get("persona") and not study.system:
+        parts.append(study.prompts["persona"])  # with a system message, it joins that
     parts.append(render(condition.prompt, filled))
     if study.prompts.get("answer_hint"):
         parts.append(study.prompts["answer_hint"])
     return "\n\n".join(parts)
+
+
+def system_message(study: Study, test: StudyTest, variant: Variant | None = None) -> str:
+    """The system message of a question: the test's own, else the study's; a study with a
+    system message puts the variant's persona there, after one space, as the Mohr thesis did
+    (Appendix C), instead of at the top of the question."""
+    if test.system is not None:
+        return test.system
+    persona = study.prompts.get("persona", "")
+    if study.system and persona and variant is not None and variant.persona:
+        return f"{study.system} {persona}"
+    return study.system
 
 
 def option_list(
