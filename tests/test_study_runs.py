@@ -72,7 +72,7 @@ def test_mohr8_sweep_on_random_completes_offline_and_pivots_by_temperature(tmp_p
         table = study_results.results(store, run_id)
     cell = [
         r for r in rows
-        if (r["test"], r["temperature"], r["variant"]) == ("anchoring", 1.0, "1_no_persona")
+        if (r["test"], r["temperature"], r["variant"]) == ("anchoring", 1.0, "0_normal")
     ]  # fmt: skip
     by = {
         c: [json.loads(r["value"]) for r in cell if r["condition"] == c]
@@ -80,7 +80,7 @@ def test_mohr8_sweep_on_random_completes_offline_and_pivots_by_temperature(tmp_p
     }
     expected = min(max(pooled_d(by["control"], by["treatment"]), 0.0), 1.0)
     got = table[
-        (table.test == "anchoring") & (table.temperature == 1.0) & (table.variant == "1_no_persona")
+        (table.test == "anchoring") & (table.temperature == 1.0) & (table.variant == "0_normal")
     ]
     assert got["value"].item() == pytest.approx(expected) and got["n"].item() == 40
     # the thesis' tables and OLS work on a run of our own, as on published effect sizes
@@ -286,7 +286,7 @@ def test_unreadable_answers_are_asked_again_up_to_the_cap(tmp_path):
         done = cogbias(
             "run", "--study", "mohr8", "--tests", "anchoring,category_size", "--models",
             "openai/fake", "--api-base", server.base_url, "--temperatures", "0.7",
-            "--variants", "1_no_persona", "--repeats", "3", "--max-attempts", "4",
+            "--variants", "0_normal", "--repeats", "3", "--max-attempts", "4",
             "--concurrency", "1", "--db", db,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
