@@ -39,7 +39,22 @@ HEADLINE = {
     "anchoring_distance": "distance",
 }
 RESULT_COLUMNS = ["run_id", "study", "test", "bias", "metric", *DIMENSIONS, "value", "n"]
-RESULT_COLUMNS += ["unreadable", "failed", "change_rate", "degenerate", "note", "details"]
+RESULT_COLUMNS += ["unreadable", "failed", "change_rate", "degenerate"]
+RESULT_COLUMNS += ["a", "b", "neutral_share", "ci_low", "ci_high", "p_value", "note", "details"]
+# Each condition's figure beside the headline: a and b are the two conditions' rates or means
+# (status quo: the status-quo share and the same item's share in the neutral condition;
+# primacy: the first and the second half's choice shares; anchoring: the admission rate).
+CONDITION_FIGURES = {
+    "cohens_d": ("a", "b"),
+    "framing_difference": ("a", "b"),
+    "group_attribution_difference": ("a", "b"),
+    "status_quo_share": ("share", "neutral_share"),
+    "primacy": ("early", "late"),
+    "anchoring_distance": ("admit_rate", None),
+}
+# How a headline value reads as "more biased": +1 when a larger value is more biased, -1
+# when a smaller one is (the anchoring distance is the decisions' independence from order).
+BIAS_DIRECTION = {metric: 1 for metric in HEADLINE} | {"anchoring_distance": -1}
 
 
 def study_runs(store: Store, study: str | None = None) -> list[dict[str, Any]]:
@@ -98,6 +113,12 @@ def results(store: Store, run_id: str) -> pd.DataFrame:
             row["n"] = int(row["n"]) + int(figures.get("n_treatment", figures.get("n_b", 0)))
         row["change_rate"] = figures.get("change_rate")
         row["degenerate"] = bool(figures.get("degenerate", False))
+        first, second = CONDITION_FIGURES[test.metric]
+        row["a"] = figures.get(first)
+        row["b"] = figures.get(second) if second else None
+        row["neutral_share"] = figures.get("neutral_share")
+        for key in ("ci_low", "ci_high", "p_value"):
+            row[key] = figures.get(key)
         row["details"] = json.dumps(figures, default=float)
         rows.append(row)
     tests = list(study.tests)
@@ -197,13 +218,15 @@ def effect_frame(table: pd.DataFrame, study: Study) -> pd.DataFrame:
 
 def pivot(table: pd.DataFrame, by: str) -> pd.DataFrame:
     """Headline values with one column per value of `by` (mitigation, temperature, variant,
-    model); rows are test × the other dimensions that vary."""
+    model); rows are test × the other dimensions that vary, and the run when the table holds
+    several runs (each run's cell is its own row: nothing is silently merged or dropped)."""
     if by not in DIMENSIONS:
         raise ValueError(f"pivot by one of {', '.join(DIMENSIONS)}, not '{by}'")
-    rows = ["test", "metric"] + [d for d in DIMENSIONS if d != by and table[d].nunique() > 1]
+    rows = ["test", "metric"] + (["run_id"] if table["run_id"].nunique() > 1 else [])
+    rows += [d for d in DIMENSIONS if d != by and table[d].nunique() > 1]
     # unstack, not pivot_table: a test with no figure (too few readable answers) keeps its
     # row, empty, instead of vanishing from the table
-    keyed = table.drop_duplicates([*rows, by]).set_index([*rows, by])
+    keyed = table.set_index([*rows, by])
     wide = keyed["value"].astype(float).unstack(by)
     order = list(dict.fromkeys(keyed.index.droplevel(by)))
     columns = sorted(wide.columns, key=_column_order if by == "mitigation" else None)
