@@ -726,7 +726,8 @@ def test_names_and_texts_of_imported_prompts_cannot_inject_toml() -> None:
     study = study_from_prompts(rows, 'd"]\n[tests.evil')
     assert list(study.tests) == ["b_tests_evil__x_tests_evil_design_options"]
     test = next(iter(study.tests.values()))
-    assert [c.prompt for c in test.conditions] == [evil + " __"] * 2
+    # the published text stands as written inside the thesis' user message (its middle part)
+    assert [c.prompt.split("\n----\n")[1] for c in test.conditions] == [evil + " __"] * 2
     assert test.design == "conditions" and "evil" not in study.values
 
 
