@@ -57,7 +57,10 @@ def results(run_id: str) -> None:
         "Headline value of each test's metric: the rate difference for framing and group "
         "attribution, the status-quo share above 1/k, the first-half minus second-half choice "
         "share for primacy, the anchoring distance, the capped Cohen's d for Mohr's problems. "
-        "Grey cells had too few readable answers (see the note in the table below)."
+        "Red always means more biased (a small anchoring distance is the biased end, so it is "
+        "coloured by its negative); * marks a degenerate cell (Table 3: under 1% admitted or "
+        "rejected). Each cell's condition rates, neutral share, 95% CI and p-value are in its "
+        "tooltip and in the table of all figures. Grey cells had too few readable answers."
     )
     st.dataframe(study_results.pivot(table, by), width="stretch")
     with st.expander("All figures per cell"):

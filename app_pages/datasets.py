@@ -25,17 +25,8 @@ from app_pages._common import (
 from cogbias.core.records import decode_filled
 from cogbias.core.redact import redact
 from cogbias.core.templates import render_decision_text
-from cogbias.datasets import (
-    FIELDS,
-    ColumnMapping,
-    DatasetError,
-    hub_url,
-    import_generic,
-    import_hub,
-    import_malberg,
-    import_mohr,
-    import_run_id,
-)
+from cogbias.datasets import FIELDS, ColumnMapping, DatasetError, hub_url, import_run_id
+from cogbias.datasets.formats import FOLDERS, FORMATS, run_import
 from cogbias.datasets.tables import columns_of
 from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store, cogbias_home
@@ -44,14 +35,15 @@ from cogbias.views import charts, explore, safe_text, shown_pairs
 from cogbias.views.export import export_bytes
 
 PAGE = 20
-FORMATS = {
-    "malberg2024-hub": "The paper's benchmark: the Hub CSV (test cases with metric parameters)",
-    "malberg2024": "The paper's code output: a folder with full_dataset.csv and decision_results/",
-    "mohr2025": "The Mohr 2025 thesis: its 04_Datasets/ folder (effect sizes, prompts, models)",
-    "generic": "Any CSV / JSONL / Parquet file of prompts (and answers): map its columns",
-}
-
-FOLDERS = ("malberg2024", "mohr2025")  # formats that are a folder: given as a path
+# The importers the command has (`datasets.formats.FORMATS`), described as the command does.
+HELP = {f.name: f"{f.name}: {f.help}" for f in FORMATS}
+# What an importer's message says in the command's words, and what this page calls it.
+UI_TERMS = (
+    ("pass --replace to replace it, or --name to import this one under another name",
+     "tick 'Replace a dataset of the same name', or give this one another dataset name"),
+    ("--replace", "'Replace a dataset of the same name'"),
+    ("--name", "another dataset name"),
+)  # fmt: skip
 BROWSING = ("ds_bias", "ds_search", "ds_page", "ds_pick", "ds_pair")
 
 
@@ -88,9 +80,7 @@ current = (
 tabs = st.tabs(["Imported", "Import", "Browse", "Run", "Export", "Analysis"])
 
 
-def _progress() -> Any:
-    bar = st.progress(0.0, text="starting")
-
+def _progress(bar: Any) -> Any:
     def update(label: str, done: int, total: int) -> None:
         share = min(done / total, 1.0) if total else 0.0
         bar.progress(share, text=f"{label}: {done / 1e6:.1f} MB")
@@ -98,17 +88,29 @@ def _progress() -> Any:
     return update
 
 
+def _in_ui_terms(text: str) -> str:
+    """An importer's message with the command's flags named as this page names them."""
+    for flag, words in UI_TERMS:
+        text = text.replace(flag, words)
+    return text
+
+
 def _import(what: str, func: Any) -> None:
-    """Run an import; a malformed file is reported with its file, row and column."""
+    """Run an import; a malformed file is reported with its file, row and column. The
+    progress bar goes away when the import ends, however it ends."""
+    slot = st.empty()
     try:
-        summary = func(_progress())
+        summary = func(_progress(slot.progress(0.0, text="starting")))
     except DatasetError as exc:  # quotes the file's own text: shown as text, not Markdown
-        reason = safe_text.escape_markdown(redact(str(exc)))
+        slot.empty()
+        reason = safe_text.escape_markdown(_in_ui_terms(redact(str(exc))))
         st.error(f"{what} failed: {reason}\n\nThe database was not changed.")
         return
     except Exception as exc:
-        st.error(f"{what} failed: {friendly(exc)}")
+        slot.empty()
+        st.error(f"{what} failed: {_in_ui_terms(friendly(exc))}")
         return
+    slot.empty()
     st.session_state["ds_flash"] = summary.describe()
     st.session_state["ds_select"] = summary.dataset
     st.rerun()
@@ -217,41 +219,39 @@ with tabs[1]:
         if st.button("Download and import", key="ds_hub_go"):
             _import(
                 "Importing from the Hub",
-                lambda p: import_hub(store, name=name, replace=replace, progress=p),
+                lambda p: run_import(store, "malberg2024-hub", [], name, replace, p),
             )
     else:
-        fmt = st.selectbox("Format", list(FORMATS), format_func=FORMATS.get, key="ds_fmt")
+        names = [f.name for f in FORMATS]
+        fmt = st.selectbox("Format", names, format_func=HELP.get, key="ds_fmt")
         path: Path | None = None
         if source == "A path on this machine":
-            typed = st.text_input("Path (for a folder format: the folder)", key="ds_path").strip()
+            typed = st.text_input(
+                "Path (a file, or for a folder format the folder)", key="ds_path"
+            ).strip()
             path = Path(typed).expanduser() if typed else None
-        elif fmt in FOLDERS:
+        elif fmt in FOLDERS and fmt != "peek2024":
             st.info("This format is a folder: give its path instead of uploading.")
         else:
-            uploaded = st.file_uploader("File", type=["csv", "jsonl", "ndjson", "parquet"])
+            kinds = ["json"] if fmt == "peek2024" else ["csv", "jsonl", "ndjson", "parquet"]
+            uploaded = st.file_uploader("File", type=kinds)
             path = _save_upload(uploaded) if uploaded is not None else None
-        default = fmt if fmt != "generic" else (path.stem if path else "")
-        name = st.text_input("Dataset name", default, key=f"ds_name_{fmt}")
+        default = next(f.default_name for f in FORMATS if f.name == fmt) or (
+            path.stem if path else ""
+        )
+        name = st.text_input("Dataset name", default or "", key=f"ds_name_{fmt}")
         mapping = _mapping_form(path) if fmt == "generic" and path and path.is_file() else None
         if st.button("Import", key="ds_go", disabled=path is None):
             assert path is not None
-            if fmt == "malberg2024-hub":
+            options: list[str] = []
+            if mapping is not None:  # the generic format's column mapping, as its arguments
+                options += [f"--map={f}={c}" for f, c in mapping.columns.items()]
+                options += [f"--set={f}={v}" for f, v in mapping.constants.items()]
+            if fmt != "generic" or mapping is not None:
                 _import(
                     "Import",
-                    lambda p: import_hub(store, path, name=name, replace=replace, progress=p),
+                    lambda p: run_import(store, fmt, [path], name or None, replace, p, options),
                 )
-            elif fmt == "malberg2024":
-                _import(
-                    "Import",
-                    lambda p: import_malberg(store, path, name=name, replace=replace, progress=p),
-                )
-            elif fmt == "mohr2025":
-                _import(
-                    "Import",
-                    lambda p: import_mohr(store, path, name=name, replace=replace, progress=p),
-                )
-            elif mapping is not None:
-                _import("Import", lambda p: import_generic(store, path, mapping, name=name or None, replace=replace, progress=p))  # fmt: skip
 
 # ------------------------------------------------------------------ browse
 with tabs[2]:

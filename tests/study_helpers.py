@@ -28,6 +28,9 @@ def study_run(db: Path, spec: StudySpec) -> str:
 def scripted(request: dict) -> str:
     """Rewrites say so; decisions admit, with Markdown and HTML around the word."""
     text = _last_user_text(request)
+    if "[start of prompt]" in text:  # BiasBuster's self-help rewrite (§4.3)
+        body = text.split("[start of prompt]", 1)[1].split("[end of prompt]", 1)[0].strip()
+        return "[start of revised prompt]\nNEUTRAL REWRITE. " + body.splitlines()[-1]
     if "[text starts]" in text:
         body = text.split("[text starts]", 1)[1].split("[text ends]", 1)[0].strip()
         return "[rewritten text]\nNEUTRAL REWRITE. " + body.splitlines()[-1]

@@ -254,3 +254,16 @@ def test_cli_effects_views(tmp_path, folder):
         "temperature",
         "release_days",
     ]
+
+
+def test_run_import_runs_a_registered_format_as_the_command_does(tmp_path, folder):
+    from cogbias.datasets.formats import run_import
+
+    with Store(tmp_path / "r.db") as store:
+        summary = run_import(store, "mohr2025", [folder])
+        assert summary.dataset == "mohr2025" and summary.prompts == 4
+        assert "not imported: experiments.csv (the same prompts again)" in summary.describe()
+        with pytest.raises(DatasetError, match="cannot read these inputs"):
+            run_import(store, "mohr2025", [])  # the folder is missing
+        with pytest.raises(DatasetError, match="is not a format cogbias imports"):
+            run_import(store, "mohr2026", [folder])

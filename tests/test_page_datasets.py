@@ -247,3 +247,52 @@ def test_run_tab_shows_progress_and_analysis_uses_display_names(db):
     assert bars and "2 of 6 pairs" in bars[0].proto.text
     heatmap = json.dumps([json.loads(c.proto.spec) for c in at.get("vega_lite_chart")])
     assert "Framing Effect" in heatmap and '"framing_effect"' not in heatmap
+
+
+def test_the_import_tab_offers_every_registered_format_and_imports_token_bias_and_mohr(db):
+    """The page imports through `datasets.formats.FORMATS`, as `cogbias import` does: the
+    token-bias JSON files (a folder) and the Mohr thesis folder with its prompts."""
+    from cogbias.datasets.formats import FORMATS
+    from tests.dataset_helpers import MOHR_DIR, TOKENBIAS_DIR
+
+    at = page()
+    at.radio(key="ds_src").set_value("A path on this machine").run()
+    assert at.selectbox(key="ds_fmt").options == [f"{f.name}: {f.help}" for f in FORMATS]
+    at.selectbox(key="ds_fmt").set_value("peek2024").run()
+    at.text_input(key="ds_path").set_value(str(TOKENBIAS_DIR)).run()
+    button(at, "Import").click().run()
+    assert not at.exception, at.exception
+    assert "imported 'peek2024' (peek2024)" in texts(at)
+    assert at.selectbox(key="ds_current").value == "peek2024"
+    assert not at.get("progress")  # no bar left behind
+    at.selectbox(key="ds_fmt").set_value("mohr2025").run()
+    at.text_input(key="ds_path").set_value(str(MOHR_DIR)).run()
+    button(at, "Import").click().run()
+    assert not at.exception, at.exception
+    shown = texts(at)
+    assert "4 prompts" in shown and "prompts: 4 from biases.csv" in shown
+    assert "not imported: experiments.csv (the same prompts again)" in shown
+    with Store(db) as store:
+        assert {d["name"] for d in store.datasets()} == {"peek2024", "mohr2025"}
+
+
+def test_a_failed_import_speaks_the_pages_words_and_leaves_no_progress_bar(db, tmp_path):
+    import shutil
+
+    from tests.dataset_helpers import MOHR_DIR
+
+    folder = tmp_path / "m"
+    shutil.copytree(MOHR_DIR, folder)
+    at = page()
+    at.radio(key="ds_src").set_value("A path on this machine").run()
+    at.selectbox(key="ds_fmt").set_value("mohr2025").run()
+    at.text_input(key="ds_path").set_value(str(folder)).run()
+    button(at, "Import").click().run()
+    path = folder / "bias_detections.csv"
+    path.write_text(path.read_text().replace("-0.098302", "-0.1"))  # other content, same name
+    button(at, "Import").click().run()
+    assert not at.exception, at.exception
+    error = unescape(at.error[0].value)
+    assert "already exists with other content" in error
+    assert "--" not in error and "Replace a dataset of the same name" in error
+    assert not at.get("progress")

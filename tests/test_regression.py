@@ -36,13 +36,17 @@ def test_experiment_ols_on_the_fixture_matches_least_squares(store):
     result = experiment_ols(frame)
     assert result.formula == "d_capped ~ C(bias) + C(model) + C(scenario) + temperature"
     assert result.n == 16
-    # Independent fit from the CSV with dummy coding (reference = first level).
+    # Independent fit from the CSV with dummy coding: reference = first bias and model, and the
+    # thesis' base scenario 1_persona (issue 19: its tables' intercepts are that scenario's).
+    assert result.reference == {
+        "bias": "anchoring", "model": "model-a", "scenario": "1_persona"
+    }  # fmt: skip
     csv = pd.read_csv(f"{FIXTURE}/bias_detections.csv")
     x = pd.DataFrame(
         {
             "framing": csv["bias"].eq("framing effect"),
             "model_b": csv["model"].eq("model-b:7b"),
-            "persona": csv["scenario"].eq("1_persona"),
+            "no_persona": csv["scenario"].eq("0_normal"),
             "temperature": csv["temperature"],
         }
     )
@@ -50,6 +54,7 @@ def test_experiment_ols_on_the_fixture_matches_least_squares(store):
     assert result.table["coef"].to_numpy() == pytest.approx(beta, abs=1e-10)
     assert result.r_squared == pytest.approx(r2)
     assert result.coef("C(model)[T.model-b:7b]") == pytest.approx(beta[2])
+    assert result.coef("C(scenario)[T.0_normal]") == pytest.approx(beta[3])
     assert list(result.table.columns) == ["term", "coef", "std_err", "t", "p", "ci_low", "ci_high"]
     assert (result.table["p"].between(0, 1)).all()
     # The uncapped target works the same way.

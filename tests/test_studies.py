@@ -11,10 +11,12 @@ from cogbias.studies.definitions import STUDY_DIR, render, show
 from cogbias.studies.questions import (
     code_answer,
     option_list,
+    option_name,
     question,
     read_answer,
     sequence_turns,
     study_from_prompts,
+    system_message,
 )
 from cogbias.studies.study_catalog import get_study, load_studies
 from cogbias.studies.study_files import parse_study
@@ -66,7 +68,9 @@ def test_builtin_studies_load():
         "transaction_utility",
     ]
     assert mohr.temperatures == (0.2, 0.7, 1.0, 1.3, 1.8) and mohr.repeats == 100
-    assert list(mohr.variants) == ["0_normal", "1_no_persona", "2_odd_numbers", "3_large_numbers"]
+    # the released data's scenario names (issue 19): 0_normal without the persona, 1_persona base
+    assert list(mohr.variants) == ["0_normal", "1_persona", "2_odd_numbers", "3_large_numbers"]
+    assert [v.persona for v in mohr.variants.values()] == [False, True, True, True]
     assert [t.id for t in mohr.tests.values() if t.undirected] == ["framing"]
     assert get_study("mohr8") is not None
     with pytest.raises(KeyError, match="did you mean mohr8"):
@@ -79,14 +83,18 @@ def test_every_builtin_question_renders_without_leftover_gaps():
         for test in study.tests.values():
             for condition in test.conditions:
                 for variant in list(study.variants.values()) or [None]:
-                    options = ""
+                    options, named = "", ""
                     if test.design == "options":
                         items = [
                             render(test.item, study.sample_values(random.Random(i)))
                             for i in range(test.k)
                         ]
-                        options, _ = option_list(test, condition, items, list(range(test.k)))
-                    text = question(study, test, condition, values, variant, options=options)
+                        options, at = option_list(test, condition, items, list(range(test.k)))
+                        # the run names the status-quo option in the text (runs.study_plan)
+                        named = "" if at is None else option_name(test, at)
+                    text = question(
+                        study, test, condition, values, variant, options=options, status_quo=named
+                    )
                     assert "{{" not in text and "[[" not in text
             assert set(test.examples) == {"contrastive", "counterfactual"} or study.id == "mohr8"
 
@@ -95,11 +103,15 @@ def test_variants_add_the_persona_and_scale_the_numbers():
     mohr = get_study("mohr8")
     test = mohr.tests["endowment"]
     values = mohr.sample_values(random.Random(0))
-    base = question(mohr, test, test.conditions[0], values, mohr.variants["0_normal"])
-    assert base.startswith(mohr.prompts["persona"]) and "$4," in base
-    assert base.endswith(mohr.prompts["answer_hint"])
-    bare = question(mohr, test, test.conditions[0], values, mohr.variants["1_no_persona"])
-    assert not bare.startswith(mohr.prompts["persona"])
+    base = question(mohr, test, test.conditions[0], values, mohr.variants["1_persona"])
+    assert "$4," in base and base.endswith(mohr.prompts["answer_hint"])
+    # the persona joins the thesis' system message (Appendix C), not the question
+    assert mohr.prompts["persona"] not in base
+    with_persona = system_message(mohr, test, mohr.variants["1_persona"])
+    assert with_persona == f"{mohr.system} {mohr.prompts['persona']}"
+    bare = question(mohr, test, test.conditions[0], values, mohr.variants["0_normal"])
+    assert bare == base  # 0_normal differs only by the system message: no persona
+    assert system_message(mohr, test, mohr.variants["0_normal"]) == mohr.system
     odd = question(mohr, test, test.conditions[0], values, mohr.variants["2_odd_numbers"])
     assert "$38.8," in odd  # 4 × 9.7
     large = question(mohr, test, test.conditions[0], values, mohr.variants["3_large_numbers"])
@@ -122,7 +134,11 @@ def test_options_show_every_item_at_every_position_with_the_status_quo_tracked()
         text, at = option_list(test, status_quo, items, order)
         lines = text.split("\n")
         assert [line[:2] for line in lines] == ["a)", "b)", "c)", "d)"]
-        assert lines[at] == f"{'abcd'[at]}) Keep on: item 0"
+        # the intern is named as the paper names it: "Retain Student A" (at its position)
+        letter = "abcd"[at]
+        assert lines[at] == f"{letter}) Retain Student {letter.upper()}: item 0"
+        others = [line for i, line in enumerate(lines) if i != at]
+        assert all(") Student " in line for line in others)
         positions.append(at)
     assert sorted(positions) == [0, 1, 2, 3]
     _, none = option_list(test, test.conditions[1], items, [0, 1, 2, 3])
@@ -260,11 +276,40 @@ def test_imported_thesis_prompts_become_a_runnable_study(tmp_path):
     values = study.sample_values(random.Random(0))
     control = question(study, anchoring, anchoring.conditions[0], values)
     treatment = question(study, anchoring, anchoring.conditions[1], values)
+    # the thesis' user message (Appendix C): instruction, question, output line, ---- between
     assert control == (
+        "You are forced to choose! Answer the experiment by only giving the letter of the "
+        "answer options (e.g. A, B, C, ...) or a numerical value (80, 100, 1000, ...). Do not "
+        "state anything else! Do not hallucinate.\n----\n"
         "A used bicycle was first listed at $ 900. How much would you pay for it? $ __"
+        "\n----\nYour output should only be a NUMBER (9, 80, 100, 1000, ...)."
     )
     assert "$ 150." in treatment
+    # 0_normal is the scenario without the persona: the thesis' system message alone
+    assert anchoring.system.endswith("The only valid answer is A SINGLE LETTER OR NUMBER.")
     framing = study.tests["framing_effect__0_normal"]
-    assert framing.answer == "yes_no" and framing.target == "yes"
+    assert framing.answer == "yes_no" and framing.target == "yes" and framing.undirected
     assert code_answer(framing, read_answer(framing, "yes").value) == 1.0
     assert code_answer(framing, read_answer(framing, "No.").value) == 0.0
+
+
+def test_biasbuster_mitigations_use_the_papers_words_and_worked_examples():
+    """§4.1-4.3 and Table 6: awareness and self-help as the paper words them; contrastive and
+    counterfactual as worked examples (EXAMPLE, then "Your answer was")."""
+    bb = get_study("biasbuster")
+    assert bb.prompts["awareness"] == "Be mindful to not be biased by cognitive bias."
+    assert bb.prompts["selfhelp"] == (
+        "Rewrite the following prompt such that a reviewer would not be biased by cognitive "
+        "bias.\n[start of prompt]\n{{prompt}}\n[end of prompt]\n"
+        "Start your answer with [start of revised prompt]"
+    )
+    for test in bb.tests.values():
+        contrastive, counterfactual = test.examples["contrastive"], test.examples["counterfactual"]
+        for text in (contrastive, counterfactual):
+            assert "EXAMPLE: " in text and ("Your answer was: " in text or "decision" in text)
+        # counterfactual shows an incorrect and a correct example; contrastive one of them
+        assert "incorrect behavior" in counterfactual and "of correct behavior" in counterfactual
+        assert ("incorrect behavior" in contrastive) != ("of correct behavior" in contrastive)
+    from cogbias.runs.study_plan import rewritten
+
+    assert rewritten("[start of revised prompt]\nDecide.\n[end of revised prompt]") == "Decide."

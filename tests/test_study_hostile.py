@@ -339,6 +339,9 @@ HOSTILE_EXPERIMENTS = [
 
 
 def write_experiments(folder: Path, rows: list[tuple]) -> None:
+    """The folder's prompts are these rows, in the older file name (experiments.csv): the
+    fixture's biases.csv, which the importer would also read, is taken out."""
+    (folder / "biases.csv").unlink(missing_ok=True)
     totals: dict[tuple[str, str], int] = {}
     for row in rows:
         totals[(row[1], row[2])] = max(totals.get((row[1], row[2]), 0), row[7])
@@ -362,7 +365,10 @@ def test_hostile_thesis_prompts_import_and_run_with_every_value_in_its_place(
     assert imported.returncode == 0, imported.stderr
     done = cogbias("run", "--study", "mohr2025", "--models", "random", "--repeats", "2", "--db", db)
     assert done.returncode == 0, done.stderr
-    prompts = {(r["test"], r["condition"]): r["prompt"] for r in calls(db)}
+    # each prompt is asked inside the thesis' user message: the question is its middle part
+    framed = {(r["test"], r["condition"]): r["prompt"].split("\n----\n") for r in calls(db)}
+    assert {len(parts) for parts in framed.values()} == {3}
+    prompts = {key: parts[1] for key, parts in framed.items()}
     assert set(prompts) == {
         ("anchoring__0_normal", "control"), ("anchoring__0_normal", "treatment"),
         ("anchoring__0_normal_2", "control"), ("anchoring__0_normal_2", "treatment"),
@@ -720,7 +726,8 @@ def test_names_and_texts_of_imported_prompts_cannot_inject_toml() -> None:
     study = study_from_prompts(rows, 'd"]\n[tests.evil')
     assert list(study.tests) == ["b_tests_evil__x_tests_evil_design_options"]
     test = next(iter(study.tests.values()))
-    assert [c.prompt for c in test.conditions] == [evil + " __"] * 2
+    # the published text stands as written inside the thesis' user message (its middle part)
+    assert [c.prompt.split("\n----\n")[1] for c in test.conditions] == [evil + " __"] * 2
     assert test.design == "conditions" and "evil" not in study.values
 
 

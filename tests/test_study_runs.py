@@ -72,7 +72,7 @@ def test_mohr8_sweep_on_random_completes_offline_and_pivots_by_temperature(tmp_p
         table = study_results.results(store, run_id)
     cell = [
         r for r in rows
-        if (r["test"], r["temperature"], r["variant"]) == ("anchoring", 1.0, "1_no_persona")
+        if (r["test"], r["temperature"], r["variant"]) == ("anchoring", 1.0, "0_normal")
     ]  # fmt: skip
     by = {
         c: [json.loads(r["value"]) for r in cell if r["condition"] == c]
@@ -80,7 +80,7 @@ def test_mohr8_sweep_on_random_completes_offline_and_pivots_by_temperature(tmp_p
     }
     expected = min(max(pooled_d(by["control"], by["treatment"]), 0.0), 1.0)
     got = table[
-        (table.test == "anchoring") & (table.temperature == 1.0) & (table.variant == "1_no_persona")
+        (table.test == "anchoring") & (table.temperature == 1.0) & (table.variant == "0_normal")
     ]
     assert got["value"].item() == pytest.approx(expected) and got["n"].item() == 40
     # the thesis' tables and OLS work on a run of our own, as on published effect sizes
@@ -138,9 +138,9 @@ def admissions_responder(request: dict) -> str:
     """Scripted answers per turn kind: rewrites echo the prompt with a mark, decisions
     admit, say yes or pick b, the revision flips every earlier decision."""
     text = _last_user_text(request)
-    if "[text starts]" in text:
-        body = text.split("[text starts]\n", 1)[1].split("\n[text ends]", 1)[0]
-        return "[rewritten text]\nREWRITTEN " + body
+    if "[start of prompt]" in text:  # BiasBuster's self-help rewrite (§4.3)
+        body = text.split("[start of prompt]\n", 1)[1].split("\n[end of prompt]", 1)[0]
+        return "[start of revised prompt]\nREWRITTEN " + body
     if "Look at them side by side" in text:
         earlier = [m["content"] for m in request["messages"] if m["role"] == "assistant"]
         return "\n".join("reject" if a == "admit" else "admit" for a in earlier)
@@ -218,6 +218,59 @@ def test_biasbuster_mitigations_pivot_and_every_turn_sees_what_it_should(tmp_pat
     assert status_quo.loc["none", "value"] == pytest.approx(0.0)
 
 
+def test_selfhelp_anchoring_is_scored_on_the_revised_decisions(tmp_path):
+    """Table 3's self-help row: the anchoring distance of the decisions after revision."""
+    import re
+
+    def reviser(request: dict) -> str:
+        text = _last_user_text(request)
+        if "Admit or reject" in text:
+            return "admit"  # every applicant admitted while deciding: distance 0
+        # the revision: each applicant on their GPA alone, the same in every order
+        shown = [m["content"] for m in request["messages"] if "Next applicant" in m["content"]]
+        gpas = [float(re.search(r"GPA of ([0-9.]+)", t).group(1).rstrip(".")) for t in shown]
+        return "\n".join("admit" if g >= 3.3 else "reject" for g in gpas)
+
+    db = tmp_path / "s.db"
+    with FakeLLMServer(reviser) as server:
+        done = cogbias(
+            "run", "--study", "biasbuster", "--models", "openai/fake", "--api-base",
+            server.base_url, "--tests", "anchoring", "--mitigations", "none,selfhelp",
+            "--repeats", "2", "--db", db,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        table = study_results.results(store, study_results.study_runs(store)[0]["id"])
+    cells = table.set_index("mitigation")
+    assert cells.loc["none", "value"] == 0.0
+    details = json.loads(cells.loc["selfhelp", "details"])
+    assert details["distance_before_revision"] == 0.0  # the decisions themselves: all admit
+    # after the revision each applicant keeps one decision in every order, so the distance
+    # is the spread of the per-applicant rates around the overall one, computed here by hand
+    revised: dict[str, list[int]] = {}
+    for r in calls(db, "role = 'revise'"):
+        order = json.loads(r["presented"])
+        for position, value in enumerate(json.loads(r["value"])):
+            revised.setdefault(f"{r['slot']}:{order[position]}", []).append(int(value))
+    pooled = [v for values in revised.values() for v in values]
+    overall = sum(pooled) / len(pooled)
+    expected = sum(abs(sum(v) / len(v) - overall) for v in revised.values()) / len(revised)
+    assert 0 < overall < 1 and expected > 0
+    assert cells.loc["selfhelp", "value"] == pytest.approx(expected)
+    assert cells.loc["selfhelp", "value"] != cells.loc["none", "value"]
+    assert cells.loc["selfhelp", "change_rate"] == pytest.approx(1 - overall)
+    # the six orders of one applicant set vary who comes before whom (Williams design): every
+    # applicant is at every position once and follows every other applicant exactly once
+    orders = {
+        r["conversation"]: json.loads(r["presented"])
+        for r in calls(db, "role = 'decide' and mitigation = 'none' and slot = 0")
+    }
+    assert len(orders) == 6
+    assert all(sorted(o[i] for o in orders.values()) == list(range(6)) for i in range(6))
+    follows = [(o[i], o[i + 1]) for o in orders.values() for i in range(5)]
+    assert len(follows) == len(set(follows)) == 30
+
+
 def test_unreadable_answers_are_asked_again_up_to_the_cap(tmp_path):
     db = tmp_path / "s.db"
     asked: dict[str, int] = {}
@@ -233,7 +286,7 @@ def test_unreadable_answers_are_asked_again_up_to_the_cap(tmp_path):
         done = cogbias(
             "run", "--study", "mohr8", "--tests", "anchoring,category_size", "--models",
             "openai/fake", "--api-base", server.base_url, "--temperatures", "0.7",
-            "--variants", "1_no_persona", "--repeats", "3", "--max-attempts", "4",
+            "--variants", "0_normal", "--repeats", "3", "--max-attempts", "4",
             "--concurrency", "1", "--db", db,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr

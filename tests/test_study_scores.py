@@ -84,3 +84,44 @@ def test_sequence_distance_and_change_rate():
     assert result["distance"] == pytest.approx(0.5)
     assert result["admit_rate"] == 0.5 and result["change_rate"] == 0.5
     assert not result["degenerate"]
+
+
+def test_study_cells_are_readable_rates_ci_p_value_runs_kept_apart_colour_direction(tmp_path):
+    """Issue 19, point 16: per-condition rates, CIs or p-values, the degenerate flag; two runs
+    pivot as two rows each (no silent de-duplication); red means more biased everywhere."""
+    import json
+    import math
+
+    import pandas as pd
+
+    from cogbias.runs import study_results
+    from cogbias.runs.study_plan import StudySpec
+    from cogbias.store import Store
+    from cogbias.views.charts_studies import heatmap_frame
+    from tests.study_helpers import study_run
+
+    db = tmp_path / "s.db"
+    spec = dict(study="biasbuster", models=["random"], tests=["framing", "anchoring"], repeats=4)
+    runs = [study_run(db, StudySpec(**spec, seed=seed)) for seed in (1, 2)]
+    with Store(db) as store:
+        tables = [study_results.results(store, run) for run in runs]
+    table = pd.concat(tables, ignore_index=True)
+    framing = tables[0].set_index("test").loc["framing"]
+    details = json.loads(framing["details"])
+    assert (framing["a"], framing["b"]) == (details["a"], details["b"])
+    assert framing["value"] == pytest.approx(framing["a"] - framing["b"])
+    assert framing["ci_low"] <= framing["value"] <= framing["ci_high"]
+    assert 0 <= framing["p_value"] <= 1 and framing["degenerate"] in (True, False)
+    anchoring = tables[0].set_index("test").loc["anchoring"]
+    assert 0 <= anchoring["a"] <= 1 and math.isnan(anchoring["b"])  # the admission rate
+    wide = study_results.pivot(table, "mitigation")
+    assert "run_id" in wide.index.names and len(wide) == 4  # 2 tests × 2 runs
+    frame = heatmap_frame(table, "mitigation")
+    assert len(frame) == 4
+    cells = frame.set_index("metric")
+    assert (
+        cells.loc["anchoring_distance", "colour"] == -cells.loc["anchoring_distance", "value"]
+    ).all()
+    assert (
+        cells.loc["framing_difference", "colour"] == cells.loc["framing_difference", "value"]
+    ).all()

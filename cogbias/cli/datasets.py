@@ -78,6 +78,13 @@ def add_commands(commands: Any) -> None:
         "ols: capped d on bias, model, scenario, temperature; features: on model features",
     )
     p.add_argument("--uncapped", action="store_true", help="use d instead of the capped d")
+    p.add_argument(
+        "--hedges",
+        choices=["exact", "thesis"],
+        default="exact",
+        help="Hedges' J in the sampling variance (weights, homogeneity): exact (Γ form) or "
+        "thesis (1 - 3/(4ν - 1), the thesis' approximation: its Table 8 digits)",
+    )
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.set_defaults(handler=_effects)
 
@@ -254,16 +261,18 @@ def _effects(args: argparse.Namespace) -> int:
             result = regression.experiment_ols(frame, target=value)
         else:
             result = regression.feature_ols(regression.feature_frame(frame, features), target=value)
-        print(f"{result.formula}   n = {result.n}, R² = {result.r_squared:.3f}", file=sys.stderr)
+        print(result.describe(), file=sys.stderr)
         _print_frame(result.table, args.format)
         return 0
+    hedges = args.hedges
+    print(f"Hedges' J in the sampling variance: {hedges}", file=sys.stderr)
     if args.view == "thesis":
-        table = tables.thesis_table(frame, args.by)
+        table = tables.thesis_table(frame, args.by, hedges)
     elif args.view == "homogeneity":
-        table = tables.homogeneity_table(frame, args.by)
+        table = tables.homogeneity_table(frame, args.by, hedges)
     else:
         table = tables.mean_table(frame, args.by, value)
-        table["homogeneity"] = tables.homogeneity_by_bias(frame)
+        table["homogeneity"] = tables.homogeneity_by_bias(frame, hedges)
     table.columns = [tables.column_label(c) for c in table.columns]
     _print_frame(table.reset_index(), args.format)
     return 0

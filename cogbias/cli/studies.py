@@ -146,6 +146,9 @@ def results(args: argparse.Namespace, store: Any) -> int:
         print(shown_frame(shown).to_string())
         return 0
     columns = ["test", "model", "temperature", "variant", "mitigation", "metric", "value", "n"]
-    columns += ["unreadable", "failed", "change_rate", "note"]
+    columns += ["a", "b", "neutral_share", "p_value", "degenerate", "unreadable", "failed"]
+    columns += ["change_rate", "note"]
+    if table["run_id"].nunique() > 1:  # several runs: each row says which run it is
+        columns.insert(0, "run_id")
     print(shown_frame(table[columns].round(4)).to_string(index=False))
     return 0

@@ -6,13 +6,18 @@ Its `04_Datasets/` folder holds three CSV files (layout in
 - `bias_detections.csv` — a published *result set*: one Cohen's d per bias × prompt scenario ×
   model × temperature (`bias_detected`, unbounded) and its capped form (`bias_detected_mod`,
   clipped to [0, 1]), with both group sizes. Stored in `effect_sizes`.
-- `experiments.csv` — the prompts: two parts (control, treatment) per bias × scenario, with
-  `__` where the answer goes and JSON `variables` whose keys appear bare in the text. Stored in
-  `study_prompts`, so the thesis' own questions can become a runnable study.
+- `biases.csv` — the prompts: two parts per bias × scenario, with `__` where the answer goes
+  and JSON `variables` whose keys appear bare in the text. Stored in `study_prompts`, so the
+  thesis' own questions can become a runnable study (`studies.thesis_coding` says which part
+  is the control and which answer is coded 1). The thesis repository first called this file
+  `experiments.csv`; either name is read, and when both are present they must hold the same
+  prompts (each is validated; the prompts are stored once).
 - `models.csv` — model features (release date, parameters, …) for the regression. Stored in
   `model_features` with every column kept in `features` as published.
 
-Only `bias_detections.csv` is required. Quirks handled: temperatures written as "1" and
+Only `bias_detections.csv` is required. What was read and what was left out (a file that is
+absent, a duplicate prompt file, other files in the folder, the `updated_at` column) is
+listed in the summary's notes. Quirks handled: `None` written as a target response, temperatures written as "1" and
 "1.0" (the same temperature, stored as a number and de-duplicated on it), empty feature cells,
 `true`/`false` flags. All three files import in one transaction: a malformed row anywhere
 leaves the database as it was. The tables belong to the store (`cogbias.store.effects`,
@@ -26,7 +31,7 @@ import json
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +53,7 @@ from cogbias.store import Store
 KIND = "mohr2025"
 DEFAULT_NAME = "mohr2025"
 DETECTIONS = "bias_detections.csv"
-EXPERIMENTS = "experiments.csv"
+PROMPT_FILES = ("biases.csv", "experiments.csv")  # the released name, then the older one
 MODELS = "models.csv"
 DETECTION_COLUMNS = (
     "bias",
@@ -86,6 +91,7 @@ class MohrSummary(ImportSummary):
     effects: int = 0
     prompts: int = 0
     model_rows: int = 0
+    notes: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         if self.unchanged:
@@ -95,10 +101,11 @@ class MohrSummary(ImportSummary):
             parts.append(f"{self.prompts} prompts")
         if self.model_rows:
             parts.append(f"{self.model_rows} model feature rows")
-        return (
+        head = (
             f"imported '{self.dataset}' ({self.kind}): {', '.join(parts)}, "
             f"{len(self.biases)} biases in {self.seconds:.1f} s"
         )
+        return "\n".join([head, *(f"  {note}" for note in self.notes)])
 
 
 # --------------------------------------------------------------------------- cells
@@ -246,7 +253,7 @@ def read_prompts(path: Path, name: str, progress: Progress | None = None) -> lis
                 clean(content),
                 json.dumps(variables, sort_keys=True, ensure_ascii=False),
                 response_type,
-                record.values["target_response"].strip() or None,
+                _target(record),
                 part,
                 total,
                 record.row,
@@ -263,6 +270,12 @@ def read_prompts(path: Path, name: str, progress: Progress | None = None) -> lis
                 column="part",
             )
     return rows
+
+
+def _target(record: CsvRecord) -> str | None:
+    """The expected answer, or None: the release writes a missing one as empty or `None`."""
+    text = record.values["target_response"].strip()
+    return None if text in ("", "None", "none", "nan", "NaN") else text
 
 
 def _variables(record: CsvRecord) -> dict[str, Any]:
@@ -320,6 +333,58 @@ def read_features(path: Path, name: str, progress: Progress | None = None) -> li
 # --------------------------------------------------------------------------- import
 
 
+def _read_prompt_files(paths: list[Path], name: str, progress: Progress | None) -> list[tuple]:
+    """The prompts of biases.csv or experiments.csv; with both, each is validated and they
+    must agree (which one was meant cannot be guessed when they differ)."""
+    read = [read_prompts(path, name, progress) for path in paths]
+    if len(read) == 2:
+        first, second = ([row[:-1] for row in rows] for rows in read)  # row numbers aside
+        if first != second:
+            at = next(
+                (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
+                min(len(first), len(second)),
+            )
+            raise DatasetError(
+                paths[1].name,
+                f"holds other prompts than {paths[0].name} (they differ from row {at + 1}); "
+                "keep the one that is meant and move the other out of the folder",
+                row=at + 1,
+            )
+    return read[0] if read else []
+
+
+def _notes(
+    directory: Path,
+    files: list[Path],
+    prompt_files: list[Path],
+    prompts: list[tuple],
+    features: list[tuple],
+) -> list[str]:
+    """What was imported from where, and what was not, for the person who imported it."""
+    notes = []
+    if prompt_files:
+        pairs = len({(row[2], row[5]) for row in prompts})
+        notes.append(
+            f"prompts: {len(prompts)} from {prompt_files[0].name} ({pairs} bias × scenario "
+            "experiments; column updated_at not kept)"
+        )
+        if len(prompt_files) == 2:
+            notes.append(f"not imported: {prompt_files[1].name} (the same prompts again)")
+    else:
+        notes.append(
+            f"not imported: prompts (no {' or '.join(PROMPT_FILES)}): the thesis' questions "
+            "cannot be run from this dataset"
+        )
+    if not features:
+        notes.append(f"not imported: model features (no {MODELS})")
+    read = {f.name for f in files}
+    others = sorted(p.name for p in directory.iterdir() if p.is_file() and p.name not in read)
+    if others:
+        shown = ", ".join(others[:8]) + (f" and {len(others) - 8} more" if len(others) > 8 else "")
+        notes.append(f"not read: {shown} (not part of the thesis' data layout)")
+    return notes
+
+
 def import_mohr(
     store: Store,
     directory: str | Path,
@@ -334,25 +399,18 @@ def import_mohr(
     detections = directory / DETECTIONS
     if not detections.is_file():
         raise DatasetError(directory, f"has no {DETECTIONS} (expected the thesis' 04_Datasets/)")
-    files = [detections] + [
-        directory / f for f in (EXPERIMENTS, MODELS) if (directory / f).is_file()
-    ]
+    prompt_files = [directory / f for f in PROMPT_FILES if (directory / f).is_file()]
+    models = directory / MODELS
+    files = [detections, *prompt_files] + ([models] if models.is_file() else [])
     started = time.monotonic()
     # Read and validate everything before the first write: the transaction below then only
     # inserts rows that are known to be good.
     effects = list(read_effects(detections, name, progress))
     if not effects:
         raise DatasetError(DETECTIONS, "has no rows")
-    prompts = (
-        read_prompts(directory / EXPERIMENTS, name, progress)
-        if directory.joinpath(EXPERIMENTS).is_file()
-        else []
-    )
-    features = (
-        read_features(directory / MODELS, name, progress)
-        if directory.joinpath(MODELS).is_file()
-        else []
-    )
+    prompts = _read_prompt_files(prompt_files, name, progress)
+    features = read_features(models, name, progress) if models.is_file() else []
+    notes = _notes(directory, files, prompt_files, prompts, features)
     with importing.Import(store, name, KIND, files, replace) as job:
         summary = MohrSummary(name, KIND, unchanged=job.unchanged)
         if job.unchanged:
@@ -366,16 +424,19 @@ def import_mohr(
             effects=len(effects),
             prompts=len(prompts),
             model_features=len(features),
+            prompt_file=prompt_files[0].name if prompt_files else None,
+            notes=notes,
         )
     summary.effects, summary.prompts, summary.model_rows = len(effects), len(prompts), len(features)
     summary.models, summary.biases = job.summary.models, job.summary.biases
+    summary.notes = notes
     summary.seconds = time.monotonic() - started
     return summary
 
 
 FORMAT = Format(
     "mohr2025",
-    "the Mohr 2025 thesis' data: bias_detections.csv (+ experiments.csv, models.csv)",
+    "the Mohr 2025 thesis' data: bias_detections.csv (+ biases.csv, models.csv)",
     lambda p: p.add_argument(
         "directory", help="folder with the thesis' CSV files (its 04_Datasets/)"
     ),

@@ -35,6 +35,7 @@ from cogbias.runs.study_plan import (
 from cogbias.runs.work import Job, Writer, pool
 from cogbias.store import Store
 from cogbias.studies.definitions import StudyTest
+from cogbias.studies.questions import system_message
 
 SPEC_VERSION = 1
 
@@ -122,7 +123,6 @@ class _Conversations:
     ) -> None:
         self.plan, self.study, self.spec = plan, plan.study, plan.spec
         self.client, self.writer, self.stored = client, writer, stored
-        self.system = [("system", self.study.system)] if self.study.system else []
         self.run_id = self.spec.run_id
         self.profiles = {  # resolved once: resolving reads the model registry
             m: resolve_model(m, api_base=self.spec.api_base)
@@ -256,7 +256,9 @@ class _Conversations:
         if unit.model == RANDOM_MODEL:
             text = random_answer(test, role, script, records.stable_id(conversation, turn))
         else:
-            messages = self.system + [
+            variant = self.study.variants.get(unit.variant)
+            system = system_message(self.study, test, variant)
+            messages = ([("system", system)] if system else []) + [
                 ("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(said)
             ]
             profile = self.profiles[unit.model]

@@ -30,7 +30,7 @@ from cogbias.studies.definitions import (
     Variant,
     render,
 )
-from cogbias.studies.questions import option_list, question, sequence_turns
+from cogbias.studies.questions import option_list, option_name, question, sequence_turns
 from cogbias.studies.study_catalog import get_study
 from cogbias.studies.study_files import parse_study
 
@@ -39,6 +39,9 @@ LOCAL_REPEATS = 2  # a study on the local model runs in miniature unless --repea
 REWRITE_TOKENS = 600  # a rewritten prompt is as long as the prompt
 REVISE_TOKENS_PER_ITEM = 8
 REWRITE_MARKER = "[rewritten text]"
+# The markers a rewrite may open with: BiasBuster's own (§4.3) and the default prompt's.
+REWRITE_MARKERS = ("[start of revised prompt]", REWRITE_MARKER)
+REWRITE_END_MARKERS = ("[end of revised prompt]", "[end of prompt]")
 # Rough token use per call, for the estimate before a run: a question, and what each earlier
 # turn of a conversation adds to the prompt (its item and the model's short answer).
 EST_PROMPT_TOKENS = 300
@@ -214,7 +217,9 @@ def load_study(name: str, store: Any = None) -> Study:
         if rows:
             from cogbias.studies.questions import study_from_prompts
 
-            return study_from_prompts(rows, name)
+            meta = json.loads((store.dataset(name) or {}).get("meta") or "{}")
+            # imports before biases.csv was read had only experiments.csv
+            return study_from_prompts(rows, name, meta.get("prompt_file") or "experiments.csv")
         raise KeyError(f"no study or dataset '{name}': {missing.args[0]}") from None
     if rows:
         raise StudyPlanError(
@@ -388,12 +393,13 @@ def compose(study: Study, spec: StudySpec, unit: Unit) -> Script:
         items = [render(test.item, study.sample_values(rng)) for _ in range(test.k)]
         order = permuted_orders(test.k)[unit.order]
         options, status_quo_at = option_list(test, condition, items, order)
-        turns = [question(study, test, condition, values, variant, options=options)]
+        named = "" if status_quo_at is None else option_name(test, status_quo_at)
+        turns = [
+            question(study, test, condition, values, variant, options=options, status_quo=named)
+        ]
     else:
         items = [render(test.item, study.sample_values(rng)) for _ in range(test.length)]
-        order = permuted_orders(test.length)[unit.order % test.length]
-        if unit.order >= test.length:  # more orders than rotations: reversed rotations
-            order = order[::-1]
+        order = sequence_order(test.length, unit.order)
         turns = sequence_turns(test, items, order)
         turns[0] = question(study, test, condition, values, variant) + "\n\n" + turns[0]
     original = turns[0]
@@ -413,9 +419,26 @@ def compose(study: Study, spec: StudySpec, unit: Unit) -> Script:
     return Script(turns, original, rewrite, revise, order, status_quo_at)
 
 
+def sequence_order(length: int, index: int) -> list[int]:
+    """Presentation order `index` of a sequential test: the rows of a Williams design, so that
+    every item is at every position once *and* follows every other item once (for an odd
+    length the design has 2·length rows); past its rows, the rows reversed. Cyclic rotations
+    would keep each item's predecessor fixed, and the anchoring test is about what came
+    just before (BiasBuster §3, sequential bias)."""
+    rows = permuted_orders(length, balanced=True)
+    order = rows[index % len(rows)]
+    return order[::-1] if index >= len(rows) else order
+
+
 def rewritten(text: str) -> str:
     """The prompt a self-help answer gives back: what follows the marker (or all of it),
-    without further copies of the marker (an answer of nothing but markers is empty)."""
-    at = text.lower().find(REWRITE_MARKER)
-    body = text[at + len(REWRITE_MARKER) :] if at >= 0 else text
-    return re.sub(re.escape(REWRITE_MARKER), "", body, flags=re.IGNORECASE).strip()
+    without further copies of the marker (an answer of nothing but markers is empty) and
+    without a closing marker. BiasBuster's marker and the default prompt's are both read."""
+    lowered = text.lower()
+    found = [(lowered.find(m), m) for m in REWRITE_MARKERS if m in lowered]
+    body = text
+    if found:
+        at, marker = min(found)
+        body = text[at + len(marker) :]
+    markers = "|".join(re.escape(m) for m in (*REWRITE_MARKERS, *REWRITE_END_MARKERS))
+    return re.sub(markers, "", body, flags=re.IGNORECASE).strip()

@@ -10,7 +10,7 @@ decisions of its units (the last attempt of each), scored by the test's metric
 | framing_difference, group_attribution_difference | the rate difference (a − b) |
 | status_quo_share | the status-quo share minus 1/k |
 | primacy | the choice share of the first half of positions minus the second half |
-| anchoring_distance | the anchoring distance |
+| anchoring_distance | the anchoring distance (with self-help: of the revised decisions) |
 
 `conversations` and `selfhelp_pairs` give the app its conversation and side-by-side views.
 """
@@ -39,7 +39,22 @@ HEADLINE = {
     "anchoring_distance": "distance",
 }
 RESULT_COLUMNS = ["run_id", "study", "test", "bias", "metric", *DIMENSIONS, "value", "n"]
-RESULT_COLUMNS += ["unreadable", "failed", "change_rate", "degenerate", "note", "details"]
+RESULT_COLUMNS += ["unreadable", "failed", "change_rate", "degenerate"]
+RESULT_COLUMNS += ["a", "b", "neutral_share", "ci_low", "ci_high", "p_value", "note", "details"]
+# Each condition's figure beside the headline: a and b are the two conditions' rates or means
+# (status quo: the status-quo share and the same item's share in the neutral condition;
+# primacy: the first and the second half's choice shares; anchoring: the admission rate).
+CONDITION_FIGURES = {
+    "cohens_d": ("a", "b"),
+    "framing_difference": ("a", "b"),
+    "group_attribution_difference": ("a", "b"),
+    "status_quo_share": ("share", "neutral_share"),
+    "primacy": ("early", "late"),
+    "anchoring_distance": ("admit_rate", None),
+}
+# How a headline value reads as "more biased": +1 when a larger value is more biased, -1
+# when a smaller one is (the anchoring distance is the decisions' independence from order).
+BIAS_DIRECTION = {metric: 1 for metric in HEADLINE} | {"anchoring_distance": -1}
 
 
 def study_runs(store: Store, study: str | None = None) -> list[dict[str, Any]]:
@@ -98,6 +113,12 @@ def results(store: Store, run_id: str) -> pd.DataFrame:
             row["n"] = int(row["n"]) + int(figures.get("n_treatment", figures.get("n_b", 0)))
         row["change_rate"] = figures.get("change_rate")
         row["degenerate"] = bool(figures.get("degenerate", False))
+        first, second = CONDITION_FIGURES[test.metric]
+        row["a"] = figures.get(first)
+        row["b"] = figures.get(second) if second else None
+        row["neutral_share"] = figures.get("neutral_share")
+        for key in ("ci_low", "ci_high", "p_value"):
+            row[key] = figures.get(key)
         row["details"] = json.dumps(figures, default=float)
         rows.append(row)
     tests = list(study.tests)
@@ -142,16 +163,32 @@ def _score(test: StudyTest, cell: pd.DataFrame) -> dict[str, Any]:
         by_item.setdefault(f"{row.slot}:{item}", []).append(row.parsed)
     if not by_item:
         raise ValueError(f"test '{test.id}': no readable answers")
+    if not (cell["role"] == "revise").any():
+        return score_sequence(test, by_item)
+    # Self-help (Table 3, Table 4): the figure is the anchoring distance of the decisions
+    # *after* the revision, each line of a revision being the item presented at that turn;
+    # the change rate and the distance before the revision stand beside it.
     before: list[Any] = []
     after: list[Any] = []
+    revised_by_item: dict[str, list[Any]] = {}
     revisions = cell[(cell["role"] == "revise") & (cell["status"] == "ok")]
     decided = {c: turns.sort_values("turn") for c, turns in ok.groupby("conversation")}
     for row in revisions.itertuples():
+        order = json.loads(row.presented)
+        for position, value in enumerate(row.parsed):
+            revised_by_item.setdefault(f"{row.slot}:{order[position]}", []).append(value)
         turns = decided.get(row.conversation, ok.iloc[:0])
         if len(turns) == test.length:  # every decision read: compare item by item
             before += list(turns["parsed"])
             after += row.parsed
-    return score_sequence(test, by_item, (before, after) if before else None)
+    if not revised_by_item:
+        raise ValueError(f"test '{test.id}': no readable revision of the decisions")
+    figures = score_sequence(test, revised_by_item, (before, after) if before else None)
+    initial = score_sequence(test, by_item)
+    figures["distance_before_revision"] = initial["distance"]
+    figures["revisions"] = len(revisions)
+    figures["conversations"] = int(cell["conversation"].nunique())
+    return figures
 
 
 def effect_frame(table: pd.DataFrame, study: Study) -> pd.DataFrame:
@@ -181,13 +218,15 @@ def effect_frame(table: pd.DataFrame, study: Study) -> pd.DataFrame:
 
 def pivot(table: pd.DataFrame, by: str) -> pd.DataFrame:
     """Headline values with one column per value of `by` (mitigation, temperature, variant,
-    model); rows are test × the other dimensions that vary."""
+    model); rows are test × the other dimensions that vary, and the run when the table holds
+    several runs (each run's cell is its own row: nothing is silently merged or dropped)."""
     if by not in DIMENSIONS:
         raise ValueError(f"pivot by one of {', '.join(DIMENSIONS)}, not '{by}'")
-    rows = ["test", "metric"] + [d for d in DIMENSIONS if d != by and table[d].nunique() > 1]
+    rows = ["test", "metric"] + (["run_id"] if table["run_id"].nunique() > 1 else [])
+    rows += [d for d in DIMENSIONS if d != by and table[d].nunique() > 1]
     # unstack, not pivot_table: a test with no figure (too few readable answers) keeps its
     # row, empty, instead of vanishing from the table
-    keyed = table.drop_duplicates([*rows, by]).set_index([*rows, by])
+    keyed = table.set_index([*rows, by])
     wide = keyed["value"].astype(float).unstack(by)
     order = list(dict.fromkeys(keyed.index.droplevel(by)))
     columns = sorted(wide.columns, key=_column_order if by == "mitigation" else None)

@@ -45,8 +45,9 @@ METRICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "primacy": (("options",), ("letter",)),
     "anchoring_distance": (("sequence",), ("admit_reject", "yes_no")),
 }
-# Texts a run fills in itself: the option list, the item of a turn, the prompt to rewrite.
-RUN_GAPS = {"options", "item", "prompt"}
+# Texts a run fills in itself: the option list, the item of a turn, the prompt to rewrite,
+# the name of the status-quo option as shown ("Student C").
+RUN_GAPS = {"options", "item", "prompt", "status_quo"}
 # Bounds on what a file may ask for: a study file is untrusted input, and each of these
 # multiplies the work or memory of a run (a sequence's orders are built in memory, a prompt
 # is sent once per turn). Paper scale fits well inside them.
@@ -102,6 +103,8 @@ class StudyTest:
     orders: int = 0
     turn: str = ""
     examples: dict[str, str] = field(default_factory=dict)
+    system: str | None = None  # this test's system message instead of the study's
+    option_name: str = ""  # options design: "Student" names the options Student A, B, …
 
 
 @dataclass(frozen=True)

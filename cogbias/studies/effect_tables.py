@@ -62,17 +62,18 @@ def mean_table(frame: pd.DataFrame, by: str = "model", value: str = "d_capped") 
     return table.sort_index()
 
 
-def _cell(group: pd.DataFrame, value: str) -> tuple[float, float]:
-    """(weighted mean, homogeneity) of one cell's effects; NaN mean if none are finite."""
+def _cell(group: pd.DataFrame, value: str, hedges: str = "exact") -> tuple[float, float]:
+    """(weighted mean, homogeneity) of one cell's effects; NaN mean if none are finite.
+    `hedges` is the J of the sampling variance (`effects.HEDGES`)."""
     rows = group[group[value].map(math.isfinite)]
     if rows.empty:
         return math.nan, math.nan
     sizes = list(zip(rows["n_control"], rows["n_treatment"], strict=True))
-    result = aggregate(list(rows[value]), sizes)
+    result = aggregate(list(rows[value]), sizes, hedges)
     return result.mean, result.homogeneity
 
 
-def thesis_table(frame: pd.DataFrame, by: str = "model") -> pd.DataFrame:
+def thesis_table(frame: pd.DataFrame, by: str = "model", hedges: str = "exact") -> pd.DataFrame:
     """Figure 2: per bias × `by` the inverse-variance weighted mean of d, capped to [0, 1].
 
     Experiments whose d is infinite (groups without any spread) cannot be weighted and are
@@ -80,21 +81,25 @@ def thesis_table(frame: pd.DataFrame, by: str = "model") -> pd.DataFrame:
     """
     _check_by(by)
     cells = {
-        key: cap(_cell(group, "d")[0]) for key, group in frame.groupby(["bias", by], sort=True)
+        key: cap(_cell(group, "d", hedges)[0])
+        for key, group in frame.groupby(["bias", by], sort=True)
     }
     return _unstack(cells, by)
 
 
-def homogeneity_table(frame: pd.DataFrame, by: str = "model") -> pd.DataFrame:
-    """Figure 3: per bias × `by` the homogeneity ratio of the capped effects."""
+def homogeneity_table(
+    frame: pd.DataFrame, by: str = "model", hedges: str = "exact"
+) -> pd.DataFrame:
+    """Figure 3 / Table 8: per bias × `by` the homogeneity ratio of the capped effects
+    (`hedges="thesis"` reproduces the thesis' digits)."""
     _check_by(by)
-    cells = {key: _cell(group, "d_capped")[1] for key, group in frame.groupby(["bias", by])}
+    cells = {key: _cell(group, "d_capped", hedges)[1] for key, group in frame.groupby(["bias", by])}
     return _unstack(cells, by)
 
 
-def homogeneity_by_bias(frame: pd.DataFrame) -> pd.Series:
+def homogeneity_by_bias(frame: pd.DataFrame, hedges: str = "exact") -> pd.Series:
     """One homogeneity figure per bias, over all its scenarios, models and temperatures."""
-    values = {bias: _cell(group, "d_capped")[1] for bias, group in frame.groupby("bias")}
+    values = {bias: _cell(group, "d_capped", hedges)[1] for bias, group in frame.groupby("bias")}
     return pd.Series(values, name="homogeneity", dtype=float).sort_index()
 
 

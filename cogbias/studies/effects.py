@@ -20,6 +20,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# Hedges' J in the sampling variance: "exact" is the Γ form; "thesis" its approximation
+# 1 - 3/(4ν - 1), which the thesis used (its Table 8 digits come out with it).
+HEDGES = ("exact", "thesis")
 HOMOGENEITY_THRESHOLD = 0.75  # Hunter & Schmidt: a ratio at or above this reads as homogeneous
 
 
@@ -95,12 +98,17 @@ def hedges_j(df: int, exact: bool = True) -> float:
     return math.exp(math.lgamma(df / 2) - math.lgamma((df - 1) / 2)) / math.sqrt(df / 2)
 
 
-def sampling_variance(n_control: int, n_treatment: int, delta: float) -> float:
+def sampling_variance(
+    n_control: int, n_treatment: int, delta: float, hedges: str = "exact"
+) -> float:
     """Approximate sampling variance of d for independent groups (Morris & DeShon 2002).
 
     ν/(ν-2) · (1/ñ) · (1 + ñ·δ²) - δ²/J(ν)², with ν = n1+n2-2 and ñ = n1·n2/(n1+n2); δ is the
     population effect, estimated by the unweighted mean of the effects being combined.
+    `hedges` picks J: "exact" (Γ form) or "thesis" (1 - 3/(4ν - 1)).
     """
+    if hedges not in HEDGES:
+        raise ValueError(f"hedges must be one of {', '.join(HEDGES)}, not {hedges!r}")
     df = n_control + n_treatment - 2
     if n_control < 1 or n_treatment < 1 or df < 3:
         raise ValueError(
@@ -108,7 +116,8 @@ def sampling_variance(n_control: int, n_treatment: int, delta: float) -> float:
             f"got {n_control} and {n_treatment}"
         )
     n_tilde = n_control * n_treatment / (n_control + n_treatment)
-    return df / (df - 2) / n_tilde * (1 + n_tilde * delta**2) - delta**2 / hedges_j(df) ** 2
+    j = hedges_j(df, exact=hedges == "exact")
+    return df / (df - 2) / n_tilde * (1 + n_tilde * delta**2) - delta**2 / j**2
 
 
 def _check_effects(effects: Sequence[float], sizes: Sequence[tuple[int, int]]) -> None:
@@ -125,7 +134,7 @@ def _check_effects(effects: Sequence[float], sizes: Sequence[tuple[int, int]]) -
 
 
 def inverse_variance_weights(
-    effects: Sequence[float], sizes: Sequence[tuple[int, int]]
+    effects: Sequence[float], sizes: Sequence[tuple[int, int]], hedges: str = "exact"
 ) -> list[float]:
     """w_i = 1 / σ²_e_i for each effect, sizes[i] = (n_control, n_treatment).
 
@@ -134,7 +143,7 @@ def inverse_variance_weights(
     """
     _check_effects(effects, sizes)
     delta = math.fsum(effects) / len(effects)
-    return [1 / sampling_variance(n1, n2, delta) for n1, n2 in sizes]
+    return [1 / sampling_variance(n1, n2, delta, hedges) for n1, n2 in sizes]
 
 
 def weighted_mean(values: Sequence[float], weights: Sequence[float]) -> float:
@@ -167,9 +176,12 @@ class Aggregate:
         return self.homogeneity >= HOMOGENEITY_THRESHOLD
 
 
-def aggregate(effects: Sequence[float], sizes: Sequence[tuple[int, int]]) -> Aggregate:
-    """Combine effect sizes the thesis' way (Eqs. 7-9), with its homogeneity ratio (Eq. 4)."""
-    weights = inverse_variance_weights(effects, sizes)
+def aggregate(
+    effects: Sequence[float], sizes: Sequence[tuple[int, int]], hedges: str = "exact"
+) -> Aggregate:
+    """Combine effect sizes the thesis' way (Eqs. 7-9), with its homogeneity ratio (Eq. 4);
+    `hedges` is the J of the sampling variance (`HEDGES`)."""
+    weights = inverse_variance_weights(effects, sizes, hedges)
     mean = weighted_mean(effects, weights)
     total = math.fsum(weights)
     sampling_error = len(effects) / total

@@ -37,6 +37,7 @@ from cogbias.studies.definitions import (
     scaled_values,
 )
 from cogbias.studies.study_files import parse_study
+from cogbias.studies.thesis_coding import thesis_template
 
 
 def question(
@@ -55,12 +56,24 @@ def question(
     variant = variant or Variant("default", persona=False)
     filled = scaled_values(test, values, variant) | run_gaps
     parts = []
-    if variant.persona and study.prompts.get("persona"):
-        parts.append(study.prompts["persona"])
+    if variant.persona and study.prompts.get("persona") and not study.system:
+        parts.append(study.prompts["persona"])  # with a system message, it joins that
     parts.append(render(condition.prompt, filled))
     if study.prompts.get("answer_hint"):
         parts.append(study.prompts["answer_hint"])
     return bounded("\n\n".join(parts), "the question (persona, prompt and answer hint)")
+
+
+def system_message(study: Study, test: StudyTest, variant: Variant | None = None) -> str:
+    """The system message of a question: the test's own, else the study's; a study with a
+    system message puts the variant's persona there, after one space, as the Mohr thesis did
+    (Appendix C), instead of at the top of the question."""
+    if test.system is not None:
+        return test.system
+    persona = study.prompts.get("persona", "")
+    if study.system and persona and variant is not None and variant.persona:
+        return f"{study.system} {persona}"
+    return study.system
 
 
 def option_list(
@@ -72,13 +85,21 @@ def option_list(
         raise ValueError(f"test '{test.id}' shows {test.k} items in a permutation of them")
     lines, status_quo_at = [], None
     for position, item in enumerate(order):
-        text = items[item]
+        head = option_name(test, position) if test.option_name else ""
         if condition.status_quo == item:
             status_quo_at = position
-            if condition.status_quo_label:
-                text = f"{condition.status_quo_label}: {text}"
+            head = f"{condition.status_quo_label} {head}".strip()
+        text = f"{head}: {items[item]}" if head else items[item]
         lines.append(f"{test.letters[position]}) {text}")
     return "\n".join(lines), status_quo_at
+
+
+def option_name(test: StudyTest, position: int) -> str:
+    """What the option at `position` is called: the test's `option_name` and the position's
+    capital letter ("Student C"), or the letter alone. The status-quo prompt's
+    `{{status_quo}}` gap is filled with it, so the text names the option it favours."""
+    letter = test.letters[position].upper()
+    return f"{test.option_name} {letter}" if test.option_name else letter
 
 
 def sequence_turns(test: StudyTest, items: list[str], order: list[int]) -> list[str]:
@@ -173,17 +194,25 @@ def _answer_format(first: Mapping[str, Any], where: str) -> dict[str, str]:
     )
 
 
-def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
+def study_from_prompts(
+    rows: list[Mapping[str, Any]], name: str, prompt_file: str = "experiments.csv"
+) -> Study:
     """A runnable study from imported thesis prompts (`study_prompts` rows of one dataset).
 
-    One test per bias × scenario: part 1 is the control, part 2 the treatment (with more
-    parts, one test per further part against part 1, named `…__part3`). Variable names that
-    stand bare in the text (`anchor_value`) become `{{…}}` gaps with their published values;
-    `__` stays where the answer goes. Numerical prompts read a number; choice prompts read
-    yes/no when the target is yes or no, otherwise a letter, and Cohen's d codes the
-    `target_response` as 1. The generated definition goes through the same validation as a
-    study file; a problem is reported with the `experiments.csv` rows it comes from.
+    One test per bias × scenario, asked and coded as the thesis did (`thesis_coding`): the
+    thesis' system message, with its persona in every scenario but the one without it; the
+    question framed by its user message and output line; the part its Table 6 calls the
+    treatment group as the treatment, and the answer §3.4.1 codes 1 as the target (framing
+    undirected, Eq. 2). For a bias the coding table does not list, part 1 is the control,
+    part 2 the treatment (with more parts, one test per further part against part 1, named
+    `…__part3`) and the control's `target_response` is coded 1. Variable names that stand
+    bare in the text (`anchor_value`) become `{{…}}` gaps with their published values; `__`
+    stays where the answer goes, as in the thesis. Numerical prompts read a number; choice
+    prompts read yes/no when the target is yes or no, otherwise a letter. The generated
+    definition goes through the same validation as a study file; a problem is reported with
+    the `prompt_file` rows it comes from.
     """
+    template = thesis_template()
     doc = tomlkit.document()
     doc["id"] = _slug(name)
     doc["name"] = f"Prompts of dataset {name}"
@@ -204,7 +233,7 @@ def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
     origins: dict[str, str] = {}  # test id → where its rows are, for messages
     for (bias, scenario), parts in groups.items():
         where = (
-            f"dataset {name}, experiments.csv rows "
+            f"dataset {name}, {prompt_file} rows "
             f"{', '.join(str(p.get('source_row', '?')) for p in parts)} "
             f"(bias {bias[:40]!r}, scenario {scenario[:40]!r})"
         )
@@ -223,8 +252,15 @@ def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
                      for key in variables}  # fmt: skip
             for key, slot in slots.items():
                 values[slot] = {"type": "choice", "options": [variables[key]]}
-            texts[part["part"]] = _gapped(part["content"], slots)
+            texts[part["part"]] = template.user_message(
+                _gapped(part["content"], slots), part["response_type"]
+            )
+        coding = template.coding(bias)
         control, treatments = parts[0], parts[1:]
+        chosen = [p for p in parts if p["part"] == coding.treatment_part]
+        if len(parts) == 2 and chosen:
+            treatments = chosen
+            control = next(p for p in parts if p is not chosen[0])
         for treatment in treatments:
             suffix = "" if len(parts) == 2 else f"__part{treatment['part']}"
             test_id = _unique(base + suffix, used)
@@ -236,8 +272,17 @@ def study_from_prompts(rows: list[Mapping[str, Any]], name: str) -> Study:
             )
             test["design"] = "conditions"
             test["metric"] = "cohens_d"
-            for key, value in _answer_format(control, where).items():
+            test["system"] = template.system_for(scenario)
+            coded = dict(control)
+            lettered = re.fullmatch(
+                "[a-z]", (control.get("target_response") or "").strip("().: ").lower()
+            )
+            if coding.coded_1 and control["response_type"] == "choice" and lettered:
+                coded["target_response"] = coding.coded_1
+            for key, value in _answer_format(coded, where).items():
                 test[key] = value
+            if coding.undirected:
+                test["undirected"] = True
             test["conditions"] = {
                 "control": {"prompt": texts[control["part"]]},
                 "treatment": {"prompt": texts[treatment["part"]]},

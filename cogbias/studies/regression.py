@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,10 @@ import pandas as pd
 
 from cogbias.store import Store
 
+# The thesis' base scenario (with the persona, normal values): the data calls it `1_persona`,
+# and the intercepts of its Tables 9-12 are that scenario's mean. The regressions measure the
+# other scenarios against it when the data has it.
+THESIS_BASE_SCENARIO = "1_persona"
 FEATURES = ("temperature", "number_parameters", "capability", "release_days")
 # models.csv columns that may hold a capability score, in order of preference.
 CAPABILITY_COLUMNS = ("chatbot_arena", "arena_score", "mmlu")
@@ -39,6 +43,14 @@ class OlsResult:
     r_squared: float
     adj_r_squared: float
     table: pd.DataFrame  # term, coef, std_err, t, p, ci_low, ci_high
+    reference: dict[str, str] = field(default_factory=dict)  # variable → its base level
+
+    def describe(self) -> str:
+        """The formula, fit and reference levels in one line, for a report's heading."""
+        base = ", ".join(f"{k} = {v!r}" for k, v in self.reference.items())
+        return f"{self.formula}   n = {self.n}, R² = {self.r_squared:.3f}" + (
+            f"; reference levels: {base}" if base else ""
+        )
 
     def coef(self, term: str) -> float:
         return float(self.table.set_index("term").loc[term, "coef"])
@@ -74,20 +86,35 @@ def _fit(formula: str, data: pd.DataFrame, n_terms: int) -> OlsResult:
     return OlsResult(formula, int(fit.nobs), float(fit.rsquared), float(fit.rsquared_adj), table)
 
 
-def experiment_ols(frame: pd.DataFrame, target: str = "d_capped") -> OlsResult:
+def experiment_ols(
+    frame: pd.DataFrame, target: str = "d_capped", base_scenario: str = THESIS_BASE_SCENARIO
+) -> OlsResult:
     """effect ~ bias + model + scenario (fixed effects) + temperature (linear).
 
     A variable with a single value in the data is left out (it would only repeat the
-    intercept). Reference levels are the alphabetically first bias, model and scenario.
+    intercept). Reference levels are the alphabetically first bias and model, and the
+    scenario `base_scenario` when the data has it (the thesis' base, so the coefficients are
+    its Tables 9/10's), else the alphabetically first scenario; `reference` names them.
     """
-    data = frame[frame[target].map(np.isfinite)]
+    data = frame[frame[target].map(np.isfinite)].copy()
+    reference: dict[str, str] = {}
+    for name in ("bias", "model", "scenario"):
+        levels = sorted(data[name].astype(str).unique())
+        if name == "scenario" and base_scenario in levels:
+            levels.remove(base_scenario)
+            levels.insert(0, base_scenario)
+        # a categorical's first level is the formula's reference level
+        data[name] = pd.Categorical(data[name].astype(str), categories=levels)
+        if len(levels) > 1:
+            reference[name] = levels[0]
     terms = [f"C({name})" for name in ("bias", "model", "scenario") if data[name].nunique() > 1]
     if data["temperature"].nunique() > 1:
         terms.append("temperature")
     if not terms:
         raise ValueError("every experiment has the same bias, model, scenario and temperature")
     n_terms = 1 + sum(data[t[2:-1]].nunique() - 1 if t.startswith("C(") else 1 for t in terms)
-    return _fit(f"{target} ~ {' + '.join(terms)}", data, n_terms)
+    result = _fit(f"{target} ~ {' + '.join(terms)}", data, n_terms)
+    return OlsResult(**{**result.__dict__, "reference": reference})
 
 
 def model_features(store: Store, dataset: str) -> pd.DataFrame:

@@ -13,6 +13,7 @@ a flat dict of named figures, ready to be stored as one result row:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,6 +41,9 @@ def score_conditions(test: StudyTest, answers: Mapping[str, Sequence[Any]]) -> d
             "capped": cap(detected),
             "n_control": len(first),
             "n_treatment": len(second),
+            "a": sum(first) / len(first),  # the groups' means (choices: the share coded 1)
+            "b": sum(second) / len(second),
+            **d_interval(d, len(first), len(second)),  # of d; the p-value tests d = 0
         }
     if test.metric == "framing_difference":
         result = biasbuster.framing_difference(first, second)
@@ -54,6 +58,7 @@ def score_conditions(test: StudyTest, answers: Mapping[str, Sequence[Any]]) -> d
         "degenerate": result.degenerate,
         "n_a": len(first),
         "n_b": len(second),
+        **rate_difference_interval(result.a, len(first), result.b, len(second)),
     }
 
 
@@ -74,15 +79,21 @@ def score_options(
             "expected": share.expected,
             "excess": share.excess,
             "n": share.n,
+            **share_interval(share.share, share.expected, share.n),
         }
     if test.metric == "primacy":
         result = biasbuster.primacy(chosen, test.k)
+        decided = round((result.early + result.late) * result.n)  # choices in either half
+        early_share = result.early / (result.early + result.late) if decided else 0.5
+        test_of_halves = share_interval(early_share, 0.5, decided) if decided else {}
         return {
             "early": result.early,
             "late": result.late,
             "difference": result.difference,
             "distribution": biasbuster.position_distribution(chosen, test.k),
             "n": result.n,
+            # early vs late among the choices in either half, against 1/2
+            "p_value": test_of_halves.get("p_value"),
         }
     raise ValueError(f"metric '{test.metric}' does not score an options test")
 
@@ -112,3 +123,42 @@ def score_sequence(
         after = [int(code_answer(test, v)) for v in revised[1]]
         out["change_rate"] = biasbuster.change_rate(before, after)
     return out
+
+
+Z95 = 1.959963984540054  # two-sided 95 %
+
+
+def _p_two_sided(z: float) -> float | None:
+    """The two-sided normal p-value of a z statistic (None when it cannot be formed)."""
+    if not math.isfinite(z):
+        return None if math.isnan(z) else 0.0
+    return math.erfc(abs(z) / math.sqrt(2))
+
+
+def d_interval(d: float, n1: int, n2: int) -> dict[str, float | None]:
+    """95 % CI and p-value of Cohen's d (large-sample variance (n1+n2)/(n1·n2) + d²/(2(n1+n2)),
+    Hedges & Olkin 1985); none for an infinite d (groups without spread)."""
+    if not math.isfinite(d) or n1 < 2 or n2 < 2:
+        return {"ci_low": None, "ci_high": None, "p_value": None}
+    se = math.sqrt((n1 + n2) / (n1 * n2) + d * d / (2 * (n1 + n2)))
+    return {"ci_low": d - Z95 * se, "ci_high": d + Z95 * se, "p_value": _p_two_sided(d / se)}
+
+
+def rate_difference_interval(a: float, na: int, b: float, nb: int) -> dict[str, float | None]:
+    """95 % Wald CI of a − b and the pooled two-proportion z-test's p-value."""
+    se = math.sqrt(a * (1 - a) / na + b * (1 - b) / nb)
+    pooled = (a * na + b * nb) / (na + nb)
+    se0 = math.sqrt(pooled * (1 - pooled) * (1 / na + 1 / nb))
+    p = _p_two_sided((a - b) / se0) if se0 > 0 else (1.0 if a == b else 0.0)
+    return {"ci_low": a - b - Z95 * se, "ci_high": a - b + Z95 * se, "p_value": p}
+
+
+def share_interval(share: float, expected: float, n: int) -> dict[str, float | None]:
+    """95 % Wald CI of share − expected and the z-test of share against `expected`."""
+    se = math.sqrt(share * (1 - share) / n)
+    z = (share - expected) / math.sqrt(expected * (1 - expected) / n)
+    return {
+        "ci_low": share - expected - Z95 * se,
+        "ci_high": share - expected + Z95 * se,
+        "p_value": _p_two_sided(z),
+    }

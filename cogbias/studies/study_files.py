@@ -88,6 +88,8 @@ _TEST = {
     "length": (int, False),
     "orders": (int, False),
     "turn": (str, False),
+    "system": (str, False),
+    "option_name": (str, False),
     "conditions": (dict, True),
     "examples": (dict, False),
 }
@@ -333,7 +335,7 @@ def _test(
             check.add(
                 (*path, "orders"),
                 f"a sequence needs between 2 and {2 * max(length, 2)} presentation orders (its "
-                f"rotations, then the reversed ones), not {table.get('orders', 0)}",
+                f"balanced (Williams) orders, then the reversed ones), not {table.get('orders', 0)}",
             )
     examples = table.get("examples", {})
     check.fields(examples, _EXAMPLES, (*path, "examples"))
@@ -370,6 +372,8 @@ def _test(
         orders=table.get("orders", 0),
         turn=table.get("turn", ""),
         examples=dict(examples),
+        system=table.get("system"),
+        option_name=table.get("option_name", ""),
     )
 
 
@@ -403,20 +407,19 @@ def _check_gaps(
     texts: list[tuple[tuple[str, ...], str, set[str]]] = []
     design = table["design"]
     run_gap = {"options": {"options"}, "sequence": {"item"}}.get(design, set())
+    optional: dict[tuple[str, ...], set[str]] = {}  # run gaps a text may have, not must
     for name, spec in table["conditions"].items():
         if isinstance(spec, dict) and isinstance(spec.get("prompt"), str):
-            texts.append(
-                (
-                    (*path, "conditions", name, "prompt"),
-                    spec["prompt"],
-                    run_gap if design == "options" else set(),
-                )
-            )
+            where = (*path, "conditions", name, "prompt")
+            texts.append((where, spec["prompt"], run_gap if design == "options" else set()))
+            if design == "options" and "status_quo" in spec:
+                optional[where] = {"status_quo"}
     if isinstance(table.get("item"), str):
         texts.append(((*path, "item"), table["item"], set()))
     if isinstance(table.get("turn"), str):
         texts.append(((*path, "turn"), table["turn"], {"item"}))
     for field_path, text, extra in texts:
+        allowed = extra | optional.get(field_path, set())
         if "[[" in text:
             check.add(
                 field_path,
@@ -425,8 +428,8 @@ def _check_gaps(
             )
         for match in GAP.finditer(text):
             name = match.group(1)
-            if name not in known | extra:
-                hint = difflib.get_close_matches(name, sorted(known | extra), n=1)
+            if name not in known | allowed:
+                hint = difflib.get_close_matches(name, sorted(known | allowed), n=1)
                 extra_hint = f"; did you mean '{hint[0]}'?" if hint else ""
                 check.add(
                     field_path,

@@ -4,7 +4,9 @@ Rows are the rows of `study_results.pivot` (the test, plus any other dimension t
 the run); columns are the values of the chosen dimension (mitigation, temperature, variant or
 model). Every headline value is a difference or a capped effect on roughly [-1, 1], so one
 diverging scale fixed to [-1, 1] with its midpoint at 0 reads the same in every study (as in
-Explore). Nothing here imports Streamlit.
+Explore), coloured so that red always means more biased: a metric where a smaller value is
+more biased (the anchoring distance) is coloured by its negative (`BIAS_DIRECTION`); the
+label shows the value itself. Nothing here imports Streamlit.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from cogbias.runs.study_results import pivot
+from cogbias.runs.study_results import BIAS_DIRECTION, pivot
 from cogbias.views.numbers import signed
 
 MISSING_COLOR = "#e9ecef"  # a cell whose metric had too few answers
@@ -43,11 +45,16 @@ def heatmap_frame(table: pd.DataFrame, by: str) -> pd.DataFrame:
     ]
     frame["column"] = [column_text(v) for v in frame[by]]
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
-    frame["label"] = ["–" if pd.isna(v) else signed(v) for v in frame["value"]]
+    frame["colour"] = frame["value"] * frame["metric"].map(BIAS_DIRECTION).fillna(1)
+    frame["label"] = [
+        "–" if pd.isna(v) else signed(v) + ("*" if degenerate else "")
+        for v, degenerate in zip(frame["value"], frame["degenerate"].fillna(False), strict=True)
+    ]
     frame["has_value"] = frame["value"].notna()
     frame["note"] = frame["note"].fillna("")
-    keep = ["row", "column", "test", "metric", "value", "label", "has_value", "n"]
-    return frame[keep + ["unreadable", "failed", "note"]].drop_duplicates(["row", "column"])
+    keep = ["row", "column", "test", "metric", "value", "colour", "label", "has_value", "n"]
+    keep += ["a", "b", "neutral_share", "ci_low", "ci_high", "p_value", "degenerate"]
+    return frame[keep + ["unreadable", "failed", "note"]]
 
 
 def study_heatmap(table: pd.DataFrame, by: str) -> alt.LayerChart:
@@ -66,6 +73,13 @@ def study_heatmap(table: pd.DataFrame, by: str) -> alt.LayerChart:
             alt.Tooltip("metric:N"),
             alt.Tooltip("column:N", title=PIVOT_LABELS.get(by, by)),
             alt.Tooltip("value:Q", format="+.3f", title="headline value"),
+            alt.Tooltip("a:Q", format=".3f", title="first condition (rate or mean)"),
+            alt.Tooltip("b:Q", format=".3f", title="second condition (rate or mean)"),
+            alt.Tooltip("neutral_share:Q", format=".3f", title="neutral share"),
+            alt.Tooltip("ci_low:Q", format="+.3f", title="95% CI low"),
+            alt.Tooltip("ci_high:Q", format="+.3f", title="95% CI high"),
+            alt.Tooltip("p_value:Q", format=".3g", title="p-value"),
+            alt.Tooltip("degenerate:N", title="degenerate (*: <1% admit or reject)"),
             alt.Tooltip("n:Q", title="n (answers)"),
             alt.Tooltip("unreadable:Q"),
             alt.Tooltip("failed:Q"),
@@ -79,11 +93,13 @@ def study_heatmap(table: pd.DataFrame, by: str) -> alt.LayerChart:
     colored = (
         base.transform_filter("datum.has_value")
         .mark_rect(stroke="#dee2e6", strokeWidth=0.5)
-        .encode(color=alt.Color("value:Q", scale=scale, title="headline value", legend=legend))
+        .encode(
+            color=alt.Color("colour:Q", scale=scale, title="more biased → (red)", legend=legend)
+        )
     )
     empty = base.transform_filter("!datum.has_value").mark_rect(color=MISSING_COLOR)
     text = base.mark_text(fontSize=12).encode(
         text="label:N",
-        color=alt.condition("abs(datum.value) > 0.6", alt.value("white"), alt.value("black")),
+        color=alt.condition("abs(datum.colour) > 0.6", alt.value("white"), alt.value("black")),
     )
     return (empty + colored + text).properties(width=alt.Step(110), height=alt.Step(30))
