@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cogbias.llm import direct
+from cogbias.llm import direct, logprobs
 from cogbias.llm.errors import FatalLLMError, LLMError, classify, retry_after_seconds
 from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_server_started
 from cogbias.llm.profiles import ModelProfile, resolve
@@ -349,7 +349,10 @@ class LLMClient:
         if profile.direct and api_base:  # `kwargs` is the chat body
             key = direct.api_key_for(profile.kind == "local")
             data, latency = await direct.chat(api_base, kwargs, profile.id, timeout, key)
-            return (*direct.answer_of(data), latency)
+            text, prompt_tokens, completion_tokens = direct.answer_of(data)
+            if kwargs.get("top_logprobs") is not None:
+                text = logprobs.encode_answer(data, profile.id)
+            return text, prompt_tokens, completion_tokens, latency
         kwargs["timeout"] = timeout
         started = time.perf_counter()
         # litellm passes the timeout on to the HTTP client; the outer guard makes sure a
@@ -360,6 +363,8 @@ class LLMClient:
             text = raw.choices[0].message.content
         except (AttributeError, IndexError):
             text = None
+        if kwargs.get("top_logprobs") is not None:
+            text = logprobs.encode_answer(raw.model_dump(), profile.id)
         usage = getattr(raw, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
