@@ -171,3 +171,13 @@ def test_the_cli_refuses_a_study_and_a_model_without_logprobs_by_name(tmp_path, 
     assert main([*pairs, "--models", claude, "--scoring", "probabilities"]) == 2
     assert f"{claude} does not expose" in capsys.readouterr().err
     assert main([*pairs, "--models", "random", "--scoring", "probabilities"]) == 0
+
+
+def test_batches_refuse_the_probability_scoring(tmp_path):
+    from cogbias.runs import batch
+
+    asked = paired_plan.RunSpec(
+        models=["random"], biases=["framing_effect"], scoring="probabilities"
+    )
+    with Store(tmp_path / "b.db") as store, pytest.raises(ValueError, match="--scoring choice"):
+        batch.pending_requests(paired_plan.plan(asked, store), store)

@@ -81,10 +81,6 @@ def _run_one(args: argparse.Namespace) -> int:
         prompting=args.prompting,
         scoring=args.scoring,
     )
-    if args.batch and spec.scoring != "choice":
-        raise ValueError(
-            "--batch takes --scoring choice only (batch files carry no log-probabilities)"
-        )
     with Store(args.db) as store:
         plan = paired_plan.plan(spec, store)
         print(plan.describe(), file=sys.stderr)
