@@ -18,7 +18,14 @@ from app_pages._common import (
 from cogbias.core.records import pair_record
 from cogbias.core.redact import redactor
 from cogbias.store import Store
-from cogbias.views import charts_explore, explore, pair_tables, safe_text, shown_pairs
+from cogbias.views import (
+    charts_explore,
+    explore,
+    pair_tables,
+    probability_bars,
+    safe_text,
+    shown_pairs,
+)
 from cogbias.views.export import csv_bytes
 
 PAGE_SIZE = 20
@@ -103,6 +110,9 @@ event = st.altair_chart(
     selection_mode=[charts_explore.SELECTION],
 )
 st.caption(CAPTIONS[view])
+scored_by = probability_bars.heatmap_note(store.run(run_id) if run_id else None)
+if scored_by:
+    st.caption(scored_by)
 st.caption(
     "Hover a cell for its n, its 95% CI and whether it is significant. The **random** baseline "
     "answers at random: its cells show how far from 0 chance alone can move a mean with that "
@@ -188,6 +198,7 @@ for i, (raw, pair) in enumerate(zip(rows_page, frame.itertuples(), strict=True))
             st.warning("This pair's stored text cannot be read.")
         else:
             _pair.show_pair(shown)
+            _pair.show_probabilities(shown, raw)
 
 
 def _csv() -> bytes:

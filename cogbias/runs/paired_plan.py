@@ -136,7 +136,8 @@ class Plan:
         return {
             "generate": gen,
             "decide": per_model * len(llm_models),
-            "extract": per_model * len(llm_models),
+            # the probability scoring reads options from log-probabilities: nothing to extract
+            "extract": 0 if self.spec.scoring != "choice" else per_model * len(llm_models),
         }
 
     def estimated_cost(self, batch: bool = False) -> float | None:
