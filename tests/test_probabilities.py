@@ -181,3 +181,19 @@ def test_batches_refuse_the_probability_scoring(tmp_path):
     )
     with Store(tmp_path / "b.db") as store, pytest.raises(ValueError, match="--scoring choice"):
         batch.pending_requests(paired_plan.plan(asked, store), store)
+
+
+@pytest.mark.parametrize("transport", ["direct", "litellm"])
+def test_both_transports_keep_the_listed_log_probabilities(transport, monkeypatch):
+    from cogbias.llm import LLMClient, LLMRequest
+
+    monkeypatch.setenv("COGBIAS_LLM_TRANSPORT", transport)
+    with FakeLLMServer(_responder) as server:
+        client = LLMClient(api_base=server.base_url, max_retries=0)
+        prompt = "A: yes\nB: no\nReply with its letter only."
+        request = LLMRequest("openai/fake", [("user", prompt)], max_tokens=4, top_logprobs=20)
+        assert server.requests == [] and client.profile("openai/fake").logprobs
+        text, positions = logprobs.decode_answer(client.complete_sync(request).text)
+    listed = LISTINGS[_listing(prompt)]
+    assert text == next(iter(listed)).strip("* ")
+    assert dict(positions[0]) == pytest.approx({t: math.log(p) for t, p in listed.items()})
