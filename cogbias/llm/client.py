@@ -146,6 +146,7 @@ class LLMClient:
         self._profiles: dict[str, ModelProfile] = {}
         self._semaphore: asyncio.Semaphore | None = None
         self._local_semaphore: asyncio.Semaphore | None = None
+        self._alone: asyncio.Semaphore | None = None  # local log-probability requests
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight: dict[str, asyncio.Future[LLMResponse]] = {}
 
@@ -157,7 +158,7 @@ class LLMClient:
             self._profiles[model] = found
         return found
 
-    def _slots(self, local: bool) -> tuple[asyncio.Semaphore, ...]:
+    def _slots(self, local: bool, alone: bool = False) -> tuple[asyncio.Semaphore, ...]:
         # One set of semaphores per event loop: the CLI and tests may call asyncio.run
         # repeatedly. Local models also get at most LOCAL_CONCURRENCY requests in flight: more
         # would only queue inside llama.cpp, where the wait counts against our timeout.
@@ -165,8 +166,11 @@ class LLMClient:
         if self._semaphore is None or self._local_semaphore is None or self._loop is not loop:
             self._semaphore = asyncio.Semaphore(self.concurrency)
             self._local_semaphore = asyncio.Semaphore(min(self.concurrency, LOCAL_CONCURRENCY))
+            self._alone = asyncio.Semaphore(1)
             self._loop = loop
             self._in_flight = {}
+        if alone:  # see `_call`: one at a time, so no other prompt shares its batch
+            return (self._alone, self._local_semaphore, self._semaphore)  # type: ignore[return-value]
         return (self._local_semaphore, self._semaphore) if local else (self._semaphore,)
 
     async def complete(self, req: LLMRequest) -> LLMResponse:
@@ -270,6 +274,14 @@ class LLMClient:
             kwargs = req.chat_body(profile.served_name)
         else:
             kwargs = self._kwargs(req, profile, api_base)
+        if req.top_logprobs is not None and profile.kind == "local":
+            # llama.cpp's numbers depend on the batch a prompt is evaluated in: a prefix
+            # reused from its prompt cache, or another prompt sharing the batch, moves
+            # log-probabilities by 0.01-0.05. A distribution must not depend on what else the
+            # server was asked, so these prompts are evaluated whole (no prompt cache) and one
+            # at a time (`_slots(alone=True)`).
+            body = kwargs if profile.direct and api_base else kwargs.setdefault("extra_body", {})
+            body["cache_prompt"] = False
         return await self._call_with_retries(req.model, profile, api_base, kwargs)
 
     def _kwargs(
@@ -305,7 +317,8 @@ class LLMClient:
         while True:
             left = deadline - time.monotonic()
             async with contextlib.AsyncExitStack() as stack:
-                for semaphore in self._slots(profile.kind == "local"):
+                alone = profile.kind == "local" and kwargs.get("top_logprobs") is not None
+                for semaphore in self._slots(profile.kind == "local", alone):
                     await stack.enter_async_context(semaphore)
                 self.stats.http_attempts += 1
                 attempt_timeout = max(0.05, min(profile.timeout_s, left))

@@ -157,10 +157,9 @@ async def decide_pair(
         decide_half(client, instance.half(h), order, model, temperature, seed, repeat)
         for h in ("control", "treatment")
     ]
-    if model != RANDOM_MODEL and client.profile(model).prefix_cache:
-        outcomes = [await decide._settle(ask) for ask in asks]  # the shared prefix stays warm
-    else:
-        outcomes = await asyncio.gather(*asks, return_exceptions=True)
+    # at once: the local server does not reuse a cached prefix for these requests (see
+    # LLMClient._call), so asking the halves one after the other would gain nothing
+    outcomes = await asyncio.gather(*asks, return_exceptions=True)
     halves: list[decide.HalfResult] = []
     dists: list[probs.Distribution | None] = []
     for outcome in outcomes:
