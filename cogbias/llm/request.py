@@ -36,12 +36,13 @@ def _normalize_messages(messages: Iterable[Any]) -> tuple[Message, ...]:
 class LLMRequest:
     """Everything that determines an answer; hashable, and the basis of the cache key.
 
-        `messages` may be given as (role, content) pairs or {"role", "content"} dicts; it is
-        stored as a tuple of pairs. `repeat` only enters the cache key, so repeated samples at
-        temperature > 0 are distinct calls. `grammar` (GBNF) is sent as `extra_body` and only
-        understood by llama.cpp servers. `top_logprobs` asks for that many most probable tokens at
-    each position; the answer's text is then `llm.logprobs.encode_answer`'s JSON. `answer_space` says which answers the question admits,
-        for the `random` model (real models ignore it); it is not part of the cache key.
+    `messages` may be given as (role, content) pairs or {"role", "content"} dicts; it is
+    stored as a tuple of pairs. `repeat` only enters the cache key, so repeated samples at
+    temperature > 0 are distinct calls. `grammar` (GBNF) is sent as `extra_body` and only
+    understood by llama.cpp servers. `top_logprobs` asks for that many most probable tokens
+    at each position; the answer's text is then `llm.logprobs.encode_answer`'s JSON.
+    `answer_space` says which answers the question admits, for the `random` model (real
+    models ignore it); it is not part of the cache key.
     """
 
     model: str
@@ -103,12 +104,13 @@ CACHE_KEY_VERSION = 2
 def cache_key(req: LLMRequest, profile: ModelProfile) -> str:
     """sha256 of the canonical JSON of everything that can change the answer.
 
-        In the key: the key version; the model id; the endpoint's identity (`profile.api_base`,
-        None for local models); the full messages; temperature; seed; max tokens; response
-        format; grammar; the repeat index; `top_logprobs` when asked for (absent otherwise, so the
-    keys of answers without log-probabilities are what they always were); and what model resolution adds (the litellm model
-        string, the local model file's hash). Deliberately out of it: timeouts, retries,
-        concurrency, deadlines and API keys, none of which changes what a model answers.
+    In the key: the key version; the model id; the endpoint's identity (`profile.api_base`,
+    None for local models); the full messages; temperature; seed; max tokens; response
+    format; grammar; the repeat index; `top_logprobs` when asked for (absent otherwise, so
+    the keys of answers without log-probabilities are what they always were); and what model
+    resolution adds (the litellm model string, the local model file's hash). Deliberately
+    out of it: timeouts, retries, concurrency, deadlines and API keys, none of which changes
+    what a model answers.
     """
     payload = {
         "v": CACHE_KEY_VERSION,
