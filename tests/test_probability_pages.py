@@ -84,3 +84,14 @@ def test_the_run_page_offers_the_scoring_and_plans_no_extraction_with_probabilit
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
     assert " 0 to extract the chosen option" in texts(at)
+
+
+def test_the_random_baselines_exact_null_is_exactly_zero_and_not_significant(db: Path) -> None:
+    from cogbias.views import explore
+
+    run_id = _probability_run(db, instances=25)
+    with Store(db) as store:
+        table = explore.heatmap_summary(store, run_id=run_id)
+        scores = {d["score"] for d in store.pairs(run_id=run_id, limit=100)}
+    assert scores == {0.0}  # framing_effect's metric is symmetric: its null is 0
+    assert not table["significant"].any(), table

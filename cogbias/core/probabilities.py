@@ -9,6 +9,7 @@ no sampling noise. Pure functions; the stored JSON form is documented in docs/da
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from cogbias.core.metrics import MetricParams, score_pair
 SCORING_CHOICE = "choice"  # the paper's: a sampled answer, read, then scored
 SCORING_PROBABILITIES = "probabilities"  # option probabilities, the expected score
 SCORINGS = (SCORING_CHOICE, SCORING_PROBABILITIES)
+EXPECTATION_DIGITS = 12
 
 
 @dataclass(frozen=True)
@@ -88,10 +90,14 @@ def expected_score(
             f"distributions over {len(control.p)} and {len(treatment.p)} options "
             f"for a test case with {n_options}"
         )
-    return sum(
+    total = math.fsum(
         pc * pt * score_pair(i, j, params, n_options)
         for i, pc in enumerate(control.p)
         if pc
         for j, pt in enumerate(treatment.p)
         if pt
     )
+    # Rounded far below any meaningful difference, so an exact null stays exactly 0: the
+    # random baseline's uniform halves would otherwise score ±1e-17, a constant that a
+    # t-test against 0 calls significant.
+    return round(total, EXPECTATION_DIGITS) + 0.0
