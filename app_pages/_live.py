@@ -10,11 +10,13 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from app_pages._common import api_base_of, get_store
+from cogbias.core.probabilities import SCORING_CHOICE
 from cogbias.library.testcases import TestCase
 from cogbias.llm import LLMClient
 from cogbias.llm.registry import ModelInfo
-from cogbias.runs import live, pipeline
+from cogbias.runs import live, pipeline, probabilities
 from cogbias.runs.pipeline import Instance
+from cogbias.runs.prompting import BASELINE
 
 FAILURE_HINT = (
     "What to do: check that the model's API key is set (Models page), that its server is "
@@ -52,7 +54,26 @@ def fill_pair(
         )
 
 
-def decide(instance: Instance, model: str, infos: list[ModelInfo], seed: int = 0) -> dict[str, Any]:
-    """Both halves answered by `model` and scored: one decisions row (not saved to a run)."""
+def decide(
+    instance: Instance,
+    model: str,
+    infos: list[ModelInfo],
+    seed: int = 0,
+    scoring: str = SCORING_CHOICE,
+) -> dict[str, Any]:
+    """Both halves answered by `model` and scored: one decisions row (not saved to a run).
+    With `scoring="probabilities"` the row carries both halves' distributions; a model
+    without log-probabilities is refused by name (ValueError)."""
+    if scoring == probabilities.SCORING:
+        problem = probabilities.refusal(
+            scoring,
+            [model],
+            api_base_of(model, infos),
+            BASELINE,
+            {instance.test_case: instance.n_options},
+        )
+        if problem:
+            raise ValueError(problem)
+    ask = probabilities.decide_pair if scoring == probabilities.SCORING else pipeline.decide_pair
     with _client(model, infos) as client:
-        return pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=seed))
+        return pipeline.run_sync(ask(client, instance, model, seed=seed))

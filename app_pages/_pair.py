@@ -10,10 +10,11 @@ reversed; then the raw answer, the extraction step's reading and the choice the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import streamlit as st
 
-from cogbias.views import safe_text, shown_pairs
+from cogbias.views import probability_bars, safe_text, shown_pairs
 
 SHOWN_CHARS = 600  # a longer text shows its start; the rest sits in a collapsed expander
 MAX_CHARS = 20_000  # more than this is never laid out on a page (exports hold it all)
@@ -86,3 +87,21 @@ def show_answers(pair: shown_pairs.ShownPair) -> None:
         _disagreement(half)
     if pair.error:
         safe_caption(f"Error: {pair.error}")
+
+
+def show_probabilities(pair: shown_pairs.ShownPair, row: Mapping[str, Any]) -> None:
+    """Both halves' option probabilities as bars (pairs of `--scoring probabilities` runs
+    only; nothing for the others). Option texts go out escaped."""
+    sentence = probability_bars.compare_sentence(pair, row)
+    if sentence is None:
+        return
+    st.markdown("**Option probabilities**")
+    for column, half in zip(st.columns(2), pair.halves, strict=True):
+        with column:
+            st.caption(half.name.capitalize())
+            for bar in probability_bars.half_bars(half, row) or []:
+                st.progress(min(1.0, bar.p), text=safe_text.escape_markdown(bar.text()))
+            note = probability_bars.outside_note(half, row)
+            if note:
+                safe_caption(note)
+    safe_caption(sentence)

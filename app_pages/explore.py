@@ -18,7 +18,14 @@ from app_pages._common import (
 from cogbias.core.records import pair_record
 from cogbias.core.redact import redactor
 from cogbias.store import Store
-from cogbias.views import charts_explore, explore, pair_tables, safe_text, shown_pairs
+from cogbias.views import (
+    charts_explore,
+    explore,
+    pair_tables,
+    probability_bars,
+    safe_text,
+    shown_pairs,
+)
 from cogbias.views.export import csv_bytes
 from cogbias.views.numbers import signed
 
@@ -107,6 +114,9 @@ event = st.altair_chart(
     selection_mode=[charts_explore.SELECTION],
 )
 st.caption(CAPTIONS[view])
+scored_by = probability_bars.heatmap_note(store.run(run_id) if run_id else None)
+if scored_by:
+    st.caption(scored_by)
 st.caption(
     "Hover a cell for its n, its 95% CI (of that cell alone) and whether it is significant "
     "after correcting for all the cells tested (BH), which can disagree. The **random** baseline "
@@ -198,6 +208,7 @@ for i, (raw, pair) in enumerate(zip(rows_page, frame.itertuples(), strict=True))
             st.warning("This pair's stored text cannot be read.")
         else:
             _pair.show_pair(shown)
+            _pair.show_probabilities(shown, raw)
 
 
 def _csv() -> bytes:

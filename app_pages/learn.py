@@ -16,6 +16,7 @@ from app_pages._common import (
 from cogbias.library import examples
 from cogbias.runs.pipeline import Instance
 from cogbias.views import highlight, safe_text, shown_pairs
+from cogbias.views.probability_bars import SCORING_LABELS
 
 st.title("Learn: cognitive biases in LLMs")
 st.caption(
@@ -70,6 +71,16 @@ generator = c2.selectbox(
     key="learn_generator",
 )
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="learn_seed"))
+scoring = st.radio(
+    "Scoring",
+    list(SCORING_LABELS),
+    format_func=SCORING_LABELS.get,
+    horizontal=True,
+    key="learn_scoring",
+    help="Option probabilities: the model is asked for an option's letter and its probability "
+    "of every option is read from its token log-probabilities; the score is the exact "
+    "expected score (models with log-probabilities only, e.g. the local model).",
+)
 scenario = scenarios()[seed % len(scenarios())]
 st.caption(f"Scenario: {safe_text.escape_markdown(scenario.text)}")
 
@@ -80,14 +91,14 @@ def _run_pair() -> tuple[Instance, dict] | str:
     try:
         instance = _live.fill_pair(case, scenario.text, generator, seed, infos)
         step = "Asking the model"
-        return instance, _live.decide(instance, model, infos, seed)
+        return instance, _live.decide(instance, model, infos, seed, scoring)
     except Exception as exc:
         reason = friendly(exc)
         return f"{step} failed: {reason}\n\n{_live.FAILURE_HINT}"
 
 
 # A result belongs to exactly these choices: switching the bias, a model or the seed hides it.
-chosen = (case.content_hash, generator, model, seed)
+chosen = (case.content_hash, generator, model, seed, scoring)
 if st.button("Run this pair", type="primary", key="learn_run"):
     who = f"Filling the gaps with {label(generator)}, then asking {label(model)}…"
     with st.spinner(safe_text.escape_markdown(who)):
@@ -108,5 +119,6 @@ if held and held[0] == chosen:
         )
         if pair is not None:
             _pair.show_pair(pair, html)
+            _pair.show_probabilities(pair, row)
         explained = shown_pairs.explain_score(instance, row)
         (st.info if row.get("status") == "ok" else st.warning)(safe_text.escape_markdown(explained))

@@ -29,7 +29,9 @@ from typing import Any
 
 from aiohttp import web
 
-Responder = Callable[[dict[str, Any]], str]
+# A responder answers with the text, or with {"content": text, "logprobs": ...} to send
+# OpenAI's `choices[0].logprobs` beside it.
+Responder = Callable[[dict[str, Any]], Any]
 
 
 class FakeHTTPError(Exception):
@@ -243,6 +245,10 @@ class FakeLLMServer:
             text = self.responder(payload)
         except FakeHTTPError as exc:
             return self._error(exc.status, exc.message, exc.headers)
+        extra: dict[str, Any] = {}
+        if isinstance(text, dict):
+            extra = {"logprobs": text["logprobs"]}
+            text = text["content"]
         prompt_tokens = sum(_count_tokens(_text_of(m.get("content"))) for m in payload["messages"])
         completion_tokens = _count_tokens(text) if text else 0
         self.statuses[200] += 1
@@ -257,6 +263,7 @@ class FakeLLMServer:
                         "index": 0,
                         "message": {"role": "assistant", "content": text},
                         "finish_reason": "stop",
+                        **extra,
                     }
                 ],
                 "usage": {

@@ -298,3 +298,23 @@ def test_teacher_journey_learn_with_the_defaults_reads_as_plain_english(page: ob
         for leak in ("[[", "]]", "{{", "}}", "a/an", example, *instructions):
             assert leak not in text, (leak, text)
     shot(page, "0_teacher_learn_defaults")
+
+
+def test_learn_shows_both_halves_probability_bars_for_the_local_model(page: object) -> None:
+    """Scoring by option probabilities on Learn: the local model's live pair shows a bar per
+    option in each half, and the sentence comparing the halves."""
+    from cogbias.library import testcases as library
+
+    n = library.get_test_case("framing_effect").n_options
+    choose(page, "Bias", "Framing Effect")
+    page.get_by_text("Option probabilities (expected score)").click()  # type: ignore[attr-defined]
+    page.get_by_role("button", name="Run this pair").click()  # type: ignore[attr-defined]
+    bars = page.get_by_test_id("stProgress")  # type: ignore[attr-defined]
+    bars.nth(2 * n - 1).wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)
+    no_exception(page)
+    assert page.get_by_test_id("stAlertContentError").count() == 0  # type: ignore[attr-defined]
+    assert bars.count() == 2 * n
+    assert page.get_by_text("Option probabilities", exact=True).count() == 1  # type: ignore[attr-defined]
+    texts = bars.all_inner_texts()
+    assert all("%" in text for text in texts), texts
+    shot(page, "4_learn_probability_bars")

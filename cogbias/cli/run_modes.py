@@ -48,6 +48,7 @@ _RUN_DEFAULTS: dict[str, Any] = dict(
     tests=None,
     max_attempts=None,
     prompting="baseline",
+    scoring="choice",
     batch=False,
     batch_fallback="round",
     poll_seconds=30.0,
@@ -159,6 +160,18 @@ def _answers(p: argparse.ArgumentParser, biases: str) -> None:
         help="comma-separated prompting methods, one run each: baseline, zs_cot, one_shot, "
         "few_shot, one_shot_cot, few_shot_cot (a name swap: one_shot@Bob)",
     )
+    _scoring(p)
+
+
+def _scoring(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scoring",
+        choices=["choice", "probabilities"],
+        default="choice",
+        help="choice: a sampled answer, read and scored (the paper's); probabilities: each "
+        "half's option probabilities from the model's token log-probabilities, scored by the "
+        "exact expectation (models with log-probabilities only; docs/runs.md)",
+    )
 
 
 def _dataset_flags(p: argparse.ArgumentParser, biases: str) -> None:
@@ -225,6 +238,7 @@ def add_run(commands: Any) -> None:
         help="valid answers wanted per condition (default: the study's, 2 on the local model)",
     )
     study.add_argument("--max-attempts", type=int, help="tries per wanted answer")
+    _scoring(study)  # refused by name: a study's answers are numbers or conversations
     study.set_defaults(handler=_run_mode)
 
     token_bias = ModeParser(

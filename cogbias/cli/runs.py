@@ -26,6 +26,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.study and args.study != "tokenbias":
         from cogbias.cli import studies as cli_studies
 
+        if args.scoring != "choice":
+            raise ValueError(
+                f"--scoring {args.scoring} does not apply to the study '{args.study}': its "
+                "answers are numbers or conversations, not one option of a pair"
+            )
         return cli_studies.run(args)
     refuse_pair_options(args)
     methods = _split(args.prompting) or [prompting.BASELINE]
@@ -75,6 +80,7 @@ def _run_one(args: argparse.Namespace) -> int:
         dataset=args.dataset,
         per_bias=args.per_bias,
         prompting=args.prompting,
+        scoring=args.scoring,
     )
     with Store(args.db) as store:
         plan = paired_plan.plan(spec, store)

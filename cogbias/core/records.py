@@ -251,6 +251,9 @@ class Decision:
     cost: float | None = None
     cost_saved: float | None = None
     created_at: str | None = None
+    # `--scoring probabilities`: each half's option probabilities (core.probabilities JSON)
+    control_distribution: str | None = None
+    treatment_distribution: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         """The stored row: orders as JSON arrays, flags as 0/1."""
@@ -353,8 +356,10 @@ class Turn:
 
 TURN_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Turn))
 
+_NOT_IMPORTED = ("failure_kind", "truncated", "cached", "cost_saved")
+_NOT_IMPORTED += ("control_distribution", "treatment_distribution")
 IMPORTED_DECISION_COLUMNS: tuple[str, ...] = tuple(
-    c for c in DECISION_COLUMNS if c not in ("failure_kind", "truncated", "cached", "cost_saved")
+    c for c in DECISION_COLUMNS if c not in _NOT_IMPORTED
 )
 
 
@@ -397,6 +402,8 @@ PAIR_COLUMNS: dict[str, str] = {
     "error": "str",
     "cached": "bool",
     "cost": "float",
+    "control_distribution": "str",
+    "treatment_distribution": "str",
 }
 # A test case's columns are the pair columns that describe the test case, typed alike.
 INSTANCE_EXPORT_COLUMNS: dict[str, str] = {
@@ -485,4 +492,6 @@ def pair_record(row: Pair | Mapping[str, Any]) -> dict[str, Any]:
         "error": d.error,
         "cached": d.cached,
         "cost": d.cost,
+        "control_distribution": d.control_distribution,
+        "treatment_distribution": d.treatment_distribution,
     }

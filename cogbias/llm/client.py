@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cogbias.llm import direct
+from cogbias.llm import direct, logprobs
 from cogbias.llm.errors import CacheMiss, FatalLLMError, LLMError, classify, retry_after_seconds
 from cogbias.llm.keys import missing_key, missing_key_message
 from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_server_started
@@ -153,6 +153,7 @@ class LLMClient:
         self._profiles: dict[str, ModelProfile] = {}
         self._semaphore: asyncio.Semaphore | None = None
         self._local_semaphore: asyncio.Semaphore | None = None
+        self._alone: asyncio.Semaphore | None = None  # local log-probability requests
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight: dict[str, asyncio.Future[LLMResponse]] = {}
 
@@ -164,7 +165,7 @@ class LLMClient:
             self._profiles[model] = found
         return found
 
-    def _slots(self, local: bool) -> tuple[asyncio.Semaphore, ...]:
+    def _slots(self, local: bool, alone: bool = False) -> tuple[asyncio.Semaphore, ...]:
         # One set of semaphores per event loop: the CLI and tests may call asyncio.run
         # repeatedly. Local models also get at most LOCAL_CONCURRENCY requests in flight: more
         # would only queue inside llama.cpp, where the wait counts against our timeout.
@@ -172,8 +173,11 @@ class LLMClient:
         if self._semaphore is None or self._local_semaphore is None or self._loop is not loop:
             self._semaphore = asyncio.Semaphore(self.concurrency)
             self._local_semaphore = asyncio.Semaphore(min(self.concurrency, LOCAL_CONCURRENCY))
+            self._alone = asyncio.Semaphore(1)
             self._loop = loop
             self._in_flight = {}
+        if alone:  # see `_call`: one at a time, so no other prompt shares its batch
+            return (self._alone, self._local_semaphore, self._semaphore)  # type: ignore[return-value]
         return (self._local_semaphore, self._semaphore) if local else (self._semaphore,)
 
     async def complete(self, req: LLMRequest) -> LLMResponse:
@@ -286,6 +290,14 @@ class LLMClient:
             kwargs = req.chat_body(profile.served_name)
         else:
             kwargs = self._kwargs(req, profile, api_base)
+        if req.top_logprobs is not None and profile.kind == "local":
+            # llama.cpp's numbers depend on the batch a prompt is evaluated in: a prefix
+            # reused from its prompt cache, or another prompt sharing the batch, moves
+            # log-probabilities by 0.01-0.05. A distribution must not depend on what else the
+            # server was asked, so these prompts are evaluated whole (no prompt cache) and one
+            # at a time (`_slots(alone=True)`).
+            body = kwargs if profile.direct and api_base else kwargs.setdefault("extra_body", {})
+            body["cache_prompt"] = False
         return await self._call_with_retries(req.model, profile, api_base, kwargs)
 
     def _kwargs(
@@ -321,7 +333,8 @@ class LLMClient:
         while True:
             left = deadline - time.monotonic()
             async with contextlib.AsyncExitStack() as stack:
-                for semaphore in self._slots(profile.kind == "local"):
+                alone = profile.kind == "local" and kwargs.get("top_logprobs") is not None
+                for semaphore in self._slots(profile.kind == "local", alone):
                     await stack.enter_async_context(semaphore)
                 self.stats.http_attempts += 1
                 attempt_timeout = max(0.05, min(profile.timeout_s, left))
@@ -365,7 +378,10 @@ class LLMClient:
         if profile.direct and api_base:  # `kwargs` is the chat body
             key = direct.api_key_for(profile.kind == "local")
             data, latency = await direct.chat(api_base, kwargs, profile.id, timeout, key)
-            return (*direct.answer_of(data), latency)
+            text, prompt_tokens, completion_tokens = direct.answer_of(data)
+            if kwargs.get("top_logprobs") is not None:
+                text = logprobs.encode_answer(data, profile.id)
+            return text, prompt_tokens, completion_tokens, latency
         kwargs["timeout"] = timeout
         started = time.perf_counter()
         # litellm passes the timeout on to the HTTP client; the outer guard makes sure a
@@ -376,6 +392,8 @@ class LLMClient:
             text = raw.choices[0].message.content
         except (AttributeError, IndexError):
             text = None
+        if kwargs.get("top_logprobs") is not None:
+            text = logprobs.encode_answer(raw.model_dump(), profile.id)
         usage = getattr(raw, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)

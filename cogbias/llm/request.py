@@ -39,8 +39,10 @@ class LLMRequest:
     `messages` may be given as (role, content) pairs or {"role", "content"} dicts; it is
     stored as a tuple of pairs. `repeat` only enters the cache key, so repeated samples at
     temperature > 0 are distinct calls. `grammar` (GBNF) is sent as `extra_body` and only
-    understood by llama.cpp servers. `answer_space` says which answers the question admits,
-    for the `random` model (real models ignore it); it is not part of the cache key.
+    understood by llama.cpp servers. `top_logprobs` asks for that many most probable tokens
+    at each position; the answer's text is then `llm.logprobs.encode_answer`'s JSON.
+    `answer_space` says which answers the question admits, for the `random` model (real
+    models ignore it); it is not part of the cache key.
     """
 
     model: str
@@ -52,6 +54,7 @@ class LLMRequest:
     grammar: str | None = None
     repeat: int = 0
     answer_space: AnswerSpace | None = field(default=None, hash=False, compare=False)
+    top_logprobs: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "messages", _normalize_messages(self.messages))
@@ -77,6 +80,9 @@ class LLMRequest:
             body["response_format"] = self.response_format
         if self.grammar is not None:
             body["grammar"] = self.grammar  # llama.cpp and vLLM read it from the body
+        if self.top_logprobs is not None:
+            body["logprobs"] = True
+            body["top_logprobs"] = self.top_logprobs
         return body
 
     def request_record(self) -> dict[str, Any]:
@@ -89,7 +95,7 @@ class LLMRequest:
             "response_format": self.response_format,
             "grammar": self.grammar,
             "repeat": self.repeat,
-        }
+        } | ({} if self.top_logprobs is None else {"top_logprobs": self.top_logprobs})
 
 
 CACHE_KEY_VERSION = 2
@@ -100,9 +106,11 @@ def cache_key(req: LLMRequest, profile: ModelProfile) -> str:
 
     In the key: the key version; the model id; the endpoint's identity (`profile.api_base`,
     None for local models); the full messages; temperature; seed; max tokens; response
-    format; grammar; the repeat index; and what model resolution adds (the litellm model
-    string, the local model file's hash). Deliberately out of it: timeouts, retries,
-    concurrency, deadlines and API keys, none of which changes what a model answers.
+    format; grammar; the repeat index; `top_logprobs` when asked for (absent otherwise, so
+    the keys of answers without log-probabilities are what they always were); and what model
+    resolution adds (the litellm model string, the local model file's hash). Deliberately
+    out of it: timeouts, retries, concurrency, deadlines and API keys, none of which changes
+    what a model answers.
     """
     payload = {
         "v": CACHE_KEY_VERSION,
@@ -117,5 +125,7 @@ def cache_key(req: LLMRequest, profile: ModelProfile) -> str:
         "repeat": req.repeat,
         "extras": profile.cache_extras(),
     }
+    if req.top_logprobs is not None:
+        payload["top_logprobs"] = req.top_logprobs
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()

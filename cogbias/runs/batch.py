@@ -64,6 +64,11 @@ def pending_requests(plan: Plan, store: Store) -> dict[str, tuple[LLMRequest, Mo
 
 def collect_pending(plan: Plan, store: Store, collect: Collect) -> None:
     """Hand each call the run would make next, not answerable from the cache, to `collect`."""
+    if plan.spec.scoring != "choice":
+        raise ValueError(
+            f"batches take --scoring choice only, not {plan.spec.scoring} (batch answers carry "
+            "no log-probabilities here): run it interactively"
+        )
     client = open_client(BufferedCache(store), api_base=plan.spec.api_base, on_miss=collect)
     pipeline.run_sync(_collect(plan, store, client))
 

@@ -19,7 +19,7 @@ from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance
 from cogbias.core.templates import Filled
 from cogbias.library import testcases as library
-from cogbias.runs import pipeline
+from cogbias.runs import pipeline, probabilities
 from cogbias.runs.paired_plan import (
     InstanceJob,
     Plan,
@@ -236,7 +236,12 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
             )
         else:
             asked_before = retried.get(key) not in (None, "transient")
-            row = await pipeline.decide_pair(
+            ask = (
+                probabilities.decide_pair
+                if spec.scoring == probabilities.SCORING
+                else pipeline.decide_pair
+            )
+            row = await ask(
                 job.fresh if asked_before else job.client,
                 instance,
                 model,

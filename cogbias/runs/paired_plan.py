@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from cogbias.core import records
+from cogbias.core import probabilities, records
 from cogbias.library import examples
 from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
@@ -45,6 +45,7 @@ class RunSpec:
     dataset: str | None = None
     per_bias: int | None = None
     prompting: str = prompting_methods.BASELINE  # see cogbias.runs.prompting: one method per run
+    scoring: str = probabilities.SCORING_CHOICE  # or "probabilities": see runs/probabilities.py
 
     def canonical(self) -> dict[str, Any]:
         """The spec as stored and hashed into the run id.
@@ -135,7 +136,8 @@ class Plan:
         return {
             "generate": gen,
             "decide": per_model * len(llm_models),
-            "extract": per_model * len(llm_models),
+            # the probability scoring reads options from log-probabilities: nothing to extract
+            "extract": 0 if self.spec.scoring != "choice" else per_model * len(llm_models),
         }
 
     def estimated_cost(self, batch: bool = False) -> float | None:
@@ -198,6 +200,7 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
         if store is None:
             raise ValueError("a dataset run needs a store")
         ids = dataset_instance_ids(store, spec.dataset, spec.biases, spec.per_bias)
+        _check_scoring(spec, store.dataset_option_counts(spec.dataset))
         return Plan(spec, {}, [], ids)
     cases = library.load_library()
     wanted = spec.biases or list(cases)
@@ -215,6 +218,7 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
                 f"--generator random cannot fill LLM gaps: {len(refusals)} of the chosen test "
                 f"cases have them, e.g. {refusals[0]}"
             )
+    _check_scoring(spec, {b: cases[b].n_options for b in wanted})
     scenarios = library.load_scenarios()
     if spec.scenarios > len(scenarios):
         raise ValueError(f"only {len(scenarios)} scenarios exist")
@@ -237,6 +241,15 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
         for i in range(spec.instances)
     ]
     return Plan(spec, {b: cases[b] for b in wanted}, jobs, [])
+
+
+def _check_scoring(spec: RunSpec, option_counts: Mapping[str, int]) -> None:
+    """Refuse a scoring the run's models or test cases cannot have, before any work."""
+    from cogbias.runs.probabilities import refusal
+
+    problem = refusal(spec.scoring, spec.models, spec.api_base, spec.prompting, option_counts)
+    if problem:
+        raise ValueError(problem)
 
 
 def dataset_instance_ids(

@@ -150,6 +150,15 @@ class DatasetsRepo(StoreBase):
             "select id, test_case from instances where dataset = ? order by rowid", (dataset,)
         )
 
+    def dataset_option_counts(self, dataset: str) -> dict[str, int]:
+        """The most options any instance of each test case of a dataset has."""
+        rows = self.query(
+            "select test_case, max(n_options) as n from instances where dataset = ? "
+            "group by test_case",
+            (dataset,),
+        )
+        return {r["test_case"]: int(r["n"] or 0) for r in rows}
+
     def dataset_unscorable(self, name: str) -> int:
         """Instances of a dataset whose metric parameters are unknown (published results only)."""
         row = self.db.execute(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def _schema_v1(db: sqlite_utils.Database) -> None:
@@ -219,6 +219,13 @@ def _schema_v7(db: sqlite_utils.Database) -> None:
         db.execute(statement)
 
 
+def _schema_v8(db: sqlite_utils.Database) -> None:
+    """`--scoring probabilities`: each half's option probabilities beside the decision
+    (`cogbias.core.probabilities`: JSON {"p", "outside", "unlisted"}; NULL otherwise)."""
+    for column in ("control_distribution", "treatment_distribution"):
+        db.execute(f"alter table decisions add column {column} text")
+
+
 MIGRATIONS = {
     1: _schema_v1,
     2: _schema_v2,
@@ -227,4 +234,5 @@ MIGRATIONS = {
     5: _schema_v5,
     6: _schema_v6,
     7: _schema_v7,
+    8: _schema_v8,
 }

@@ -1,0 +1,103 @@
+"""Option probabilities and the exact expected score of a pair (the `probabilities` scoring).
+
+In that scoring mode a half is not one sampled answer but a distribution over the options,
+read from the model's token log-probabilities (`cogbias.llm.logprobs`). A pair's score is then
+the expectation of the test case's metric over both distributions, control × treatment:
+no sampling noise. Pure functions; the stored JSON form is documented in docs/datasets.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cogbias.core.metrics import MetricParams, score_pair
+
+SCORING_CHOICE = "choice"  # the paper's: a sampled answer, read, then scored
+SCORING_PROBABILITIES = "probabilities"  # option probabilities, the expected score
+SCORINGS = (SCORING_CHOICE, SCORING_PROBABILITIES)
+EXPECTATION_DIGITS = 12
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A half's probabilities over its options (0-based, original order), summing to 1.
+
+    `outside` is the probability the model gave to anything that is not an option label
+    (other tokens, listed or not) before renormalising; `unlisted` the part of it the server
+    did not list at all (beyond its `top_logprobs`), an upper bound on what any option not in
+    the list could have had, never read as zero.
+    """
+
+    p: tuple[float, ...]
+    outside: float = 0.0
+    unlisted: float = 0.0
+
+    def to_json(self) -> str:
+        """The stored and exported form: {"p": [...], "outside": x, "unlisted": y}."""
+        return json.dumps(
+            {
+                "p": [round(x, 12) for x in self.p],
+                "outside": round(self.outside, 12),
+                "unlisted": round(self.unlisted, 12),
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None) -> Distribution | None:
+        if not text:
+            return None
+        data = json.loads(text)
+        return cls(
+            tuple(float(x) for x in data["p"]),
+            float(data.get("outside", 0.0)),
+            float(data.get("unlisted", 0.0)),
+        )
+
+
+def uniform(n_options: int) -> Distribution:
+    """The random baseline's distribution: every option equally likely."""
+    return Distribution(tuple(1.0 / n_options for _ in range(n_options)))
+
+
+def from_masses(masses: Sequence[float], listed_total: float) -> Distribution | None:
+    """Renormalise the masses read for each option; None when no option has any.
+
+    `listed_total` is the probability of every token the server listed at that position
+    (options or not), so 1 - listed_total was not listed at all.
+    """
+    total = sum(masses)
+    if total <= 0:
+        return None
+    listed = min(1.0, max(listed_total, total))
+    return Distribution(
+        tuple(m / total for m in masses),
+        outside=max(0.0, 1.0 - total),
+        unlisted=max(0.0, 1.0 - listed),
+    )
+
+
+def expected_score(
+    control: Distribution, treatment: Distribution, params: MetricParams, n_options: int
+) -> float:
+    """E[score] with the control and treatment answers drawn independently from their
+    distributions: sum over i, j of p_c(i) p_t(j) score(i, j)."""
+    if len(control.p) != n_options or len(treatment.p) != n_options:
+        raise ValueError(
+            f"distributions over {len(control.p)} and {len(treatment.p)} options "
+            f"for a test case with {n_options}"
+        )
+    total = math.fsum(
+        pc * pt * score_pair(i, j, params, n_options)
+        for i, pc in enumerate(control.p)
+        if pc
+        for j, pt in enumerate(treatment.p)
+        if pt
+    )
+    # Rounded far below any meaningful difference, so an exact null stays exactly 0: the
+    # random baseline's uniform halves would otherwise score ±1e-17, a constant that a
+    # t-test against 0 calls significant.
+    return round(total, EXPECTATION_DIGITS) + 0.0

@@ -1,0 +1,186 @@
+"""The `probabilities` scoring: each half asks for an option's letter and reads the model's
+probability of every option from its token log-probabilities; the pair's score is the exact
+expectation of the test case's metric over both distributions (`core.probabilities`).
+
+One call per half, no extraction call, no sampling noise. The options are labelled A, B, C…
+(single tokens, unlike "Option 10"); the label position's `top_logprobs` are read merging the
+spellings of a label (`llm.logprobs`), renormalised over the options, and the probability
+left outside the options is stored beside them. The random baseline's distribution is uniform.
+What can use this mode is checked when a run is planned (`refusal`). Nothing here touches the
+database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cogbias.core import metrics
+from cogbias.core import probabilities as probs
+from cogbias.core.records import Instance, stable_id
+from cogbias.core.templates import Filled
+from cogbias.llm import logprobs, random_provider
+from cogbias.llm.profiles import RANDOM_MODEL, resolve
+from cogbias.runs import decide
+from cogbias.runs.prompting import BASELINE
+
+if TYPE_CHECKING:
+    from cogbias.llm import LLMClient
+
+SCORING = probs.SCORING_PROBABILITIES
+
+LABEL_PROMPT = """Here is a decision-making task with several answer options.
+
+{task}
+
+Choose exactly one of the options. Reply with its letter only."""
+
+
+def render_labelled(filled: Filled, order: Sequence[int]) -> str:
+    """The task as `render_decision_text` shows it, options labelled A, B, C… as presented."""
+    marks = logprobs.labels(len(order))
+    lines = [f"Situation: {filled.situation.strip()}", "", f"Prompt: {filled.prompt.strip()}", ""]
+    lines.append("Answer options:")
+    lines += [f"{marks[i]}: {filled.options[j]}" for i, j in enumerate(order)]
+    return "\n".join(lines)
+
+
+def refusal(
+    scoring: str,
+    models: Sequence[str],
+    api_base: str | None,
+    prompting: str,
+    option_counts: Mapping[str, int],
+) -> str | None:
+    """Why a run cannot use `scoring`, or None. `option_counts` maps each test case to its
+    number of options (checked against the single-token labels A–K)."""
+    if scoring not in probs.SCORINGS:
+        return f"unknown scoring '{scoring}' (choose {' or '.join(probs.SCORINGS)})"
+    if scoring != SCORING:
+        return None
+    for model in models:
+        if model != RANDOM_MODEL and not resolve(model, api_base).logprobs:
+            return (
+                f"--scoring probabilities needs token log-probabilities, and {model} does not "
+                "expose them (its profile has no logprobs); use --scoring choice for it"
+            )
+    if prompting != BASELINE:
+        return (
+            f"--scoring probabilities asks for the option's letter alone; the prompting method "
+            f"'{prompting}' asks for more (use baseline)"
+        )
+    for case, n in option_counts.items():
+        try:
+            logprobs.labels(n)
+        except ValueError as exc:
+            return f"{case}: {exc}, so --scoring probabilities cannot ask for it"
+    return None
+
+
+async def decide_half(
+    client: LLMClient,
+    filled: Filled,
+    order: Sequence[int],
+    model: str,
+    temperature: float,
+    seed: int,
+    repeat: int,
+) -> tuple[decide.HalfResult, probs.Distribution | None]:
+    """Ask for the letter of one half; (the half as sampled, its distribution in original
+    option order). No option among the listed tokens is an unparseable half."""
+    from cogbias.llm import LLMRequest
+
+    n = len(filled.options)
+    result = decide.HalfResult()
+    task = render_labelled(filled, order)
+    if model == RANDOM_MODEL:
+        presented = random_provider.choose_option(n, stable_id("random", task, seed, repeat))
+        result.answer = result.extraction = logprobs.LABELS[presented]
+        result.choice = order[presented]
+        return result, probs.uniform(n)
+    profile = client.profile(model)
+    response = await client.complete(
+        LLMRequest(
+            model=model,
+            messages=(("user", LABEL_PROMPT.format(task=task)),),
+            temperature=temperature,
+            seed=seed,
+            max_tokens=1 if profile.grammar else 4,
+            grammar=logprobs.label_grammar(n) if profile.grammar else None,
+            repeat=repeat,
+            top_logprobs=logprobs.TOP_LOGPROBS,
+        )
+    )
+    result.account(response)
+    text, positions = logprobs.decode_answer(response.text)
+    result.answer = text
+    masses, listed, at = logprobs.option_masses(positions, n)
+    presented_dist = probs.from_masses(masses, listed)
+    if presented_dist is None:
+        result.error = (
+            f"none of the options {logprobs.labels(n)} is among the {logprobs.TOP_LOGPROBS} "
+            "most probable tokens where the answer begins"
+        )
+        result.failure_kind = "unparseable"
+        return result, None
+    sampled = logprobs.label_of(positions[at][0][0], n)
+    if sampled is not None:
+        result.extraction = logprobs.LABELS[sampled]
+        result.choice = order[sampled]
+    original = [0.0] * n
+    for k, j in enumerate(order):
+        original[j] = presented_dist.p[k]
+    return result, probs.Distribution(
+        tuple(original), presented_dist.outside, presented_dist.unlisted
+    )
+
+
+async def decide_pair(
+    client: LLMClient,
+    instance: Instance,
+    model: str,
+    run_id: str = "",
+    temperature: float = 0.0,
+    repeat: int = 0,
+    seed: int = 0,
+    prompting: str = BASELINE,
+    extractor: str | None = None,
+) -> dict[str, Any]:
+    """Both halves' distributions and the expected score: one decisions row (the columns of
+    `decide.decide_pair`'s, plus `control_distribution` and `treatment_distribution`).
+    `extractor` is taken for `decide_pair`'s sake and unused: nothing is extracted here."""
+    from cogbias.llm import FatalLLMError, LLMError
+
+    order = metrics.option_order(instance.n_options, metrics.should_reverse(instance.id, seed))
+    asks = [
+        decide_half(client, instance.half(h), order, model, temperature, seed, repeat)
+        for h in ("control", "treatment")
+    ]
+    # at once: the local server does not reuse a cached prefix for these requests (see
+    # LLMClient._call), so asking the halves one after the other would gain nothing
+    outcomes = await asyncio.gather(*asks, return_exceptions=True)
+    halves: list[decide.HalfResult] = []
+    dists: list[probs.Distribution | None] = []
+    for outcome in outcomes:
+        if isinstance(outcome, FatalLLMError):
+            raise outcome
+        if isinstance(outcome, LLMError):
+            outcome = (
+                decide.HalfResult(error=str(outcome), failure_kind=outcome.failure_kind),
+                None,
+            )
+        elif isinstance(outcome, BaseException):
+            raise outcome
+        halves.append(outcome[0])
+        dists.append(outcome[1])
+    row = decide._decision_row(
+        instance, model, run_id, temperature, repeat, order, halves[0], halves[1], prompting
+    )
+    control, treatment = dists
+    row["score"] = None
+    if row["status"] == "ok" and control is not None and treatment is not None:
+        row["score"] = probs.expected_score(control, treatment, instance.metric, instance.n_options)
+    row["control_distribution"] = control.to_json() if control else None
+    row["treatment_distribution"] = treatment.to_json() if treatment else None
+    return row

@@ -1,0 +1,104 @@
+"""A probability-scored pair as a person reads it: each half's options with the model's
+probability of each (bars), and one sentence comparing the halves.
+
+Only pairs of `--scoring probabilities` runs carry distributions (`decisions.*_distribution`);
+for the others every function here returns nothing, so a page can call them for any pair.
+Option texts are untrusted: pages show them as text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cogbias.core.probabilities import SCORING_CHOICE, SCORING_PROBABILITIES, Distribution
+from cogbias.llm.logprobs import LABELS
+from cogbias.views.shown_pairs import ShownHalf, ShownPair
+
+# The scoring modes as the Run and Learn pages offer them.
+SCORING_LABELS = {
+    SCORING_CHOICE: "Sampled answer (read, then scored)",
+    SCORING_PROBABILITIES: "Option probabilities (expected score)",
+}
+
+
+@dataclass(frozen=True)
+class OptionBar:
+    """One option as the model saw it: its letter, its text, its probability."""
+
+    label: str
+    option: str
+    p: float
+
+    def text(self) -> str:
+        return f"{self.label}: {self.option} — {self.p:.0%}"
+
+
+def half_bars(half: ShownHalf, row: Mapping[str, Any]) -> list[OptionBar] | None:
+    """The half's options in presented order with their probabilities, or None when the pair
+    was not probability-scored (or its distribution does not fit the options)."""
+    try:
+        dist = Distribution.from_json(row.get(f"{half.name}_distribution"))
+    except (ValueError, KeyError, TypeError):
+        return None
+    if dist is None or len(dist.p) != len(half.canonical_options):
+        return None
+    return [
+        OptionBar(
+            LABELS[k] if k < len(LABELS) else str(k + 1), half.canonical_options[j], dist.p[j]
+        )
+        for k, j in enumerate(half.order)
+    ]
+
+
+def outside_note(half: ShownHalf, row: Mapping[str, Any]) -> str | None:
+    """How much probability went to no option (renormalised away), when any did."""
+    try:
+        dist = Distribution.from_json(row.get(f"{half.name}_distribution"))
+    except (ValueError, KeyError, TypeError):
+        return None
+    if dist is None or dist.outside < 0.005:
+        return None
+    return (
+        f"{dist.outside:.0%} of the model's probability went to tokens that are no option "
+        f"(of it, up to {dist.unlisted:.0%} unlisted); the bars share the rest."
+    )
+
+
+def compare_sentence(pair: ShownPair, row: Mapping[str, Any]) -> str | None:
+    """'62% on “Save 200 people” in the control, 31% in the treatment', for the option the
+    control favours most, and what the score is; None without distributions."""
+    control, treatment = half_bars(pair.control, row), half_bars(pair.treatment, row)
+    if control is None or treatment is None:
+        return None
+    top = max(range(len(control)), key=lambda i: control[i].p)
+    option = control[top].option
+    in_treatment = next((b.p for b in treatment if b.option == option), None)
+    later = "" if in_treatment is None else f", {in_treatment:.0%} in the treatment"
+    score = row.get("score")
+    scored = (
+        ""
+        if score is None
+        else f" The score {float(score):+.2f} is the expected score over both distributions "
+        "(no sampling)."
+    )
+    return f"{control[top].p:.0%} on “{option}” in the control{later}.{scored}"
+
+
+def heatmap_note(run: Mapping[str, Any] | None) -> str | None:
+    """What the heatmap of a probability-scored run says about itself; None for other runs."""
+    if run is None:
+        return None
+    try:
+        spec = json.loads(run.get("spec") or "{}")
+    except ValueError:
+        return None
+    if not isinstance(spec, dict) or spec.get("scoring") != SCORING_PROBABILITIES:
+        return None
+    return (
+        "This run is scored by option probabilities: each pair's score is the exact expected "
+        "score over the model's probabilities of the options in both halves (no sampled "
+        "answer, no extraction), and the random baseline's is the metric's exact null."
+    )

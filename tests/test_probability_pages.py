@@ -1,0 +1,97 @@
+"""The probability scoring where a person looks: Learn's choice and bars, Explore's pair view
+and heatmap caption, the Run page's choice (AppTest, pages run through app.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cogbias.library import testcases as library
+from cogbias.runs import paired_plan, pipeline, probabilities
+from cogbias.store import Store
+from tests.test_app_pages import assert_clean, open_page, shown_text, texts
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "app.db"
+    monkeypatch.setenv("COGBIAS_DB", str(path))
+    monkeypatch.setenv("COGBIAS_DEMO", "0")
+    return path
+
+
+def _probability_run(path: Path, bias: str = "framing_effect", instances: int = 3) -> str:
+    """A finished `--scoring probabilities` run of the random baseline (uniform halves)."""
+    spec = paired_plan.RunSpec(
+        models=["random"], biases=[bias], instances=instances, scoring="probabilities"
+    )
+    case = library.get_test_case(bias)
+    scenario = library.load_scenarios()[0]
+    with Store(path) as store:
+        store.create_run(spec.run_id, spec.canonical(), instances, name="probabilities")
+        store.save_test_case(case.id, case.name, case.content_hash, library.to_toml(case))
+        made = [pipeline.generate_offline(case, scenario.text, index=i) for i in range(instances)]
+        rows = [
+            pipeline.run_sync(probabilities.decide_pair(None, inst, "random", run_id=spec.run_id))  # type: ignore[arg-type]
+            for inst in made
+        ]
+        with store.atomic():
+            store.save_instances([inst.to_row() for inst in made])
+            store.save_decisions(rows)
+            store.refresh_run_counts(spec.run_id)
+            store.update_run(spec.run_id, status="done")
+    return spec.run_id
+
+
+def test_explore_says_a_run_is_probability_scored_and_shows_both_halves_bars(db: Path) -> None:
+    run_id = _probability_run(db)
+    at = open_page("explore")
+    at.selectbox(key="explore_source").set_value(f"run:{run_id}").run()
+    assert "scored by option probabilities" in texts(at)
+    at.selectbox(key="explore_bias").set_value("framing_effect")
+    at.selectbox(key="explore_model").set_value("random").run()
+    assert_clean(at)
+    n = library.get_test_case("framing_effect").n_options
+    bars = at.get("progress")
+    assert len(bars) == 3 * 2 * n  # every pair, both halves, every option
+    assert all(round(b.proto.value) == round(100 / n) for b in bars)
+    assert "Option probabilities" in texts(at)
+
+
+def test_learn_offers_the_scoring_and_shows_the_random_baselines_uniform_bars(db: Path) -> None:
+    at = open_page("learn")
+    at.selectbox(key="learn_bias").set_value("framing_effect")
+    at.selectbox(key="learn_model").set_value("random")
+    at.radio(key="learn_scoring").set_value("probabilities").run()
+    at.button(key="learn_run").click().run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    n = library.get_test_case("framing_effect").n_options
+    assert len(at.get("progress")) == 2 * n
+    assert "in the control" in shown_text(at) and "expected score" in shown_text(at)
+
+
+def test_the_run_page_offers_the_scoring_and_plans_no_extraction_with_probabilities(
+    db: Path,
+) -> None:
+    at = open_page("run")
+    assert at.radio(key="run_scoring").value == "choice"
+    at.multiselect(key="run_biases").set_value(["framing_effect"])
+    at.multiselect(key="run_models").set_value(["local/smollm2"]).run()
+    assert "to extract the chosen option" in texts(at) and " 0 to extract" not in texts(at)
+    at.radio(key="run_scoring").set_value("probabilities").run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    assert " 0 to extract the chosen option" in texts(at)
+
+
+def test_the_random_baselines_exact_null_is_exactly_zero_and_not_significant(db: Path) -> None:
+    from cogbias.views import explore
+
+    run_id = _probability_run(db, instances=25)
+    with Store(db) as store:
+        table = explore.heatmap_summary(store, run_id=run_id)
+        scores = {d["score"] for d in store.pairs(run_id=run_id, limit=100)}
+    assert scores == {0.0}  # framing_effect's metric is symmetric: its null is 0
+    assert not table["significant"].any(), table
