@@ -36,13 +36,38 @@ if case.references:
         for ref in case.references:
             st.markdown(f"- {safe_text.escape_markdown(ref)}")
 
-halves = highlight.case_halves_html(case)
-for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
-    with column, st.container(border=True):
-        st.markdown(f"**{half.capitalize()}**")
-        st.markdown(f"*Situation:* {halves[half]['situation']}", unsafe_allow_html=True)
-        st.markdown(f"*Prompt:* {halves[half]['prompt']}", unsafe_allow_html=True)
-        st.markdown(f"<ol>{halves[half]['options']}</ol>", unsafe_allow_html=True)
+
+def _show_halves(halves: dict[str, dict[str, str]]) -> None:
+    for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
+        with column, st.container(border=True):
+            st.markdown(f"**{half.capitalize()}**")
+            st.markdown(f"*Situation:* {halves[half]['situation']}", unsafe_allow_html=True)
+            st.markdown(f"*Prompt:* {halves[half]['prompt']}", unsafe_allow_html=True)
+            st.markdown(f"<ol>{halves[half]['options']}</ol>", unsafe_allow_html=True)
+
+
+def _example_pair() -> Instance | None:
+    """The pair filled offline from the test case's own example fills: no model, instant, so
+    the page shows a real decision task before anything runs (None if it has no examples)."""
+    first = scenarios()[0]
+    try:
+        return _live.fill_pair(case, first.text, examples.EXAMPLES_GENERATOR, 0, [])
+    except Exception:  # a user's test case without example fills
+        return None
+
+
+template = highlight.case_halves_html(case)
+example = _example_pair()
+if example is None:
+    _show_halves(template)
+else:
+    st.caption(
+        "An example pair, filled offline from the test case's example fills for the scenario "
+        f"“{safe_text.escape_markdown(example.scenario)}”. Run it live below."
+    )
+    _show_halves({h: highlight.filled_html(case, example, h) for h in ("control", "treatment")})
+    with st.expander("The template behind it: its gaps, before they are filled"):
+        _show_halves(template)
 
 st.divider()
 st.subheader("Run it live")

@@ -187,6 +187,21 @@ def test_learn_shows_both_halves_with_the_difference_marked(db: Path) -> None:
     assert "<mark" in html and "gap-llm" in html and "gap-value" in html
 
 
+def test_learn_shows_a_filled_pair_first_and_the_template_one_click_away(db: Path) -> None:
+    at = open_page("learn")
+    at.selectbox(key="learn_bias").set_value("anchoring").run()
+    assert_clean(at)
+    situations = [m.value for m in at.markdown if m.value.startswith("*Situation:*")]
+    filled, raw = situations[:2], situations[2:]  # the example pair, then the template
+    assert len(filled) == 2 and len(raw) == 2
+    for text in filled:
+        assert "ins-scenario" in text and "ins-example" in text
+        assert "&#91;&#91;" not in text and "gap-llm" not in text  # no raw [[gap]] left
+    assert all("gap-llm" in text for text in raw)
+    (expander,) = [e for e in at.expander if e.label.startswith("The template behind it")]
+    assert not expander.proto.expanded
+
+
 def test_learn_runs_the_pair_live_and_explains_the_score(db: Path, fake_model: str) -> None:
     at = open_page("learn")
     at.selectbox(key="learn_bias").set_value("framing_effect")
