@@ -238,7 +238,9 @@ def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
     """What paired results can be shown: "all", each paired run ("run:ID") and each dataset
     ("dataset:NAME"), with a label function for a selectbox."""
     runs = {r["id"]: r for r in store.runs() if kinds.kind_of(r["spec"]).results_page == "run"}
-    datasets = [d["name"] for d in store.datasets()]
+    from cogbias.datasets.formats import results_page
+
+    datasets = [d["name"] for d in store.datasets() if results_page(d["kind"]) == "explore"]
     sources = ["all"] + [f"run:{r}" for r in runs] + [f"dataset:{d}" for d in datasets]
 
     def label(source: str) -> str:
@@ -249,6 +251,18 @@ def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
         return f"Run {run_option(runs[name])}" if kind == "run" else f"Dataset {name}"
 
     return sources, label
+
+
+def other_pages_datasets(store: Store) -> list[str]:
+    """Datasets whose results another page shows, each with where to find them."""
+    from cogbias.datasets.formats import results_page
+
+    pages = {"datasets": "the Datasets page (effect sizes)", "tokenbias": "the Token bias page"}
+    return [
+        f"{d['name']} is on {pages[page]}"
+        for d in store.datasets()
+        if (page := results_page(d["kind"])) in pages
+    ]
 
 
 def studies_link(store: Store) -> None:

@@ -10,6 +10,7 @@ from app_pages._common import (
     explore_columns,
     friendly,
     open_store_or_stop,
+    other_pages_datasets,
     result_sources,
     source_filter,
     studies_link,
@@ -45,6 +46,13 @@ def summary(
 
 studies_link(store)
 sources, _source_label = result_sources(store)
+elsewhere = other_pages_datasets(store)
+if elsewhere:
+    st.caption(
+        "Not shown here, because this page's scores mean something else for them: "
+        + safe_text.escape_markdown("; ".join(elsewhere))
+        + "."
+    )
 if sources == ["all"]:
     st.info(
         "This database has no results yet. Start a run on the **Run** page (the random "

@@ -474,6 +474,17 @@ def test_a_model_without_its_key_is_marked_in_the_picker_and_refused_at_once(
     assert "litellm" not in error.lower() and "Provider said" not in error
 
 
+def test_explore_offers_only_paired_results_and_says_where_the_others_are(db: Path) -> None:
+    from cogbias.datasets import import_mohr
+
+    with Store(db) as store:
+        import_mohr(store, ROOT / "tests" / "fixtures" / "mohr2025-format")
+    at = open_page("explore")
+    assert not [b for b in at.selectbox if b.key == "explore_source"]  # nothing to pick here
+    assert "mohr2025 is on the Datasets page (effect sizes)" in texts(at)
+    assert "No decisions here yet" not in texts(at)
+
+
 def test_explore_filters_by_an_imported_dataset(db: Path) -> None:
     from cogbias.datasets import import_hub
     from cogbias.runs import executor, paired_plan

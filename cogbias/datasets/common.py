@@ -85,6 +85,9 @@ class Format:
     run: Callable[[Any, argparse.Namespace, Callable[[str, int, int], None]], ImportSummary]
     default_name: str | None = None  # None: the file's stem
     epilog: str = ""
+    # the app page that shows its datasets' results: paired decisions go to Explore; effect
+    # sizes and token-bias pairs have pages of their own (Explore's legend would misread them)
+    results_page: str = "explore"
 
 
 @dataclass

@@ -444,4 +444,5 @@ FORMAT = Format(
         store, args.directory, name=args.name, replace=args.replace, progress=progress
     ),
     default_name="mohr2025",
+    results_page="datasets",
 )

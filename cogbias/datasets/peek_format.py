@@ -455,4 +455,5 @@ FORMAT = Format(
         store, args.paths, name=args.name, replace=args.replace
     ),
     default_name="peek2024",
+    results_page="tokenbias",
 )
