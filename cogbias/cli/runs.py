@@ -74,6 +74,7 @@ def _run_one(args: argparse.Namespace) -> int:
         dataset=args.dataset,
         per_bias=args.per_bias,
         prompting=args.prompting,
+        extractor=args.extractor or None,
     )
     with Store(args.db) as store:
         plan = paired_plan.plan(spec, store)

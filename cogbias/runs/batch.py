@@ -55,6 +55,8 @@ class CollectingClient(LLMClient):
 
     async def complete(self, req: LLMRequest) -> Any:
         profile = self.profile(req.model)
+        if not profile.writes_text:  # the random baseline answers at once, never batched
+            return await super().complete(req)
         key = cache_key(req, profile)
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
@@ -111,7 +113,7 @@ async def _collect(plan: Plan, store: Store, client: CollectingClient) -> None:
         try:
             await pipeline.decide_pair(
                 client, instance, model, run_id=spec.run_id, temperature=spec.temperature,
-                repeat=repeat, seed=spec.seed, prompting=spec.prompting,
+                repeat=repeat, seed=spec.seed, prompting=spec.prompting, extractor=spec.extractor,
             )  # fmt: skip
         except _Pending:
             continue
