@@ -23,6 +23,7 @@ distinctive words (words no other option has) the answer uses.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ _NEGATIONS = frozenset(
     "rejecting".split()
 )
 NEGATION_WINDOW = 3  # words before a mention that a negation reaches
+MAX_READ_CHARS = 100_000  # no honest answer within a token limit is longer
+MAX_LOOK_BACK = 40  # words looked at for them, option texts included
 _STOPWORDS = frozenset(
     "the and that this with from for are was were will would should could have has been "
     "into than then them they their there what which when your you our about over very "
@@ -110,20 +113,41 @@ def _canonical(token: str) -> str:
     return token
 
 
-def _tokens(text: str) -> list[tuple[str, int]]:
-    """(canonical token, start offset) of the normalised text's words, numbers and '%'."""
-    return [(_canonical(m.group()), m.start()) for m in _TOKEN.finditer(text)]
+def _tokens(text: str) -> list[tuple[str, int, int]]:
+    """(canonical token, start, end) of the normalised text's words, numbers and '%'."""
+    return [(_canonical(m.group()), m.start(), m.end()) for m in _TOKEN.finditer(text)]
 
 
 def _number(word: str) -> int:
     return int(word) if word.isdigit() else _NUMBER_WORDS.index(word)
 
 
-def _negated(words: Sequence[str], taken: Sequence[bool], index: int) -> bool:
-    """Whether a negation stands among the few words before `index` (words of a matched
-    option text do not count: "Neither good nor poor" negates nothing after it)."""
-    before = [w for w, t in zip(words[:index], taken[:index], strict=True) if not t]
-    return any(w in _NEGATIONS for w in before[-NEGATION_WINDOW:])
+_CLAUSE_BREAK = re.compile(r"[.;:!?](?!\d)|,(?!\d{3})|\b(?:but|however|whereas|instead)\b")
+
+
+class _Scope:
+    """Where negations reach: a few words back within the same clause ("I would not pick
+    Option 1; Option 3 fits" negates Option 1 only), skipping words of matched option texts
+    ("Neither good nor poor" negates nothing after it)."""
+
+    def __init__(self, text: str, tokens: Sequence[tuple[str, int, int]]) -> None:
+        self.tokens = tokens
+        self.starts = [start for _, start, _ in tokens]
+        self.breaks = [m.end() for m in _CLAUSE_BREAK.finditer(text)]
+        self.taken: set[int] = set()  # indices of tokens inside a matched option text
+
+    def negated(self, offset: int) -> bool:
+        at_break = bisect.bisect_right(self.breaks, offset) - 1
+        begin = self.breaks[at_break] if at_break >= 0 else 0
+        seen, i = 0, bisect.bisect_left(self.starts, offset) - 1
+        stop = max(-1, i - MAX_LOOK_BACK)  # bounded: an answer of option texts only is linear
+        while i > stop and self.starts[i] >= begin and seen < NEGATION_WINDOW:
+            if i not in self.taken:
+                if self.tokens[i][0] in _NEGATIONS:
+                    return True
+                seen += 1
+            i -= 1
+        return False
 
 
 def _numeric_value(tokens: list[str]) -> str | None:
@@ -137,6 +161,11 @@ def _numeric_value(tokens: list[str]) -> str | None:
 def read_option(answer: str, options: Sequence[str]) -> Reading:
     """Which of `options` (in the order presented, numbered from 1) `answer` chooses."""
     n = len(options)
+    if len(answer) > MAX_READ_CHARS:
+        return Reading(
+            None,
+            f"the answer has {len(answer):,} characters, more than the {MAX_READ_CHARS:,} read",
+        )
     text = _normalise(answer)
     masked = list(text)
     found: list[tuple[int, int, str]] = []  # (position, offset in the text, how)
@@ -152,21 +181,23 @@ def read_option(answer: str, options: Sequence[str]) -> Reading:
         found.append((position, match.start(), "number"))
         masked[match.start() : match.end()] = " " * (match.end() - match.start())
     rest = _tokens("".join(masked))
-    words = [t for t, _ in rest]
-    starts = [s for _, s in rest]
+    words = [t for t, _, _ in rest]
     taken = [False] * len(words)
-    at = [
-        (p, next((i for i, s in enumerate(starts) if s >= o), len(words)), h) for p, o, h in found
-    ]
+    scope = _Scope("".join(masked), rest)
 
     # by text: the longest option texts first; a matched span is not matched again
-    option_tokens = [[t for t, _ in _tokens(_normalise(o))] for o in options]
+    option_tokens = [[t for t, _, _ in _tokens(_normalise(o))] for o in options]
     for position in sorted(range(n), key=lambda i: -len(option_tokens[i])):
         wanted, size = option_tokens[position], len(option_tokens[position])
         for i in range(len(words) - size + 1) if size else ():
-            if words[i : i + size] == wanted and not any(taken[i : i + size]):
+            if (
+                words[i] == wanted[0]
+                and words[i : i + size] == wanted
+                and not any(taken[i : i + size])
+            ):
                 taken[i : i + size] = [True] * size
-                at.append((position, i, "text"))
+                scope.taken.update(range(i, i + size))
+                found.append((position, rest[i][1], "text"))
 
     # by value, on a numeric scale: a number equal to one option's value
     values = [_numeric_value(t) for t in option_tokens]
@@ -175,12 +206,13 @@ def read_option(answer: str, options: Sequence[str]) -> Reading:
         for i, word in enumerate(words):
             if not taken[i] and word in where:
                 taken[i] = True
-                at.append((where[word], i, "value"))
+                scope.taken.add(i)
+                found.append((where[word], rest[i][1], "value"))
 
-    mentions = [(p, _negated(words, taken, i), h) for p, i, h in at]
+    mentions = [(p, scope.negated(offset), h) for p, offset, h in found]
     named = frozenset(p for p, neg, _ in mentions if not neg)
     negated = frozenset(p for p, neg, _ in mentions if neg)
-    supported = _supported(words, taken, option_tokens)
+    supported = _supported(rest, scope, option_tokens)
     if len(named) == 1 and not negated:
         (choice,) = named
         if 0 <= choice < n:
@@ -201,17 +233,17 @@ def _listed(positions: frozenset[int]) -> str:
 
 
 def _supported(
-    words: Sequence[str], taken: Sequence[bool], option_tokens: Sequence[Sequence[str]]
+    tokens: Sequence[tuple[str, int, int]], scope: _Scope, option_tokens: Sequence[Sequence[str]]
 ) -> frozenset[int]:
     """Options whose distinctive words (in no other option) the answer uses, not negated."""
     content = [
-        {t for t in tokens if len(t) >= 4 and t.isalpha()} - _STOPWORDS for tokens in option_tokens
+        {t for t in own if len(t) >= 4 and t.isalpha()} - _STOPWORDS for own in option_tokens
     ]
     found = set()
     for position, own in enumerate(content):
         others = set().union(*(c for i, c in enumerate(content) if i != position))
         distinctive = own - others
-        if any(w in distinctive and not _negated(words, taken, i) for i, w in enumerate(words)):
+        if any(w in distinctive and not scope.negated(start) for w, start, _ in tokens):
             found.add(position)
     return frozenset(found)
 
