@@ -135,7 +135,17 @@ def test_every_reading_of_the_local_model_is_what_its_answer_names(tmp_path) -> 
             named = _named_independently(answer, presented)
             if choice is not None:
                 read += 1
-                assert named == {order.index(choice)}, (answer, presented, choice)
+                picked = order.index(choice)
+                assert picked in named, (answer, presented, choice)
+                if len(named) > 1:  # then a sentence that states the decision names it alone
+                    decisive = [
+                        _named_independently(sentence, presented)
+                        for sentence in re.split(r"[.!?;\n](?!\d)", answer)
+                        if re.search(
+                            r"\b(choose|select|pick|go with|opt for|answer)\b", sentence, re.I
+                        )
+                    ]
+                    assert set().union(*decisive) == {picked}, (answer, presented, choice)
             else:
                 unreadable += 1
                 assert answer and row["status"] == "failed" and row["score"] is None

@@ -57,6 +57,10 @@ def _no_real_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:
         ("I choose option three.", RATING, "Somewhat poor"),
         ("The second option.", RATING, "Poor"),
         ("**Option 5**", RATING, "Somewhat good"),
+        ("Option 1 is safe, Option 2 is bold. I choose Option 2.", RATING, "Poor"),
+        ("I would choose Option 3, not Option 2.", RATING, "Somewhat poor"),
+        ("Good is tempting. My final answer is Very good.", RATING, "Very good"),
+        ("Answer: Option 5 (Somewhat good). Option 6 was close.", RATING, "Somewhat good"),
         ("Strongly agree", ["Strongly disagree", "Disagree", "Agree", "Strongly agree"], None),
     ],
 )
@@ -79,6 +83,12 @@ def test_the_reader_reads_what_the_answer_names(
         ("Options 2 and 3 are both fine.", "names several options (Option 2, Option 3)"),
         ("Somewhat poor or Somewhat good.", "names several options (Option 3, Option 5)"),
         ("Option 12.", "names Option 12, but only 1-7 exist"),
+        (
+            "I choose Option 2. Actually, I choose Option 3.",
+            "names several options (Option 2, Option 3)",
+        ),
+        ("I choose Option 2 or Option 3.", "names several options (Option 2, Option 3)"),
+        ("The answer is Option 4: Very good.", "names several options (Option 4, Option 7)"),
     ],
 )
 def test_the_reader_refuses_to_guess(answer: str, problem: str) -> None:
@@ -128,6 +138,7 @@ HARD_CASES: dict[str, Any] = {
     "none": (lambda o: "…performance based on its", lambda o: None),
     "words": (lambda o: "I choose option three.", lambda o: 2),
     "markdown": (lambda o: "**Option 4**", lambda o: 3),
+    "deliberated": (lambda o: f"{o[0]} is safe, Option 4 bold. I choose Option 4.", lambda o: 3),
     "refusal": (lambda o: "I cannot make this decision for you.", lambda o: None),
 }
 CASE_RE = re.compile(r"case (\w+)\.")

@@ -11,9 +11,11 @@ names an option, in three forms:
 - **by value**: on a numeric scale (every option a number, "50%" ... "150%"), a number equal
   to exactly one option's ("100 percent", "$1,000", a bare "30").
 
-A mention within a few words after a negation ("not", "never", "rather than", ...) is
-*negated*. The answer is read when it names exactly one option and negates none; anything
-else (nothing named, several options, a negation) is not guessed: `Reading.problem` says why.
+A mention within a few words after a negation ("not", "never", "rather than", ...) in the
+same clause is *negated*. The answer is read when it names exactly one option and negates
+none, or when the sentences that state a decision ("I choose", "my answer is") name exactly
+one option and nothing negates it; anything else (nothing named, several options, a
+negation) is not guessed: `Reading.problem` says why.
 
 `confirms` checks another model's extraction against the answer, so an extractor cannot turn
 an answer into a reading the answer does not support: the extracted option must be the one
@@ -213,6 +215,15 @@ def read_option(answer: str, options: Sequence[str]) -> Reading:
     named = frozenset(p for p, neg, _ in mentions if not neg)
     negated = frozenset(p for p, neg, _ in mentions if neg)
     supported = _supported(rest, scope, option_tokens)
+    kept = [(p, o) for (p, o, _), (_, neg, _) in zip(found, mentions, strict=True) if not neg]
+    decided = _decided(text, kept)
+    if (len(named) > 1 or negated) and len(decided) == 1 and not decided & negated:
+        # "Option 1 is safe, Option 2 bold. I choose Option 2.", "I would choose Option 3, not
+        # Option 2": one option named in the sentences that state the decision
+        (choice,) = decided
+        if 0 <= choice < n:
+            how = tuple(sorted({h for p, _, h in mentions if p == choice} | {"decision"}))
+            return Reading(choice, None, named, negated, supported, how)
     if len(named) == 1 and not negated:
         (choice,) = named
         if 0 <= choice < n:
@@ -226,6 +237,22 @@ def read_option(answer: str, options: Sequence[str]) -> Reading:
     else:
         problem = "the answer names no option"
     return Reading(None, problem, named, negated, supported)
+
+
+_DECISION_CUE = re.compile(
+    r"\b(?:i|i'd|i'll|we|we'd)\s+(?:would\s+|will\s+)?(?:choose|select|pick|go\s+with|opt\s+for)\b"
+    r"|\b(?:my|the|our)\s+(?:final\s+)?(?:answer|choice|decision|selection)\s+(?:is|would\s+be)\b"
+    r"|\b(?:final\s+)?answer\s*:|\bi\s+am\s+(?:choosing|going\s+with|selecting)\b"
+)
+_SENTENCE_END = re.compile(r"[.!?;\n](?!\d)")
+
+
+def _decided(text: str, mentions: Sequence[tuple[int, int]]) -> frozenset[int]:
+    """Options named, without negation, in the sentences that state a decision ("I choose",
+    "my answer is", "Answer:"), when the answer has such sentences."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text) + 1]
+    cues = {bisect.bisect_right(ends, m.start()) for m in _DECISION_CUE.finditer(text)}
+    return frozenset(p for p, offset in mentions if bisect.bisect_right(ends, offset) in cues)
 
 
 def _listed(positions: frozenset[int]) -> str:
