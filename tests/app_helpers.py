@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from cogbias.library import testcases as library
+from cogbias.llm import LLMClient
 from cogbias.runs import pipeline
 from cogbias.runs.paired_plan import RunSpec
 from cogbias.store import Store
@@ -28,6 +29,7 @@ def make_results_db(
     spec = RunSpec(models=list(models), biases=list(biases), instances=instances, generator="none")
     run_id = spec.run_id
     scenarios = library.load_scenarios()
+    client = LLMClient(cache=None)  # the random model answers behind the client, uncached
     with Store(path) as store:
         store.create_run(run_id, asdict(spec), len(biases) * instances * len(models), name=name)
         instance_rows, decision_rows = [], []
@@ -42,8 +44,8 @@ def make_results_db(
                 for model in models:
                     row = pipeline.run_sync(
                         pipeline.decide_pair(
-                            None, inst, "random", run_id=run_id, seed=models.index(model)
-                        )  # type: ignore[arg-type]
+                            client, inst, "random", run_id=run_id, seed=models.index(model)
+                        )
                     )
                     row["model"] = model
                     row["id"] = pipeline.stable_id("decision", run_id, inst.id, model)

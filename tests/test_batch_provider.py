@@ -5,6 +5,7 @@ while its batches are pending, and retries the requests a batch failed."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 
 from dataset_helpers import HUB_CSV
-from fake_llm_server import FakeLLMServer
+from fake_llm_server import FakeLLMServer, _last_user_text, default_responder
 
 from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store
@@ -60,9 +61,20 @@ def start_until_a_batch_is_submitted(
     return worker, submitted
 
 
+def needs_extraction(request: dict) -> str:
+    """Decisions the reader leaves to an extraction (one option negated, another chosen),
+    and an extractor that names the chosen one: every pair takes both rounds."""
+    prompt = _last_user_text(request)
+    if prompt.startswith("Below are the answer options"):
+        return "Option " + re.findall(r"; Option (\d+) fits", prompt)[-1]
+    chosen = default_responder(request)
+    other = 1 if chosen != "Option 1" else 2
+    return f"I would not pick Option {other}; {chosen} fits."
+
+
 def test_a_batch_run_completes_from_batches_and_equals_an_interactive_run(tmp_path):
     db = imported(tmp_path / "batch.db")
-    with FakeLLMServer(batch_delay=0.3, batch_fail=0.25, seed=2) as server:
+    with FakeLLMServer(needs_extraction, batch_delay=0.3, batch_fail=0.25, seed=2) as server:
         out = cogbias(*batch_args(db, server.base_url))
         assert out.returncode == 0, out.stderr
         assert server.calls == 0 and server.batch_requests > 0  # nothing asked interactively

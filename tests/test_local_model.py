@@ -93,3 +93,61 @@ def test_json_schema_gap_fill_returns_the_required_keys(client: LLMClient) -> No
     data = json.loads(answer.text)
     assert set(data) == set(GAP_KEYS)
     assert all(isinstance(v, str) and 1 <= len(v) <= 60 for v in data.values())
+
+
+def _named_independently(answer: str, presented: list[str]) -> set[int]:
+    """Presented positions the answer names, read without `cogbias.core.reading`: "Option N"
+    (any N) and each option's whole text, where a text inside a longer named text (the "good"
+    of "Very good") does not count on its own."""
+    low = " ".join(answer.lower().split())
+    named = {int(n) - 1 for n in re.findall(r"option\s*#?\s*(\d+)(?!\d)", low)}
+    texts = {i: " ".join(t.lower().split()) for i, t in enumerate(presented)}
+    found = {i for i, t in texts.items() if re.search(rf"(?<![\w%]){re.escape(t)}(?![\w%])", low)}
+    inside = {i for i in found for j in found if i != j and texts[i] in texts[j]}
+    return named | (found - inside)
+
+
+def test_every_reading_of_the_local_model_is_what_its_answer_names(tmp_path) -> None:
+    """5 test cases x 4 scenarios in the default mode: a stored choice is the one option the
+    answer names; an answer that names none is unreadable, kept, and not scored."""
+    pytest.importorskip("xllamacpp")
+    from cogbias.runs import executor, paired_plan
+    from cogbias.store import Store
+
+    biases = ["anchoring", "framing_effect", "endowment_effect", "halo_effect", "loss_aversion"]
+    spec = paired_plan.RunSpec(
+        models=["local/smollm2"], biases=biases, scenarios=4, generator="examples"
+    )
+    with Store(tmp_path / "local.db") as store:
+        run = executor.execute(paired_plan.plan(spec, store), store, concurrency=2)
+        rows = store.query("select * from decisions")
+        instances = {
+            r["id"]: r for r in store.query("select id, control, treatment from instances")
+        }
+    assert run["planned"] == 20 and len(rows) == 20
+    read = unreadable = 0
+    for row in rows:
+        order = json.loads(row["control_order"])
+        for half in ("control", "treatment"):
+            options = json.loads(instances[row["instance_id"]][half])["options"]
+            presented = [options[j] for j in order]
+            answer, choice = row[f"{half}_answer"], row[f"{half}_choice"]
+            named = _named_independently(answer, presented)
+            if choice is not None:
+                read += 1
+                picked = order.index(choice)
+                assert picked in named, (answer, presented, choice)
+                if len(named) > 1:  # then a sentence that states the decision names it alone
+                    decisive = [
+                        _named_independently(sentence, presented)
+                        for sentence in re.split(r"[.!?;\n](?!\d)", answer)
+                        if re.search(
+                            r"\b(choose|select|pick|go with|opt for|answer)\b", sentence, re.I
+                        )
+                    ]
+                    assert set().union(*decisive) == {picked}, (answer, presented, choice)
+            else:
+                unreadable += 1
+                assert answer and row["status"] == "failed" and row["score"] is None
+                assert row["failure_kind"] == "unparseable", row["error"]
+    assert read + unreadable == 40

@@ -144,7 +144,8 @@ def test_retry_failed_asks_again_and_resume_alone_only_retries_transient(tmp_pat
             keys = fmt["json_schema"]["schema"]["required"]
             return "{" + ",".join(f'"{k}": "x"' for k in keys) + "}"
         if "Which option does the answer choose" not in str(request["messages"]):
-            return "I weigh both and go with the first option."
+            # negates one option: the reader leaves it to the extraction, which it can confirm
+            return "I would not take Option 2; Option 1 fits."
         answers["n"] += 1
         if answers["n"] == 1 and kind == "unparseable":  # identical halves: asked once
             return "No option selected"

@@ -30,6 +30,7 @@ from fake_llm_server import FakeLLMServer, _last_user_text
 
 from cogbias.datasets import tokenbias_study
 from cogbias.library.testcases import LibraryError
+from cogbias.llm import random_provider
 from cogbias.runs import executor, study_answers, study_plan, study_results
 from cogbias.store import Store
 from cogbias.studies import definitions as studies
@@ -839,7 +840,8 @@ def test_a_published_variable_that_is_not_a_finite_number_names_its_rows(number:
 def test_the_random_baseline_answers_numbers_inside_any_allowed_range(bounds: str) -> None:
     text = HOSTILE_STUDY.replace('metric = "cohens_d"', 'metric = "cohens_d"\n' + bounds)
     test = study_files.parse_study(text, "h.toml").tests["num"]
-    answers = [study_answers.random_answer(test, "decide", None, f"{i:x}") for i in range(500)]
+    spaces = [study_answers.random_space(test, "decide", None, f"{i:x}") for i in range(500)]
+    answers = [random_provider.answer(space) for space in spaces]
     read = [read_answer(test, answer) for answer in answers]
     assert all(r.ok for r in read), [r.error for r in read if not r.ok][:3]
     values = [r.value for r in read]

@@ -49,6 +49,7 @@ _RUN_DEFAULTS: dict[str, Any] = dict(
     max_attempts=None,
     prompting="baseline",
     scoring="choice",
+    extractor=None,
     batch=False,
     batch_fallback="round",
     poll_seconds=30.0,
@@ -159,6 +160,12 @@ def _answers(p: argparse.ArgumentParser, biases: str) -> None:
         default="baseline",
         help="comma-separated prompting methods, one run each: baseline, zs_cot, one_shot, "
         "few_shot, one_shot_cot, few_shot_cot (a name swap: one_shot@Bob)",
+    )
+    p.add_argument(
+        "--extractor",
+        metavar="MODEL",
+        help="the model that reads an answer the reader cannot (default: the decision model "
+        "itself, as in the paper); its reading counts only where the answer confirms it",
     )
     _scoring(p)
 

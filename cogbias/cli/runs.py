@@ -81,6 +81,7 @@ def _run_one(args: argparse.Namespace) -> int:
         per_bias=args.per_bias,
         prompting=args.prompting,
         scoring=args.scoring,
+        extractor=args.extractor or None,
     )
     with Store(args.db) as store:
         plan = paired_plan.plan(spec, store)

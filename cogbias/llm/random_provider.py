@@ -5,9 +5,11 @@ those are with an `AnswerSpace` (carried by `LLMRequest.answer_space`, which rea
 ignore: for them the grammar or JSON schema says the same). The space also carries the seed,
 so a random answer is reproducible from the question alone and a resumed run gets the same.
 
-The paired pipeline and the study runner seed it as they always have (a string id for a pair's
-half, an integer for a study turn): `random.Random` treats the two differently, and stored
-results must not change.
+The client answers it (never from the cache: it is free) with the seed the request's space
+carries. The paired pipeline seeds each half of each decision on its own (run, instance,
+half, repeat: `runs.decide.random_draw`), so identical questions get independent answers; the
+study runner seeds each turn by its conversation. `random.Random` treats a string seed and an
+integer seed differently; both are kept as they are.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ async def _collect(plan: Plan, store: Store, client: LLMClient) -> None:
         try:
             await pipeline.decide_pair(
                 client, instance, model, run_id=spec.run_id, temperature=spec.temperature,
-                repeat=repeat, seed=spec.seed, prompting=spec.prompting,
+                repeat=repeat, seed=spec.seed, prompting=spec.prompting, extractor=spec.extractor,
             )  # fmt: skip
         except CacheMiss:
             continue

@@ -7,13 +7,13 @@ where results go. Nothing here touches the database.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogbias.core import metrics
 from cogbias.core.limits import extraction_input
+from cogbias.core.reading import read_extraction, read_option
 from cogbias.core.records import Instance, cap_text, decision_id, dumps, stable_id
 from cogbias.core.templates import (
     SECTIONS,
@@ -21,14 +21,12 @@ from cogbias.core.templates import (
     render_decision_text,
     render_options,
 )
-from cogbias.llm import random_provider
-from cogbias.llm.profiles import RANDOM_MODEL
+from cogbias.llm.random_provider import option_space
 from cogbias.runs.prompting import BASELINE, decision_messages, item_kind, question_for
 
 if TYPE_CHECKING:
     from cogbias.llm import LLMClient, LLMResponse
 
-OPTION_RE = re.compile(r"\b[Oo]ption (\d+)\b")
 T = TypeVar("T")
 
 
@@ -74,18 +72,22 @@ class HalfResult:
         self.cached = self.cached and response.cached
 
 
-def _single_option(answer: str, n_options: int) -> int | None:
-    """The option number when the answer names exactly one valid "Option N", else None."""
-    named = {int(m) for m in OPTION_RE.findall(answer)}
-    if len(named) == 1 and 1 <= min(named) <= n_options:
-        return named.pop()
-    return None
-
-
 def option_grammar(n_options: int) -> str:
-    """GBNF that only admits "Option 1" .. "Option n" (for llama.cpp-served local models)."""
+    """GBNF for llama.cpp-served extractors: "Option 1" .. "Option n", or "No option
+    selected" (the prompt offers it; a grammar without it forces a guess).
+
+    One ':' or '.' may follow the number: with ten or more options a model that wants
+    "Option 1:" would otherwise be pushed onto "Option 10" when ':' is forbidden and '0' is
+    not.
+    """
     choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
-    return f'root ::= "Option " ({choices})'
+    return f'root ::= "Option " ({choices}) [.:]? | "No option selected" "."?'
+
+
+def random_draw(run_id: str, instance_id: str, half: str, repeat: int, seed: int) -> str:
+    """The seed of the `random` model's answer to one half of one decision: each decision
+    draws on its own, whatever the question's text (identical questions are independent)."""
+    return stable_id("random", run_id, instance_id, half, repeat, seed)
 
 
 async def decide_half(
@@ -97,23 +99,20 @@ async def decide_half(
     seed: int,
     repeat: int,
     prompting: str = BASELINE,
+    extractor: str | None = None,
+    draw: str = "",
 ) -> HalfResult:
-    """Free answer, then extraction of "Option N", mapped back to the original order.
+    """Free answer, read by `core.reading`; an extraction by `extractor` (default: `model`)
+    only where the answer leaves a choice it could confirm. Mapped back to the original order.
 
-    `prompting` (see `cogbias.runs.prompting`) shapes only the first question; the random model
-    ignores it and the extraction step is the same for every method.
+    `prompting` (see `cogbias.runs.prompting`) shapes only the first question; the extraction
+    step is the same for every method. `draw` seeds the `random` model's answer (see
+    `random_draw`); other models ignore it.
     """
     from cogbias.llm import LLMRequest
 
     n = len(filled.options)
     result = HalfResult()
-    if model == RANDOM_MODEL:
-        presented = random_provider.choose_option(
-            n, stable_id("random", render_decision_text(filled, order), seed, repeat)
-        )
-        result.answer = result.extraction = f"Option {presented + 1}"
-        result.choice = order[presented]
-        return result
     profile = client.profile(model)
     task = render_decision_text(filled, order)
     local = profile.kind == "local"
@@ -131,19 +130,22 @@ async def decide_half(
             seed=seed,
             max_tokens=profile.answer_tokens,
             repeat=repeat,
+            answer_space=option_space(n, draw),
         )
     )
     result.account(first)
     result.answer = first.text
-    direct = _single_option(first.text, n) if local else None
-    if direct is not None:
-        # A tiny local model's answer that names exactly one valid option is read directly:
-        # on 2 shared cores the extraction call costs as much as the answer itself.
-        result.extraction = f"Option {direct}"
-    else:
+    reading = read_option(first.text, [filled.options[j] for j in order])
+    if reading.choice is not None:
+        result.extraction = f"Option {reading.choice + 1}"  # as the extraction prompt asks
+        result.choice = order[reading.choice]
+        return result
+    why = f"no option could be extracted from the answer: {reading.problem}"
+    if reading.extraction_could_confirm:
+        reader = extractor or model
         second = await client.complete(
             LLMRequest(
-                model=model,
+                model=reader,
                 messages=(
                     (
                         "user",
@@ -156,23 +158,25 @@ async def decide_half(
                 temperature=0.0,
                 seed=seed,
                 max_tokens=12,
-                grammar=option_grammar(n) if profile.grammar else None,
+                grammar=option_grammar(n) if client.profile(reader).grammar else None,
                 repeat=repeat,
             )
         )
         result.account(second)
-        result.extraction = second.text.strip()
-    match = OPTION_RE.search(result.extraction)
-    if match is None:
-        result.error = (
-            f"no option could be extracted from the answer (extraction: {result.extraction[:80]!r})"
+        reply = " ".join(second.text.split())
+        result.extraction = f"{reply[:120]} (extracted by {reader})"
+        picked = read_extraction(second.text, n)
+        if picked is not None and reading.confirms(picked):
+            result.choice = order[picked]
+            return result
+        said = f"{reply[:40]!r}"
+        why += (
+            f"; the extraction by {reader} found no option ({said})"
+            if picked is None
+            else f"; the extraction by {reader} said {said}, which the answer does not confirm"
         )
-    elif not 1 <= int(match.group(1)) <= n:
-        result.error = f"the answer chose Option {match.group(1)}, but only 1-{n} exist"
-    else:
-        result.choice = order[int(match.group(1)) - 1]
-    if result.error:
-        result.failure_kind = "unparseable"
+    result.error = why
+    result.failure_kind = "unparseable"
     return result
 
 
@@ -185,6 +189,7 @@ async def decide_pair(
     repeat: int = 0,
     seed: int = 0,
     prompting: str = BASELINE,
+    extractor: str | None = None,
 ) -> dict[str, Any]:
     """Answer both halves (same option order for both) and score: one decisions row.
 
@@ -197,7 +202,18 @@ async def decide_pair(
     order = metrics.option_order(instance.n_options, reverse)
     halves: dict[str, HalfResult] = {}
     asks = [
-        decide_half(client, instance.half(h), order, model, temperature, seed, repeat, prompting)
+        decide_half(
+            client,
+            instance.half(h),
+            order,
+            model,
+            temperature,
+            seed,
+            repeat,
+            prompting,
+            extractor,
+            draw=random_draw(run_id, instance.id, h, repeat, seed),
+        )
         for h in ("control", "treatment")
     ]
     if client is not None and client.profile(model).prefix_cache:

@@ -23,7 +23,6 @@ from cogbias.core.templates import (
 )
 from cogbias.library import examples
 from cogbias.library.testcases import TestCase
-from cogbias.llm.profiles import RANDOM_MODEL
 
 if TYPE_CHECKING:
     from cogbias.llm import LLMClient
@@ -146,7 +145,7 @@ async def generate(
             "under [examples] in its file, or choose a model as generator"
         )
     json_schema = offline or client.profile(generator).json_schema
-    if generator == RANDOM_MODEL:
+    if not offline and not client.profile(generator).writes_text:
         gaps = list(
             dict.fromkeys(
                 g.instruction for g in case.control.llm_gaps() + case.treatment.llm_gaps()

@@ -250,6 +250,7 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
                 repeat=repeat,
                 seed=spec.seed,
                 prompting=spec.prompting,
+                extractor=spec.extractor,
             )
         _add_decision(writer, uncounted, row)
 

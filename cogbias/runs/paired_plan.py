@@ -46,6 +46,7 @@ class RunSpec:
     per_bias: int | None = None
     prompting: str = prompting_methods.BASELINE  # see cogbias.runs.prompting: one method per run
     scoring: str = probabilities.SCORING_CHOICE  # or "probabilities": see runs/probabilities.py
+    extractor: str | None = None  # who reads unclear answers (default: each decision model)
 
     def canonical(self) -> dict[str, Any]:
         """The spec as stored and hashed into the run id.
@@ -147,7 +148,9 @@ class Plan:
         llm_models = [m for m in self.spec.models if m != RANDOM_MODEL]
         per_model = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
         pricing = [(self.spec.generator, {"generate": calls["generate"]})]
-        pricing += [(m, per_model) for m in llm_models]
+        for m in llm_models:
+            decide = {k: v for k, v in per_model.items() if k != "extract"}
+            pricing += [(m, decide), (self.spec.extractor or m, {"extract": per_model["extract"]})]
         total = 0.0
         for model, counts in pricing:
             if not any(counts.values()):
@@ -173,6 +176,8 @@ class Plan:
         )
         if self.spec.prompting != prompting_methods.BASELINE:
             source += f" (prompting {self.spec.prompting})"
+        if self.spec.extractor:
+            source += f" (unclear answers read by {self.spec.extractor})"
         return (
             f"run {self.spec.run_id}: {source} x {len(self.spec.models)} models x {self.spec.repeats} repeats "
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
@@ -196,6 +201,11 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
         check_api_base(spec.api_base)
     for model in {*spec.models, spec.generator}:
         resolve(model, spec.api_base)  # unknown local models fail here, before any work
+    if spec.extractor is not None and not resolve(spec.extractor, spec.api_base).writes_text:
+        raise ValueError(
+            f"--extractor {spec.extractor} cannot read answers: it writes no text; choose a "
+            "language model (e.g. local/smollm2) or leave it out (each model reads its own)"
+        )
     if spec.dataset:
         if store is None:
             raise ValueError("a dataset run needs a store")

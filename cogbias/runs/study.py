@@ -18,10 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from cogbias.core import records
-from cogbias.llm.profiles import RANDOM_MODEL
 from cogbias.llm.profiles import resolve as resolve_model
 from cogbias.runs import study_plan
-from cogbias.runs.study_answers import NO_ANSWER, _read, answer_grammar, random_answer
+from cogbias.runs.study_answers import NO_ANSWER, _read, answer_grammar, random_space
 from cogbias.runs.study_plan import (
     REVISE_TOKENS_PER_ITEM,
     REWRITE_TOKENS,
@@ -125,9 +124,7 @@ class _Conversations:
         self.client, self.writer, self.stored = client, writer, stored
         self.run_id = self.spec.run_id
         self.profiles = {  # resolved once: resolving reads the model registry
-            m: resolve_model(m, api_base=self.spec.api_base)
-            for m in self.spec.models
-            if m != RANDOM_MODEL
+            m: resolve_model(m, api_base=self.spec.api_base) for m in self.spec.models
         }
 
     async def unit(self, unit: Unit) -> None:
@@ -253,34 +250,33 @@ class _Conversations:
         from cogbias.llm import FatalLLMError, LLMError, LLMRequest
 
         row = self._row(unit, test, script, conversation, attempt, turn, role, said[-1])
-        if unit.model == RANDOM_MODEL:
-            text = random_answer(test, role, script, records.stable_id(conversation, turn))
-        else:
-            variant = self.study.variants.get(unit.variant)
-            system = system_message(self.study, test, variant)
-            messages = ([("system", system)] if system else []) + [
-                ("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(said)
-            ]
-            profile = self.profiles[unit.model]
-            request = LLMRequest(
-                unit.model,
-                messages,
-                temperature=unit.temperature,
-                max_tokens=self._tokens(profile, test, role, script),
-                grammar=answer_grammar(test, role) if profile.grammar else None,
-                repeat=unit.slot * self.spec.max_attempts + attempt,
-            )
-            try:
-                response = await self.client.complete(request)
-            except FatalLLMError:
-                raise
-            except LLMError as exc:
-                # an empty answer is an answer that cannot be read: asked again like one
-                status = "unparseable" if exc.failure_kind == "unparseable" else "failed"
-                row.update(status=status, error=str(exc), failure_kind=exc.failure_kind)
-                self.writer.add("study_calls", row)
-                return row
-            text, row["cache_key"] = response.text, response.key
+        variant = self.study.variants.get(unit.variant)
+        system = system_message(self.study, test, variant)
+        messages = ([("system", system)] if system else []) + [
+            ("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(said)
+        ]
+        profile = self.profiles[unit.model]
+        request = LLMRequest(
+            unit.model,
+            messages,
+            temperature=unit.temperature,
+            max_tokens=self._tokens(profile, test, role, script),
+            grammar=answer_grammar(test, role) if profile.grammar else None,
+            repeat=unit.slot * self.spec.max_attempts + attempt,
+            # what the `random` model draws from, seeded by the turn (real models ignore it)
+            answer_space=random_space(test, role, script, records.stable_id(conversation, turn)),
+        )
+        try:
+            response = await self.client.complete(request)
+        except FatalLLMError:
+            raise
+        except LLMError as exc:
+            # an empty answer is an answer that cannot be read: asked again like one
+            status = "unparseable" if exc.failure_kind == "unparseable" else "failed"
+            row.update(status=status, error=str(exc), failure_kind=exc.failure_kind)
+            self.writer.add("study_calls", row)
+            return row
+        text, row["cache_key"] = response.text, response.key or None
         row["response"] = records.cap_text(text)[0]
         _read(test, role, text, row)
         self.writer.add("study_calls", row)

@@ -1,6 +1,7 @@
 """How a study's answers are asked for and read: the grammar that admits only an answer in
 a test's format, the reading of a decision, a rewrite or a revision, and the `random`
-model's answers (seeded by the turn, so a resumed run draws the same)."""
+model's answer space (seeded by the turn, so a resumed run draws the same; the model answers
+behind the client like any other)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import json
 from typing import Any
 
 from cogbias.core.answers import Answer
-from cogbias.llm import random_provider
 from cogbias.llm.random_provider import AnswerSpace
 from cogbias.runs.study_plan import REWRITE_MARKER, REWRITE_TOKENS, Script, rewritten
 from cogbias.studies.definitions import MAX_NUMBER, StudyTest
@@ -74,16 +74,17 @@ def read_revision(test: StudyTest, text: str) -> Answer:
     return Answer(text, [v.value for v in values])
 
 
-def random_answer(test: StudyTest, role: str, script: Script, seed: str) -> str:
-    """A random answer in the test's format: the baseline of every figure."""
+def random_space(test: StudyTest, role: str, script: Script, seed: str) -> AnswerSpace:
+    """What the `random` model may answer to a turn, in the test's format: the baseline of
+    every figure. `seed` (a hex id of the turn) makes a resumed run draw the same."""
     if role == "rewrite":
-        return random_provider.answer(AnswerSpace(fixed=f"{REWRITE_MARKER}\n{script.original}"))
+        return AnswerSpace(fixed=f"{REWRITE_MARKER}\n{script.original}")
     lines = test.length if role == "revise" else None  # a revision: one answer a line
-    return random_provider.answer(_random_space(test, int(seed, 16), lines))
+    return _random_space(test, int(seed, 16), lines)
 
 
 def _random_space(test: StudyTest, seed: int, lines: int | None) -> AnswerSpace:
-    """The answers a test admits, for `random_provider` (a number within the test's range)."""
+    """The answers a test admits, for the `random` model (a number within the test's range)."""
     if test.answer in ("admit_reject", "yes_no"):
         pair = ("admit", "reject") if test.answer == "admit_reject" else ("yes", "no")
         return AnswerSpace(choices=pair, lines=lines, seed=seed)
