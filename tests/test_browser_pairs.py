@@ -119,9 +119,9 @@ def test_explore_hover_shows_n_ci_and_significance(page: Any) -> None:
     tooltip = page.locator("#vg-tooltip-element")
     tooltip.wait_for(state="visible")
     text = tooltip.inner_text()
-    assert "n (scored pairs)" in text and "95% CI (t, truncated to [-1, 1])" in text
-    assert "significant after BH" in text
-    bounds = [float(x) for x in re.findall(r"([+-]\d\.\d\d) to ([+-]\d\.\d\d)", text)[0]]
+    assert "n (scored pairs)" in text and "95% CI of this cell alone (not BH-adjusted)" in text
+    assert "significant after BH over all cells" in text
+    bounds = [float(x) for x in re.findall(r"([+-]?\d\.\d\d) to ([+-]?\d\.\d\d)", text)[0]]
     assert all(-1 <= b <= 1 for b in bounds)
     no_exception(page)
     shot(page, "6_explore_hover")

@@ -86,7 +86,10 @@ def test_paired_statistics_match_scipy(tmp_path: Path) -> None:
         assert table.loc[bias, "p_adjusted"] == pytest.approx(p_adj)
     assert table.loc["shifted", "significant"] and not table.loc["same", "significant"]
     low, high = table.loc["shifted", ["ci_low", "ci_high"]]
-    assert low == high == pytest.approx(0.5)  # every difference is exactly 0.5
+    # every difference is exactly 0.5: not a zero-width interval (issue 21), but at most
+    # 1 - 0.025^(1/30) of the differences could lie elsewhere in [-2, 2]
+    share = 1 - 0.025 ** (1 / 30)
+    assert (low, high) == pytest.approx((0.5 - share * 2.5, 0.5 + share * 1.5))
     assert -2 <= table["ci_low"].min() and table["ci_high"].max() <= 2
 
 
