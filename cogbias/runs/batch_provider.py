@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core.records import dumps
-from cogbias.library import examples
 from cogbias.llm.profiles import ModelProfile
 from cogbias.runs import batch, executor, paired_plan
 from cogbias.store import LEASE_STALE_S, Store, lease_owner, now
@@ -48,8 +47,7 @@ def _client(profile: ModelProfile) -> Any:
 def check_batchable(plan: paired_plan.Plan) -> None:
     """Batch mode covers OpenAI and OpenAI-compatible endpoints; say so before any work."""
     models = {*plan.spec.models, *([] if plan.dataset_instances else [plan.spec.generator])}
-    offline = {paired_plan.RANDOM_MODEL, examples.EXAMPLES_GENERATOR}  # no calls to batch
-    for model in sorted(models - offline):
+    for model in sorted(m for m in models if not paired_plan.answers_offline(m, plan.spec)):
         profile = paired_plan.resolve(model, plan.spec.api_base)
         if not profile.batchable:
             raise ValueError(

@@ -17,7 +17,7 @@ from cogbias.core import probabilities, records
 from cogbias.library import examples
 from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
-from cogbias.llm.profiles import RANDOM_MODEL, resolve
+from cogbias.llm.profiles import resolve
 from cogbias.runs import pipeline
 from cogbias.runs import prompting as prompting_methods
 from cogbias.store import Store
@@ -127,12 +127,11 @@ class Plan:
     def llm_calls(self) -> dict[str, int]:
         """Upper bound of LLM calls by kind (cached calls are free and not counted later)."""
         gen = 0
-        offline = (RANDOM_MODEL, examples.EXAMPLES_GENERATOR)  # fill gaps without a model
-        if not self.dataset_instances and self.spec.generator not in offline:
+        if not self.dataset_instances and not answers_offline(self.spec.generator, self.spec):
             gen = sum(
                 2 for j in self.jobs if j.case.control.llm_gaps() or j.case.treatment.llm_gaps()
             )
-        llm_models = [m for m in self.spec.models if m != RANDOM_MODEL]
+        llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
         per_model = len(self.instance_ids) * self.spec.repeats * 2
         return {
             "generate": gen,
@@ -145,7 +144,7 @@ class Plan:
         """USD for priced models (computed once per model); None when a price is unknown.
         With `batch`, at the providers' batch prices (see `ModelProfile.batch_price_per_call`)."""
         calls = self.llm_calls()
-        llm_models = [m for m in self.spec.models if m != RANDOM_MODEL]
+        llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
         per_model = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
         pricing = [(self.spec.generator, {"generate": calls["generate"]})]
         for m in llm_models:
@@ -188,6 +187,14 @@ class Plan:
         )
 
 
+def answers_offline(model: str, spec: RunSpec) -> bool:
+    """Whether `model` answers without a model call (the example fills, the `random`
+    baseline): asked of its profile, never of its name."""
+    if model == examples.EXAMPLES_GENERATOR:
+        return True
+    return not resolve(model, spec.api_base).writes_text
+
+
 def plan(spec: RunSpec, store: Store | None = None) -> Plan:
     """Resolve a spec into concrete instances; raises KeyError/ValueError on bad input."""
     from cogbias.llm.settings import check_api_base
@@ -217,7 +224,7 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
     unknown = [b for b in wanted if b not in cases]
     if unknown:
         raise KeyError(f"unknown test case id(s): {', '.join(unknown)}; see `cogbias library list`")
-    if spec.generator == RANDOM_MODEL:
+    if spec.generator != examples.EXAMPLES_GENERATOR and answers_offline(spec.generator, spec):
         refusals = [
             pipeline.random_generator_refusal(b, [g.instruction for g in gaps])
             for b in wanted
