@@ -161,7 +161,9 @@ def test_a_library_batch_run_with_the_examples_generator_runs(tmp_path: Path) ->
     with Store(db) as store:
         [run] = store.runs()
         assert run["status"] == "done" and run["done"] == 1 and run["failed"] == 0
-        assert {b["round"] for b in store.batches()} == {"decide", "extract"}
+        rounds = {b["round"] for b in store.batches()}
+        # no gap-fill round; an extraction round only for answers the reader could not read
+        assert "decide" in rounds and rounds <= {"decide", "extract"}
 
 
 def test_a_model_generator_that_cannot_batch_is_still_refused_by_name(tmp_path: Path) -> None:
