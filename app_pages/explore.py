@@ -41,7 +41,8 @@ def summary(
     path: str, version: tuple[float, ...], run_id: str | None, dataset: str | None
 ) -> pd.DataFrame:
     with Store(path) as own:  # cached work may run in any session's thread: its own connection
-        return explore.cognitive_bias_summary(own, run_id=run_id, dataset=dataset)
+        table = explore.cognitive_bias_summary(own, run_id=run_id, dataset=dataset)
+        return explore.with_uniform_null(own, table, run_id=run_id, dataset=dataset)
 
 
 studies_link(store)
@@ -131,12 +132,26 @@ st.caption(
     "answers at random: its cells show how far from 0 chance alone can move a mean with that "
     "n, so read a model's cell against it (with few pairs even random scores look large)."
 )
+NULL_CAPTION = (
+    "**null (uniform answers)**: a cell's mean score if both halves answered uniformly at "
+    "random (the metric's exact null, which the random baseline scores with option "
+    "probabilities), 0 for symmetric metrics and what 'no bias' looks like for the others; "
+    "significance is still tested against 0, as in the paper."
+)
 with st.expander("The numbers behind the heatmap"):
+    st.caption(NULL_CAPTION)
     st.dataframe(
-        table[["bias", "model", "mean", "n", "ci_low", "ci_high", "p_adjusted", "significant",
+        table[["bias", "model", "mean", "null", "n", "ci_low", "ci_high", "p_adjusted", "significant",
                "failures", "failure_rate"]].assign(bias=table["bias"].map(lambda b: names.get(b, b))),
         hide_index=True,
-        column_config=explore_columns(),
+        column_config={
+            **explore_columns(),
+            "null": st.column_config.NumberColumn(
+                "null (uniform answers)",
+                format="%+.3f",
+                help="Expected score under uniform random answers; significance is tested against 0",
+            ),
+        },
     )  # fmt: skip
 
 # A click on the chart moves the two pickers below; they also work without a mouse.
@@ -175,8 +190,10 @@ if not cell.empty:
         "not adjusted for the other cells)"
     )
     title = safe_text.escape_markdown(f"{names.get(bias, bias)} × {model}")
+    null = "unknown" if pd.isna(c["null"]) else signed(c["null"], 3)
     st.markdown(
-        f"**{title}**: mean {mean}{ci}, n = {c['n']}, {c['failures']} failed"
+        f"**{title}**: mean {mean}{ci}, null (uniform answers) {null}, n = {c['n']}, "
+        f"{c['failures']} failed"
         + (
             ", significant after the BH correction over all cells"
             if c["significant"]

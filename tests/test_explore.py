@@ -184,3 +184,50 @@ def test_sql_summary_intervals_stay_within_the_score_range(tmp_path: Path) -> No
     assert (table.loc["two", "ci_low"], table.loc["two", "ci_high"]) == (-1.0, 1.0)
     assert table.loc["edge", "ci_high"] == 1.0 and -1 < table.loc["edge", "ci_low"] < 0.9
     assert table[["ci_low", "ci_high"]].abs().max().max() <= 1.0
+
+
+def test_the_uniform_null_of_an_asymmetric_metric_by_hand() -> None:
+    """k = 1, y1 = 0, y2 = 1 over 3 options: d1 = a1 and d2 = |a2 - 1|, so the nine equally
+    likely pairs (a1, a2) score: a1 = 0: -1, 0, -1; a1 = 1: 0, 1, 0; a1 = 2: 1/2, 1, 1/2.
+    Their sum is 1, so the exact null is 1/9, not 0."""
+    from cogbias.core.metrics import MetricParams
+
+    assert explore.uniform_null(MetricParams(k=1, y1=0, y2=1), 3) == pytest.approx(1 / 9)
+    assert explore.uniform_null(MetricParams(k=-1, y1=0, y2=1), 3) == pytest.approx(-1 / 9)
+    assert explore.uniform_null(MetricParams(k=1, y1=4, y2=4), 11) == 0.0  # symmetric
+
+
+def test_the_null_column_is_the_mean_over_each_cells_instances(tmp_path: Path) -> None:
+    asym = json.dumps({"k": 1, "y1": 0, "y2": 1, "flip_control": False, "flip_treatment": False})
+    sym = json.dumps({"k": 1, "y1": 0, "y2": 0, "flip_control": False, "flip_treatment": False})
+    wrong = json.dumps({"k": 1, "y1": 0, "y2": 9})  # outside its 3 options: not read
+    instances = [
+        ("a1", asym, 3),
+        ("a2", sym, 3),
+        ("a3", asym, 3),
+        ("p1", None, 3),
+        ("w1", wrong, 3),
+    ]
+    decisions = [  # (instance, bias, model, status, score)
+        ("a1", "asym", "m1", "ok", 0.5), ("a1", "asym", "m1", "ok", 0.5),  # two repeats: once
+        ("a2", "asym", "m1", "failed", None),
+        ("a3", "asym", "m2", "ok", 1.0),
+        ("p1", "published", "m1", "ok", 0.0),
+        ("w1", "broken", "m1", "ok", 0.0),
+    ]  # fmt: skip
+    with Store(tmp_path / "n.db") as store:
+        store.create_run("r1", {"models": []}, len(decisions))
+        with store.atomic():
+            store.insert_rows("instances", ["id", "metric", "n_options"], instances)
+            store.insert_rows(
+                "decisions",
+                ["id", "run_id", "instance_id", "test_case", "model", "status", "score"],
+                [(f"d{i}", "r1", *row) for i, row in enumerate(decisions)],
+            )
+        table = explore.with_uniform_null(store, explore.heatmap_summary(store), run_id="r1")
+    nulls = {(r.bias, r.model): r.null for r in table.itertuples()}
+    assert nulls[("asym", "m1")] == pytest.approx((1 / 9 + 0) / 2)  # a1 and a2, each once
+    assert nulls[("asym", "m2")] == pytest.approx(1 / 9)
+    assert np.isnan(nulls[("published", "m1")])  # no metric parameters: unknown, not 0
+    assert np.isnan(nulls[("broken", "m1")])
+    assert len(table) == 4 and table["mean"].notna().any()

@@ -95,3 +95,41 @@ def test_the_random_baselines_exact_null_is_exactly_zero_and_not_significant(db:
         scores = {d["score"] for d in store.pairs(run_id=run_id, limit=100)}
     assert scores == {0.0}  # framing_effect's metric is symmetric: its null is 0
     assert not table["significant"].any(), table
+
+
+ASYMMETRIC = "asymmetric_framing"
+
+
+def _asymmetric_case() -> None:
+    """A user test case (in COGBIAS_HOME) like framing_effect whose reference points differ
+    (y1 = 0, y2 = 1), so its exact null under uniform answers is not 0."""
+    text = (library.BUILTIN_DIR / "framing_effect.toml").read_text(encoding="utf-8")
+    text = text.replace('id = "framing_effect"', f'id = "{ASYMMETRIC}"', 1)
+    text = text.replace('name = "Framing Effect"', 'name = "Asymmetric Framing"', 1)
+    assert "y2 = 0\n" in text
+    text = text.replace("y2 = 0\n", "y2 = 1\n", 1)
+    library.user_dir().mkdir(parents=True, exist_ok=True)
+    (library.user_dir() / f"{ASYMMETRIC}.toml").write_text(text, encoding="utf-8")
+
+
+def test_explore_shows_each_cells_exact_null_beside_its_mean(db: Path) -> None:
+    from cogbias.core.metrics import MetricParams
+    from cogbias.views import explore
+
+    _asymmetric_case()
+    run_id = _probability_run(db, bias=ASYMMETRIC, instances=4)
+    n = library.get_test_case(ASYMMETRIC).n_options
+    null = explore.uniform_null(MetricParams(k=1, y1=0, y2=1), n)
+    assert abs(null) > 0.01
+    with Store(db) as store:
+        scores = [d["score"] for d in store.pairs(run_id=run_id, limit=100)]
+    assert scores == [pytest.approx(null)] * 4  # the random baseline scores exactly its null
+    at = open_page("explore")
+    at.selectbox(key="explore_source").set_value(f"run:{run_id}").run()
+    assert "null (uniform answers)" in texts(at) and "tested against 0" in texts(at)
+    (frame,) = [d.value for d in at.dataframe]
+    assert frame["null"].tolist() == [pytest.approx(null)]
+    at.selectbox(key="explore_bias").set_value(ASYMMETRIC)
+    at.selectbox(key="explore_model").set_value("random").run()
+    assert_clean(at)
+    assert f"null (uniform answers) {null:+.3f}" in texts(at)

@@ -237,6 +237,21 @@ class DecisionsRepo(StoreBase):
             params,
         )
 
+    def instance_metrics(
+        self, run_id: str | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Per bias x model: each distinct (metric, n_options) of its decided instances and
+        how many instances carry it, for the exact null under uniform answers
+        (`views.explore.uniform_nulls`). `metric` is NULL for instances without parameters."""
+        where, params = self._filter(run_id, dataset)
+        return self.query(
+            "select d.test_case as bias, d.model as model, i.metric as metric, "
+            "i.n_options as n_options, count(distinct i.id) as instances "
+            "from decisions d join instances i on i.id = d.instance_id "
+            f"{where} group by d.test_case, d.model, i.metric, i.n_options",
+            params,
+        )
+
     def pair_count(
         self,
         bias: str | None = None,

@@ -9,6 +9,7 @@ the two agree). Multiple-testing correction reuses `analysis.with_significance`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -16,6 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cogbias.core import probabilities
+from cogbias.core.metrics import MetricParams, params_problem
 from cogbias.store import Store
 from cogbias.studies.analysis import ALPHA, SCORE_RANGE, with_significance
 
@@ -97,6 +100,61 @@ def heatmap_summary(
     """The bias x model summary of a run, a dataset, or (neither) everything in the store."""
     groups = store.score_aggregates(run_id=run_id, dataset=dataset)
     return summarize_aggregates(cells_from_status_groups(groups))
+
+
+def uniform_null(params: MetricParams, n_options: int) -> float:
+    """The metric's exact null for one instance: its expected score when both halves answer
+    uniformly at random (what the random baseline scores in `--scoring probabilities`).
+
+    0 for a symmetric metric (y1 = y2, no flip that breaks the symmetry); an asymmetric one
+    (reference points that differ, one half flipped on an odd scale) has a null away from 0,
+    which is what "no bias" looks like for it.
+    """
+    uniform = probabilities.uniform(n_options)
+    return probabilities.expected_score(uniform, uniform, params, n_options)
+
+
+def uniform_nulls(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Per bias x model, the mean exact null over its instances, from
+    `Store.instance_metrics` rows; NaN where no instance has metric parameters (published
+    results only) or its parameters cannot be read."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        cell = totals.setdefault((r["bias"], r["model"]), [0.0, 0.0])
+        n = r.get("n_options")
+        params = _params(r.get("metric"), n) if isinstance(n, int) and n >= 1 else None
+        if params is None:
+            continue
+        count = int(r.get("instances") or 0)
+        cell[0] += uniform_null(params, n) * count
+        cell[1] += count
+    return pd.DataFrame(
+        [
+            {"bias": b, "model": m, "null": total / count if count else np.nan}
+            for (b, m), (total, count) in sorted(totals.items())
+        ],
+        columns=["bias", "model", "null"],
+    )
+
+
+def _params(text: str | None, n_options: int) -> MetricParams | None:
+    """The stored parameters, or None when missing or outside their documented bounds."""
+    try:
+        data = json.loads(text) if text else None
+        params = MetricParams(**data) if isinstance(data, dict) else None
+    except (TypeError, ValueError):
+        return None
+    return params if params and not params_problem(params, n_options) else None
+
+
+def with_uniform_null(
+    store: Store, summary: pd.DataFrame, run_id: str | None = None, dataset: str | None = None
+) -> pd.DataFrame:
+    """`summary` with a `null` column: each cell's mean exact null under uniform answers,
+    shown beside the mean so an asymmetric metric's "no bias" level can be read off
+    (significance is still the test against 0, as in the paper)."""
+    nulls = uniform_nulls(store.instance_metrics(run_id=run_id, dataset=dataset))
+    return summary.merge(nulls, on=["bias", "model"], how="left")
 
 
 def token_bias_test_cases(store: Store) -> set[str]:
