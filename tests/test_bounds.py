@@ -188,9 +188,9 @@ def test_a_study_prompt_past_50000_characters_is_refused(
     (home / "studies").mkdir(parents=True)
     text = STUDY.replace('id = "mohr8"', 'id = "long"', 1)
     if where == "persona":
-        anchor = 'persona = """'
-    else:  # a condition prompt without any gap: nothing to fill, still too long
-        anchor = 'prompt = """An urn holds 15 numbered balls.'
+        anchor = 'persona = "'  # [prompts] persona, before any variant's `persona = true`
+    else:  # a condition prompt, refused before its gaps are filled
+        anchor = 'prompt = """An urn holds '
     at = text.index(anchor) + len(anchor)
     text = text[:at] + "x" * 60_000 + " " + text[at:]
     (home / "studies" / "long.toml").write_text(text, encoding="utf-8")

@@ -99,7 +99,7 @@ def test_every_builtin_question_renders_without_leftover_gaps():
             assert set(test.examples) == {"contrastive", "counterfactual"} or study.id == "mohr8"
 
 
-def test_variants_add_the_persona_and_scale_the_numbers():
+def test_variants_add_the_persona_and_show_the_thesis_numbers():
     mohr = get_study("mohr8")
     test = mohr.tests["endowment"]
     values = mohr.sample_values(random.Random(0))
@@ -112,16 +112,62 @@ def test_variants_add_the_persona_and_scale_the_numbers():
     bare = question(mohr, test, test.conditions[0], values, mohr.variants["0_normal"])
     assert bare == base  # 0_normal differs only by the system message: no persona
     assert system_message(mohr, test, mohr.variants["0_normal"]) == mohr.system
-    odd = question(mohr, test, test.conditions[0], values, mohr.variants["2_odd_numbers"])
-    assert "$38.8," in odd  # 4 × 9.7
-    large = question(mohr, test, test.conditions[0], values, mohr.variants["3_large_numbers"])
-    assert "$222,222," in large  # 4 × 55,555.5
-    # Unscaled values stay: anchoring percentages are the same in every variant.
-    anchoring = mohr.tests["anchoring"]
-    text = question(
-        mohr, anchoring, anchoring.conditions[1], values, mohr.variants["3_large_numbers"]
+
+    def asked(test_id: str, condition: int, variant: str) -> str:
+        test = mohr.tests[test_id]
+        return question(mohr, test, test.conditions[condition], values, mohr.variants[variant])
+
+    # Issue 19 point 10: the odd and large scenarios change what the thesis changed, with the
+    # numbers of its released prompts (biases.csv), not only money amounts.
+    assert "$39," in asked("endowment", 0, "2_odd_numbers")  # the thesis' 4 × 9.7, rounded
+    assert "$222,222," in asked("endowment", 0, "3_large_numbers")
+    # anchors: 10 / 65 % in the base, 12 / 76 % odd, 0 / 100 % large
+    for variant, low, high in (
+        ("1_persona", 10, 65),
+        ("2_odd_numbers", 12, 76),
+        ("3_large_numbers", 0, 100),
+    ):
+        assert f"above or below {low}%?" in asked("anchoring", 0, variant)
+        assert f"above or below {high}%?" in asked("anchoring", 1, variant)
+    # the urn: ball counts, colour ranges and the ball asked about
+    assert "holds 15 numbered balls. Balls 1-5 are red, balls 6-10 are blue and balls 11-15" in (
+        asked("category_size", 0, "1_persona")
     )
-    assert "65%" in text
+    odd_urn = asked("category_size", 1, "2_odd_numbers")
+    assert "holds 146 numbered balls. Balls 1-19 are red, balls 29-126 are blue" in odd_urn
+    assert "balls 136-146 are yellow" in odd_urn and "ball number 78 is drawn" in odd_urn
+    large_urn = asked("category_size", 0, "3_large_numbers")
+    assert "holds 833,332 numbered balls. Balls 1-277,778 are red" in large_urn
+    assert "ball number 444,444 is drawn" in large_urn
+    # the coin: 6 flips, 58 odd, 333,333 large
+    assert "tossed 6 times and landed heads every time" in asked("gamblers_fallacy", 1, "1_persona")
+    assert "tossed 58 times" in asked("gamblers_fallacy", 0, "2_odd_numbers")
+    assert "tossed 333,333 times" in asked("gamblers_fallacy", 1, "3_large_numbers")
+    # money as the thesis rounded it: the radio $340 / $242 (35 and 25 × 9.7)
+    assert "radio for $340." in asked("transaction_utility", 1, "2_odd_numbers")
+    assert "radio for $242." in asked("transaction_utility", 1, "2_odd_numbers")
+
+
+def test_a_variant_sets_values_and_names_a_wrong_one():
+    variant = "[variants.odd]\npersona = false\nscale = 2\n[variants.odd.values]\n"
+    study = parse_study(MINIMAL.replace("[values.price]", variant + "[values.price]"))
+    assert study.variants["odd"].values == {}
+    scaled = study.tests["endowment"]
+    drawn = study.sample_values(random.Random(0))
+    odd = study.variants["odd"]
+    assert "$20." in question(study, scaled, scaled.conditions[0], drawn, odd)  # 10 × 2
+    fixed = parse_study(MINIMAL.replace("[values.price]", variant + "price = 7\n[values.price]"))
+    test = fixed.tests["endowment"]
+    values = fixed.sample_values(random.Random(0))
+    # the variant's own number is shown as it is, not scaled by the variant's factor
+    assert "$7." in question(fixed, test, test.conditions[0], values, fixed.variants["odd"])
+    for bad, message in (
+        ("prize = 7", "variant value 'prize' is not defined under [values]"),
+        ('price = "7"', "variant value 'price' must be a number"),
+    ):
+        with pytest.raises(LibraryError) as err:
+            parse_study(MINIMAL.replace("[values.price]", f"{variant}{bad}\n[values.price]"))
+        assert any(message in str(p) for p in err.value.problems), err.value.problems
 
 
 def test_options_show_every_item_at_every_position_with_the_status_quo_tracked():

@@ -74,12 +74,15 @@ class Condition:
 
 @dataclass(frozen=True)
 class Variant:
-    """A prompt scenario: with or without the persona, numbers scaled by a factor."""
+    """A prompt scenario: with or without the persona, numbers scaled by a factor, and values
+    the scenario sets outright (the Mohr thesis changed anchors, ball counts and flips, not
+    only prices, and rounded its scaled prices its own way)."""
 
     id: str
     persona: bool = True
     scale: float = 1.0
     description: str = ""
+    values: dict[str, int | float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -192,8 +195,10 @@ def render(text: str, values: Mapping[str, Any]) -> str:
 
 
 def scaled_values(test: StudyTest, values: Mapping[str, Any], variant: Variant) -> dict[str, Any]:
-    """The test's `scaled` numbers multiplied by the variant's factor (odd / large numbers)."""
+    """The values one variant shows: the test's `scaled` numbers multiplied by the variant's
+    factor (odd / large numbers), then the variant's own `values`, which replace a drawn or
+    scaled value as they are (never scaled again)."""
     out = dict(values)
     for name in test.scaled:
         out[name] = values[name] * variant.scale
-    return out
+    return out | variant.values

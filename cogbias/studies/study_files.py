@@ -10,7 +10,6 @@ loaded, not in the middle of a run.
 from __future__ import annotations
 
 import difflib
-import math
 import random
 import re
 from typing import Any
@@ -33,7 +32,6 @@ from cogbias.studies.definitions import (
     MAX_NUMBER,
     MAX_REPEATS,
     MAX_TESTS,
-    MAX_VARIANTS,
     METRICS,
     MITIGATIONS,
     RUN_GAPS,
@@ -45,8 +43,8 @@ from cogbias.studies.definitions import (
     render,
     scaled_values,
 )
-
-_ID_RE = re.compile(r"[a-z0-9][a-z0-9_]*")
+from cogbias.studies.study_variants import ID_RE as _ID_RE
+from cogbias.studies.study_variants import parse_variants
 
 _TOP = {
     "id": (str, True),
@@ -70,7 +68,6 @@ _PROMPTS = {
     "persona": (str, False),
     "answer_hint": (str, False),
 }
-_VARIANT = {"description": (str, False), "persona": (bool, False), "scale": ((int, float), False)}
 _TEST = {
     "bias": (str, True),
     "name": (str, False),
@@ -147,10 +144,10 @@ def _build(data: dict[str, Any], check: _Checker) -> Study:
     for mitigation in ("awareness", "selfhelp"):
         if mitigation in mitigations and mitigation not in prompts:
             check.add(("mitigations",), f"mitigation '{mitigation}' needs prompts.{mitigation}")
-    variants = _variants(data.get("variants", {}), check)
+    values = _build_values(data.get("values", {}), (), check)
+    variants = parse_variants(data.get("variants", {}), check, set(values))
     if any(v.persona for v in variants.values()) and "persona" not in prompts:
         check.add(("variants",), "a variant with persona = true needs prompts.persona")
-    values = _build_values(data.get("values", {}), (), check)
     tests = {}
     for test_id, table in data["tests"].items():
         test = _test(test_id, table, check, set(values), mitigations)
@@ -198,34 +195,6 @@ def _check_prompt_gaps(prompts: dict[str, Any], check: _Checker) -> None:
             ("prompts", "selfhelp"),
             "the self-help prompt needs {{prompt}} where the prompt to rewrite goes",
         )
-
-
-def _variants(table: dict[str, Any], check: _Checker) -> dict[str, Variant]:
-    variants: dict[str, Variant] = {}
-    if len(table) > MAX_VARIANTS:
-        check.add(
-            ("variants", next(iter(table))),
-            f"a study has at most {MAX_VARIANTS} variants, not {len(table)}",
-        )
-        return variants
-    for name, spec in table.items():
-        path = ("variants", name)
-        if not isinstance(spec, dict):
-            check.add(path, f"variant '{name}' should be a table [variants.{name}]")
-            continue
-        if not _ID_RE.fullmatch(name):
-            check.add(path, f"variant name {_clip(name)!r} must be lower-case letters, digits, '_'")
-        if not check.fields(spec, _VARIANT, path):
-            continue
-        scale = float(spec.get("scale", 1.0))
-        if not (math.isfinite(scale) and 0 < scale <= 1e12):
-            check.add(
-                (*path, "scale"), f"variant '{name}': scale must be a positive number up to 1e12"
-            )
-        variants[name] = Variant(
-            name, spec.get("persona", True), scale, spec.get("description", "")
-        )
-    return variants
 
 
 def _test(
