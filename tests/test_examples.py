@@ -235,7 +235,7 @@ class ScriptedGenerator:
         self.asked: list[str] = []
 
     def profile(self, model):  # the LLMClient interface the pipeline uses
-        return SimpleNamespace(json_schema=False)
+        return SimpleNamespace(json_schema=False, writes_text=True)
 
     async def complete(self, request):
         prompt = request.messages[-1][1]

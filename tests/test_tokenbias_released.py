@@ -13,6 +13,7 @@ import pandas as pd
 
 from cogbias.cli.main import main
 from cogbias.core.records import Instance
+from cogbias.llm.factory import open_client
 from cogbias.runs.decide import decide_pair
 from cogbias.store import Store
 from cogbias.studies import analysis, tokenbias
@@ -57,9 +58,11 @@ def test_the_whole_released_folder_imports_in_one_command_and_reports_its_pairs(
 
 
 def _null_rejections(instances: list[Instance], alternatives: dict[str, str], seed: int) -> list:
+    client = open_client(None)  # the random baseline answers through the client, uncached
+
     async def answer_all() -> list[dict]:
         return [
-            await decide_pair(None, i, "random", run_id=f"null-{seed}", seed=seed)  # type: ignore[arg-type]
+            await decide_pair(client, i, "random", run_id=f"null-{seed}", seed=seed)
             for i in instances
         ]
 
