@@ -235,8 +235,12 @@ def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Pa
         models.locator("input").fill("Slow fake")
         page.get_by_role("option", name="Slow fake (openai/slowfake)", exact=True).click()  # type: ignore[attr-defined]
         page.keyboard.press("Escape")  # type: ignore[attr-defined]
-        choose(page, "Generator (fills [[gaps]])", "Slow fake (openai/slowfake)")
+        # the offline fills, and a provider that hangs from the start: the random baseline's
+        # pairs finish, the slow model's hang (answers read without an extraction round
+        # would otherwise all be in before a cancel could land)
+        choose(page, "Generator (fills [[gaps]])", "Example fills (offline, instant)")
         page.get_by_test_id("stMetricValue").first.filter(has_text="8").wait_for()  # type: ignore[attr-defined]
+        slow.latency = 600
         page.get_by_role("button", name="Start run").click()  # type: ignore[attr-defined]
         page.get_by_text("Progress").wait_for()  # type: ignore[attr-defined]
         deadline = time.monotonic() + 120
@@ -246,7 +250,6 @@ def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Pa
             with Store(db) as store:
                 done = store.query("select count(*) as n from decisions where run_id = "
                                    "(select id from runs order by created_at desc limit 1)")[0]["n"]  # fmt: skip
-        slow.latency = 600  # the provider now hangs on every call
         page.get_by_role("button", name="Cancel run").click()  # type: ignore[attr-defined]
         page.get_by_text("cancelling…").first.wait_for(timeout=10_000)  # type: ignore[attr-defined]
         shot(page, "5a_run_cancelling")
