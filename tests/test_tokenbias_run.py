@@ -183,9 +183,7 @@ def test_the_study_runs_offline_on_the_local_model(tmp_path: Path, capsys):
     args = ["--models", "random,local/smollm2", "--prompting", "zs_cot", "--per-bias", "1"]
     assert main(["run", "--study", "tokenbias", *args, "--db", str(db)]) == 0
     with Store(db) as store:
-        rows = store.query(
-            "select model, status, failure_kind, control_answer from decisions"
-        )
+        rows = store.query("select model, status, failure_kind, control_answer from decisions")
     assert len(rows) == 12 and {r["model"] for r in rows} == {"random", "local/smollm2"}
     # an answer is scored or, when it names no option, unreadable (issue 20: the extraction
     # may say "none" instead of guessing); nothing fails otherwise, and random always answers
