@@ -283,3 +283,20 @@ def source_filter(source: str) -> tuple[str | None, str | None]:
     """(run_id, dataset) for a source from `result_sources`."""
     kind, _, name = source.partition(":")
     return (name if kind == "run" else None, name if kind == "dataset" else None)
+
+
+def scoring_choice(key: str) -> str:
+    """The scoring radio of Learn and Run: a sampled answer, or option probabilities."""
+    from cogbias.views.probability_bars import SCORING_LABELS
+
+    return st.radio(
+        "Scoring",
+        list(SCORING_LABELS),
+        format_func=SCORING_LABELS.get,
+        horizontal=True,
+        key=key,
+        help="Option probabilities: each half's probability of every option, read from the "
+        "model's token log-probabilities (it is asked for an option's letter); the score is "
+        "the exact expected score. Models with log-probabilities only, e.g. the local model "
+        "(docs/runs.md).",
+    )

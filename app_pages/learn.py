@@ -11,12 +11,12 @@ from app_pages._common import (
     model_names,
     models,
     scenarios,
+    scoring_choice,
     test_cases,
 )
 from cogbias.library import examples
 from cogbias.runs.pipeline import Instance
 from cogbias.views import highlight, safe_text, shown_pairs
-from cogbias.views.probability_bars import SCORING_LABELS
 
 st.title("Learn: cognitive biases in LLMs")
 st.caption(
@@ -96,16 +96,7 @@ generator = c2.selectbox(
     key="learn_generator",
 )
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="learn_seed"))
-scoring = st.radio(
-    "Scoring",
-    list(SCORING_LABELS),
-    format_func=SCORING_LABELS.get,
-    horizontal=True,
-    key="learn_scoring",
-    help="Option probabilities: the model is asked for an option's letter and its probability "
-    "of every option is read from its token log-probabilities; the score is the exact "
-    "expected score (models with log-probabilities only, e.g. the local model).",
-)
+scoring = scoring_choice("learn_scoring")
 scenario = scenarios()[seed % len(scenarios())]
 st.caption(f"Scenario: {safe_text.escape_markdown(scenario.text)}")
 

@@ -25,6 +25,7 @@ from app_pages._common import (
     run_label,
     run_option,
     scenarios,
+    scoring_choice,
     share_local_server,
     test_cases,
 )
@@ -36,7 +37,6 @@ from cogbias.runs import executor, kinds, paired_plan
 from cogbias.runs.paired_plan import RunSpec
 from cogbias.runs.summaries import run_summaries
 from cogbias.store import Store, now
-from cogbias.views.probability_bars import SCORING_LABELS
 from cogbias.views.safe_text import escape_markdown
 
 ACTIVE = ("planned", "running", "cancelling")
@@ -108,16 +108,7 @@ c1, c2, c3 = st.columns(3)
 temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_temperature")
 repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
 seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
-scoring = st.radio(
-    "Scoring",
-    list(SCORING_LABELS),
-    format_func=SCORING_LABELS.get,
-    horizontal=True,
-    key="run_scoring",
-    help="Option probabilities: each half's probability of every option, read from the "
-    "model's token log-probabilities, scored by the exact expected score (models with "
-    "log-probabilities only; docs/runs.md).",
-)
+scoring = scoring_choice("run_scoring")
 
 decision_models = list(chosen)
 if custom_name.strip():
