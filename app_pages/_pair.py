@@ -14,10 +14,12 @@ from typing import Any
 
 import streamlit as st
 
-from cogbias.views import probability_bars, safe_text, shown_pairs
+from cogbias.views import highlight, probability_bars, safe_text, shown_pairs
 
 SHOWN_CHARS = 600  # a longer text shows its start; the rest sits in a collapsed expander
 MAX_CHARS = 20_000  # more than this is never laid out on a page (exports hold it all)
+# A half's heading is one of two fixed texts, never built from a name that came from outside.
+HALF_TITLES = {"control": "**Control**", "treatment": "**Treatment**"}
 
 
 def long_text(text: str, empty: str = "(none)") -> None:
@@ -39,10 +41,10 @@ def safe_caption(text: str) -> None:
 def show_half(half: shown_pairs.ShownHalf, html: Mapping[str, str] | None = None) -> None:
     """One half: its text (marked-up HTML from `highlight.filled_html` if given), the options
     as presented, the answer, the extraction and the scored choice."""
-    st.markdown(f"**{half.name.capitalize()}**")
+    st.markdown(HALF_TITLES[half.name])
     if html is not None:  # highlight.filled_html: escaped text with insertions marked
         st.markdown(html["situation"], unsafe_allow_html=True)
-        st.markdown(f"*{html['prompt']}*", unsafe_allow_html=True)
+        st.markdown(highlight.emphasised(html["prompt"]), unsafe_allow_html=True)
     else:
         long_text(f"{half.situation.strip()}\n\n{half.prompt.strip()}")
     st.text("\n".join(half.option_lines()))
@@ -81,7 +83,7 @@ def show_answers(pair: shown_pairs.ShownPair) -> None:
     if note:
         st.caption(note)
     for half in pair.halves:
-        st.markdown(f"**{half.name.capitalize()}**")
+        st.markdown(HALF_TITLES[half.name])
         safe_caption(half.choice_sentence())
         long_text(half.answer, "(no answer)")
         _disagreement(half)

@@ -17,7 +17,6 @@ from pathlib import Path
 from cogbias.datasets import generic, hub, malberg_format, mohr_format, peek_format
 from cogbias.datasets.common import DatasetError, Format, ImportSummary
 
-TOKENBIAS_STUDY_KIND = "tokenbias-study"  # studies.tokenbias.KIND
 FORMATS: tuple[Format, ...] = (
     hub.FORMAT,
     malberg_format.FORMAT,
@@ -32,6 +31,9 @@ FOLDERS = ("malberg2024", "mohr2025", "peek2024")
 def results_page(kind: str) -> str:
     """The page that shows a dataset of `kind` (a format's name; a built-in token-bias study
     is read on the Token bias page like the paper's files)."""
+    # imported here: that module brings pandas, and the CLI starts without it
+    from cogbias.studies.tokenbias import KIND as TOKENBIAS_STUDY_KIND
+
     if kind == TOKENBIAS_STUDY_KIND:
         return "tokenbias"
     return next((f.results_page for f in FORMATS if f.name == kind), "explore")

@@ -54,9 +54,13 @@ def t_interval(
 
 
 def identical_interval(
-    value: float, n: int, confidence: float = 0.95, bounds: tuple[float, float] = SCORE_RANGE
-) -> tuple[float, float]:
-    """The interval of a mean when all `n` scores equal `value`: never zero-width.
+    value: float | np.ndarray,
+    n: int | np.ndarray,
+    confidence: float = 0.95,
+    bounds: tuple[float, float] = SCORE_RANGE,
+) -> tuple[Any, Any]:
+    """The interval of a mean when all `n` scores equal `value`: never zero-width (also
+    elementwise, for the Explore summary's arrays of cells).
 
     The t-interval collapses to a point there, as if 20 identical answers proved the mean
     exactly. What the sample does show: the share of scores that differ from `value` is at most

@@ -20,7 +20,7 @@ from scipy import stats
 from cogbias.core import probabilities
 from cogbias.core.metrics import MetricParams, params_problem
 from cogbias.store import Store
-from cogbias.studies.analysis import ALPHA, SCORE_RANGE, with_significance
+from cogbias.studies.analysis import ALPHA, SCORE_RANGE, identical_interval, with_significance
 
 
 def summarize_aggregates(
@@ -47,9 +47,8 @@ def summarize_aggregates(
         p = 2 * stats.t.sf(np.abs(t), dof)
     few = n < 2
     low, high = SCORE_RANGE  # as `analysis.t_interval`: truncated to the score range
-    # as `analysis.identical_interval`: identical scores still leave room on either side
-    share = 1.0 - ((1.0 - confidence) / 2) ** (1.0 / np.maximum(n, 1))
-    same_low, same_high = mean - share * (mean - low), mean + share * (high - mean)
+    # identical scores still leave room on either side (elementwise over the cells)
+    same_low, same_high = identical_interval(mean, np.maximum(n, 1), confidence, SCORE_RANGE)
     ci_low = np.where(few, np.nan, np.where(degenerate, same_low, np.maximum(mean - half, low)))
     ci_high = np.where(few, np.nan, np.where(degenerate, same_high, np.minimum(mean + half, high)))
     # As in `analysis.one_sample_p`: identical scores fall back to the exact sign test.

@@ -122,6 +122,12 @@ def _insertion_span(text: str, source: str, title: str) -> str:
     )
 
 
+def emphasised(marked: str) -> str:
+    """A part of `filled_html`'s output in italics. `marked` must come from `filled_html` or
+    `case_halves_html`, whose texts are already escaped for HTML and Markdown alike."""
+    return f"<em>{marked}</em>"
+
+
 def gap_sources(instance: Instance) -> str:
     """Who filled the `[[gaps]]` of this instance, in words, for a legend: the scenario,
     example fills, the generator model (named) or a mix; "nobody yet" when none is filled."""
