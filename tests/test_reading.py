@@ -24,7 +24,7 @@ from cogbias.core.records import Instance
 from cogbias.core.templates import Filled
 from cogbias.llm import LLMClient, LLMRequest
 from cogbias.llm.random_provider import answer as random_answer
-from cogbias.runs import paired_plan, pipeline
+from cogbias.runs import paired_plan, pipeline, probabilities
 from cogbias.runs.decide import option_grammar
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
@@ -323,3 +323,20 @@ def test_hostile_answers_are_read_in_bounded_time_and_never_guessed(
     assert reading.choice == expected  # one option named again and again is that option
     if len(answer) > 100_000:
         assert reading.problem == "the answer has 100,001 characters, more than the 100,000 read"
+
+
+def test_random_in_probability_mode_is_uniform_and_draws_per_decision() -> None:
+    # the distribution (what is scored) is uniform; the letter it also samples, shown beside
+    # it, is drawn per decision like the text mode's, never seeded by the question's text
+    client = LLMClient(cache=None)
+
+    async def decide_all() -> list[dict[str, Any]]:
+        return [
+            await probabilities.decide_pair(client, _identical(i), "random", run_id="run-p")
+            for i in range(1000)
+        ]
+
+    rows = pipeline.run_sync(decide_all())
+    assert all(json.loads(r["control_distribution"])["p"] == [0.2] * 5 for r in rows)
+    counts = Counter(r["control_choice"] for r in rows)
+    assert chisquare([counts[k] for k in range(5)]).pvalue > 0.001

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from cogbias.core import metrics
 from cogbias.core import probabilities as probs
-from cogbias.core.records import Instance, stable_id
+from cogbias.core.records import Instance
 from cogbias.core.templates import Filled
 from cogbias.llm import logprobs, random_provider
 from cogbias.llm.profiles import RANDOM_MODEL, resolve
@@ -86,16 +86,19 @@ async def decide_half(
     temperature: float,
     seed: int,
     repeat: int,
+    draw: str = "",
 ) -> tuple[decide.HalfResult, probs.Distribution | None]:
     """Ask for the letter of one half; (the half as sampled, its distribution in original
-    option order). No option among the listed tokens is an unparseable half."""
+    option order). No option among the listed tokens is an unparseable half. `draw` seeds
+    the random baseline's sampled letter (`decide.random_draw`: per decision, not per text);
+    its distribution is uniform whatever it draws."""
     from cogbias.llm import LLMRequest
 
     n = len(filled.options)
     result = decide.HalfResult()
     task = render_labelled(filled, order)
     if model == RANDOM_MODEL:
-        presented = random_provider.choose_option(n, stable_id("random", task, seed, repeat))
+        presented = random_provider.choose_option(n, draw)
         result.answer = result.extraction = logprobs.LABELS[presented]
         result.choice = order[presented]
         return result, probs.uniform(n)
@@ -154,7 +157,16 @@ async def decide_pair(
 
     order = metrics.option_order(instance.n_options, metrics.should_reverse(instance.id, seed))
     asks = [
-        decide_half(client, instance.half(h), order, model, temperature, seed, repeat)
+        decide_half(
+            client,
+            instance.half(h),
+            order,
+            model,
+            temperature,
+            seed,
+            repeat,
+            decide.random_draw(run_id, instance.id, h, repeat, seed),
+        )
         for h in ("control", "treatment")
     ]
     # at once: the local server does not reuse a cached prefix for these requests (see

@@ -10,17 +10,15 @@ raw answer, the extracted option and the scored choice can never disagree on scr
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cogbias.core.reading import read_option
 from cogbias.core.records import Instance, decode_filled
 from cogbias.core.redact import Redactor, redactor
 from cogbias.core.templates import Filled, render_decision_text
 from cogbias.views.numbers import signed
-
-_OPTION_MENTION = re.compile(r"\b[Oo]ption\s+(\d+)\b")
 
 
 def parse_order(raw: Any, n_options: int) -> list[int] | None:
@@ -107,54 +105,27 @@ class ShownHalf:
         return f"Chose “{text}” ({where}); the score uses this choice."
 
     def answer_disagreement(self) -> str | None:
-        """A note when the raw answer plainly disagrees with itself or with the extraction.
+        """A note when the stored reading is not what the answer itself names.
 
-        The extraction step is a second LLM call, and a small model can misread "100%" as
-        "Option 10" or answer "Option 7: Very good" when Option 7 reads "Very poor". When the
-        answer names one option by number and another by text, or names exactly one option
-        and that is not the extracted one, say so: the score still uses the extraction, and
-        the reader should know.
+        Runs read answers with `core.reading` and accept an extraction only where the answer
+        supports it, so this stays silent for them; older runs (and the published datasets)
+        stored whatever the extraction step said, and a small extractor read "100%" as
+        "Option 10". The same reader that runs use checks the stored choice, so the page and
+        the run can never disagree on what an answer names.
         """
-        numbers, texts = _named_options(self.answer, self.options)
         picked = self.presented_choice
         if picked is None:
             return None
-        if len(numbers) == 1 and len(texts) == 1 and numbers != texts:
-            (number,), (text,) = numbers, texts
-            return (
-                f"The answer says Option {number + 1} but quotes “{self.options[text]}”, "
-                f"which is Option {text + 1} as shown; the extraction step read Option "
-                f"{picked + 1}, and the score uses that."
-            )
-        named = numbers | texts
-        if len(named) != 1 or picked in named:
+        reading = read_option(self.answer, self.options)
+        if reading.confirms(picked):
             return None
-        (only,) = named
-        return (
-            f"The answer's text names “{self.options[only]}” (Option {only + 1} as shown), but "
-            f"the extraction step read it as Option {picked + 1}; the score uses the extraction."
-        )
-
-
-def _named_options(answer: str, options: Sequence[str]) -> tuple[set[int], set[int]]:
-    """Presented positions an answer names by "Option N", and by an option's whole text.
-
-    An option's text counts only where it is not part of a longer option's match ("Agree"
-    inside "Strongly agree"), and only at word edges ("10%" is not inside "100%").
-    """
-    numbers = {int(m) - 1 for m in _OPTION_MENTION.findall(answer) if 1 <= int(m) <= len(options)}
-    spans: list[tuple[int, int, int]] = []
-    for i, text in enumerate(options):
-        if not text.strip():
-            continue
-        pattern = re.compile(rf"(?<!\w){re.escape(text.strip())}(?!\w)", re.IGNORECASE)
-        spans += [(m.start(), m.end(), i) for m in pattern.finditer(answer)]
-    texts = {
-        i
-        for start, end, i in spans
-        if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in spans)
-    }
-    return numbers, texts
+        stored = f"the stored reading is Option {picked + 1}, and the score uses it"
+        if reading.choice is not None:
+            return (
+                f"The answer names “{self.options[reading.choice]}” (Option "
+                f"{reading.choice + 1} as shown), but {stored}."
+            )
+        return f"The answer cannot be read on its own: {reading.problem}; {stored}."
 
 
 def _filled_of(raw: Any) -> Filled | None:
