@@ -7,6 +7,7 @@ import csv
 import hashlib
 import json
 import math
+import re
 
 import pytest
 from fake_llm_server import FakeLLMServer, _last_user_text, default_responder
@@ -197,3 +198,36 @@ def test_both_transports_keep_the_listed_log_probabilities(transport, monkeypatc
     listed = LISTINGS[_listing(prompt)]
     assert text == next(iter(listed)).strip("* ")
     assert dict(positions[0]) == pytest.approx({t: math.log(p) for t, p in listed.items()})
+
+
+def _vague_or_weak(request: dict) -> object:
+    """`vague` uses a word only one option has, without naming any; `weak`, the extractor,
+    says Option 1 whatever it reads."""
+    if request["model"] == "weak":
+        return "Option 1"
+    if request["model"] == "vague" and not request.get("response_format"):
+        options = re.findall(r"Option \d+: (.+)", _last_user_text(request))
+        words = [{w for w in re.findall(r"[a-z]{4,}", o.lower())} for o in options]
+        for k, own in enumerate(words):
+            rest = set().union(*(w for i, w in enumerate(words) if i != k))
+            if own - rest and len(options[k].split()) > 1:
+                return f"Mostly {sorted(own - rest)[0]}, I suppose."
+        return "Hard to say."
+    return _responder(request)
+
+
+def test_pair_reads_probabilities_and_takes_an_extractor_like_run(tmp_path, capsys):
+    # `cogbias pair` is Learn's live pair from the terminal: the same two reading flags as run
+    with FakeLLMServer(_vague_or_weak) as server:
+        common = ["pair", "status_quo_bias", "--api-base", server.base_url]
+        common += ["--db", str(tmp_path / "p.db")]
+        assert main([*common, "--models", "openai/fake", "--scoring", "probabilities"]) == 0
+        assert capsys.readouterr().out.count("option probabilities 1:") == 2
+        # the extractor is asked, and its "Option 1" is not taken: the answer names nothing
+        assert main([*common, "--models", "openai/vague", "--extractor", "openai/weak"]) == 0
+        out = capsys.readouterr().out
+        assert {r["model"] for r in server.requests} >= {"vague", "weak"}
+        assert out.count("-> none") == 2 and "score: None" in out
+    claude = "anthropic/claude-3-5-haiku-20241022"
+    assert main(["pair", "framing_effect", "--models", claude, "--scoring", "probabilities"]) == 2
+    assert f"{claude} does not expose" in capsys.readouterr().err

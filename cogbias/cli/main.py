@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from cogbias.cli.options import add_db, seed, temperature
+from cogbias.cli.options import add_db, add_reading, seed, temperature
 from cogbias.core.errors import StoreError, UserError
 from cogbias.core.redact import redact, redactor
 from cogbias.library import examples
@@ -156,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--generator", help="what fills [[gaps]] (default: 'examples', offline)")
     p.add_argument("--models", default="local/smollm2", help="comma-separated decision models")
     p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
+    add_reading(p)
     add_db(p)
     p.set_defaults(handler=_pair)
 
@@ -284,6 +285,14 @@ def _pair(args: argparse.Namespace) -> int:
     scenarios = [_scenario(n) for n in numbers]
     generator = args.generator or examples.default_generator()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    from cogbias.runs import probabilities
+    from cogbias.runs.prompting import BASELINE
+
+    problem = probabilities.refusal(
+        args.scoring, models, args.api_base, BASELINE, {case.id: case.n_options}
+    )
+    if problem:
+        raise ValueError(problem)
     with _client(generator, args) as gen_client, _client("", args) as client:
         for scenario in scenarios:
             _pair_scenario(args, case, scenario, generator, models, gen_client, client)
@@ -308,14 +317,27 @@ def _pair_scenario(
     instance = pipeline.run_sync(
         pipeline.generate(gen_client, case, scenario.text, generator, seed=args.seed)
     )
+    from cogbias.core.probabilities import Distribution
+    from cogbias.runs import probabilities
+
     for model in models:
-        row = pipeline.run_sync(pipeline.decide_pair(client, instance, model, seed=args.seed))
+        if args.scoring == probabilities.SCORING:
+            ask = probabilities.decide_pair(client, instance, model, seed=args.seed)
+        else:
+            ask = pipeline.decide_pair(
+                client, instance, model, seed=args.seed, extractor=args.extractor
+            )
+        row = pipeline.run_sync(ask)
         print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
         for half in ("control", "treatment"):
             choice = row[f"{half}_choice"]
             options = instance.half(half).options
             shown = "none" if choice is None else f"{choice + 1} {clean(options[choice])!r}"
             print(f"{half}: answer {clean(row[f'{half}_answer'])!r} -> {shown}")
+            dist = Distribution.from_json(row.get(f"{half}_distribution"))
+            if dist is not None:
+                listed = ", ".join(f"{i + 1}: {p:.0%}" for i, p in enumerate(dist.p))
+                print(f"{half}: option probabilities {listed}")
         error = f"  error: {clean(row['error'])}" if row["error"] else ""
         print(f"score: {row['score']}{error}")
     print(f"pair time: {time.perf_counter() - start:.1f} s (scenario {scenario.id})")

@@ -22,6 +22,29 @@ MAX_SEED = 2**63 - 1  # a seed is stored as an SQLite INTEGER (signed 64 bits)
 MAX_SECONDS = 7 * 24 * 3600.0  # a timeout, deadline or poll interval longer than a week is a typo
 
 
+def add_reading(p: argparse.ArgumentParser) -> None:
+    """How decisions are read: `run`'s paired modes and `pair` offer the same two flags."""
+    p.add_argument(
+        "--extractor",
+        metavar="MODEL",
+        help="the model that reads an answer the reader cannot (default: the decision model "
+        "itself, as in the paper); its reading counts only where the answer confirms it",
+    )
+    add_scoring(p)
+
+
+def add_scoring(p: argparse.ArgumentParser) -> None:
+    """`--scoring`; study modes take it too, to refuse it by name rather than as unknown."""
+    p.add_argument(
+        "--scoring",
+        choices=["choice", "probabilities"],
+        default="choice",
+        help="choice: a sampled answer, read and scored (the paper's); probabilities: each "
+        "half's option probabilities from the model's token log-probabilities, scored by the "
+        "exact expectation (models with log-probabilities only; docs/runs.md)",
+    )
+
+
 def whole(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number from `low` to `high`, refused with a message naming
     the bound (argparse prefixes the flag), so no run stores a value it cannot use."""

@@ -19,6 +19,8 @@ from cogbias.cli.options import (
     add_batch,
     add_calls,
     add_db,
+    add_reading,
+    add_scoring,
     is_token_bias,
     real,
     seed,
@@ -161,24 +163,7 @@ def _answers(p: argparse.ArgumentParser, biases: str) -> None:
         help="comma-separated prompting methods, one run each: baseline, zs_cot, one_shot, "
         "few_shot, one_shot_cot, few_shot_cot (a name swap: one_shot@Bob)",
     )
-    p.add_argument(
-        "--extractor",
-        metavar="MODEL",
-        help="the model that reads an answer the reader cannot (default: the decision model "
-        "itself, as in the paper); its reading counts only where the answer confirms it",
-    )
-    _scoring(p)
-
-
-def _scoring(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--scoring",
-        choices=["choice", "probabilities"],
-        default="choice",
-        help="choice: a sampled answer, read and scored (the paper's); probabilities: each "
-        "half's option probabilities from the model's token log-probabilities, scored by the "
-        "exact expectation (models with log-probabilities only; docs/runs.md)",
-    )
+    add_reading(p)
 
 
 def _dataset_flags(p: argparse.ArgumentParser, biases: str) -> None:
@@ -245,7 +230,7 @@ def add_run(commands: Any) -> None:
         help="valid answers wanted per condition (default: the study's, 2 on the local model)",
     )
     study.add_argument("--max-attempts", type=int, help="tries per wanted answer")
-    _scoring(study)  # refused by name: a study's answers are numbers or conversations
+    add_scoring(study)  # refused by name: a study's answers are numbers or conversations
     study.set_defaults(handler=_run_mode)
 
     token_bias = ModeParser(
