@@ -29,6 +29,7 @@ from app_pages._common import (
     share_local_server,
     test_cases,
 )
+from cogbias.core.probabilities import SCORING_CHOICE
 from cogbias.core.redact import redact
 from cogbias.library import examples
 from cogbias.llm.costs import run_cost_text
@@ -109,11 +110,26 @@ temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_tem
 repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
 seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
 scoring = scoring_choice("run_scoring")
+extractor = (
+    st.selectbox(
+        "Reader of unclear answers",
+        [None, *ids],
+        format_func=lambda m: (
+            "each decision model itself (as in the paper)" if m is None else label(m)
+        ),
+        key="run_extractor",
+        help="An answer that names no single option is given to this model to read; its reading "
+        "counts only where the answer itself supports it (docs/runs.md, “How answers are read”).",
+    )
+    if scoring == SCORING_CHOICE
+    else None
+)
 
 decision_models = list(chosen)
 if custom_name.strip():
     decision_models.append(f"openai/{custom_name.strip()}")
-bases = {b for b in (api_base_of(m, infos) for m in [*decision_models, generator]) if b}
+readers = [extractor] if extractor else []
+bases = {b for b in (api_base_of(m, infos) for m in [*decision_models, generator, *readers]) if b}
 if custom_base.strip():
     try:
         bases.add(check_api_base(custom_base))
@@ -149,6 +165,7 @@ def _spec() -> RunSpec | None:
         dataset=dataset,
         per_bias=per_bias,
         scoring=scoring,
+        extractor=extractor,
     )
 
 

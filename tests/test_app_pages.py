@@ -413,6 +413,23 @@ def test_run_page_refuses_models_on_two_endpoints(db: Path, fake: FakeLLMServer)
     assert not [b for b in at.button if b.key == "run_start"]
 
 
+def test_run_page_records_the_chosen_reader_of_unclear_answers(db: Path, fake_model: str) -> None:
+    # the extraction model is a choice of its own (issue 20), as `--extractor` is on the CLI
+    at = open_page("run")
+    at.multiselect(key="run_biases").set_value(["framing_effect"])
+    at.multiselect(key="run_models").set_value(["random"])
+    at.selectbox(key="run_extractor").set_value(fake_model).run()
+    assert_clean(at)
+    at.button(key="run_start").click().run()
+    assert_clean(at)
+    with Store(db) as store:
+        run = store.wait_for(at.session_state["run_active"], timeout=90)
+    assert run is not None and json.loads(run["spec"])["extractor"] == fake_model
+    # probability scoring reads no answer, so no reader is offered
+    at.radio(key="run_scoring").set_value("probabilities").run()
+    assert not [s for s in at.selectbox if s.key == "run_extractor"]
+
+
 # --------------------------------------------------------------------------- settings
 
 
