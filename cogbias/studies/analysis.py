@@ -46,7 +46,7 @@ def t_interval(
         return (float("nan"), float("nan"))
     mean = float(np.mean(scores))
     sem = float(np.std(scores, ddof=1)) / np.sqrt(n)
-    if sem == 0:
+    if sem == 0 or np.all(scores == scores[0]):  # twenty 0.1s have a rounding-error spread
         return identical_interval(mean, n, confidence, bounds)
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sem
     low, high = bounds
