@@ -1,7 +1,9 @@
 """Altair charts of effect-size tables (the Mohr thesis' Figures 2 and 3).
 
 Capped effects live on [0, 1] (0 = no bias, 1 = a large effect), so the scale is sequential,
-not the diverging [-1, 1] scale of `charts.heatmap`. Nothing here imports Streamlit.
+not the diverging [-1, 1] scale of `charts.heatmap`. Every column is named (`category_axis`:
+long names are tilted, never dropped) and both legends sit under the chart, where a wide
+heatmap cannot push them off the page. Nothing here imports Streamlit.
 """
 
 from __future__ import annotations
@@ -9,8 +11,21 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from cogbias.views.charts import bottom_legend, category_axis
+
 EFFECT_SCALE = alt.Scale(domain=[0, 1], scheme="blues")
 HOMOGENEITY_SCALE = alt.Scale(domain=[0, 1], scheme="greens")
+# Pixels a heatmap's cells may take together: ten models still fit beside the bias names and
+# the homogeneity column on a laptop screen; few columns get wide cells, many narrow ones.
+CELLS_WIDTH = 520
+STEP_RANGE = (40, 64)
+UPRIGHT_CHARS = 6  # longer column names are tilted so neighbours do not collide
+
+
+def column_step(columns: list[str]) -> int:
+    """Width of one heatmap column in pixels, for `len(columns)` columns."""
+    low, high = STEP_RANGE
+    return max(low, min(high, CELLS_WIDTH // max(len(columns), 1)))
 
 
 def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatChart:
@@ -23,13 +38,24 @@ def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatCh
     )
     rows = sorted(data["bias"].unique())
     columns = list(dict.fromkeys(data["column"]))
-    y = alt.Y("bias:N", sort=rows, title=None)
+    upright = max((len(c) for c in columns), default=0) <= UPRIGHT_CHARS
+    y = alt.Y("bias:N", sort=rows, title=None, axis=category_axis())
     base = alt.Chart(data).encode(
-        x=alt.X("column:N", sort=columns, title=column_title or None, axis=alt.Axis(labelAngle=0)),
+        x=alt.X(
+            "column:N",
+            sort=columns,
+            title=column_title or None,
+            axis=category_axis(labelAngle=0 if upright else -40),
+        ),
         y=y,
     )
     cells = base.mark_rect().encode(
-        color=alt.Color("value:Q", scale=EFFECT_SCALE, title="effect (capped)"),
+        color=alt.Color(
+            "value:Q",
+            scale=EFFECT_SCALE,
+            title="effect (capped)",
+            legend=bottom_legend(gradientLength=200),
+        ),
         tooltip=["bias", "column", alt.Tooltip("value:Q", format=".3f")],
     )
     text = base.mark_text(fontSize=10).encode(
@@ -41,14 +67,20 @@ def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatCh
         column="homogeneity",
     )
     side = alt.Chart(per_bias).encode(
-        x=alt.X("column:N", title="homogeneity", axis=alt.Axis(labels=False, ticks=False)), y=y
+        x=alt.X("column:N", title="homogeneity", axis=alt.Axis(labels=False, ticks=False)),
+        y=alt.Y("bias:N", sort=rows, title=None, axis=None),
     )
     homogeneity = side.mark_rect().encode(
-        color=alt.Color("homogeneity:Q", scale=HOMOGENEITY_SCALE, title="σ²_e / σ²_d"),
+        color=alt.Color(
+            "homogeneity:Q",
+            scale=HOMOGENEITY_SCALE,
+            title="σ²_e / σ²_d",
+            legend=bottom_legend(gradientLength=100, values=[0, 0.5, 1]),
+        ),
         tooltip=["bias", alt.Tooltip("homogeneity:Q", format=".3f")],
     ) + side.mark_text(fontSize=10).encode(text="label:N")
     return alt.hconcat(
-        (cells + text).properties(width=alt.Step(56), height=alt.Step(22)),
+        (cells + text).properties(width=alt.Step(column_step(columns)), height=alt.Step(22)),
         homogeneity.properties(width=alt.Step(80), height=alt.Step(22)),
         spacing=6,
     ).resolve_scale(color="independent")

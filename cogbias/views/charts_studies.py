@@ -15,6 +15,7 @@ import altair as alt
 import pandas as pd
 
 from cogbias.runs.study_results import BIAS_DIRECTION, pivot
+from cogbias.views.charts import category_axis
 from cogbias.views.numbers import signed
 
 MISSING_COLOR = "#e9ecef"  # a cell whose metric had too few answers
@@ -65,9 +66,9 @@ def study_heatmap(table: pd.DataFrame, by: str) -> alt.LayerChart:
             "column:N",
             sort=column_order(table, by),
             title=PIVOT_LABELS.get(by, by),
-            axis=alt.Axis(labelAngle=0, orient="top", labelLimit=200),
+            axis=category_axis(labelAngle=0, orient="top", labelLimit=200),
         ),
-        y=alt.Y("row:N", sort=list(dict.fromkeys(frame["row"])), title=None),
+        y=alt.Y("row:N", sort=list(dict.fromkeys(frame["row"])), title=None, axis=category_axis()),
         tooltip=[
             alt.Tooltip("test:N"),
             alt.Tooltip("metric:N"),
