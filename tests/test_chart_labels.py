@@ -144,6 +144,7 @@ def test_effect_heatmap_tilts_long_model_names_and_fits_ten_models() -> None:
     x = cells["layer"][0]["encoding"]["x"]
     assert x["sort"] == MODELS and x["axis"]["labelAngle"] != 0
     assert cells["width"]["step"] * len(MODELS) <= charts_effects.CELLS_WIDTH
+    assert cells["width"]["step"] >= charts_effects.STEP_RANGE[0]
     by_scenario = charts_effects.effects_heatmap(effects_long(["0.2", "1"]), "temperature")
     assert (
         by_scenario.to_dict()["hconcat"][0]["layer"][0]["encoding"]["x"]["axis"]["labelAngle"] == 0
@@ -179,3 +180,14 @@ def test_a_tiny_coefficient_shows_nonzero_digits_in_every_column() -> None:
     for text in shown[["coefficient", "std. error", "95% CI"]]:
         assert any(digit in text for digit in "123456789"), text
     assert float(shown["coefficient"]) == pytest.approx(0.000184)
+
+
+def test_study_heatmap_tilts_long_model_names_and_narrows_its_columns() -> None:
+    by_model = charts_studies.study_heatmap(study_table(), "model").to_dict()
+    x = by_model["layer"][0]["encoding"]["x"]
+    assert x["axis"]["labelAngle"] != 0 and x["axis"]["labelOverlap"] is False
+    assert by_model["width"]["step"] * len(MODELS) <= charts_studies.CELLS_WIDTH
+    by_test = study_table().query("model == 'llama3.1:8b'")
+    upright = charts_studies.study_heatmap(by_test, "model").to_dict()
+    assert upright["layer"][0]["encoding"]["x"]["axis"]["labelAngle"] == 0
+    assert upright["width"]["step"] == charts_studies.STEP_RANGE[1]  # one column, full width

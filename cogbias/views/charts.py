@@ -6,6 +6,8 @@ thing; nothing here imports Streamlit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import altair as alt
 import pandas as pd
 
@@ -13,6 +15,7 @@ from cogbias.studies.analysis import AVERAGE, AVERAGE_ABS, Dendrogram
 from cogbias.views.numbers import signed
 
 DIVERGING = alt.Scale(domain=[-1, 1], scheme="redblue", reverse=True)
+LABEL_CHAR_PX = 7  # about the width of one axis-label character in Streamlit's chart theme
 
 
 def category_axis(**kwargs: object) -> alt.Axis:
@@ -24,6 +27,19 @@ def category_axis(**kwargs: object) -> alt.Axis:
     tilted (`labelAngle`) or given room (`alt.Step`) instead of being dropped.
     """
     return alt.Axis(**{"labelOverlap": False, "labelLimit": 260, **kwargs})
+
+
+def column_step(count: int, width: int, smallest: int, largest: int) -> int:
+    """Pixels per heatmap column: `width` shared by `count` columns, kept in [smallest, largest],
+    so ten models fit on a laptop's page and two columns are not a wall of colour."""
+    return max(smallest, min(largest, width // max(count, 1)))
+
+
+def column_axis(columns: Sequence[object], step: int, **kwargs: object) -> alt.Axis:
+    """`category_axis` for a heatmap's columns: upright while the longest name fits in its
+    column (`step` pixels), tilted otherwise, so neighbouring names never run into each other."""
+    longest = max((len(str(c)) for c in columns), default=0)
+    return category_axis(**{"labelAngle": 0 if longest * LABEL_CHAR_PX <= step else -40, **kwargs})
 
 
 def bottom_legend(**kwargs: object) -> alt.Legend:

@@ -11,21 +11,14 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from cogbias.views.charts import bottom_legend, category_axis
+from cogbias.views.charts import bottom_legend, category_axis, column_axis, column_step
 
 EFFECT_SCALE = alt.Scale(domain=[0, 1], scheme="blues")
 HOMOGENEITY_SCALE = alt.Scale(domain=[0, 1], scheme="greens")
 # Pixels a heatmap's cells may take together: ten models still fit beside the bias names and
 # the homogeneity column on a laptop screen; few columns get wide cells, many narrow ones.
-CELLS_WIDTH = 520
+CELLS_WIDTH = 480
 STEP_RANGE = (40, 64)
-UPRIGHT_CHARS = 6  # longer column names are tilted so neighbours do not collide
-
-
-def column_step(columns: list[str]) -> int:
-    """Width of one heatmap column in pixels, for `len(columns)` columns."""
-    low, high = STEP_RANGE
-    return max(low, min(high, CELLS_WIDTH // max(len(columns), 1)))
 
 
 def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatChart:
@@ -38,14 +31,14 @@ def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatCh
     )
     rows = sorted(data["bias"].unique())
     columns = list(dict.fromkeys(data["column"]))
-    upright = max((len(c) for c in columns), default=0) <= UPRIGHT_CHARS
+    step = column_step(len(columns), CELLS_WIDTH, *STEP_RANGE)
     y = alt.Y("bias:N", sort=rows, title=None, axis=category_axis())
     base = alt.Chart(data).encode(
         x=alt.X(
             "column:N",
             sort=columns,
             title=column_title or None,
-            axis=category_axis(labelAngle=0 if upright else -40),
+            axis=column_axis(columns, step),
         ),
         y=y,
     )
@@ -80,7 +73,7 @@ def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatCh
         tooltip=["bias", alt.Tooltip("homogeneity:Q", format=".3f")],
     ) + side.mark_text(fontSize=10).encode(text="label:N")
     return alt.hconcat(
-        (cells + text).properties(width=alt.Step(column_step(columns)), height=alt.Step(22)),
+        (cells + text).properties(width=alt.Step(step), height=alt.Step(22)),
         homogeneity.properties(width=alt.Step(80), height=alt.Step(22)),
         spacing=6,
     ).resolve_scale(color="independent")
