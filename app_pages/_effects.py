@@ -15,19 +15,11 @@ from app_pages._common import attempt
 from cogbias.store import Store
 from cogbias.studies import effect_tables, regression
 from cogbias.views.charts_effects import effects_heatmap
+from cogbias.views.coefficients import coefficient_table
 
 CELLS = {
     "mean": "mean of capped d",
     "thesis": "thesis aggregate (inverse-variance, then capped)",
-}
-OLS_COLUMNS = {
-    "term": st.column_config.TextColumn("term"),
-    "coef": st.column_config.NumberColumn("coefficient", format="%+.3f"),
-    "std_err": st.column_config.NumberColumn("std. error", format="%.3f"),
-    "t": st.column_config.NumberColumn("t", format="%+.2f"),
-    "p": st.column_config.NumberColumn("p", format="%.3g"),
-    "ci_low": st.column_config.NumberColumn("95% CI low", format="%+.3f"),
-    "ci_high": st.column_config.NumberColumn("95% CI high", format="%+.3f"),
 }
 
 
@@ -98,6 +90,8 @@ def show_effects(store: Store, dataset: str) -> None:
     st.caption(
         "The capped effect regressed on temperature and the published model features "
         "(parameters, capability score, release date in days since the earliest) — Table 5. "
+        "Each coefficient is the change in the effect per unit of its feature (release_days: "
+        "per day, so it is small); every number keeps three significant digits. "
         "Features that are unknown or never vary are left out."
     )
     fit = attempt(
@@ -131,7 +125,8 @@ def show_rows(store: Store, dataset: str) -> None:
 
 
 def _ols(fit: regression.OlsResult) -> None:
-    st.dataframe(fit.table, hide_index=True, column_config=OLS_COLUMNS)
+    # Text with three significant digits: a fixed "%.3f" showed a per-day coefficient as 0.000.
+    st.dataframe(coefficient_table(fit.table), hide_index=True)
     st.caption(
         f"n = {fit.n:,} experiments · R² = {fit.r_squared:.3f} · "
         f"adjusted R² = {fit.adj_r_squared:.3f}"

@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 from cogbias.datasets import bias_id, import_mohr
 from cogbias.store import Store
 from cogbias.studies import effect_tables, regression
+from cogbias.views.coefficients import significant
 from tests.dataset_helpers import MOHR_DIR, write_rows
 from tests.test_page_datasets import button, page, texts
 
@@ -135,10 +136,15 @@ def test_homogeneity_and_the_two_regressions(imported):
     fit = regression.experiment_ols(frame)
     assert list(ols[0]["term"]) == list(fit.table["term"])
     assert "C(model)[T.model-b:7b]" in set(ols[0]["term"])
-    assert ols[0]["p"].to_numpy() == pytest.approx(fit.table["p"].to_numpy())
+    # shown as text with three significant digits (a per-day coefficient is not "+0.000")
+    assert list(ols[0]["p"]) == [significant(p, sign=False) for p in fit.table["p"]]
+    assert [float(p) for p in ols[0]["p"]] == pytest.approx(list(fit.table["p"]), rel=5e-3)
     assert f"R² = {fit.r_squared:.3f}" in texts(at)
     by_features = regression.feature_ols(regression.feature_frame(frame, features))
     assert list(ols[1]["term"]) == ["Intercept", "temperature", "release_days"]
+    release = ols[1].set_index("term").loc["release_days"]
+    assert release["coefficient"] == significant(by_features.coef("release_days"))
+    assert any(d in release["coefficient"] + release["std. error"] for d in "123456789")
     assert f"R² = {by_features.r_squared:.3f}" in texts(at)
     # the Browse tab lists the experiments as published
     rows = next(t for t in tables if "d_capped" in t.columns)

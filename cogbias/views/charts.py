@@ -6,6 +6,8 @@ thing; nothing here imports Streamlit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import altair as alt
 import pandas as pd
 
@@ -13,6 +15,36 @@ from cogbias.studies.analysis import AVERAGE, AVERAGE_ABS, Dendrogram
 from cogbias.views.numbers import signed
 
 DIVERGING = alt.Scale(domain=[-1, 1], scheme="redblue", reverse=True)
+LABEL_CHAR_PX = 7  # about the width of one axis-label character in Streamlit's chart theme
+
+
+def category_axis(**kwargs: object) -> alt.Axis:
+    """An axis of categories (models, biases, scenarios) that names every one of them.
+
+    Streamlit's chart theme sets `labelOverlap: true`, so Vega hides every label that would
+    touch its neighbour (a heatmap of 10 models named only 5 columns), and `labelLimit: 100`,
+    which cuts long names. Every band axis of the app's charts is built here; long labels are
+    tilted (`labelAngle`) or given room (`alt.Step`) instead of being dropped.
+    """
+    return alt.Axis(**{"labelOverlap": False, "labelLimit": 260, **kwargs})
+
+
+def column_step(count: int, width: int, smallest: int, largest: int) -> int:
+    """Pixels per heatmap column: `width` shared by `count` columns, kept in [smallest, largest],
+    so ten models fit on a laptop's page and two columns are not a wall of colour."""
+    return max(smallest, min(largest, width // max(count, 1)))
+
+
+def column_axis(columns: Sequence[object], step: int, **kwargs: object) -> alt.Axis:
+    """`category_axis` for a heatmap's columns: upright while the longest name fits in its
+    column (`step` pixels), tilted otherwise, so neighbouring names never run into each other."""
+    longest = max((len(str(c)) for c in columns), default=0)
+    return category_axis(**{"labelAngle": 0 if longest * LABEL_CHAR_PX <= step else -40, **kwargs})
+
+
+def bottom_legend(**kwargs: object) -> alt.Legend:
+    """A horizontal legend under the chart: one on the right is cut off by a wide chart."""
+    return alt.Legend(**{"orient": "bottom", "direction": "horizontal", **kwargs})
 
 
 def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Chart:
@@ -35,12 +67,12 @@ def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Cha
             "model:N",
             sort=columns,
             title=None,
-            axis=alt.Axis(labelAngle=-45, labelLimit=260, labelOverlap=False),
+            axis=category_axis(labelAngle=-45),
         ),
-        y=alt.Y("bias:N", sort=rows, title=None),
+        y=alt.Y("bias:N", sort=rows, title=None, axis=category_axis()),
     )
     cells = base.mark_rect().encode(
-        color=alt.Color("mean:Q", scale=DIVERGING, title="mean score"),
+        color=alt.Color("mean:Q", scale=DIVERGING, title="mean score", legend=bottom_legend()),
         tooltip=["bias", "model", alt.Tooltip("mean:Q", format=".3f")],
     )
     text = base.mark_text(fontSize=10).encode(
@@ -127,7 +159,7 @@ def compare_chart(
     )
     order = list(data["bias_name"])
     title = f"mean score difference: {model_a} minus {model_b}"
-    y = alt.Y("bias_name:N", sort=order, title=None, axis=alt.Axis(labelLimit=260))
+    y = alt.Y("bias_name:N", sort=order, title=None, axis=category_axis())
     x_scale = alt.Scale(domain=[-2, 2])
     base = alt.Chart(data).encode(y=y)
     whiskers = base.mark_rule(strokeWidth=2, color="#868e96").encode(

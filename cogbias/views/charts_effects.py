@@ -1,7 +1,9 @@
 """Altair charts of effect-size tables (the Mohr thesis' Figures 2 and 3).
 
 Capped effects live on [0, 1] (0 = no bias, 1 = a large effect), so the scale is sequential,
-not the diverging [-1, 1] scale of `charts.heatmap`. Nothing here imports Streamlit.
+not the diverging [-1, 1] scale of `charts.heatmap`. Every column is named (`category_axis`:
+long names are tilted, never dropped) and both legends sit under the chart, where a wide
+heatmap cannot push them off the page. Nothing here imports Streamlit.
 """
 
 from __future__ import annotations
@@ -9,8 +11,14 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from cogbias.views.charts import bottom_legend, category_axis, column_axis, column_step
+
 EFFECT_SCALE = alt.Scale(domain=[0, 1], scheme="blues")
 HOMOGENEITY_SCALE = alt.Scale(domain=[0, 1], scheme="greens")
+# Pixels a heatmap's cells may take together: ten models still fit beside the bias names and
+# the homogeneity column on a laptop screen; few columns get wide cells, many narrow ones.
+CELLS_WIDTH = 480
+STEP_RANGE = (40, 64)
 
 
 def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatChart:
@@ -23,13 +31,24 @@ def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatCh
     )
     rows = sorted(data["bias"].unique())
     columns = list(dict.fromkeys(data["column"]))
-    y = alt.Y("bias:N", sort=rows, title=None)
+    step = column_step(len(columns), CELLS_WIDTH, *STEP_RANGE)
+    y = alt.Y("bias:N", sort=rows, title=None, axis=category_axis())
     base = alt.Chart(data).encode(
-        x=alt.X("column:N", sort=columns, title=column_title or None, axis=alt.Axis(labelAngle=0)),
+        x=alt.X(
+            "column:N",
+            sort=columns,
+            title=column_title or None,
+            axis=column_axis(columns, step),
+        ),
         y=y,
     )
     cells = base.mark_rect().encode(
-        color=alt.Color("value:Q", scale=EFFECT_SCALE, title="effect (capped)"),
+        color=alt.Color(
+            "value:Q",
+            scale=EFFECT_SCALE,
+            title="effect (capped)",
+            legend=bottom_legend(gradientLength=200),
+        ),
         tooltip=["bias", "column", alt.Tooltip("value:Q", format=".3f")],
     )
     text = base.mark_text(fontSize=10).encode(
@@ -41,14 +60,20 @@ def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatCh
         column="homogeneity",
     )
     side = alt.Chart(per_bias).encode(
-        x=alt.X("column:N", title="homogeneity", axis=alt.Axis(labels=False, ticks=False)), y=y
+        x=alt.X("column:N", title="homogeneity", axis=alt.Axis(labels=False, ticks=False)),
+        y=alt.Y("bias:N", sort=rows, title=None, axis=None),
     )
     homogeneity = side.mark_rect().encode(
-        color=alt.Color("homogeneity:Q", scale=HOMOGENEITY_SCALE, title="σ²_e / σ²_d"),
+        color=alt.Color(
+            "homogeneity:Q",
+            scale=HOMOGENEITY_SCALE,
+            title="σ²_e / σ²_d",
+            legend=bottom_legend(gradientLength=100, values=[0, 0.5, 1]),
+        ),
         tooltip=["bias", alt.Tooltip("homogeneity:Q", format=".3f")],
     ) + side.mark_text(fontSize=10).encode(text="label:N")
     return alt.hconcat(
-        (cells + text).properties(width=alt.Step(56), height=alt.Step(22)),
+        (cells + text).properties(width=alt.Step(step), height=alt.Step(22)),
         homogeneity.properties(width=alt.Step(80), height=alt.Step(22)),
         spacing=6,
     ).resolve_scale(color="independent")

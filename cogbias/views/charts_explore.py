@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import altair as alt
 import pandas as pd
 
+from cogbias.views.charts import category_axis
 from cogbias.views.numbers import signed
 
 SELECTION = "cell"
@@ -95,12 +96,14 @@ def explore_heatmap(
     rows = list(rows) if rows is not None else sorted(frame["bias"].unique())
     columns = list(columns) if columns is not None else sorted(frame["model"].unique())
     base = alt.Chart(frame).encode(
-        x=alt.X("model:N", sort=columns, title=None, axis=alt.Axis(labelAngle=-30, orient="top")),
+        x=alt.X(
+            "model:N", sort=columns, title=None, axis=category_axis(labelAngle=-30, orient="top")
+        ),
         y=alt.Y(
             "bias_name:N",
             sort=[names.get(b, b) for b in rows],
             title=None,
-            axis=alt.Axis(labelLimit=260),
+            axis=category_axis(),
         ),
     )
     tooltip = [

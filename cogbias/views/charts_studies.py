@@ -15,9 +15,14 @@ import altair as alt
 import pandas as pd
 
 from cogbias.runs.study_results import BIAS_DIRECTION, pivot
+from cogbias.views.charts import category_axis, column_axis, column_step
 from cogbias.views.numbers import signed
 
 MISSING_COLOR = "#e9ecef"  # a cell whose metric had too few answers
+# Columns share about 660 px (ten models fit on a laptop's page), each 64-110 px wide: enough
+# for a label such as "+0.25*" at the cells' font size.
+CELLS_WIDTH = 660
+STEP_RANGE = (64, 110)
 PIVOT_LABELS = {
     "mitigation": "Mitigation",
     "temperature": "Temperature",
@@ -60,14 +65,16 @@ def heatmap_frame(table: pd.DataFrame, by: str) -> pd.DataFrame:
 def study_heatmap(table: pd.DataFrame, by: str) -> alt.LayerChart:
     """Headline value by test (× the dimensions that vary) × the values of `by`."""
     frame = heatmap_frame(table, by)
+    columns = column_order(table, by)
+    step = column_step(len(columns), CELLS_WIDTH, *STEP_RANGE)
     base = alt.Chart(frame).encode(
         x=alt.X(
             "column:N",
-            sort=column_order(table, by),
+            sort=columns,
             title=PIVOT_LABELS.get(by, by),
-            axis=alt.Axis(labelAngle=0, orient="top", labelLimit=200),
+            axis=column_axis(columns, step, orient="top", labelLimit=200),
         ),
-        y=alt.Y("row:N", sort=list(dict.fromkeys(frame["row"])), title=None),
+        y=alt.Y("row:N", sort=list(dict.fromkeys(frame["row"])), title=None, axis=category_axis()),
         tooltip=[
             alt.Tooltip("test:N"),
             alt.Tooltip("metric:N"),
@@ -102,4 +109,4 @@ def study_heatmap(table: pd.DataFrame, by: str) -> alt.LayerChart:
         text="label:N",
         color=alt.condition("abs(datum.colour) > 0.6", alt.value("white"), alt.value("black")),
     )
-    return (empty + colored + text).properties(width=alt.Step(110), height=alt.Step(30))
+    return (empty + colored + text).properties(width=alt.Step(step), height=alt.Step(30))

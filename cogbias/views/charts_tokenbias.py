@@ -8,6 +8,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from cogbias.views.charts import bottom_legend, category_axis
+
 N12 = "n12: only P correct"
 N21 = "n21: only P' correct"
 
@@ -30,7 +32,7 @@ def discordant_bars(table: pd.DataFrame) -> alt.FacetChart:
         alt.Chart(long)
         .mark_bar()
         .encode(
-            y=alt.Y("row:N", title=None, axis=alt.Axis(labelLimit=260)),
+            y=alt.Y("row:N", title=None, axis=category_axis()),
             yOffset=alt.YOffset("cell:N", sort=[N12, N21]),
             x=alt.X("pairs:Q", title="discordant pairs"),
             color=alt.Color(
@@ -65,14 +67,14 @@ def rejection_heatmap(table: pd.DataFrame) -> alt.LayerChart:
     frame["verdict"] = frame["reject"].map({True: "rejected", False: "not rejected"})
     frame["label"] = frame["z"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
     base = alt.Chart(frame).encode(
-        x=alt.X("row:N", title=None, axis=alt.Axis(labelAngle=-45, labelLimit=260)),
-        y=alt.Y("hypothesis:N", title=None, axis=alt.Axis(labelLimit=300)),
+        x=alt.X("row:N", title=None, axis=category_axis(labelAngle=-45)),
+        y=alt.Y("hypothesis:N", title=None, axis=category_axis(labelLimit=300)),
     )
     cells = base.mark_rect().encode(
         color=alt.Color(
             "verdict:N",
             scale=alt.Scale(domain=["rejected", "not rejected"], range=["#1f618d", "#d5d8dc"]),
-            legend=alt.Legend(title="H0 (genuine reasoning)"),
+            legend=bottom_legend(title="H0 (genuine reasoning)"),
         ),
         tooltip=[
             "hypothesis",
