@@ -12,6 +12,7 @@ artifacts/screenshots/.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,7 @@ def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_cou
         page.wait_for_timeout(2500)  # a late rerun must not move the tab either
         settle(page)
         assert _selected_tab(page) == "Analysis"
+        page.screenshot(path=str(SHOTS / "datasets_analysis_after_import.png"))
 
         # a run started on the Run tab says so, with its id, and shows its progress there
         page.get_by_role("tab", name="Run", exact=True).click()
@@ -130,9 +132,12 @@ def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_cou
         settle(page)
         started = page.get_by_text("started in the background", exact=False).first
         started.wait_for()
-        assert "Run " in started.inner_text()
+        named = re.search(r"Run (run-\w+) started in the background", started.inner_text())
+        assert named, started.inner_text()
         assert _selected_tab(page) == "Run"
-        page.get_by_text("12 of 12 pairs", exact=False).first.wait_for(timeout=120_000)
+        ended = page.get_by_text(f"{named[1]} · done", exact=False).first
+        ended.wait_for(timeout=120_000)  # its progress, then how it ended, on this tab
+        assert "12 of 12 pairs, 0 failed" in ended.inner_text()
         settle(page)
         page.wait_for_timeout(2500)  # the run's end redraws the page: still on Run
         settle(page)
