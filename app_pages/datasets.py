@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages import _delete, _effects, _pair
+from app_pages import _delete, _effects, _pair, _progress
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
@@ -19,6 +19,7 @@ from app_pages._common import (
     model_names,
     models,
     open_store_or_stop,
+    run_label,
     share_local_server,
     test_cases,
 )
@@ -26,7 +27,7 @@ from cogbias.core.records import decode_filled
 from cogbias.core.redact import redact
 from cogbias.core.templates import render_decision_text
 from cogbias.datasets import FIELDS, ColumnMapping, DatasetError, hub_url, import_run_id
-from cogbias.datasets.formats import FOLDERS, FORMATS, run_import
+from cogbias.datasets.formats import FOLDERS, FORMATS, holds, run_import
 from cogbias.datasets.tables import columns_of
 from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store, cogbias_home
@@ -45,6 +46,7 @@ UI_TERMS = (
     ("--name", "another dataset name"),
 )  # fmt: skip
 BROWSING = ("ds_bias", "ds_search", "ds_page", "ds_pick", "ds_pair")
+TABS = ["Imported", "Import", "Browse", "Run", "Export", "Analysis"]
 
 
 def _reset_browsing() -> None:
@@ -77,10 +79,13 @@ current = (
     if datasets
     else None
 )
-tabs = st.tabs(["Imported", "Import", "Browse", "Run", "Export", "Analysis"])
+# The selected tab is session state (keyed, tracked): a rerun that changes what is drawn above
+# or inside the tabs (an import adds the dataset picker, a run its progress) would otherwise
+# put the user back on the first tab.
+tabs = st.tabs(TABS, key="ds_tab", on_change="rerun")
 
 
-def _progress(bar: Any) -> Any:
+def _import_progress(bar: Any) -> Any:
     def update(label: str, done: int, total: int) -> None:
         share = min(done / total, 1.0) if total else 0.0
         bar.progress(share, text=f"{label}: {done / 1e6:.1f} MB")
@@ -100,7 +105,7 @@ def _import(what: str, func: Any) -> None:
     progress bar goes away when the import ends, however it ends."""
     slot = st.empty()
     try:
-        summary = func(_progress(slot.progress(0.0, text="starting")))
+        summary = func(_import_progress(slot.progress(0.0, text="starting")))
     except DatasetError as exc:  # quotes the file's own text: shown as text, not Markdown
         slot.empty()
         reason = safe_text.escape_markdown(_in_ui_terms(redact(str(exc))))
@@ -163,16 +168,20 @@ def _summary(db: str, dataset: str, version: tuple[Any, ...]) -> pd.DataFrame:
 
 
 def _dataset_runs(dataset: str, was_active: bool) -> None:
-    """The runs on `dataset`, with a progress bar for each one still going."""
+    """The runs on `dataset`: the bars of each one still going, how the run started here
+    ended, and the table of them all."""
     runs = [r for r in summaries.run_summaries(store) if r["biases"] == dataset]
-    going = [r for r in runs if r["status"] in ("planned", "running")]
+    going = [r for r in runs if r["status"] in _progress.ACTIVE]
     for run in going:
-        planned = max(run["planned"] or 0, 1)
-        generated, to_generate = run.get("generated") or 0, run.get("to_generate") or 0
-        text = f"Run {run['id']}: {run['done']:,} of {run['planned']:,} pairs, {run['failed']:,} failed"
-        if run["done"] == 0 and to_generate and generated < to_generate:
-            text = f"Run {run['id']}: preparing {generated:,} of {to_generate:,} test cases"
-        st.progress(min(run["done"] / planned, 1.0), text=text)
+        _progress.bars(run, prefix=f"Run {run['id']}: ")
+    started = (st.session_state.get("ds_started") or {}).get(dataset)
+    ended = next((r for r in runs if r["id"] == started and r not in going), None)
+    if ended is not None:
+        text = (
+            f"{run_label(ended)}: {ended['done']:,} of {ended['planned']:,} "
+            f"{_progress.counted(ended)}, {ended['failed']:,} failed · {_progress.totals(ended)}."
+        )
+        (st.success if ended["status"] == "done" else st.warning)(text)
     if runs:
         cols = ["id", "status", "models", "planned", "done", "failed", "cost", "duration_s"]
         st.dataframe(pd.DataFrame(runs)[cols], hide_index=True)
@@ -185,15 +194,15 @@ with tabs[0]:
     if not datasets:
         st.info("No datasets yet. Import the paper's benchmark from the Hub in the Import tab.")
     else:
+        contents = store.dataset_contents()  # counted in each kind's own tables
         st.dataframe(
             pd.DataFrame(
                 [
                     {
                         "name": d["name"],
                         "kind": d["kind"],
-                        "test cases": d["rows"],
+                        "holds": holds(d["kind"], contents.get(d["name"], {})),
                         "biases": len(d["meta"].get("biases", [])),
-                        "published decisions": d["meta"].get("decisions", 0),
                         "models": ", ".join(d["meta"].get("models", [])),
                         "imported": d["imported_at"][:16].replace("T", " "),
                         "source": d["source"],
@@ -378,14 +387,18 @@ with tabs[3]:
             if st.button("Start the run", disabled=plan is None, key="ds_start"):
                 share_local_server()
                 run_id = attempt("Starting the run", lambda: executor.launch(spec, db_path()))
-                if run_id:
-                    st.session_state["ds_flash"] = (
-                        f"Run {run_id} started in the background; it continues if you close the "
-                        "browser. Its pairs appear in Browse and Analysis as they finish."
-                    )
+                if run_id:  # said below, on this tab, with the run's progress
+                    st.session_state.setdefault("ds_started", {})[current] = run_id
                     st.rerun()
+        started = (st.session_state.get("ds_started") or {}).get(current)
+        if started:
+            st.success(
+                f"Run {started} started in the background; it continues if you close the "
+                "browser. Its progress is below; its pairs appear in Browse and Analysis as they "
+                "finish."
+            )
         runs_here = [r for r in summaries.run_summaries(store) if r["biases"] == current]
-        active = any(r["status"] in ("planned", "running") for r in runs_here)
+        active = any(r["status"] in _progress.ACTIVE for r in runs_here)
         # While a run on this dataset is going, this part redraws itself every two seconds.
         st.fragment(run_every=2.0 if active else None)(_dataset_runs)(current, active)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from app_pages import _progress
 from app_pages._common import (
     RANDOM_MODEL,
     api_base_of,
@@ -32,7 +33,6 @@ from app_pages._common import (
 from cogbias.core.probabilities import SCORING_CHOICE
 from cogbias.core.redact import redact
 from cogbias.library import examples
-from cogbias.llm.costs import run_cost_text
 from cogbias.llm.settings import check_api_base
 from cogbias.runs import executor, kinds, paired_plan
 from cogbias.runs.paired_plan import RunSpec
@@ -40,7 +40,8 @@ from cogbias.runs.summaries import run_summaries
 from cogbias.store import Store, now
 from cogbias.views.safe_text import escape_markdown
 
-ACTIVE = ("planned", "running", "cancelling")
+ACTIVE = _progress.ACTIVE
+counted, totals = _progress.counted, _progress.totals
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
 st.title("Run a batch")
 st.page_link(
@@ -287,28 +288,13 @@ def progress(run_id: str) -> None:
             st.code(_log_tail(run_id) or "(empty)")
         return
     assert run is not None
-    planned = max(run["planned"] or 0, 1)
     st.markdown(f"**{run_label(run)}**")
-    generated, to_generate = run.get("generated") or 0, run.get("to_generate") or 0
-    if run["status"] in ACTIVE and generated < to_generate:  # gaps are filled before deciding
-        st.progress(
-            generated / to_generate,
-            text=f"Filling gaps: {generated:,} of {to_generate:,} instances generated",
-        )
-    st.progress(
-        min(run["done"] / planned, 1.0),
-        text=f"{run['done']:,} of {run['planned']:,} {counted(run)}",
-    )
-    st.caption(f"{run['failed']:,} failed · {_totals(run)}")
-    if run.get("waiting"):
-        st.caption(
-            f"{run['waiting']} call(s) waiting to retry: {run.get('wait_reason') or 'error'}"
-        )
+    _progress.bars(run)
     if run["status"] not in ACTIVE:
         st.rerun()  # finished: redraw the whole page (past runs, no more polling)
     cancelling = run["status"] == "cancelling"
     if not cancelling:
-        if run["done"] == 0 and not to_generate:
+        if run["done"] == 0 and not run.get("to_generate"):
             st.caption("Filling gaps first (the local model may take a while per instance)…")
         cancelling = st.button("Cancel run", key="run_cancel")
         if cancelling:
@@ -317,23 +303,9 @@ def progress(run_id: str) -> None:
         st.warning("cancelling… the run stops within seconds and keeps what is finished.")
 
 
-def counted(run: dict) -> str:
-    """What a run's counts count: pairs, or a study run's units."""
-    return kinds.kind_of(run.get("spec")).unit_name
-
-
 def shown(text: str) -> str:
     """A stored error as safe Markdown: redacted (a provider may echo a key) and escaped."""
     return escape_markdown(redact(text))
-
-
-def _totals(run: dict) -> str:
-    saved = run.get("cost_saved") or 0.0
-    return (
-        f"{run['tokens'] or 0:,} tokens · cost {run_cost_text(run)}"
-        + (f" (${saved:.4f} saved by the cache)" if saved else "")
-        + (f" · {run['duration_s']:.0f} s" if run.get("duration_s") is not None else "")
-    )
 
 
 current = by_id.get(active) if active else None
@@ -344,7 +316,7 @@ elif current:
     st.subheader("Last run")
     text = (
         f"{run_label(current)}: {current['done']:,} of {current['planned']:,} {counted(current)}, "
-        f"{current['failed']:,} failed · {_totals(current)}."
+        f"{current['failed']:,} failed · {totals(current)}."
     )
     if current["status"] == "done":
         st.success(text)

@@ -3,20 +3,24 @@
 The app starts on an empty database; the journey imports the token-bias JSON files (a
 folder) and the Mohr thesis folder through the Import tab, and checks that each dataset's
 Browse view shows it: the token-bias items as test cases with their text, the thesis' effect
-sizes as published rows.
+sizes as published rows. A second journey checks that the tabs keep their place across an
+import and a run's start, that a started run says so with its progress on the Run tab, and
+that the Imported table counts what each kind of dataset holds. Screenshots go to
+artifacts/screenshots/.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, choose, go, learn_tab, running_app, settle
-from tests.dataset_helpers import MOHR_DIR, TOKENBIAS_DIR
+from tests.browser_helpers import CHROMIUM, ROOT, choose, go, learn_tab, running_app, settle
+from tests.dataset_helpers import HUB_CSV, MOHR_DIR, TOKENBIAS_DIR
 
 pytestmark = pytest.mark.browser
 
@@ -82,3 +86,70 @@ def test_both_paper_formats_import_from_a_path_and_show_their_views(
         page.screenshot(path=str(tmp_path / "datasets_import.png"))
         assert page.get_by_test_id("stException").count() == 0
         assert page.get_by_test_id("stProgress").count() == 0
+
+
+SHOTS = ROOT / "artifacts" / "screenshots"
+
+
+def _selected_tab(page: Any) -> str:
+    return page.locator('[role="tab"][aria-selected="true"]').first.inner_text().strip()
+
+
+def _table_cells(page: Any) -> list[str]:
+    """The texts of the data grids' cells: the grid draws on a canvas and mirrors its cells
+    in an accessible table that is in the page but not visible."""
+    cells = page.locator('[data-testid="stDataFrame"] [role="gridcell"]')
+    cells.first.wait_for(state="attached")
+    return [t.strip() for t in cells.all_text_contents()]
+
+
+def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_counts(
+    browser: Any, app_url: str
+) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with learn_tab(browser, app_url, height=1200) as page:
+        go(page, "Datasets")
+        page.get_by_role("heading", name="Datasets", exact=True).wait_for()
+        settle(page)
+        _import(page, "mohr2025", MOHR_DIR)  # a no-op when the first journey imported it
+        _import(page, "malberg2024-hub", HUB_CSV)
+        page.get_by_text("imported 'malberg2024-hub' (malberg2024-hub)").wait_for()
+        assert _selected_tab(page) == "Import"  # the import did not move the user
+
+        # the first click after the import stays where it landed
+        page.get_by_role("tab", name="Analysis", exact=True).click()
+        settle(page)
+        page.get_by_text("No decisions on this dataset yet").wait_for()
+        page.wait_for_timeout(2500)  # a late rerun must not move the tab either
+        settle(page)
+        assert _selected_tab(page) == "Analysis"
+        page.screenshot(path=str(SHOTS / "datasets_analysis_after_import.png"))
+
+        # a run started on the Run tab says so, with its id, and shows its progress there
+        page.get_by_role("tab", name="Run", exact=True).click()
+        settle(page)
+        page.get_by_role("button", name="Start the run").click()
+        settle(page)
+        started = page.get_by_text("started in the background", exact=False).first
+        started.wait_for()
+        named = re.search(r"Run (run-\w+) started in the background", started.inner_text())
+        assert named, started.inner_text()
+        assert _selected_tab(page) == "Run"
+        ended = page.get_by_text(f"{named[1]} · done", exact=False).first
+        ended.wait_for(timeout=120_000)  # its progress, then how it ended, on this tab
+        assert "12 of 12 pairs, 0 failed" in ended.inner_text()
+        settle(page)
+        page.wait_for_timeout(2500)  # the run's end redraws the page: still on Run
+        settle(page)
+        assert _selected_tab(page) == "Run"
+        assert page.get_by_text("started in the background", exact=False).count() >= 1
+        page.screenshot(path=str(SHOTS / "datasets_run_started.png"), full_page=True)
+
+        # the Imported table counts what each dataset holds
+        page.get_by_role("tab", name="Imported", exact=True).click()
+        settle(page)
+        cells = _table_cells(page)
+        page.screenshot(path=str(SHOTS / "datasets_imported_counts.png"), full_page=True)
+        assert any("16 effect sizes" in c for c in cells), cells
+        assert any("12 test cases" in c for c in cells), cells
+        assert page.get_by_test_id("stException").count() == 0

@@ -145,17 +145,30 @@ def test_import_from_the_hub_and_start_a_background_run(db, monkeypatch):
     monkeypatch.setenv("COGBIAS_HUB_FILE", HUB_CSV.name)
     try:
         at = page()
+        at.session_state["ds_tab"] = "Import"
         button(at, "Download and import").click().run()
         assert not at.exception
         assert "12 test cases" in texts(at)
+        assert at.session_state["ds_tab"] == "Import"  # an import does not move the user
+        at.session_state["ds_tab"] = "Run"  # what clicking the Run tab does
         at.number_input(key="ds_per_bias").set_value(2).run()
         button(at, "Start the run").click().run()
         assert not at.exception
         assert "started in the background" in texts(at)
         spec = paired_plan.RunSpec(models=["random"], dataset="malberg2024-hub", per_bias=2)
+        # said on the Run tab where it was started, naming the run, and the tab stays chosen
+        run_tab = next(t for t in at.tabs if t.label == "Run")
+        said = unescape("\n".join(s.value for s in run_tab.success))
+        assert f"Run {spec.run_id} started in the background" in said
+        assert at.session_state["ds_tab"] == "Run"
         with Store(db) as store:
             run = store.wait_for(spec.run_id, timeout=60)
         assert run is not None and (run["status"], run["done"]) == ("done", 6)
+        at.run()  # the next redraw says how the run ended, still on the Run tab
+        run_tab = next(t for t in at.tabs if t.label == "Run")
+        ended = unescape("\n".join(s.value for s in run_tab.success))
+        assert f"{spec.run_id} · done" in ended and "6 of 6 pairs, 0 failed" in ended
+        assert at.session_state["ds_tab"] == "Run"
     finally:
         server.shutdown()
         server.server_close()
@@ -296,3 +309,34 @@ def test_a_failed_import_speaks_the_pages_words_and_leaves_no_progress_bar(db, t
     assert "already exists with other content" in error
     assert "--" not in error and "Replace a dataset of the same name" in error
     assert not at.get("progress")
+
+
+def test_the_imported_table_counts_what_each_kind_holds(db):
+    """The thesis' effect sizes, a token-bias dataset's item pairs, a paired dataset's test
+    cases and published decisions: each counted in its own unit (the thesis used to show as
+    "test cases 0, published decisions 0")."""
+    from cogbias.datasets import import_mohr, import_peek
+    from tests.dataset_helpers import MOHR_DIR, TOKENBIAS_DIR
+
+    with Store(db) as store:
+        import_hub(store, HUB_CSV)
+        import_malberg(store, FORMAT_DIR)
+        import_mohr(store, MOHR_DIR)
+        import_peek(store, [TOKENBIAS_DIR])
+        contents = store.dataset_contents()
+        (published,) = store.db.execute(
+            "select count(*) from decisions where run_id = 'import:malberg2024'"
+        ).fetchone()
+    pairs = contents["peek2024"]["instances"]
+    assert pairs > 0 and published > 0
+    at = page()
+    table = at.dataframe[0].value
+    holds = dict(zip(table["name"], table["holds"], strict=True))
+    assert holds == {
+        "mohr2025": "16 effect sizes, 4 prompts",
+        "peek2024": f"{pairs} item pairs",
+        "malberg2024-hub": "12 test cases",
+        "malberg2024": f"{contents['malberg2024']['instances']} test cases, "
+        f"{published} published decisions",
+    }
+    assert "test cases" not in table.columns and "published decisions" not in table.columns

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from cogbias.datasets import generic, hub, malberg_format, mohr_format, peek_format
@@ -37,6 +37,25 @@ def results_page(kind: str) -> str:
     if kind == TOKENBIAS_STUDY_KIND:
         return "tokenbias"
     return next((f.results_page for f in FORMATS if f.name == kind), "explore")
+
+
+def holds(kind: str, counts: Mapping[str, int]) -> str:
+    """What a dataset of `kind` holds, in its own units (`counts` from
+    `Store.dataset_contents`): a thesis dataset's effect sizes and prompts, a token-bias
+    dataset's item pairs, a paired dataset's test cases and published decisions. One
+    sentence for every kind, so no kind is shown as zero of something it never has."""
+    page = results_page(kind)
+    if page == "datasets":
+        parts = [f"{counts.get('effects', 0):,} effect sizes"]
+        if counts.get("prompts"):
+            parts.append(f"{counts['prompts']:,} prompts")
+    elif page == "tokenbias":
+        parts = [f"{counts.get('instances', 0):,} item pairs"]
+    else:
+        parts = [f"{counts.get('instances', 0):,} test cases"]
+        if counts.get("decisions"):
+            parts.append(f"{counts['decisions']:,} published decisions")
+    return ", ".join(parts)
 
 
 def format_named(name: str) -> Format:
