@@ -217,7 +217,8 @@ def test_cli_import_run_analyze_export(tmp_path, local_hub, capsys):
     assert "12 test cases" in capsys.readouterr().err
     assert main(["import", "malberg2024", str(FORMAT_DIR), "--db", db]) == 0
     assert main(["datasets", "--db", db]) == 0
-    assert "malberg2024-hub" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "malberg2024-hub" in listed and "12 test cases" in listed
     args = ["run", "--dataset", "malberg2024-hub", "--per-bias", "2", "--models", "random"]
     assert main([*args, "--db", db]) == 0
     assert main(["analyze", "--db", db, "--view", "table", "--format", "csv"]) == 0

@@ -167,23 +167,21 @@ def _replace_deleting(store: Any, fmt: Format, args: argparse.Namespace, runs: l
 
 def _datasets(args: argparse.Namespace) -> int:
     from cogbias.cli.options import _table
+    from cogbias.datasets.formats import holds
     from cogbias.store import Store
 
     with Store(args.db) as store:
         rows = store.datasets()
+        contents = store.dataset_contents()
     if not rows:
         print("no datasets yet: import one with `cogbias import`", file=sys.stderr)
         return 0
     for row in rows:
         meta = row["meta"]
-        row["decisions"] = meta.get("decisions", 0)
+        row["holds"] = holds(row["kind"], contents.get(row["name"], {}))  # each kind its units
         row["models"] = len(meta.get("models", []))
         row["biases"] = len(meta.get("biases", []))
-        row["test_cases"] = row["rows"]
-    _table(
-        rows,
-        ["name", "kind", "test_cases", "biases", "decisions", "models", "imported_at", "source"],
-    )
+    _table(rows, ["name", "kind", "holds", "biases", "models", "imported_at", "source"])
     return 0
 
 
