@@ -104,6 +104,8 @@ st.caption(
     )
 )
 st.markdown(highlight.legend_html(instance), unsafe_allow_html=True)
+for rejected in highlight.rejected_fills(instance):
+    st.caption(safe_text.escape_markdown(rejected))
 for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
     with column, st.container(border=True):
         filled = highlight.filled_html(case, instance, half)

@@ -126,7 +126,9 @@ with tab_filled:
     if case is None:
         st.error(f"No preview until the draft loads: {problem_text}")
     else:
-        st.number_input("Example set (seed)", min_value=0, step=1, key="tpl_seed")
+        st.columns([1, 3])[0].number_input(
+            "Example set (seed)", min_value=0, step=1, key="tpl_seed"
+        )
         draft = attempt(
             "Filling the draft",
             lambda: authoring.preview_draft(
@@ -136,7 +138,7 @@ with tab_filled:
         if draft is not None:
             st.caption(
                 "The text in the editor, not saved, filled offline with its own example fills "
-                f"for the scenario “{safe_text.escape_markdown(draft.scenario)}”."
+                f"for the scenario “{safe_text.escape_markdown(draft.scenario.rstrip('.'))}”."
             )
             if draft.note:
                 st.info(safe_text.escape_markdown(draft.note))

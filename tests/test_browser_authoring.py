@@ -99,9 +99,12 @@ def test_a_fill_copying_its_instruction_is_replaced_by_a_marked_example_fill(pag
 
     fill_preview(page, "Framing Effect", MODEL_LABEL)
     no_exception(page)
-    body = page.inner_text("body")
-    assert COPIED not in body  # the copied words reach no text on the page
-    assert "weekly team rota" in body  # the model's acceptable fills are used
+    situations = " ".join(page.get_by_text("Suppose you are", exact=False).all_inner_texts())
+    assert COPIED not in situations  # the copied words are not in the pair
+    assert "weekly team rota" in situations  # the model's acceptable fills are used
+    said = page.get_by_text("Example fill for [[name the exact opposite of").inner_text()
+    assert f"the model's fill 'the one {COPIED}' was rejected" in said
+    assert "(it copies the instruction's words 'also measured in percent so')" in said
     legend = page.get_by_text("[[gaps]] from").first.inner_text()
     assert legend == (
         f"[[gaps]] from the scenario, example fills (offline) and the generator model {MODEL}"

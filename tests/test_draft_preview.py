@@ -3,8 +3,13 @@ offline with the draft's own example fills, its text escaped, its missing fills 
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from cogbias.library import testcases as library
-from cogbias.views import authoring
+from cogbias.runs import pipeline
+from cogbias.views import authoring, highlight
 
 SCENARIO = "A head teacher at a secondary school deciding on next year's budget"
 
@@ -44,3 +49,18 @@ def test_a_drafts_text_is_escaped_never_markup() -> None:
     draft = authoring.preview_draft(case, SCENARIO)
     shown = draft.halves["control"]["situation"] + draft.halves["treatment"]["situation"]
     assert "<img" not in shown and "](" not in shown and "&lt;img" in shown
+
+
+def test_a_rejected_model_fill_is_named_in_a_sentence_with_any_key_redacted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COGBIAS_TEST_API_KEY", "sentinel-0123456789abcdef")
+    case = library.get_test_case("framing_effect")
+    instance = pipeline.generate_offline(case, SCENARIO)
+    note = "the model's fill 'so that both add up sentinel-0123456789abcdef' was rejected (x)"
+    rejected = {"gap": "name the opposite", "source": "example", "text": "late", "note": note}
+    instance = dataclasses.replace(instance, insertions=[*instance.insertions, rejected])
+    (sentence,) = highlight.rejected_fills(instance)
+    assert sentence.startswith("Example fill for [[name the opposite]]: the model's fill 'so")
+    assert "sentinel-0123456789abcdef" not in sentence and "***" in sentence
+    assert highlight.rejected_fills(pipeline.generate_offline(case, SCENARIO)) == []

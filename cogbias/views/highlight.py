@@ -154,6 +154,18 @@ def legend_html(instance: Instance) -> str:
     )
 
 
+def rejected_fills(instance: Instance) -> list[str]:
+    """One sentence per model fill the checker rejected (`examples.ExampleFiller.vet`): which
+    gap now holds an example fill, the model's text and why it was not used. Plain text
+    (redacted: a model may echo a key), for a page to escape."""
+    clean = redactor()
+    return [
+        f"Example fill for [[{clean(i.get('gap', ''))}]]: {clean(i['note'])}."
+        for i in instance.insertions
+        if i.get("source") == "example" and i.get("note")
+    ]
+
+
 def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]:
     """A filled half as HTML, every insertion marked with its source (LLM or value generator).
 
