@@ -136,9 +136,10 @@ with tab_filled:
             ),
         )
         if draft is not None:
+            how = "its values filled" if draft.note else "filled with its own example fills"
             st.caption(
-                "The text in the editor, not saved, filled offline with its own example fills "
-                f"for the scenario “{safe_text.escape_markdown(draft.scenario.rstrip('.'))}”."
+                f"The text in the editor, not saved, {how} offline for the scenario "
+                f"“{safe_text.escape_markdown(draft.scenario.rstrip('.'))}”."
             )
             if draft.note:
                 st.info(safe_text.escape_markdown(draft.note))

@@ -156,6 +156,11 @@ def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> 
 
     go(page, "Templates")
     page.get_by_text("Valid: My Bias").wait_for()
+    panel = page.get_by_role("tabpanel", name="Filled (unsaved draft)")
+    skeleton = panel.inner_text()  # the blank skeleton has no [examples]: it says so
+    assert "No example fills for [[describe one decision you face in your role]] yet" in skeleton
+    assert "[[gaps]] from nobody yet" in skeleton
+    shot(page, "21_5_templates_skeleton_preview", page.get_by_role("tab", name="Gaps"))
     page.get_by_text("Start from…").click()
     choose(page, "A copy of", "Framing Effect")
     page.get_by_role("button", name="Load copy").click()
@@ -165,7 +170,6 @@ def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> 
     assert edited.count("This morning you review") == 2
     edit(page, edited)
     page.get_by_role("tab", name="Filled (unsaved draft)").click()
-    panel = page.get_by_role("tabpanel", name="Filled (unsaved draft)")
     panel.get_by_text("This morning you review", exact=False).first.wait_for()
     shown = panel.inner_text()
     assert shown.count("This morning you review") == 2  # control and treatment, as edited

@@ -82,6 +82,12 @@ def preview_draft(case: TestCase, scenario: str, seed: int = 0) -> DraftPreview:
         note = ""
     except pipeline.GenerationError as exc:
         instance = pipeline.generate_offline(case, scenario, seed=seed)
-        note = f"The [[gaps]] stay as written: {exc}."
+        filler = examples.ExampleFiller(case, scenario, seed, 0)
+        missing = filler.prefill(dict(instance.values), {}, everything=True)
+        what = f"[[{missing[0].instruction}]]" if missing else str(exc)
+        note = (
+            f"No example fills for {what} yet, so the [[gaps]] stay as written: add them under "
+            "[examples] (docs/format.md), or save the file and let a model fill it on Preview."
+        )
     halves = {h: highlight.filled_html(case, instance, h) for h in ("control", "treatment")}
     return DraftPreview(scenario, halves, highlight.legend_html(instance), note)
