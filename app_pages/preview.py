@@ -1,7 +1,5 @@
 """Preview: fill a test case for a scenario and inspect the pair, insertion by insertion."""
 
-import html
-
 import streamlit as st
 
 from app_pages import _live, _pair
@@ -105,13 +103,9 @@ st.caption(
         f"seed {instance.seed} · variant: {instance.variant}"
     )
 )
-st.markdown(
-    f'<span style="border-bottom:2px solid {highlight.LLM_COLOR}">[[gaps]] from '
-    f"{html.escape(highlight.gap_sources(instance))}</span>"
-    f' &nbsp; <span style="border-bottom:2px solid {highlight.VALUE_COLOR}">from a value '
-    "generator</span> &nbsp; (hover an insertion to see its gap)",
-    unsafe_allow_html=True,
-)
+st.markdown(highlight.legend_html(instance), unsafe_allow_html=True)
+for rejected in highlight.rejected_fills(instance):
+    st.caption(safe_text.escape_markdown(rejected))
 for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
     with column, st.container(border=True):
         filled = highlight.filled_html(case, instance, half)

@@ -4,7 +4,7 @@ import dataclasses
 
 import streamlit as st
 
-from app_pages._common import case_label, friendly, test_cases
+from app_pages._common import attempt, case_label, friendly, scenarios, test_cases
 from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError
 from cogbias.views import authoring, highlight, safe_text
@@ -20,6 +20,8 @@ st.caption(
 cases = test_cases()
 if EDITOR not in st.session_state:
     st.session_state[EDITOR] = authoring.BLANK_TEST_CASE
+if "tpl_seed" not in st.session_state:
+    st.session_state["tpl_seed"] = 0
 
 
 def _load(text: str) -> None:
@@ -51,6 +53,7 @@ text = st.text_area(
 
 case = None
 problem_lines: list[int] = []
+problem_text = ""
 try:
     case = library.parse_test_case(text, file="editor")
 except LibraryError as exc:
@@ -62,8 +65,10 @@ except LibraryError as exc:
     )
     count = "1 problem" if len(exc.problems) == 1 else f"{len(exc.problems)} problems"
     st.error(f"{count} to fix before saving (the lines are marked in red below):\n\n{listed}")
+    problem_text = f"\n\n{listed}"
 except Exception as exc:  # validation must never crash the editor
-    st.error(f"The test case could not be checked: {friendly(exc)}")
+    problem_text = friendly(exc)
+    st.error(f"The test case could not be checked: {problem_text}")
 else:
     name, case_id = safe_text.escape_markdown(case.name), safe_text.escape_markdown(case.id)
     st.success(f"Valid: {name} ({case_id}), {case.n_options} answer options.")
@@ -116,7 +121,37 @@ if saved and saved[0] == "confirm":
 elif saved:
     (st.success if saved[0] == "ok" else st.error)(saved[1])
 
-tab_gaps, tab_diff = st.tabs(["Gaps", "Control vs treatment"])
+tab_filled, tab_gaps, tab_diff = st.tabs(["Filled (unsaved draft)", "Gaps", "Control vs treatment"])
+with tab_filled:
+    if case is None:
+        st.error(f"No preview until the draft loads: {problem_text}")
+    else:
+        st.columns([1, 3])[0].number_input(
+            "Example set (seed)", min_value=0, step=1, key="tpl_seed"
+        )
+        draft = attempt(
+            "Filling the draft",
+            lambda: authoring.preview_draft(
+                case, scenarios()[0].text, int(st.session_state["tpl_seed"])
+            ),
+        )
+        if draft is not None:
+            how = "its values filled" if draft.note else "filled with its own example fills"
+            st.caption(
+                f"The text in the editor, not saved, {how} offline for the scenario "
+                f"“{safe_text.escape_markdown(draft.scenario.rstrip('.'))}”."
+            )
+            if draft.note:
+                st.info(safe_text.escape_markdown(draft.note))
+            st.markdown(draft.legend, unsafe_allow_html=True)
+            for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
+                with column, st.container(border=True):
+                    st.markdown(f"**{half.capitalize()}**")
+                    st.markdown(draft.halves[half]["situation"], unsafe_allow_html=True)
+                    st.markdown(
+                        highlight.emphasised(draft.halves[half]["prompt"]), unsafe_allow_html=True
+                    )
+                    st.markdown(f"<ol>{draft.halves[half]['options']}</ol>", unsafe_allow_html=True)
 with tab_gaps:
     st.caption("Blue: [[gaps]] the generator fills. Red: {{values}}. Lines with problems: red.")
     st.markdown(

@@ -1,9 +1,15 @@
 """Authoring helpers for the Templates page: a blank test case to start from, a free id
-for a copy."""
+for a copy, and the unsaved draft filled in place."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+
+from cogbias.library import examples
+from cogbias.library.testcases import TestCase
+from cogbias.runs import pipeline
+from cogbias.views import highlight
 
 BLANK_TEST_CASE = '''id = "my_bias"
 name = "My Bias"
@@ -47,3 +53,41 @@ def copy_id(case_id: str, taken: Iterable[str]) -> str:
         n += 1
         candidate = f"{base}{n}"
     return candidate
+
+
+@dataclass(frozen=True)
+class DraftPreview:
+    """An unsaved draft filled offline: each half as escaped HTML with every insertion marked
+    (`highlight.filled_html`), the legend naming who filled the gaps, and `note`, the reason
+    when its [[gaps]] stay as written ('' when every gap is filled)."""
+
+    scenario: str
+    halves: dict[str, dict[str, str]]
+    legend: str
+    note: str
+
+
+def preview_draft(case: TestCase, scenario: str, seed: int = 0) -> DraftPreview:
+    """The draft's control and treatment filled with its own example fills, as Learn and
+    Preview fill a saved test case offline (`pipeline.generate` with the `examples`
+    generator: no model, no key, instant), so an author sees an edit before saving it.
+
+    A draft without example fills for one of its gaps gets its values filled and its
+    [[gaps]] left visible, with the reason in `note`.
+    """
+    try:
+        instance = pipeline.run_sync(
+            pipeline.generate(None, case, scenario, examples.EXAMPLES_GENERATOR, seed=seed)  # type: ignore[arg-type]
+        )
+        note = ""
+    except pipeline.GenerationError as exc:
+        instance = pipeline.generate_offline(case, scenario, seed=seed)
+        filler = examples.ExampleFiller(case, scenario, seed, 0)
+        missing = filler.prefill(dict(instance.values), {}, everything=True)
+        what = f"[[{missing[0].instruction}]]" if missing else str(exc)
+        note = (
+            f"No example fills for {what} yet, so the [[gaps]] stay as written: add them under "
+            "[examples] (docs/format.md), or save the file and let a model fill it on Preview."
+        )
+    halves = {h: highlight.filled_html(case, instance, h) for h in ("control", "treatment")}
+    return DraftPreview(scenario, halves, highlight.legend_html(instance), note)

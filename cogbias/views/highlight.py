@@ -143,6 +143,29 @@ def gap_sources(instance: Instance) -> str:
     return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
 
 
+def legend_html(instance: Instance) -> str:
+    """The legend above a filled pair: who filled its [[gaps]] (`gap_sources`) and the value
+    generators' mark, in the colours the insertions carry."""
+    return (
+        f'<span style="border-bottom:2px solid {LLM_COLOR}">[[gaps]] from '
+        f"{html_text(gap_sources(instance))}</span>"
+        f' &nbsp; <span style="border-bottom:2px solid {VALUE_COLOR}">from a value '
+        "generator</span> &nbsp; (hover an insertion to see its gap)"
+    )
+
+
+def rejected_fills(instance: Instance) -> list[str]:
+    """One sentence per model fill the checker rejected (`examples.ExampleFiller.vet`): which
+    gap now holds an example fill, the model's text and why it was not used. Plain text
+    (redacted: a model may echo a key), for a page to escape."""
+    clean = redactor()
+    return [
+        f"Example fill for [[{clean(i.get('gap', ''))}]]: {clean(i['note'])}."
+        for i in instance.insertions
+        if i.get("source") == "example" and i.get("note")
+    ]
+
+
 def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]:
     """A filled half as HTML, every insertion marked with its source (LLM or value generator).
 

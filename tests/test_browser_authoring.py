@@ -1,0 +1,208 @@
+"""The author's pages in a real browser (issue 21, points 3-5): Preview and Templates.
+
+One app on a fresh home (no demo results: these pages need none), plus a scripted
+OpenAI-compatible generator on 127.0.0.1 that writes plausible fills, except for the gap that
+asks for "the exact opposite" of a metric, where it copies the instruction's own words, as
+the local model was seen to do. Each journey saves a screenshot to artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.browser_helpers import CHROMIUM, ROOT, choose, go, learn_tab, running_app, settle
+
+pytestmark = pytest.mark.browser
+SHOTS = ROOT / "artifacts" / "screenshots"
+MODEL = "openai/scripted"
+MODEL_LABEL = f"Scripted generator ({MODEL})"
+COPIED = "also measured in percent, so that both add up to 100%"  # the instruction's words
+HEAD_TEACHER = "A head teacher at a secondary school deciding on next year's timetable"
+OPERATIONS = "An operations manager at a family-owned bakery deciding on a new oven"
+
+if not CHROMIUM.exists():
+    pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)", allow_module_level=True)
+pytest.importorskip("playwright.sync_api")
+
+
+def scripted(request: dict[str, Any]) -> str:
+    """Fills: a real phrase per gap, but the opposite-of-a-metric gap gets its instruction's
+    last words back. Decisions: Option 1."""
+    fmt = request.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        keys = fmt["json_schema"]["schema"]["required"]
+        return json.dumps(
+            {k: f"the one {COPIED}" if "exact opposite" in k else "weekly team rota" for k in keys}
+        )
+    return "Option 1"
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from cogbias.llm import settings
+    from tests.fake_llm_server import FakeLLMServer
+
+    home = tmp_path_factory.mktemp("authoring-home")
+    with FakeLLMServer(responder=scripted) as fake:
+        settings.add_custom_model(
+            MODEL, "Scripted generator", fake.base_url, json_schema=True, path=home / "models.toml"
+        )
+        env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
+               "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+        with running_app(env, home / "streamlit.log") as url:
+            yield url
+
+
+@pytest.fixture
+def page(browser: Any, app_url: str) -> Iterator[Any]:
+    with learn_tab(browser, app_url, height=1200) as tab:
+        yield tab
+
+
+def shot(page: Any, name: str, top: Any = None) -> None:
+    """A viewport screenshot with `top` (a locator) scrolled to the top of the view."""
+    settle(page)
+    if top is not None:
+        top.first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def no_exception(page: Any) -> None:
+    assert page.get_by_test_id("stException").count() == 0
+
+
+def fill_preview(page: Any, case: str | None, generator: str, typed: str = "") -> None:
+    """Fill on Preview: `case` opens the page and picks it (None: stay on it, keep the case)."""
+    if case is not None:
+        go(page, "Preview")
+        choose(page, "Test case", case)
+    box = page.get_by_role("textbox", name="…or type your own scenario")
+    box.fill(typed)
+    box.press("Enter")
+    choose(page, "Generator model", generator)
+    settle(page)
+    page.get_by_role("button", name="Fill", exact=True).click()
+    page.get_by_text("[[gaps]] from").wait_for(timeout=120_000)
+    settle(page)
+
+
+def test_a_fill_copying_its_instruction_is_replaced_by_a_marked_example_fill(page: Any) -> None:
+    from cogbias.library import testcases as library
+
+    fill_preview(page, "Framing Effect", MODEL_LABEL)
+    no_exception(page)
+    situations = " ".join(page.get_by_text("Suppose you are", exact=False).all_inner_texts())
+    assert COPIED not in situations  # the copied words are not in the pair
+    assert "weekly team rota" in situations  # the model's acceptable fills are used
+    said = page.get_by_text("Example fill for [[name the exact opposite of").inner_text()
+    assert f"the model's fill 'the one {COPIED}' was rejected" in said
+    assert "(it copies the instruction's words 'also measured in percent so')" in said
+    legend = page.get_by_text("[[gaps]] from").first.inner_text()
+    assert legend == (
+        f"[[gaps]] from the scenario, example fills (offline) and the generator model {MODEL}"
+    )
+    examples = library.get_test_case("framing_effect").examples
+    opposite = next(fills for key, fills in examples.items() if "exact opposite" in key)
+    marked = page.locator(".ins-example")
+    assert marked.count() == 1  # the one rejected fill, in the treatment
+    assert marked.inner_text() in opposite
+    title = marked.get_attribute("title") or ""
+    assert title.startswith("example fill (the model's fill 'the one also measured")
+    assert "was rejected (it copies the instruction's words" in title
+    assert page.locator(".ins-llm").count() >= 2  # the model's own fills stay marked as its
+    marked.hover()  # the browser's tooltip is not in a screenshot; the mark is
+    shot(page, "21_3_preview_rejected_fill", page.get_by_text("Scenario:", exact=False))
+
+
+def test_preview_uses_a_typed_scenario_with_articles_that_agree(page: Any) -> None:
+    fill_preview(page, "Anchoring", "Example fills (offline, instant)", HEAD_TEACHER)
+    no_exception(page)
+    assert page.get_by_text("keep their defaults").count() == 0  # the scenario was read
+    control = page.get_by_text("Suppose you are", exact=False).first.inner_text()
+    assert "a head teacher" in control and "at a secondary school" in control
+    legend = page.get_by_text("[[gaps]] from").first.inner_text()
+    assert legend.startswith("[[gaps]] from the scenario and example fills (offline)")
+    assert "generator" not in legend  # offline: no model is named
+    shot(page, "21_4a_preview_typed_scenario", page.get_by_text("Scenario:", exact=False))
+
+    fill_preview(page, None, MODEL_LABEL, OPERATIONS)
+    no_exception(page)
+    body = page.inner_text("body")
+    assert "Suppose you are an operations manager at a family-owned bakery" in body
+    assert not re.search(r"\ba operations\b", body)
+    legend = page.get_by_text("[[gaps]] from").first.inner_text()
+    assert legend.startswith(f"[[gaps]] from the scenario and the generator model {MODEL}")
+    shot(page, "21_4b_preview_generator_named", page.get_by_text("Scenario:", exact=False))
+
+
+def edit(page: Any, text: str) -> None:
+    area = page.get_by_role("textbox", name="Test case (TOML)", exact=True)
+    area.fill(text)
+    area.press("Control+Enter")  # commits the text and reruns the page
+    settle(page)
+
+
+def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> None:
+    from cogbias.library import testcases as library
+    from cogbias.views import authoring
+
+    go(page, "Templates")
+    page.get_by_text("Valid: My Bias").wait_for()
+    panel = page.get_by_role("tabpanel", name="Filled (unsaved draft)")
+    skeleton = panel.inner_text()  # the blank skeleton has no [examples]: it says so
+    assert "No example fills for [[describe one decision you face in your role]] yet" in skeleton
+    assert "[[gaps]] from nobody yet" in skeleton
+    shot(page, "21_5_templates_skeleton_preview", page.get_by_role("tab", name="Gaps"))
+    page.get_by_text("Start from…").click()
+    choose(page, "A copy of", "Framing Effect")
+    page.get_by_role("button", name="Load copy").click()
+    page.get_by_text("Valid: Framing Effect").wait_for()
+    text = page.get_by_role("textbox", name="Test case (TOML)", exact=True).input_value()
+    edited = text.replace("You have to evaluate", "This morning you review")
+    assert edited.count("This morning you review") == 2
+    edit(page, edited)
+    page.get_by_role("tab", name="Filled (unsaved draft)").click()
+    panel.get_by_text("This morning you review", exact=False).first.wait_for()
+    shown = panel.inner_text()
+    assert shown.count("This morning you review") == 2  # control and treatment, as edited
+    assert "[[" not in shown.split("(hover an insertion to see its gap)")[1]  # all filled
+    fills = [f for key, f in library.get_test_case("framing_effect").examples.items()]
+    assert any(f in shown for group in fills for f in group)
+    assert "not saved" in shown
+    assert page.get_by_text("No test cases of your own yet").count() == 1  # nothing saved
+    no_exception(page)
+    shot(page, "21_5a_templates_draft_preview", page.get_by_role("tab", name="Gaps"))
+
+    unclosed = authoring.BLANK_TEST_CASE.replace(
+        'prompt = "Do you agree that this is a good decision?"\n',
+        'prompt = "Do you agree that this is a good decision?\n',
+        1,
+    )
+    line = unclosed[: unclosed.index("prompt = ")].count("\n") + 1
+    edit(page, unclosed)
+    message = f"a text is not closed on line {line}: add its closing quote"
+    page.get_by_text(message).first.wait_for()
+    assert "Illegal character" not in page.inner_text("body")
+    assert panel.get_by_text("No preview until the draft loads").count() == 1
+    assert message in panel.inner_text()  # the same message, instead of a preview
+    no_exception(page)
+    shot(page, "21_5b_templates_unclosed_quote", page.get_by_test_id("stAlert"))
+
+    derived = authoring.BLANK_TEST_CASE.replace(
+        "[control]", '[values.half]\ntype = "derived"\nexpr = "amount // bonus"\n\n[control]', 1
+    )
+    edit(page, derived)
+    page.get_by_text("uses 'bonus', which is not a value defined before it").first.wait_for()
+    errors = " ".join(page.get_by_test_id("stAlertContentError").all_inner_texts())
+    assert "(known: amount)" in errors
+    assert "variant" not in errors  # this file defines no variants
+    no_exception(page)
+    shot(page, "21_5c_templates_derived_value", page.get_by_test_id("stAlert"))
