@@ -284,3 +284,24 @@ def test_preview_marks_example_and_scenario_fills_as_such():
     assert 'title="example fill (named gap &#x27;asset&#x27;)"' in prompt
     frame = highlight.insertions_frame(instance)
     assert {"scenario field", "example fill", "value generator"} <= set(frame["source"])
+
+
+def test_a_typed_role_that_is_no_manager_reads_as_itself_in_text_and_highlight() -> None:
+    # "[[a/an]] [[type]] manager at [[organization]]" once gave "a head teacher manager"
+    import re
+
+    from cogbias.library import testcases
+    from cogbias.runs import pipeline
+    from cogbias.views import highlight
+
+    case = testcases.get_test_case("framing_effect")
+    for scenario, expected in (
+        ("A head teacher at a secondary school deciding on timetables.", "a head teacher at"),
+        ("An operations manager at a bakery deciding on a supplier.", "an operations manager at"),
+    ):
+        instance = pipeline.run_sync(pipeline.generate(None, case, scenario, "examples", seed=0))
+        for half in ("control", "treatment"):
+            text = instance.half(half).situation
+            shown = re.sub(r"<[^>]+>", "", highlight.filled_html(case, instance, half)["situation"])
+            assert expected in text and expected in shown, (text, shown)
+            assert "teacher manager" not in text + shown

@@ -122,7 +122,7 @@ def scenario_fill(instruction: str, scenario: str, seed: int) -> str | None:
     if instruction not in COMMON_GAPS:
         return None
     fields = scenario_fields(scenario)
-    if instruction == "type":
+    if instruction == ROLE_GAP:
         position = fields.position if fields else "operations manager"
         return re.sub(r"\s+manager$", "", position) if position.endswith(" manager") else position
     if fields and fields.organization:
@@ -130,6 +130,31 @@ def scenario_fill(instruction: str, scenario: str, seed: int) -> str | None:
     industry = fields.industry if fields else "services"
     size = _ORG_SIZES[_index(seed, scenario) % len(_ORG_SIZES)]
     return f"{size} company in the {industry} industry"
+
+
+ROLE_GAP = "type"  # the common gap that names the role, "operations" in "operations manager"
+ROLE_NOUN = " manager"  # what the built-in templates write after it
+
+
+def drops_role_noun(scenario: str) -> bool:
+    """Whether the " manager" after the `type` gap goes: the built-in templates say "[[a/an]]
+    [[type]] manager at [[organization]]", which fits every built-in scenario's position
+    ("operations manager" fills `type` with "operations"), but a typed role that is not a
+    manager ("A head teacher at a secondary school …") would read "a head teacher manager"."""
+    fields = scenario_fields(scenario)
+    return bool(fields and fields.organization and not fields.position.endswith("manager"))
+
+
+def fix_role(filled: Filled, scenario: str) -> Filled:
+    """`filled` without the template's " manager" after a typed role that is no manager."""
+    if not drops_role_noun(scenario):
+        return filled
+    role = scenario_fields(scenario).position  # type: ignore[union-attr]
+
+    def fix(text: str) -> str:
+        return text.replace(role + ROLE_NOUN, role)
+
+    return Filled(fix(filled.situation), fix(filled.prompt), tuple(fix(o) for o in filled.options))
 
 
 def fix_articles(filled: Filled) -> Filled:

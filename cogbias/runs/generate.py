@@ -170,8 +170,8 @@ async def generate(
     def from_fills(gap: LLMGap) -> str:
         return fills[gap.resolve(values)]
 
-    raw_control = fill(case.control, values, from_fills)  # `a/an` still marked
-    control = examples.fix_articles(raw_control)
+    raw_control = examples.fix_role(fill(case.control, values, from_fills), scenario)
+    control = examples.fix_articles(raw_control)  # `a/an` was still marked in raw_control
     for gap in case.control.llm_gaps() + case.treatment.llm_gaps():
         key = gap.resolve(values)
         if not any(i["gap"] == key for i in insertions):
@@ -187,7 +187,9 @@ async def generate(
         test_case_hash=case.content_hash,
         scenario=scenario,
         control=control,
-        treatment=examples.fix_articles(fill(case.treatment, values, from_fills)),
+        treatment=examples.fix_articles(
+            examples.fix_role(fill(case.treatment, values, from_fills), scenario)
+        ),
         metric=case.metric_params(values),
         scenario_id=scenario_id,
         instance_index=index,

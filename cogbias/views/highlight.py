@@ -17,6 +17,7 @@ import pandas as pd
 from cogbias.core.records import Instance
 from cogbias.core.redact import redactor
 from cogbias.core.templates import LLMGap, ValueGap, diff, show_value
+from cogbias.library import examples
 from cogbias.library.examples import SOURCE_LABELS
 from cogbias.library.testcases import TestCase
 from cogbias.views.safe_text import html_text
@@ -181,16 +182,21 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
         if i.get("source") != "value"
     }
     named = case.named_gaps()
+    drop_role_noun = examples.drops_role_noun(instance.scenario)  # as generate.fix_role did
 
     def render(path: str) -> str:
         out: list[str] = []
+        after_role = False
         for seg in template.segments(path):
             if isinstance(seg, str):
+                if after_role and drop_role_noun and seg.startswith(examples.ROLE_NOUN):
+                    seg = seg[len(examples.ROLE_NOUN) :]
                 out.append(html_text(seg))
             elif isinstance(seg, ValueGap):
                 out.append(_value_gap(seg, values, named, llm_fills))
             else:
                 out.append(_llm_gap(seg, values, llm_fills))
+            after_role = isinstance(seg, LLMGap) and seg.instruction == examples.ROLE_GAP
         return "".join(out)
 
     options = "".join(f"<li>{render(f'options[{i}]')}</li>" for i in range(len(template.options)))
