@@ -160,6 +160,8 @@ def selfhelp_viewer(store: Store, run_id: str, study: Study) -> None:
         long_text(row["original"])
     with rewritten, st.container(border=True):
         st.markdown("**Rewritten by the model**")
+        if row["rewrite_note"]:
+            st.info(row["rewrite_note"])
         long_text(row["rewritten"])
         if (row["rewrite_answer"] or "").strip() != (row["rewritten"] or "").strip():
             with st.expander("The model's whole rewrite answer"):
