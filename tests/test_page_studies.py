@@ -124,12 +124,14 @@ def test_the_random_baselines_selfhelp_view_says_it_does_not_rewrite(random_run:
     notes = [i.value for i in tab.info]
     assert notes == [study_views.NO_REWRITE_NOTE]
     assert "random baseline does not rewrite" in notes[0] and "original prompt" in notes[0]
+    assert not [e for e in tab.expander if e.label == "The model's whole rewrite answer"]
 
 
 def test_a_model_that_rewrites_gets_no_such_note(scripted_run: str) -> None:
     at = open_page("studies")
     (tab,) = [t for t in at.tabs if t.label == "Self-help rewrites"]
     assert not tab.info
+    assert [e for e in tab.expander if e.label == "The model's whole rewrite answer"]
 
 
 def test_pivot_by_changes_the_columns_of_table_and_heatmap(random_run: str) -> None:
