@@ -151,8 +151,9 @@ def selfhelp_viewer(store: Store, run_id: str, study: Study) -> None:
         )
         return
     labels = dict(enumerate(index["label"]))
-    _keep_valid("study_selfhelp_unit", list(labels))
-    unit = st.selectbox("Unit", list(labels), format_func=labels.get, key="study_selfhelp_unit")
+    key = f"study_selfhelp_unit:{run_id}"  # one per run: the browser kept the last run's label
+    _keep_valid(key, list(labels))
+    unit = st.selectbox("Unit", list(labels), format_func=labels.get, key=key)
     row = index.iloc[unit]
     original, rewritten = st.columns(2)
     with original, st.container(border=True):
@@ -160,8 +161,11 @@ def selfhelp_viewer(store: Store, run_id: str, study: Study) -> None:
         long_text(row["original"])
     with rewritten, st.container(border=True):
         st.markdown("**Rewritten by the model**")
+        if row["rewrite_note"]:  # no rewrite, so no rewrite answer to open either
+            st.info(row["rewrite_note"])
         long_text(row["rewritten"])
-        if (row["rewrite_answer"] or "").strip() != (row["rewritten"] or "").strip():
+        rewrite_answer = (row["rewrite_answer"] or "").strip()
+        if not row["rewrite_note"] and rewrite_answer != (row["rewritten"] or "").strip():
             with st.expander("The model's whole rewrite answer"):
                 st.text(row["rewrite_answer"])
     with st.container(border=True):

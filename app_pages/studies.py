@@ -26,6 +26,7 @@ from cogbias.core.redact import redact
 from cogbias.runs import executor, kinds, study_plan, study_results, summaries
 from cogbias.runs.study_plan import MITIGATION_ORDER, StudySpec
 from cogbias.store import pid_alive
+from cogbias.studies.definitions import MAX_REPEATS, Study
 from cogbias.views import study_views
 from cogbias.views.safe_text import escape_markdown
 
@@ -42,6 +43,21 @@ label = model_names(infos)
 
 # ------------------------------------------------------------------ start a study run
 st.subheader("Start a study run")
+
+
+def repeats_box(study: Study, chosen: list[str]) -> str:
+    """The Repeats box's key, holding the number the run will use: the study's default for
+    the chosen models (`study_plan.default_repeats`) until the reader types another, and the
+    new default again when the study or the kind of models changes (the box and the plan
+    never disagree)."""
+    default = attempt("Counting the repeats", lambda: study_plan.default_repeats(study, chosen))
+    default = default or study.repeats
+    if st.session_state.get("study_repeats_default") != (study.id, default) or (
+        "study_repeats" not in st.session_state
+    ):
+        st.session_state["study_repeats_default"] = (study.id, default)
+        st.session_state["study_repeats"] = default
+    return "study_repeats"
 
 
 def start_form() -> None:
@@ -88,12 +104,11 @@ def start_form() -> None:
     repeats = int(
         c3.number_input(
             "Repeats",
-            0,
-            100_000,
-            0,
-            key="study_repeats",
-            help=f"0: the study's own ({study.repeats}; at most "
-            f"{study_plan.LOCAL_REPEATS} when every model is the local one)",
+            1,
+            MAX_REPEATS,
+            key=repeats_box(study, chosen),
+            help=f"Valid answers wanted per condition. The study asks {study.repeats:,}; a run "
+            f"on the local model alone starts at {study_plan.LOCAL_REPEATS} (a miniature).",
         )
     )
     run_name = c4.text_input("Name (optional)", key="study_run_name")

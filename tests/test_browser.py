@@ -15,12 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, ROOT, learn_tab, running_app
+from tests.browser_helpers import CHROMIUM, ROOT, learn_tab, running_app, settle
 
 pytestmark = pytest.mark.browser
 
 SHOTS = ROOT / "artifacts" / "screenshots"
 LOCAL_MODEL_TIMEOUT_MS = 240_000  # the local model fills gaps in tens of seconds on 2 cores
+KEYED_MODEL = "GPT-4o mini (openai/gpt-4o-mini-2024-07-18)"  # a built-in model with a key
+KEYED_VARIABLE = "OPENAI_API_KEY"
+KEYED_OPTION = f"{KEYED_MODEL} — needs {KEYED_VARIABLE}"
+PROVIDER_TEXT = ("litellm", "InternalServerError", "Provider said", "Missing credentials")
 
 if not CHROMIUM.exists():
     pytest.skip(
@@ -45,6 +49,7 @@ def app_url(app_home: Path) -> Iterator[str]:
         "COGBIAS_DEMO": "1",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
+    env.pop(KEYED_VARIABLE, None)  # a fresh machine: the keyed models must say what they need
     with running_app(env, app_home / "streamlit.log") as url:
         yield url
 
@@ -323,3 +328,116 @@ def test_learn_shows_both_halves_probability_bars_for_the_local_model(page: obje
     texts = bars.all_inner_texts()
     assert all("%" in text for text in texts), texts
     shot(page, "4_learn_probability_bars")
+
+
+def test_learn_first_shows_a_filled_pair_and_the_template_one_click_away(page: object) -> None:
+    """Issue 21, 1: before anything runs, Learn shows the pair filled from the offline example
+    fills (no raw [[gap]] in it); the template with its gaps is behind one expander."""
+    situations = page.locator('[data-testid="stMarkdown"]:has-text("Situation:")')  # type: ignore[attr-defined]
+    situations.first.wait_for()
+    shown = [situations.nth(i) for i in range(situations.count()) if situations.nth(i).is_visible()]
+    assert len(shown) == 2  # control and treatment, filled
+    for half in shown:
+        text = half.inner_text()
+        assert "[[" not in text and "]]" not in text and "{{" not in text, text
+        assert half.locator(".ins-example").count() > 0  # the example fills, marked as such
+    page.get_by_text("An example pair, filled offline").wait_for()  # type: ignore[attr-defined]
+    shot(page, "21_1a_learn_filled_pair")
+    expander = page.get_by_test_id("stExpander").filter(has_text="The template behind it")  # type: ignore[attr-defined]
+    assert expander.count() == 1
+    expander.get_by_text("The template behind it").click()
+    raw = expander.locator('[data-testid="stMarkdown"]:has-text("Situation:")')
+    raw.nth(1).wait_for()
+    assert all("[[" in raw.nth(i).inner_text() for i in range(2))  # the gaps, unfilled
+    no_exception(page)
+    expander.scroll_into_view_if_needed()
+    shot(page, "21_1b_learn_template_expanded")
+
+
+def _options_of(page: object, box: object, typed: str, name: str = "") -> list[str]:
+    """The options a picker offers for `typed` (a screenshot `name` of the open list), then
+    the picker closed again."""
+    box.locator("input").click()  # type: ignore[attr-defined]
+    box.locator("input").fill(typed)  # type: ignore[attr-defined]
+    page.get_by_role("option").first.wait_for()  # type: ignore[attr-defined]
+    options = page.get_by_role("option").all_inner_texts()  # type: ignore[attr-defined]
+    if name:
+        shot(page, name)
+    page.keyboard.press("Escape")  # type: ignore[attr-defined]
+    return options
+
+
+def _picker(page: object, kind: str, label: str) -> object:
+    return page.get_by_test_id(kind).filter(has=page.get_by_text(label, exact=True))  # type: ignore[attr-defined]
+
+
+def _refused_in_one_sentence(page: object) -> str:
+    """The one error on the page: names the key variable and the secrets entry, no provider
+    text anywhere on the page."""
+    error = page.get_by_test_id("stAlertContentError")  # type: ignore[attr-defined]
+    error.first.wait_for()
+    assert error.count() == 1
+    text = error.inner_text()
+    assert f"needs an API key and {KEYED_VARIABLE} is not set" in text, text
+    assert ".streamlit/secrets.toml" in text, text
+    body = page.locator("body").inner_text()  # type: ignore[attr-defined]
+    assert not [p for p in PROVIDER_TEXT if p.lower() in body.lower()], body
+    no_exception(page)
+    return text
+
+
+def test_a_keyed_model_is_marked_in_every_picker_and_refused_at_once(page: object) -> None:
+    """Issue 21, 2: with OPENAI_API_KEY unset, GPT-4o mini says what it needs in the pickers of
+    Learn, Preview and Run; choosing it and running is refused with one sentence naming the
+    variable and the secrets entry, never the provider's raw text."""
+    secrets = [ROOT / ".streamlit" / "secrets.toml", Path.home() / ".streamlit" / "secrets.toml"]
+    if any(f.is_file() and KEYED_VARIABLE in f.read_text() for f in secrets):
+        pytest.skip(f"a secrets file here sets {KEYED_VARIABLE}, so no model lacks its key")
+    for label in ("Decision model", "Generator (fills the blue gaps)"):
+        assert KEYED_OPTION in _options_of(page, _picker(page, "stSelectbox", label), "GPT-4o mini")
+    assert "needs" not in " ".join(
+        _options_of(page, _picker(page, "stSelectbox", "Decision model"), "random")
+    )
+    choose(page, "Decision model", KEYED_OPTION)
+    page.get_by_role("button", name="Run this pair").click()  # type: ignore[attr-defined]
+    _refused_in_one_sentence(page)
+    shot(page, "21_2a_learn_keyed_model_refused")
+
+    go(page, "Preview")
+    page.get_by_role("button", name="Fill", exact=True).click()  # type: ignore[attr-defined]
+    page.get_by_text("All insertions").wait_for()  # the Decide section shows after a fill  # type: ignore[attr-defined]
+    for label in ("Generator model", "Decision model"):
+        assert KEYED_OPTION in _options_of(page, _picker(page, "stSelectbox", label), "GPT-4o mini")
+    choose(page, "Decision model", KEYED_OPTION)
+    page.get_by_role("button", name="Decide").click()  # type: ignore[attr-defined]
+    _refused_in_one_sentence(page)
+    shot(page, "21_2b_preview_keyed_model_refused")
+
+    go(page, "Run")
+    generator = _picker(page, "stSelectbox", "Generator (fills [[gaps]])")
+    assert KEYED_OPTION in _options_of(page, generator, "GPT-4o mini")
+    models = _picker(page, "stMultiSelect", "Decision models")
+    assert KEYED_OPTION in _options_of(page, models, "GPT-4o", "21_2c_run_keyed_model_marked")
+    cases = _picker(page, "stMultiSelect", "Test cases")
+    cases.locator("input").click()
+    cases.locator("input").fill("Framing")
+    page.get_by_role("option", name="Framing Effect", exact=True).click()  # type: ignore[attr-defined]
+    page.keyboard.press("Escape")  # type: ignore[attr-defined]
+    models.locator("input").click()
+    models.locator("input").fill("GPT-4o mini")
+    page.get_by_role("option", name=KEYED_OPTION, exact=True).click()  # type: ignore[attr-defined]
+    page.keyboard.press("Escape")  # type: ignore[attr-defined]
+    page.get_by_test_id("stMetricValue").first.filter(has_text="2").wait_for()  # type: ignore[attr-defined]
+    page.get_by_role("heading", name="Run a batch").click()  # type: ignore[attr-defined]
+    settle(page)  # the picker has let go of the focus (a rerun that would swallow the click)
+    page.get_by_role("button", name="Start run").click()  # type: ignore[attr-defined]
+    page.get_by_text("Last run").wait_for()  # type: ignore[attr-defined]
+    refusal = page.get_by_test_id("stAlertContentWarning").filter(has_text=KEYED_VARIABLE)  # type: ignore[attr-defined]
+    refusal.first.wait_for()
+    text = refusal.first.inner_text()
+    assert f"needs an API key and {KEYED_VARIABLE} is not set" in text, text
+    body = page.locator("body").inner_text()  # type: ignore[attr-defined]
+    assert not [p for p in PROVIDER_TEXT if p.lower() in body.lower()], body
+    no_exception(page)
+    refusal.first.scroll_into_view_if_needed()
+    shot(page, "21_2d_run_keyed_model_refused")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,12 +18,16 @@ from typing import Any
 
 import pytest
 
+from cogbias.runs import study_plan
 from cogbias.runs.study_plan import StudySpec
-from tests.browser_helpers import CHROMIUM, choose, go, learn_tab, running_app, settle
+from cogbias.store import Store
+from cogbias.views import study_views
+from tests.browser_helpers import CHROMIUM, ROOT, choose, go, learn_tab, running_app, settle
 from tests.fake_llm_server import FakeLLMServer
 from tests.study_helpers import HOSTILE, scripted, study_run
 
 pytestmark = pytest.mark.browser
+SHOTS = ROOT / "artifacts" / "screenshots"
 
 if not CHROMIUM.exists():
     pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)", allow_module_level=True)
@@ -30,8 +35,27 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    home = tmp_path_factory.mktemp("studies-home")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("studies-home")
+
+
+@pytest.fixture(scope="module")
+def random_option(home: Path) -> str:
+    """The Study run option of a `random` self-help run, stored before the scripted run (so
+    the scripted run, the newest, stays the page's first choice)."""
+    db = home / "app.db"
+    spec = StudySpec("biasbuster", ["random"], tests=["framing"], mitigations=["selfhelp"],
+                     repeats=1)  # fmt: skip
+    with ThreadPoolExecutor(1) as worker:  # see app_url
+        run_id = worker.submit(study_run, db, spec).result()
+    with Store(db) as store:
+        run = store.run(run_id)
+    when = run["created_at"][:16].replace("T", " ")
+    return f"biasbuster · {run_id} · {when}"
+
+
+@pytest.fixture(scope="module")
+def app_url(home: Path, random_option: str) -> Iterator[str]:
     db = home / "app.db"
     with FakeLLMServer(responder=scripted) as fake:
         spec = StudySpec(
@@ -105,6 +129,7 @@ def test_selfhelp_rewrites_side_by_side(page: Any, tmp_path: Path) -> None:
     left, right = original.bounding_box(), rewritten.bounding_box()
     assert left["x"] + left["width"] <= right["x"]  # side by side, original on the left
     assert panel.get_by_text(f"admit {HOSTILE}").is_visible()
+    assert not panel.get_by_text("does not rewrite").count()  # this model does rewrite
     no_exception(page)
     shot(page, tmp_path / "studies_selfhelp.png", page.get_by_role("tablist"))
 
@@ -149,3 +174,40 @@ def test_a_first_visit_to_a_page_address_gets_the_app_menu_and_never_helper_modu
         assert not any(name in text for text in seen for name in ("common", "study views"))
         assert tab.locator("h1", has_text="Studies").is_visible()
         context.close()
+
+
+def test_the_repeats_box_shows_the_repeats_the_plan_uses(page: Any) -> None:
+    """Issue 21, 11: the box holds the number the plan multiplies by (it showed 0 beside
+    "× 20 repeats"), also after picking another study."""
+    box = page.get_by_role("spinbutton", name="Repeats")
+    for study in ("biasbuster", "mohr8"):
+        if study != "biasbuster":
+            choose(page, "Study", study)
+            settle(page)
+        plan = page.get_by_test_id("stText").filter(has_text=f"study {study}:")
+        plan.wait_for()
+        (repeats,) = re.findall(r"× (\d+) repeats;", plan.inner_text())
+        assert box.input_value() == repeats == str(study_plan.load_study(study).repeats)
+    no_exception(page)
+    shot(page, SHOTS / "21_11a_studies_repeats_box.png", page.locator("h1", has_text="Studies"))
+
+
+def test_the_random_baselines_selfhelp_view_says_it_does_not_rewrite(
+    page: Any, random_option: str
+) -> None:
+    """Issue 21, 11: the random baseline's "rewrite" is the original prompt; the view says so."""
+    choose(page, "Study run", random_option)
+    settle(page)
+    page.get_by_role("tab", name="Self-help rewrites").click()
+    panel = page.get_by_role("tabpanel", name="Self-help rewrites")
+    note = panel.get_by_test_id("stAlertContentInfo").filter(has_text="does not rewrite")
+    note.wait_for()
+    assert note.inner_text().strip() == study_views.NO_REWRITE_NOTE
+    unit = panel.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Unit", exact=True))
+    shown = unit.locator("input").input_value() or unit.text_content()
+    assert " · random · " in shown, shown  # the unit of this run
+    heading = panel.get_by_text("Rewritten by the model")
+    assert heading.bounding_box()["y"] < note.bounding_box()["y"]  # under its heading
+    assert not panel.get_by_text("The model's whole rewrite answer").count()  # there is none
+    no_exception(page)
+    shot(page, SHOTS / "21_11b_studies_random_selfhelp.png", page.get_by_role("tablist"))

@@ -24,6 +24,7 @@ from cogbias.llm import settings
 from cogbias.runs import executor, study_plan, study_results
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
+from cogbias.views import study_views
 from tests.app_helpers import make_results_db
 from tests.dataset_helpers import MOHR_DIR
 from tests.fake_llm_server import FakeLLMServer
@@ -87,6 +88,50 @@ def test_the_plan_is_described_before_starting(db: Path) -> None:
     at.multiselect(key="study_mitigations").set_value(["contrastive"]).run()
     assert_clean(at)
     assert any("cannot be planned" in e.value and "contrastive" in e.value for e in at.error)
+
+
+def plan_repeats(at: AppTest) -> int:
+    """The repeats the plan on the page names ("… × N repeats; …")."""
+    plan_text = "\n".join(str(t.value) for t in at.text)
+    (found,) = re.findall(r"× (\d+) repeats;", plan_text)
+    return int(found)
+
+
+def test_the_repeats_box_shows_the_number_the_plan_uses(db: Path) -> None:
+    """The box starts at the study's repeats (not 0 beside "× 20 repeats"), follows the study
+    and the kind of models (the local model alone runs a miniature), and keeps a typed one."""
+    at = open_page("studies")
+    box = at.number_input(key="study_repeats")
+    study = study_plan.load_study("biasbuster")
+    assert box.value == study.repeats == plan_repeats(at) == 20
+    at.selectbox(key="study_name").set_value("mohr8").run()
+    assert_clean(at)
+    assert at.number_input(key="study_repeats").value == plan_repeats(at) == 100
+    at.multiselect(key="study_models").set_value(["local/smollm2"]).run()
+    assert_clean(at)
+    assert at.number_input(key="study_repeats").value == plan_repeats(at)
+    assert plan_repeats(at) == study_plan.LOCAL_REPEATS
+    at.number_input(key="study_repeats").set_value(7).run()
+    at.multiselect(key="study_tests:mohr8").set_value(["anchoring"]).run()
+    assert at.number_input(key="study_repeats").value == plan_repeats(at) == 7
+    at.multiselect(key="study_models").set_value(["random", "local/smollm2"]).run()
+    assert at.number_input(key="study_repeats").value == plan_repeats(at) == 100
+
+
+def test_the_random_baselines_selfhelp_view_says_it_does_not_rewrite(random_run: str) -> None:
+    at = open_page("studies")
+    (tab,) = [t for t in at.tabs if t.label == "Self-help rewrites"]
+    notes = [i.value for i in tab.info]
+    assert notes == [study_views.NO_REWRITE_NOTE]
+    assert "random baseline does not rewrite" in notes[0] and "original prompt" in notes[0]
+    assert not [e for e in tab.expander if e.label == "The model's whole rewrite answer"]
+
+
+def test_a_model_that_rewrites_gets_no_such_note(scripted_run: str) -> None:
+    at = open_page("studies")
+    (tab,) = [t for t in at.tabs if t.label == "Self-help rewrites"]
+    assert not tab.info
+    assert [e for e in tab.expander if e.label == "The model's whole rewrite answer"]
 
 
 def test_pivot_by_changes_the_columns_of_table_and_heatmap(random_run: str) -> None:

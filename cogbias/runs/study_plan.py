@@ -259,10 +259,18 @@ def _pick(asked: list[str], known: list[str], what: str) -> list[str]:
     return asked or known
 
 
-def resolve(spec: StudySpec, study: Study) -> StudySpec:
-    """The spec with every default filled in and the study's source hash."""
+def default_repeats(study: Study, models: list[str]) -> int:
+    """The repeats a run asks when none are given: the study's own, or at most
+    LOCAL_REPEATS (a miniature) when every model is the local one. The Studies page shows
+    this number in its box, so the box and the plan always name the same count."""
     from cogbias.llm.profiles import resolve as resolve_model
 
+    local = bool(models) and all(resolve_model(m).kind == "local" for m in models)
+    return min(study.repeats, LOCAL_REPEATS) if local else study.repeats
+
+
+def resolve(spec: StudySpec, study: Study) -> StudySpec:
+    """The spec with every default filled in and the study's source hash."""
     if not spec.models:
         raise StudyPlanError("give at least one model")
     # A name given twice is asked once (twice would plan the same conversations twice).
@@ -296,8 +304,7 @@ def resolve(spec: StudySpec, study: Study) -> StudySpec:
             f"attempts must be between 1 and {MAX_ATTEMPTS}, not {spec.max_attempts}"
         )
     if repeats == 0:
-        local = all(resolve_model(m).kind == "local" for m in spec.models)
-        repeats = min(study.repeats, LOCAL_REPEATS) if local else study.repeats
+        repeats = default_repeats(study, spec.models)
     return StudySpec(
         study=study.id if not spec.study else spec.study,
         models=list(dict.fromkeys(spec.models)),

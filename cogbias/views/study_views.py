@@ -16,6 +16,8 @@ import pandas as pd
 
 from cogbias.core.redact import redactor
 from cogbias.library.testcases import LibraryError
+from cogbias.llm.errors import LLMError
+from cogbias.llm.profiles import resolve
 from cogbias.store import Store
 from cogbias.studies.definitions import Study, StudyTest, show
 from cogbias.studies.study_catalog import load_studies_report
@@ -125,11 +127,27 @@ def chat(turns: pd.DataFrame, conversation: str, study: Study) -> list[ChatMessa
     return messages
 
 
+NO_REWRITE_NOTE = (
+    "The random baseline does not rewrite: the text shown is the original prompt, unchanged."
+)
+
+
+def rewrite_note(model: str) -> str:
+    """What to say beside a self-help rewrite: empty for a model that writes text; for the
+    `random` baseline, which returns the prompt as given, that it did not rewrite (asked of
+    the profile, never of the name)."""
+    try:
+        writes = resolve(model).writes_text
+    except (LLMError, KeyError, ValueError):  # a model no longer known: it wrote what it wrote
+        return ""
+    return "" if writes else NO_REWRITE_NOTE
+
+
 def selfhelp_index(pairs: pd.DataFrame, study: Study) -> pd.DataFrame:
-    """`study_results.selfhelp_pairs` with a label per unit and how its decision was read;
-    texts redacted."""
+    """`study_results.selfhelp_pairs` with a label per unit, how its decision was read and a
+    note on the rewrite (`rewrite_note`); texts redacted."""
     if pairs.empty:
-        return pairs.assign(label=[], reading=[])
+        return pairs.assign(label=[], reading=[], rewrite_note=[])
     out = pairs.sort_values(SELFHELP_KEYS, kind="stable").reset_index(drop=True)
     out["label"] = [
         f"{r.test} · {r.condition} · {r.model} · temperature {r.temperature:g} · {r.variant} · "
@@ -137,6 +155,8 @@ def selfhelp_index(pairs: pd.DataFrame, study: Study) -> pd.DataFrame:
         for r in out.itertuples()
     ]
     out["reading"] = [reading(r, study.tests.get(r.test))[0] for r in out.itertuples()]
+    notes = {m: rewrite_note(m) for m in out["model"].unique()}
+    out["rewrite_note"] = out["model"].map(notes)
     clean = redactor()  # as in `chat`
     for column in ("original", "rewrite_answer", "rewritten", "answer", "reading"):
         out[column] = [clean(_text(v)) or "" for v in out[column]]
