@@ -8,7 +8,7 @@ and what to do, never a traceback.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -84,12 +84,31 @@ def attempt(what: str, func: Callable[[], T], hint: str = "") -> T | None:
 
     Every part is shown as text: `what` and `hint` are escaped like the error itself, so a
     caller may name a model, file or dataset in them."""
+    from cogbias.llm.errors import MissingKeyError
+
     try:
         return func()
     except Exception as exc:
         parts = [f"{safe_text.escape_markdown(what)} failed: {friendly(exc)}"]
-        st.error("\n\n".join(parts + ([safe_text.escape_markdown(hint)] if hint else [])))
+        if hint and not isinstance(exc, MissingKeyError):  # that one says what to set
+            parts.append(safe_text.escape_markdown(hint))
+        st.error("\n\n".join(parts))
         return None
+
+
+def refuse_missing_keys(model_ids: Iterable[str], infos: list[ModelInfo]) -> bool:
+    """Say, before anything starts, which chosen model lacks its key and what to set (one
+    sentence per model); True when any does. A run would only fail on its first call."""
+    from cogbias.library.examples import EXAMPLES_GENERATOR
+    from cogbias.llm.keys import missing_key, missing_key_message
+
+    refused = False
+    for mid in dict.fromkeys(m for m in model_ids if m != EXAMPLES_GENERATOR):  # no model
+        variable = missing_key(mid, api_base_of(mid, infos))
+        if variable:
+            st.error(safe_text.escape_markdown(missing_key_message(mid, variable)))
+            refused = True
+    return refused
 
 
 def db_version(path: str) -> tuple[float, ...]:
@@ -160,7 +179,11 @@ def model_names(infos: list[ModelInfo]) -> Callable[[str], str]:
 
     def label(mid: str) -> str:
         text = f"{names[mid]} ({mid})" if mid in names and names[mid] != mid else mid
-        return f"{text} — needs {needs[mid]}" if needs.get(mid) else text
+        if not needs.get(mid):
+            return text
+        # the need before the id: a narrow picker cuts the end of a label, never the need
+        name = names.get(mid, mid)
+        return f"{name} — needs {needs[mid]}" + (f" ({mid})" if name != mid else "")
 
     return label
 

@@ -19,6 +19,7 @@ from app_pages._common import (
     model_names,
     models,
     open_store_or_stop,
+    refuse_missing_keys,
     run_label,
     share_local_server,
     test_cases,
@@ -379,7 +380,7 @@ with tabs[3]:
             )
             plan = (
                 attempt("Planning the run", lambda: paired_plan.plan(spec, store))
-                if chosen
+                if chosen and not refuse_missing_keys(chosen, infos)
                 else None
             )
             if plan is not None:

@@ -15,13 +15,14 @@ from app_pages._common import (
     test_cases,
 )
 from cogbias.library import examples
+from cogbias.llm.errors import MissingKeyError
 from cogbias.runs.pipeline import Instance
 from cogbias.views import highlight, safe_text, shown_pairs
 
 st.title("Learn: cognitive biases in LLMs")
 st.caption(
     "Each test asks a model the same decision twice. The **control** and the **treatment** "
-    "differ only in the detail that should trigger the bias (highlighted). "
+    "differ only in the detail that should trigger the bias (highlighted in the template). "
     "Blue [[gaps]] are written by a generator model to fit a scenario; red {{gaps}} are "
     "numbers or choices drawn at random."
 )
@@ -63,7 +64,7 @@ if example is None:
 else:
     st.caption(
         "An example pair, filled offline from the test case's example fills for the scenario "
-        f"“{safe_text.escape_markdown(example.scenario)}”. Run it live below."
+        f"“{safe_text.escape_markdown(example.scenario.rstrip('. '))}”. Run it live below."
     )
     _show_halves({h: highlight.filled_html(case, example, h) for h in ("control", "treatment")})
     with st.expander("The template behind it: its gaps, before they are filled"):
@@ -108,9 +109,10 @@ def _run_pair() -> tuple[Instance, dict] | str:
         instance = _live.fill_pair(case, scenario.text, generator, seed, infos)
         step = "Asking the model"
         return instance, _live.decide(instance, model, infos, seed, scoring)
+    except MissingKeyError as exc:  # says what to set: no advice on servers after it
+        return f"{step} failed: {friendly(exc)}"
     except Exception as exc:
-        reason = friendly(exc)
-        return f"{step} failed: {reason}\n\n{_live.FAILURE_HINT}"
+        return f"{step} failed: {friendly(exc)}\n\n{_live.FAILURE_HINT}"
 
 
 # A result belongs to exactly these choices: switching the bias, a model or the seed hides it.

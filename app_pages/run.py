@@ -23,6 +23,7 @@ from app_pages._common import (
     model_names,
     models,
     open_store_or_stop,
+    refuse_missing_keys,
     run_label,
     run_option,
     scenarios,
@@ -152,6 +153,8 @@ def _spec() -> RunSpec | None:
             f"({escape_markdown(', '.join(sorted(bases)))}); one run can use one custom endpoint. "
             "Split them into separate runs."
         )
+        return None
+    if refuse_missing_keys([*decision_models, generator, *readers], infos):
         return None
     return RunSpec(
         models=decision_models,

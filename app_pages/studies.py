@@ -18,6 +18,7 @@ from app_pages._common import (
     model_names,
     models,
     open_store_or_stop,
+    refuse_missing_keys,
     run_label,
     run_option,
     share_local_server,
@@ -132,6 +133,8 @@ def start_form() -> None:
             f"({escape_markdown(', '.join(sorted(bases)))}); one run can use one custom "
             "endpoint. Split them into separate runs."
         )
+    elif refuse_missing_keys(chosen, infos):
+        pass  # said above the plan; nothing starts
     else:
         asked = StudySpec(
             name,

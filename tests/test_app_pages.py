@@ -470,7 +470,8 @@ def test_a_missing_key_is_named_with_what_to_do(db: Path, monkeypatch) -> None:
     at.button(key="pv_decide").click().run()
     assert_clean(at)
     (error,) = [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]  # shown unescaped
-    assert "OPENAI_API_KEY is not set" in error and "What to do" in error
+    assert "OPENAI_API_KEY is not set" in error and ".streamlit/secrets.toml" in error
+    assert "What to do" not in error  # the sentence says what to do; no advice on servers
 
 
 def test_a_model_without_its_key_is_marked_in_the_picker_and_refused_at_once(
@@ -480,7 +481,7 @@ def test_a_model_without_its_key_is_marked_in_the_picker_and_refused_at_once(
     at = open_page("learn")
     picker = at.selectbox(key="learn_model")
     model = "openai/gpt-4o-mini-2024-07-18"
-    assert picker.format_func(model).endswith("— needs OPENAI_API_KEY")
+    assert picker.format_func(model).startswith("GPT-4o mini — needs OPENAI_API_KEY (")
     assert "needs" not in picker.format_func("random")
     picker.set_value(model)
     at.button(key="learn_run").click().run()
@@ -489,6 +490,34 @@ def test_a_model_without_its_key_is_marked_in_the_picker_and_refused_at_once(
     assert "needs an API key and OPENAI_API_KEY is not set" in error
     assert ".streamlit/secrets.toml" in error
     assert "litellm" not in error.lower() and "Provider said" not in error
+
+
+def test_run_studies_and_datasets_refuse_a_model_without_its_key_before_starting(
+    db: Path, monkeypatch
+) -> None:
+    # a run would fail on its first call; the pages say what to set and offer no Start
+    from cogbias.datasets import import_hub
+    from tests.dataset_helpers import HUB_CSV
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = "openai/gpt-4o-mini-2024-07-18"
+    with Store(db) as store:
+        import_hub(store, HUB_CSV)
+    for page, picks, start in (
+        ("run", {"run_biases": ["framing_effect"], "run_models": [model]}, "run_start"),
+        ("studies", {"study_models": [model]}, "study_start"),
+        ("datasets", {"ds_models": [model]}, "ds_start"),
+    ):
+        at = open_page(page)
+        if page == "datasets":
+            at.selectbox(key="ds_current").set_value("malberg2024-hub").run()
+        for key, value in picks.items():
+            at.multiselect(key=key).set_value(value)
+        at.run()
+        assert_clean(at)
+        errors = [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]
+        assert any(f"{model} needs an API key and OPENAI_API_KEY" in e for e in errors), page
+        assert not [b for b in at.button if b.key == start and not b.disabled], page
 
 
 def test_explore_offers_only_paired_results_and_says_where_the_others_are(db: Path) -> None:

@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cogbias.llm import direct, logprobs
-from cogbias.llm.errors import CacheMiss, FatalLLMError, LLMError, classify, retry_after_seconds
+from cogbias.llm.errors import (
+    CacheMiss,
+    FatalLLMError,
+    LLMError,
+    MissingKeyError,
+    classify,
+    retry_after_seconds,
+)
 from cogbias.llm.keys import missing_key, missing_key_message
 from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_server_started
 from cogbias.llm.profiles import ModelProfile, resolve
@@ -279,7 +286,7 @@ class LLMClient:
         variable = missing_key(req.model, api_base) if profile.kind == "remote" else None
         if variable:  # refused at once, in our words, instead of the provider's after a wait
             message = missing_key_message(req.model, variable)
-            raise FatalLLMError(message, kind="auth", model=req.model)
+            raise MissingKeyError(message, kind="auth", model=req.model)
         if profile.kind == "local":
             api_base = (
                 ensure_local_server()

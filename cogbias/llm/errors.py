@@ -75,6 +75,11 @@ class FatalLLMError(LLMError):
     so the runner stops the whole run instead of recording thousands of identical errors."""
 
 
+class MissingKeyError(FatalLLMError):
+    """A call refused before it was sent: the provider's key variable is not set. Its message
+    already says what to set, so pages show it alone, without advice on servers."""
+
+
 def key_env_hint(model: str) -> str:
     """Name the environment variable that probably holds the key for `model`."""
     import litellm
