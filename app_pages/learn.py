@@ -135,6 +135,8 @@ if held and held[0] == chosen:
             f"Generator: {safe_text.escape_markdown(generator_label(label)(generator))} · decision model: "
             f"{safe_text.escape_markdown(label(model))} · seed {seed}"
         )
+        for rejected in highlight.rejected_fills(instance):  # a fill that copied its instruction
+            st.caption(safe_text.escape_markdown(rejected))
         if pair is not None:
             _pair.show_pair(pair, html)
             _pair.show_probabilities(pair, row)

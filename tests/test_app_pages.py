@@ -219,6 +219,28 @@ def test_learn_runs_the_pair_live_and_explains_the_score(db: Path, fake_model: s
     assert not [i for i in at.info if "Score" in i.value] and "◀ chosen" not in shown_text(at)
 
 
+def test_learn_says_which_generator_fill_copied_its_instruction(db: Path) -> None:
+    # issue 21, 3: a fill that repeats its gap instruction gives way to an example fill, and
+    # Learn says so in words (as Preview does), not only on hover
+    def copying(request: dict) -> str:
+        fmt = request.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            keys = fmt["json_schema"]["schema"]["required"]
+            return json.dumps({k: k for k in keys})  # every fill is its own instruction
+        return "Option 1"
+
+    with FakeLLMServer(responder=copying) as server:
+        settings.add_custom_model("openai/copier", "Copier", server.base_url, json_schema=True)
+        at = open_page("learn")
+        at.selectbox(key="learn_bias").set_value("framing_effect")
+        at.selectbox(key="learn_generator").set_value("openai/copier")
+        at.selectbox(key="learn_model").set_value("random").run()
+        at.button(key="learn_run").click().run()
+        assert_clean(at)
+    notes = [c.value for c in at.caption if c.value.startswith("Example fill for")]
+    assert notes, [c.value for c in at.caption]
+
+
 def test_learn_with_a_failing_model_says_what_to_do(db: Path) -> None:
     with FakeLLMServer(api_key="the-right-key") as server:
         settings.add_custom_model("openai/locked", "Locked", server.base_url)
