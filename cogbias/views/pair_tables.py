@@ -109,14 +109,17 @@ def _choice_text(choice: Any, options: tuple[str, ...], clean: Redactor) -> str:
     return f"{number + 1} · {clean(text)}" if text else str(number + 1)
 
 
-def shown_frame(rows: Sequence[Mapping[str, Any]], clean: Redactor | None = None) -> pd.DataFrame:
+def shown_frame(
+    rows: Sequence[Mapping[str, Any]], clean: Redactor | None = None, with_cell: bool = False
+) -> pd.DataFrame:
     """Paired responses (as `Store.pairs` returns them) as a page's table shows them.
 
     Every cell is text a reader can take at face value: scores with two decimals and no sign
     on zero, "–" for a pair without a score or a choice, nothing for a pair without an error
     (never "None"), and each choice as its number in the test case's order beside its text.
     Texts are redacted (a provider may echo a key in an error) and still untrusted: a page
-    shows them in a table, never as Markdown.
+    shows them in a table, never as Markdown. `with_cell` leads with each pair's model and
+    bias (for a table that mixes cells).
     """
     clean = clean or redactor()
     records = []
@@ -135,7 +138,11 @@ def shown_frame(rows: Sequence[Mapping[str, Any]], clean: Redactor | None = None
                 "error": clean(text_or_blank(r.get("error"))) or "",
             }
         )
-    return pd.DataFrame(records, columns=SHOWN_COLUMNS)
+    frame = pd.DataFrame(records, columns=SHOWN_COLUMNS)
+    if with_cell:
+        frame.insert(0, "bias", [text_or_blank(r.get("test_case")) for r in rows])
+        frame.insert(0, "model", [text_or_blank(r.get("model")) for r in rows])
+    return frame
 
 
 def compare_numbers(
