@@ -17,7 +17,7 @@ from cogbias.views.numbers import MISSING, interval, missing, p_text, signed_or_
 # order (the order of its file), which is not always the order the model saw the options in.
 CONTROL_CHOICE = "control: chosen option (test case's numbering)"
 TREATMENT_CHOICE = "treatment: chosen option (test case's numbering)"
-SHOWN_COLUMNS = ["score", "status", CONTROL_CHOICE, TREATMENT_CHOICE, "scenario", "error"]
+SHOWN_COLUMNS = ["score", "status", CONTROL_CHOICE, TREATMENT_CHOICE, "error", "scenario"]
 CHOICE_NOTE = (
     "Chosen options are numbered in the test case's own order, with the option's text; the "
     "model may have seen them in reverse order (each pair below lists them as it saw them)."
