@@ -187,8 +187,12 @@ def test_explore_hover_shows_n_ci_and_significance(page: Any) -> None:
     the BH verdict, and a cell of identical scores shows a real interval, not +0.00 to +0.00."""
     go(page, "Explore")
     text = hover_text(page, "Disposition Effect", "random")  # the issue's example
-    assert "n (scored pairs)" in text and "95% CI of this cell alone (not BH-adjusted)" in text
+    assert "n (scored pairs)" in text and "95% CI of this cell alone" in text
     assert "significant after BH over all cells" in text
+    cut = page.locator("#vg-tooltip-element td.key").evaluate_all(
+        "ks => ks.filter(k => k.scrollWidth > k.clientWidth).map(k => k.innerText)"
+    )
+    assert cut == [], f"tooltip keys cut off on screen: {cut}"  # each key is read whole
     low, high = ci_bounds(text)
     assert -1 <= low < high <= 1
     assert page.get_by_text("its 95% CI (of that cell alone)", exact=False).count() == 1

@@ -21,7 +21,8 @@ SELECTION = "cell"
 VIEWS = {"mean": "Mean score", "failure_rate": "Failure rate", "n": "Scored pairs (n)"}
 MISSING_COLOR = "#e9ecef"  # cells without a scored pair
 FAILURE_RANGE = ["#ffffff", "#ffa94d", "#c92a2a"]  # 0%, 50%, 100% failed
-CI_TITLE = "95% CI of this cell alone (not BH-adjusted)"
+# Tooltip keys are cut after about 35 characters: this one must stay whole to be read.
+CI_TITLE = "95% CI of this cell alone"
 SMALL_N = 10  # below this many scored pairs a cell's label shows its n
 
 
