@@ -177,6 +177,15 @@ def grid_cells(table: Any) -> list[str]:
     return [str(t).strip() for t in table.locator("th, td").all_inner_texts()]
 
 
+def grid_rows(table: Any) -> list[dict[str, str]]:
+    """A data grid's rendered rows as {header: text} (from its accessible table)."""
+    rows = table.locator("tr").evaluate_all(
+        "rs => rs.map(r => Array.from(r.querySelectorAll('th, td')).map(c => c.innerText.trim()))"
+    )
+    header, *body = rows
+    return [dict(zip(header, row, strict=False)) for row in body if len(row) == len(header)]
+
+
 def ci_bounds(text: str) -> tuple[float, float]:
     low, high = re.findall(r"([+-]?\d\.\d\d) to ([+-]?\d\.\d\d)", text)[0]
     return float(low), float(high)
@@ -288,9 +297,14 @@ def test_explore_pairs_and_cells_show_no_display_artefacts(page: Any) -> None:
     page.get_by_text("The numbers behind the heatmap").click()
     numbers = page.locator("table[role=grid]").filter(has_text="95% CI of this cell alone").first
     numbers.wait_for(state="attached")
-    flat = "\n".join(grid_cells(numbers))
-    assert not re.search(r"\b(None|nan)\b", flat) and not re.search(r"\d\.\d{4}", flat), flat
-    assert not re.search(r"-0\.0+\b", flat)
+    rows = grid_rows(numbers)
+    assert rows and all(not re.search(r"\b(None|nan)\b", v) for r in rows for v in r.values())
+    for row in rows:  # scores three decimals and no sign on zero; p three significant digits
+        for column in ("mean score", "null (uniform answers)"):
+            assert re.fullmatch(r"–|0\.000|[+-]\d\.\d{3}", row[column]), row
+        assert re.fullmatch(r"–|[+-]?\d\.\d\d to [+-]?\d\.\d\d", row["95% CI of this cell alone"])
+        assert not re.search(r"-0\.00\b", row["95% CI of this cell alone"]), row
+        assert re.fullmatch(r"–|1|0\.0*[1-9]\d{0,2}|\d(\.\d+)?e-\d+", row["p (BH-adjusted)"]), row
     no_exception(page)
 
 
