@@ -337,6 +337,15 @@ def test_compare_shows_paired_differences_and_disagreements(page: Any) -> None:
     settle(page)
     no_exception(page)
     assert page.get_by_text("Wilcoxon signed-rank", exact=False).count() >= 1
+    page.get_by_text("The numbers", exact=True).click()
+    numbers = page.locator("table[role=grid]").filter(has_text="mean difference A − B").first
+    numbers.wait_for(state="attached")
+    rows = grid_rows(numbers)
+    assert rows and all(not re.search(r"\b(None|nan)\b", v) for r in rows for v in r.values())
+    for row in rows:  # point 8 on Compare: fixed digits, no sign on zero, a dash when missing
+        assert re.fullmatch(r"0\.000|[+-]\d\.\d{3}", row["mean difference A − B"]), row
+        assert re.fullmatch(r"–|[+-]?\d\.\d\d to [+-]?\d\.\d\d", row["95% CI (t, cut to [-2, 2])"])
+    shot(page, "8c_compare_numbers", page.get_by_text("The numbers", exact=True))
     choose(page, "Bias", "Escalation of Commitment")
     settle(page)
     shot(page, "8_compare", page.get_by_role("heading", name="Compare two models"))
