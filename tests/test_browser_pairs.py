@@ -278,6 +278,19 @@ def test_explore_pairs_and_cells_show_no_display_artefacts(page: Any) -> None:
     assert "no pairs" in hover_text(page, "Halo Effect", "openai/scripted")
     assert page.get_by_text("Grey: no scored pair", exact=False).count() == 1
     shot(page, "8_explore_grey_cells")
+    page.get_by_text("Failure rate", exact=True).click()
+    settle(page)
+    fills = (
+        heatmap(page)
+        .locator("g.mark-rect path")
+        .evaluate_all("es => es.map(e => e.getAttribute('fill'))")
+    )
+    assert "rgb(255, 255, 255)" in fills, "0% failed is drawn white, as the caption says"
+    assert "#e9ecef" in fills  # and a cell without pairs grey in this view too
+    assert page.get_by_text("white is 0%", exact=False).count() == 1
+    shot(page, "8a_explore_failure_rate")
+    page.get_by_text("Mean score", exact=True).click()
+    settle(page)
     choose(page, "Bias", "Anchoring")
     choose(page, "Model", "random")
     settle(page)

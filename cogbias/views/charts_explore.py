@@ -107,8 +107,9 @@ def _color(view: str, max_n: float) -> alt.Color:
         legend = _legend(values=[-1, -0.5, 0, 0.5, 1])
         return alt.Color("value:Q", scale=scale, title="mean score", legend=legend)
     if view == "failure_rate":
-        # 0% is white: "nothing failed" must not look like a warning colour.
-        scale = alt.Scale(domain=[0, 0.5, 1], range=FAILURE_RANGE, clamp=True)
+        # 0% is white: "nothing failed" must not look like a warning colour. Interpolated in
+        # RGB: Vega's default (HCL) drew 0% pale yellow, not the white the caption promises.
+        scale = alt.Scale(domain=[0, 0.5, 1], range=FAILURE_RANGE, clamp=True, interpolate="rgb")
         return alt.Color("value:Q", scale=scale, title="failure rate", legend=_legend(format="%"))
     scale = alt.Scale(domain=[0, max(max_n, 1)], scheme="greens")
     return alt.Color("value:Q", scale=scale, title="scored pairs (n)", legend=_legend())
