@@ -6,7 +6,7 @@ from app_pages import _pair
 from app_pages._common import open_store_or_stop, result_sources, source_filter, test_cases
 from cogbias.core.redact import redactor
 from cogbias.studies import analysis
-from cogbias.views import charts, safe_text, shown_pairs
+from cogbias.views import charts, explore, pair_tables, safe_text, shown_pairs
 from cogbias.views.numbers import signed
 
 st.title("Compare two models")
@@ -37,6 +37,8 @@ model_b = c3.selectbox(
     "Model B", rest, index=rest.index("random") if "random" in rest else 0, key="cmp_b"
 )
 paired = analysis.paired_frame(store.paired_scores(model_a, model_b, run_id, dataset))
+# Token-bias scores mean something else (the Token bias page reads them): never compared here.
+paired = paired[~paired["bias"].isin(explore.token_bias_test_cases(store))]
 if paired.empty:
     st.info(
         "These two models share no scored instance here. Run both on the same test cases, "
@@ -54,20 +56,11 @@ st.caption(
 )
 with st.expander("The numbers"):
     st.dataframe(
-        table.assign(bias=table["bias"].map(lambda b: names.get(b, b))),
+        pair_tables.compare_numbers(table, model_a, model_b, names),
         hide_index=True,
-        column_config={
-            "mean_a": st.column_config.NumberColumn(f"mean {model_a}", format="%+.3f"),
-            "mean_b": st.column_config.NumberColumn(f"mean {model_b}", format="%+.3f"),
-            "mean_diff": st.column_config.NumberColumn("mean difference A − B", format="%+.3f"),
-            "ci_low": st.column_config.NumberColumn("CI low (t, cut to [-2, 2])", format="%+.2f"),
-            "ci_high": st.column_config.NumberColumn("CI high (t, cut to [-2, 2])", format="%+.2f"),
-            "statistic": st.column_config.NumberColumn("Wilcoxon W"),
-            "p_value": st.column_config.NumberColumn("p (Wilcoxon)", format="%.3g"),
-            "p_adjusted": st.column_config.NumberColumn("p (BH-adjusted)", format="%.3g"),
-            "significant": st.column_config.CheckboxColumn("significant after BH"),
-        },
+        column_config={"significant after BH": st.column_config.CheckboxColumn()},
     )
+    st.caption("A dash: no value (an interval or a test needs more paired instances).")
 
 st.subheader("Where they disagree most")
 biases = list(table["bias"])

@@ -33,7 +33,7 @@ from cogbias.datasets.tables import columns_of
 from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store, cogbias_home
 from cogbias.studies import analysis
-from cogbias.views import charts, explore, safe_text, shown_pairs
+from cogbias.views import charts, explore, pair_tables, safe_text, shown_pairs
 from cogbias.views.export import export_bytes
 
 PAGE = 20
@@ -310,31 +310,8 @@ with tabs[2]:
         if not pairs:
             st.caption("No model has answered these test cases yet: run them in the Run tab.")
         else:
-            st.dataframe(
-                pd.DataFrame(
-                    [
-                        {
-                            "model": p["model"],
-                            "bias": p["test_case"],
-                            "control": None
-                            if p["control_choice"] is None
-                            else p["control_choice"] + 1,
-                            "treatment": None
-                            if p["treatment_choice"] is None
-                            else p["treatment_choice"] + 1,
-                            "score": p["score"],
-                            "status": p["status"],
-                            "error": p["error"],
-                        }
-                        for p in pairs
-                    ]
-                ),  # fmt: skip
-                hide_index=True,
-            )
-            st.caption(
-                "Chosen options are numbered from 1 in the test case's own order; below, each "
-                "pair lists the options in the order its model saw them."
-            )
+            st.dataframe(pair_tables.shown_frame(pairs, with_cell=True), hide_index=True)
+            st.caption(pair_tables.CHOICE_NOTE)
             which = st.selectbox(
                 "Read a pair's answers", range(len(pairs)), key="ds_pair",
                 format_func=lambda i: f"{pairs[i]['model']} · {pairs[i]['test_case']} · {pairs[i]['status']}",

@@ -7,7 +7,6 @@ from app_pages import _delete, _pair
 from app_pages._common import (
     db_path,
     db_version,
-    explore_columns,
     friendly,
     open_store_or_stop,
     other_pages_datasets,
@@ -19,6 +18,7 @@ from app_pages._common import (
 from cogbias.core.records import pair_record
 from cogbias.core.redact import redactor
 from cogbias.store import Store
+from cogbias.studies.analysis import CI_METHOD
 from cogbias.views import (
     charts_explore,
     explore,
@@ -28,7 +28,7 @@ from cogbias.views import (
     shown_pairs,
 )
 from cogbias.views.export import csv_bytes
-from cogbias.views.numbers import signed
+from cogbias.views.numbers import interval, signed, signed_or_dash
 
 PAGE_SIZE = 20
 EXPORT_LIMIT = 20000
@@ -111,10 +111,11 @@ CAPTIONS = {
     "(t-test, Benjamini–Hochberg adjusted p < 0.05 across the table). Grey: no scored pair. "
     "Click a cell to read its responses.",
     "failure_rate": "Share of pairs per cell that could not be scored (no answer, an answer "
-    "no option could be read from, or an error): white is 0%, darker is more. * and a dashed "
-    "frame still mark cells whose mean score is significant. Click a cell to read its pairs.",
-    "n": "Scored pairs per cell: the more pairs, the more a cell's mean can be trusted. * and a "
-    "dashed frame mark significant means. Click a cell to read its pairs.",
+    "no option could be read from, or an error): white is 0%, darker is more; grey: no pair at "
+    "all. * and a dashed frame still mark cells whose mean score is significant. Click a cell "
+    "to read its pairs.",
+    "n": "Scored pairs per cell: the more pairs, the more a cell's mean can be trusted; grey: no "
+    "pair at all. * and a dashed frame mark significant means. Click a cell to read its pairs.",
 }
 event = st.altair_chart(
     chart,
@@ -141,18 +142,20 @@ NULL_CAPTION = (
 with st.expander("The numbers behind the heatmap"):
     st.caption(NULL_CAPTION)
     st.dataframe(
-        table[["bias", "model", "mean", "null", "n", "ci_low", "ci_high", "p_adjusted", "significant",
-               "failures", "failure_rate"]].assign(bias=table["bias"].map(lambda b: names.get(b, b))),
+        explore.numbers_table(table, names),
         hide_index=True,
         column_config={
-            **explore_columns(),
-            "null": st.column_config.NumberColumn(
-                "null (uniform answers)",
-                format="%+.3f",
-                help="Expected score under uniform random answers; significance is tested against 0",
+            "n": st.column_config.NumberColumn("n", help="scored pairs"),
+            "null (uniform answers)": st.column_config.TextColumn(
+                help="Expected score under uniform random answers; significance is tested against 0"
             ),
+            explore.CI_COLUMN: st.column_config.TextColumn(
+                help=f"95% confidence interval: {CI_METHOD}."
+            ),
+            "significant after BH": st.column_config.CheckboxColumn(),
         },
-    )  # fmt: skip
+    )
+    st.caption("A dash: no value (no scored pair, or fewer than 2 for an interval and a test).")
 
 # A click on the chart moves the two pickers below; they also work without a mouse.
 clicked = charts_explore.selected_cell(event)
@@ -182,11 +185,11 @@ if not bias or not model:
 cell = table[(table["bias"] == bias) & (table["model"] == model)]
 if not cell.empty:
     c = cell.iloc[0]
-    mean = "–" if pd.isna(c["mean"]) else signed(c["mean"], 3)
+    mean = signed_or_dash(c["mean"], 3)
     ci = (
         " (95% CI needs 2 scored pairs)"
         if pd.isna(c["ci_low"])
-        else f" (95% CI of this cell alone {signed(c['ci_low'])} to {signed(c['ci_high'])}, "
+        else f" (95% CI of this cell alone {interval(c['ci_low'], c['ci_high'])}, "
         "not adjusted for the other cells)"
     )
     title = safe_text.escape_markdown(f"{names.get(bias, bias)} × {model}")
@@ -208,25 +211,14 @@ c2.caption(f"{total:,} pair(s) · page {page} of {pages}")
 rows_page = store.pairs(
     bias, model, run_id, dataset, search or None, PAGE_SIZE, (page - 1) * PAGE_SIZE
 )
-frame = pair_tables.pairs_frame(rows_page)
-st.dataframe(
-    frame[["score", "status", "control_choice", "treatment_choice", "scenario", "error"]],
-    hide_index=True,
-    width="stretch",
-    column_config={
-        "control_choice": st.column_config.NumberColumn(
-            "control choice", help="The option scored, numbered in the test case's own order"
-        ),
-        "treatment_choice": st.column_config.NumberColumn(
-            "treatment choice", help="The option scored, numbered in the test case's own order"
-        ),
-    },
-)
 clean = redactor()
-for i, (raw, pair) in enumerate(zip(rows_page, frame.itertuples(), strict=True)):
-    score = "failed" if pair.status != "ok" else f"score {signed(pair.score)}"
+st.dataframe(pair_tables.shown_frame(rows_page, clean), hide_index=True, width="stretch")
+st.caption(pair_tables.CHOICE_NOTE)
+for i, raw in enumerate(rows_page):
+    ok = raw.get("status") == "ok" and raw.get("score") is not None
+    score = f"score {signed(raw['score'])}" if ok else "failed"
     flipped = " · options reversed" if raw.get("reversed") else ""
-    scenario = safe_text.escape_markdown(clean(str(pair.scenario))[:90])
+    scenario = safe_text.escape_markdown((clean(raw.get("scenario") or "") or "")[:90])
     with st.expander(f"Pair {(page - 1) * PAGE_SIZE + i + 1}: {score}{flipped} — {scenario}"):
         shown = shown_pairs.shown_stored_pair(raw, clean)
         if shown is None:

@@ -350,7 +350,16 @@ table = pd.DataFrame(summaries)[
         "created_at",
     ]
 ]
-st.dataframe(table, hide_index=True, width="stretch")
+st.dataframe(
+    table,
+    hide_index=True,
+    width="stretch",
+    column_config={  # fixed digits, as `cost_text` writes a cost, not a float's own "0.0001"
+        "cost": st.column_config.NumberColumn(format="$%.4f"),
+        "cost_saved": st.column_config.NumberColumn(format="$%.4f"),
+        "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
+    },
+)
 if st.session_state.get("run_pick") not in by_id:  # new runs appear; keep the choice valid
     st.session_state["run_pick"] = active if active in by_id else next(iter(by_id))
 pick = st.selectbox(
@@ -394,7 +403,7 @@ if batches:
     st.dataframe(
         pd.DataFrame(batches)[
             ["id", "model", "round", "status", "total", "completed", "failed", "expected_at"]
-        ],
+        ].fillna({"expected_at": ""}),  # not known yet: nothing, never "None"
         hide_index=True,
         width="stretch",
     )

@@ -114,3 +114,22 @@ def test_degenerate_cases() -> None:
     assert all(np.isnan(analysis.paired_test(np.array([0.5]))))
     empty = analysis.compare_models(analysis.paired_frame([]))
     assert empty.empty and list(empty.columns) == analysis.COMPARE_COLUMNS
+
+
+def test_the_numbers_table_reads_a_dash_where_a_bias_has_one_pair() -> None:
+    from cogbias.views import pair_tables
+
+    paired = analysis.paired_frame(
+        [{"bias": "one", "instance_id": "i1", "score_a": 0.5, "score_b": 0.5}]
+        + [
+            {"bias": "many", "instance_id": f"i{i}", "score_a": 1 / 3, "score_b": -1 / 3 * (i % 2)}
+            for i in range(6)
+        ]
+    )
+    table = pair_tables.compare_numbers(analysis.compare_models(paired), "A", "B", {"one": "One"})
+    single = table[table["bias"] == "One"].iloc[0]
+    assert single["95% CI (t, cut to [-2, 2])"] == "–" and single["p (Wilcoxon)"] == "–"
+    assert single["mean difference A − B"] == "0.000"  # no sign on zero
+    flat = table.astype(str).to_csv(index=False)
+    assert "None" not in flat and "nan" not in flat and "0.3333" not in flat
+    assert "+0.333" in set(table["mean A"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -158,6 +159,36 @@ def test_heatmap_chart_layers_labels_and_selection(view: str) -> None:
     assert spec["layer"][0]["encoding"]["y"]["sort"] == ["b", "a"]
     assert spec["params"][0]["name"] == charts_explore.SELECTION
     assert json.dumps(spec).count('"param": "cell"') == 2  # the selected cell's outline
+
+
+def test_a_cell_without_any_pair_is_drawn_grey_not_left_out() -> None:
+    """A model that never ran a bias still gets its cell: grey (the caption says so), "–",
+    and a tooltip that says it has no pairs, in every view."""
+    summary = _summary()
+    summary = summary[~((summary["bias"] == "a") & (summary["model"] == "m2"))]
+    for view in charts_explore.VIEWS:
+        spec = charts_explore.explore_heatmap(summary, view, ["b", "a"], ["m1", "m2"]).to_dict()
+        data = next(iter(spec["datasets"].values()))
+        cells = {(r["bias"], r["model"]): r for r in data}
+        assert len(cells) == 4
+        empty = cells[("a", "m2")]
+        assert not empty["has_value"] and empty["label"] == "–" and empty["n"] == 0
+        assert empty["failure_text"] == "no pairs" and empty["mean_text"] == "–"
+        (grey,) = [layer for layer in spec["layer"] if layer["mark"].get("color")]
+        assert grey["mark"]["color"] == charts_explore.MISSING_COLOR
+        assert grey["transform"] == [{"filter": "!datum.has_value"}]
+        assert "None" not in json.dumps(data) and "NaN" not in json.dumps(data)
+
+
+def test_the_numbers_table_has_dashes_not_none_and_fixed_digits() -> None:
+    summary = _summary().assign(null=[0.0, float("nan"), -1e-17, 1 / 3][: len(_summary())])
+    table = explore.numbers_table(summary, {"a": "Anchor A"})
+    assert "Anchor A" in set(table["bias"])
+    flat = table.astype(str).to_csv(index=False)
+    assert "None" not in flat and "nan" not in flat and "-0.000" not in flat
+    assert not any(re.search(r"\d\.\d{4}", v) for v in table["mean score"])
+    one = table[(table["bias"] == "b") & (table["model"] == "m1")].iloc[0]
+    assert one[explore.CI_COLUMN] == "–" and one["p (BH-adjusted)"] == "–"
 
 
 def test_selected_cell_reads_streamlit_selection_events() -> None:

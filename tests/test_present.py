@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cogbias.core.records import decode_filled
 from cogbias.library import testcases as library
 from cogbias.llm import keys, registry, settings
 from cogbias.runs import pipeline
@@ -120,6 +121,46 @@ def test_pairs_frame_flattens_stored_halves(tmp_path: Path) -> None:
     assert frame["control_text"].iloc[0].startswith("Situation:")
     assert frame["control_choice"].iloc[0] == rows[0]["control_choice"] + 1
     assert "Option 1:" in frame.to_csv(index=False)
+
+
+def test_the_shown_pair_table_reads_at_face_value(tmp_path: Path) -> None:
+    """No "None" for a missing error, two decimals for a score (never "0.3333" or "-0.00"),
+    and each choice as its number in the test case's order beside the option's text."""
+    db = tmp_path / "r.db"
+    run_id = make_results_db(db, instances=2)
+    with Store(db) as store:
+        rows = store.pairs("anchoring", "random", run_id, limit=10)
+    rows = [
+        {**rows[0], "score": 1 / 3, "error": None},
+        {**rows[1], "score": -1e-17, "status": "failed", "error": "timeout after 60 s",
+         "treatment_choice": None},
+    ]  # fmt: skip
+    frame = pair_tables.shown_frame(rows)
+    assert list(frame.columns) == pair_tables.SHOWN_COLUMNS
+    assert "test case's numbering" in pair_tables.CONTROL_CHOICE
+    assert list(frame["score"]) == ["+0.33", "0.00"]
+    assert list(frame["error"]) == ["", "timeout after 60 s"]
+    options = decode_filled(rows[0]["control_template"]).options
+    number = rows[0]["control_choice"]
+    assert frame[pair_tables.CONTROL_CHOICE].iloc[0] == f"{number + 1} · {options[number]}"
+    assert frame[pair_tables.TREATMENT_CHOICE].iloc[1] == "–"
+    shown = frame.to_csv(index=False)
+    assert "None" not in shown and "nan" not in shown and "0.3333" not in shown
+    mixed = pair_tables.shown_frame(rows, with_cell=True)
+    assert list(mixed.columns[:2]) == ["model", "bias"] and mixed["bias"].iloc[0] == "anchoring"
+
+
+def test_missing_numbers_read_as_a_dash_and_zero_has_no_sign() -> None:
+    from cogbias.views import numbers
+
+    assert numbers.signed_or_dash(None) == "–" and numbers.signed_or_dash(float("nan")) == "–"
+    assert numbers.signed_or_dash(-0.0001, 3) == "0.000"
+    assert numbers.interval(float("nan"), 0.2, note="needs 2 scored pairs") == (
+        "– (needs 2 scored pairs)"
+    )
+    assert numbers.interval(-0.001, 0.5) == "0.00 to +0.50"
+    assert numbers.p_text(None) == "–" and numbers.p_text(0.012345) == "0.0123"
+    assert numbers.text_or_blank(None) == "" and numbers.text_or_blank("x") == "x"
 
 
 def test_blank_skeleton_is_valid_and_copy_ids_are_free() -> None:

@@ -12,7 +12,7 @@ import altair as alt
 import pandas as pd
 
 from cogbias.studies.analysis import AVERAGE, AVERAGE_ABS, Dendrogram
-from cogbias.views.numbers import signed
+from cogbias.views.numbers import interval, p_text, signed, signed_or_dash
 
 DIVERGING = alt.Scale(domain=[-1, 1], scheme="redblue", reverse=True)
 LABEL_CHAR_PX = 7  # about the width of one axis-label character in Streamlit's chart theme
@@ -52,7 +52,7 @@ def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Cha
     rows = list(table.index)
     columns = list(table.columns)
     long = table.reset_index(names="bias").melt(id_vars="bias", var_name="model", value_name="mean")
-    long["label"] = long["mean"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+    long["label"] = long["mean"].map(lambda v: "" if pd.isna(v) else signed(v))
     if summary is not None and not summary.empty:
         marks = summary.set_index(["bias", "model"])["significant"]
         long["label"] = [
@@ -152,10 +152,12 @@ def compare_chart(
     data = table.assign(
         bias_name=[names.get(b, b) for b in table["bias"]],
         verdict=["significant (BH)" if s else "not significant" for s in table["significant"]],
-        ci=[
-            "–" if pd.isna(lo) else f"{signed(lo)} to {signed(hi)}"
-            for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
-        ],
+        ci=[interval(lo, hi) for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)],
+        # tooltips get texts: Vega's "+.3f" would print "+0.000" or "−0.000" for a zero
+        mean_a_text=[signed_or_dash(v, 3) for v in table["mean_a"]],
+        mean_b_text=[signed_or_dash(v, 3) for v in table["mean_b"]],
+        mean_diff_text=[signed_or_dash(v, 3) for v in table["mean_diff"]],
+        p_text=[p_text(p) for p in table["p_adjusted"]],
     )
     order = list(data["bias_name"])
     title = f"mean score difference: {model_a} minus {model_b}"
@@ -178,11 +180,11 @@ def compare_chart(
         tooltip=[
             alt.Tooltip("bias_name:N", title="bias"),
             alt.Tooltip("n:Q", title="paired instances (n)"),
-            alt.Tooltip("mean_a:Q", format="+.3f", title=f"mean {model_a}"),
-            alt.Tooltip("mean_b:Q", format="+.3f", title=f"mean {model_b}"),
-            alt.Tooltip("mean_diff:Q", format="+.3f", title="mean difference"),
+            alt.Tooltip("mean_a_text:N", title=f"mean {model_a}"),
+            alt.Tooltip("mean_b_text:N", title=f"mean {model_b}"),
+            alt.Tooltip("mean_diff_text:N", title="mean difference"),
             alt.Tooltip("ci:N", title="95% CI (t, truncated to [-2, 2])"),
-            alt.Tooltip("p_adjusted:Q", format=".3g", title="p (Wilcoxon, BH-adjusted)"),
+            alt.Tooltip("p_text:N", title="p (Wilcoxon, BH-adjusted)"),
             alt.Tooltip("verdict:N", title="after BH"),
         ],
     )

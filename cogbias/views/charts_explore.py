@@ -16,41 +16,78 @@ import altair as alt
 import pandas as pd
 
 from cogbias.views.charts import category_axis
-from cogbias.views.numbers import signed
+from cogbias.views.numbers import MISSING, interval, p_text, signed, signed_or_dash
 
 SELECTION = "cell"
 VIEWS = {"mean": "Mean score", "failure_rate": "Failure rate", "n": "Scored pairs (n)"}
 MISSING_COLOR = "#e9ecef"  # cells without a scored pair
 FAILURE_RANGE = ["#ffffff", "#ffa94d", "#c92a2a"]  # 0%, 50%, 100% failed
-CI_TITLE = "95% CI of this cell alone (not BH-adjusted)"
+# Tooltip keys are cut after about 35 characters: this one must stay whole to be read.
+CI_TITLE = "95% CI of this cell alone"
 SMALL_N = 10  # below this many scored pairs a cell's label shows its n
 
 
-def heatmap_frame(summary: pd.DataFrame, view: str = "mean") -> pd.DataFrame:
-    """One row per cell with the value shown, its label and the tooltip fields."""
+CELL_COLUMNS = ["bias", "model", "mean", "n", "failures", "failure_rate", "ci_low", "ci_high",
+                "p_adjusted", "significant"]  # fmt: skip
+
+
+def complete_grid(
+    summary: pd.DataFrame, rows: Sequence[str] | None = None, columns: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """`summary`'s cells plus an empty one (n = 0, no pair at all) for every bias x model it
+    lacks, so a model that never ran a bias shows a grey cell, not a gap in the page's white."""
+    frame = summary[CELL_COLUMNS]
+    rows = list(rows) if rows is not None else sorted(frame["bias"].unique())
+    columns = list(columns) if columns is not None else sorted(frame["model"].unique())
+    every = pd.MultiIndex.from_product([rows, columns], names=["bias", "model"])
+    have = pd.MultiIndex.from_frame(frame[["bias", "model"]])
+    absent = every.difference(have)
+    if absent.empty:
+        return frame.copy()
+    empty = pd.DataFrame(
+        {"bias": absent.get_level_values(0), "model": absent.get_level_values(1), "n": 0,
+         "failures": 0, "failure_rate": float("nan"), "significant": False}
+    ).reindex(columns=CELL_COLUMNS)  # fmt: skip
+    return pd.concat([frame, empty], ignore_index=True)
+
+
+def heatmap_frame(
+    summary: pd.DataFrame,
+    view: str = "mean",
+    rows: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """One row per cell (every bias in `rows` x model in `columns`, empty ones included) with
+    the value shown, its label and the tooltip fields as text."""
     if view not in VIEWS:
         raise ValueError(f"unknown view {view!r}; use one of {', '.join(VIEWS)}")
-    frame = summary[
-        ["bias", "model", "mean", "n", "failures", "failure_rate", "ci_low", "ci_high",
-         "p_adjusted", "significant"]
-    ].copy()  # fmt: skip
-    frame["value"] = frame[view].astype(float)
+    frame = complete_grid(summary, rows, columns)
+    frame["n"] = frame["n"].astype(int)
+    frame["failures"] = frame["failures"].astype(int)
+    no_pairs = (frame["n"] + frame["failures"]) == 0
+    frame["value"] = frame[view].astype(float).where(~no_pairs)
+    frame["significant"] = frame["significant"].fillna(False).astype(bool)
     if view == "mean":
         # A mean of two scores is mostly noise: small cells say their n in the cell itself.
         frame["label"] = [
-            "–"
+            MISSING
             if pd.isna(v)
             else signed(v) + ("*" if sig else "") + (f"  (n={n})" if n < SMALL_N else "")
             for v, sig, n in zip(frame["mean"], frame["significant"], frame["n"], strict=True)
         ]
     elif view == "failure_rate":
-        frame["label"] = [f"{v:.0%}" for v in frame["failure_rate"]]
+        frame["label"] = [MISSING if pd.isna(v) else f"{v:.0%}" for v in frame["value"]]
     else:
-        frame["label"] = [str(int(v)) for v in frame["n"]]
-    frame["significant"] = frame["significant"].fillna(False).astype(bool)
+        frame["label"] = [MISSING if pd.isna(v) else str(int(v)) for v in frame["value"]]
     frame["has_value"] = frame["value"].notna()
+    frame["mean_text"] = [signed_or_dash(v, 3) for v in frame["mean"]]
+    frame["failure_text"] = [
+        "no pairs" if none else f"{rate:.1%}"
+        for none, rate in zip(no_pairs, frame["failure_rate"], strict=True)
+    ]
+    frame["p_text"] = [p_text(p) for p in frame["p_adjusted"]]
     frame["ci"] = [
-        "– (needs 2 scored pairs)" if pd.isna(lo) else f"{signed(lo)} to {signed(hi)}"
+        interval(lo, hi, note="needs 2 scored pairs")
         for lo, hi in zip(frame["ci_low"], frame["ci_high"], strict=True)
     ]
     frame["verdict"] = [
@@ -71,8 +108,9 @@ def _color(view: str, max_n: float) -> alt.Color:
         legend = _legend(values=[-1, -0.5, 0, 0.5, 1])
         return alt.Color("value:Q", scale=scale, title="mean score", legend=legend)
     if view == "failure_rate":
-        # 0% is white: "nothing failed" must not look like a warning colour.
-        scale = alt.Scale(domain=[0, 0.5, 1], range=FAILURE_RANGE, clamp=True)
+        # 0% is white: "nothing failed" must not look like a warning colour. Interpolated in
+        # RGB: Vega's default (HCL) drew 0% pale yellow, not the white the caption promises.
+        scale = alt.Scale(domain=[0, 0.5, 1], range=FAILURE_RANGE, clamp=True, interpolate="rgb")
         return alt.Color("value:Q", scale=scale, title="failure rate", legend=_legend(format="%"))
     scale = alt.Scale(domain=[0, max(max_n, 1)], scheme="greens")
     return alt.Color("value:Q", scale=scale, title="scored pairs (n)", legend=_legend())
@@ -90,11 +128,11 @@ def explore_heatmap(
     Rows are labelled with `names` (bias id -> display name) where given; clicks still
     report the bias id.
     """
-    frame = heatmap_frame(summary, view)
+    rows = list(rows) if rows is not None else sorted(summary["bias"].unique())
+    columns = list(columns) if columns is not None else sorted(summary["model"].unique())
+    frame = heatmap_frame(summary, view, rows, columns)
     names = names or {}
     frame["bias_name"] = [names.get(b, b) for b in frame["bias"]]
-    rows = list(rows) if rows is not None else sorted(frame["bias"].unique())
-    columns = list(columns) if columns is not None else sorted(frame["model"].unique())
     base = alt.Chart(frame).encode(
         x=alt.X(
             "model:N", sort=columns, title=None, axis=category_axis(labelAngle=-30, orient="top")
@@ -109,13 +147,13 @@ def explore_heatmap(
     tooltip = [
         alt.Tooltip("bias_name:N", title="bias"),
         alt.Tooltip("model:N"),
-        alt.Tooltip("mean:Q", format="+.3f"),
+        alt.Tooltip("mean_text:N", title="mean"),
         alt.Tooltip("n:Q", title="n (scored pairs)"),
         alt.Tooltip("ci:N", title=CI_TITLE),
         alt.Tooltip("verdict:N", title="significant after BH over all cells"),
-        alt.Tooltip("p_adjusted:Q", format=".3g", title="p (BH-adjusted)"),
+        alt.Tooltip("p_text:N", title="p (BH-adjusted)"),
         alt.Tooltip("failures:Q"),
-        alt.Tooltip("failure_rate:Q", format=".1%", title="failure rate"),
+        alt.Tooltip("failure_text:N", title="failure rate"),
     ]
     colored = (
         base.transform_filter("datum.has_value")

@@ -21,6 +21,7 @@ from cogbias.core import probabilities
 from cogbias.core.metrics import MetricParams, params_problem
 from cogbias.store import Store
 from cogbias.studies.analysis import ALPHA, SCORE_RANGE, identical_interval, with_significance
+from cogbias.views.numbers import interval, p_text, signed_or_dash
 
 
 def summarize_aggregates(
@@ -191,3 +192,31 @@ def row_order(summary: pd.DataFrame, sort: str = "average") -> list[str]:
     ascending = sort == "average_asc"
     ordered = averages.sort_values(ascending=ascending, na_position="last", kind="stable")
     return [str(b) for b in ordered.index]
+
+
+CI_COLUMN = "95% CI of this cell alone"
+
+
+def numbers_table(summary: pd.DataFrame, names: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The numbers behind the heatmap as a page's table shows them: scores with three
+    decimals and no sign on zero, intervals and p-values with a dash where a cell has too few
+    scored pairs for them (a table would otherwise print "None"), rates as percentages."""
+    names = names or {}
+    null = summary["null"] if "null" in summary else pd.Series(np.nan, index=summary.index)
+    return pd.DataFrame(
+        {
+            "bias": [names.get(b, b) for b in summary["bias"]],
+            "model": summary["model"],
+            "mean score": [signed_or_dash(v, 3) for v in summary["mean"]],
+            "null (uniform answers)": [signed_or_dash(v, 3) for v in null],
+            "n": summary["n"].astype(int),
+            CI_COLUMN: [
+                interval(lo, hi)
+                for lo, hi in zip(summary["ci_low"], summary["ci_high"], strict=True)
+            ],
+            "p (BH-adjusted)": [p_text(p) for p in summary["p_adjusted"]],
+            "significant after BH": summary["significant"].fillna(False).astype(bool),
+            "failures": summary["failures"].astype(int),
+            "failure rate": [f"{r:.1%}" for r in summary["failure_rate"]],
+        }
+    )
