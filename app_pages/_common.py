@@ -237,26 +237,6 @@ def load_secrets_into_env() -> None:
             os.environ.setdefault(name, value)
 
 
-def explore_columns() -> dict[str, Any]:
-    """Column labels for a bias x model summary table (Explore, Datasets), saying the method."""
-    from cogbias.studies.analysis import CI_METHOD
-
-    ci_help = f"95% confidence interval: {CI_METHOD}."
-    return {
-        "mean": st.column_config.NumberColumn("mean score", format="%+.3f"),
-        "n": st.column_config.NumberColumn("n", help="scored pairs"),
-        "ci_low": st.column_config.NumberColumn(
-            "CI low (t, cut to [-1, 1])", format="%+.2f", help=ci_help
-        ),
-        "ci_high": st.column_config.NumberColumn(
-            "CI high (t, cut to [-1, 1])", format="%+.2f", help=ci_help
-        ),
-        "p_adjusted": st.column_config.NumberColumn("p (BH-adjusted)", format="%.3g"),
-        "significant": st.column_config.CheckboxColumn("significant after BH"),
-        "failure_rate": st.column_config.NumberColumn("failure rate", format="percent"),
-    }
-
-
 def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
     """What paired results can be shown: "all", each paired run ("run:ID") and each dataset
     ("dataset:NAME"), with a label function for a selectbox."""

@@ -14,7 +14,6 @@ from app_pages._common import (
     RANDOM_MODEL,
     attempt,
     db_path,
-    explore_columns,
     friendly,
     model_names,
     models,
@@ -24,9 +23,7 @@ from app_pages._common import (
     share_local_server,
     test_cases,
 )
-from cogbias.core.records import decode_filled
 from cogbias.core.redact import redact
-from cogbias.core.templates import render_decision_text
 from cogbias.datasets import FIELDS, ColumnMapping, DatasetError, hub_url, import_run_id
 from cogbias.datasets.formats import FOLDERS, FORMATS, holds, run_import
 from cogbias.datasets.tables import columns_of
@@ -155,10 +152,6 @@ def _save_upload(uploaded: Any) -> Path:
     target = folder / Path(uploaded.name).name
     target.write_bytes(uploaded.getvalue())
     return target
-
-
-def _half_text(stored: str) -> str:
-    return render_decision_text(decode_filled(stored))  # in its own layout (token-bias items)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -302,9 +295,9 @@ with tabs[2]:
             picked = rows[index]
             control, treatment = st.columns(2)
             control.markdown("**Control**")
-            control.text(_half_text(picked["control"]))
+            control.text(pair_tables.half_text(picked["control"]))
             treatment.markdown("**Treatment**")
-            treatment.text(_half_text(picked["treatment"]))
+            treatment.text(pair_tables.half_text(picked["treatment"]))
         st.subheader("Paired responses")
         pairs = store.pairs(dataset=current, bias=chosen_bias, search=search, limit=PAGE)
         if not pairs:
@@ -449,4 +442,4 @@ with tabs[5]:
             else:
                 st.caption("None of these models has a capability score in the registry.")
             with st.expander("The numbers: mean, 95% CI, p-values, failures"):
-                st.dataframe(summary, hide_index=True, column_config=explore_columns())
+                st.dataframe(explore.numbers_table(summary), hide_index=True)

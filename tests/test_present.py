@@ -111,18 +111,6 @@ def test_explain_score_in_one_sentence() -> None:
     assert failed == "This pair could not be scored: timeout."
 
 
-def test_pairs_frame_flattens_stored_halves(tmp_path: Path) -> None:
-    db = tmp_path / "r.db"
-    run_id = make_results_db(db, instances=2)
-    with Store(db) as store:
-        rows = store.pairs("anchoring", "random", run_id, limit=10)
-    frame = pair_tables.pairs_frame(rows)
-    assert list(frame.columns) == pair_tables.PAIR_VIEW_COLUMNS and len(frame) == 2
-    assert frame["control_text"].iloc[0].startswith("Situation:")
-    assert frame["control_choice"].iloc[0] == rows[0]["control_choice"] + 1
-    assert "Option 1:" in frame.to_csv(index=False)
-
-
 def test_the_shown_pair_table_reads_at_face_value(tmp_path: Path) -> None:
     """No "None" for a missing error, two decimals for a score (never "0.3333" or "-0.00"),
     and each choice as its number in the test case's order beside the option's text."""

@@ -12,6 +12,7 @@ import altair as alt
 import pandas as pd
 
 from cogbias.views.charts import bottom_legend, category_axis, column_axis, column_step
+from cogbias.views.numbers import fixed
 
 EFFECT_SCALE = alt.Scale(domain=[0, 1], scheme="blues")
 HOMOGENEITY_SCALE = alt.Scale(domain=[0, 1], scheme="greens")
@@ -27,7 +28,7 @@ def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatCh
     `long` is `effect_tables.heatmap_frame(...)`: bias, column, value, homogeneity.
     """
     data = long.assign(
-        label=long["value"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}"),
+        label=long["value"].map(lambda v: "" if pd.isna(v) else fixed(v)),
     )
     rows = sorted(data["bias"].unique())
     columns = list(dict.fromkeys(data["column"]))
@@ -56,7 +57,7 @@ def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatCh
         color=alt.condition("datum.value > 0.6", alt.value("white"), alt.value("black")),
     )
     per_bias = data.drop_duplicates("bias")[["bias", "homogeneity"]].assign(
-        label=lambda f: f["homogeneity"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}"),
+        label=lambda f: f["homogeneity"].map(lambda v: "" if pd.isna(v) else fixed(v)),
         column="homogeneity",
     )
     side = alt.Chart(per_bias).encode(

@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 
 from cogbias.views.charts import bottom_legend, category_axis
+from cogbias.views.numbers import signed
 
 N12 = "n12: only P correct"
 N21 = "n21: only P' correct"
@@ -65,7 +66,7 @@ def rejection_heatmap(table: pd.DataFrame) -> alt.LayerChart:
     """Hypothesis x (model · prompting): rejected at alpha or not, labelled with z."""
     frame = table.assign(row=_row_label(table))
     frame["verdict"] = frame["reject"].map({True: "rejected", False: "not rejected"})
-    frame["label"] = frame["z"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+    frame["label"] = frame["z"].map(lambda v: "" if pd.isna(v) else signed(v))
     base = alt.Chart(frame).encode(
         x=alt.X("row:N", title=None, axis=category_axis(labelAngle=-45)),
         y=alt.Y("hypothesis:N", title=None, axis=category_axis(labelLimit=300)),

@@ -202,13 +202,17 @@ def numbers_table(summary: pd.DataFrame, names: Mapping[str, str] | None = None)
     decimals and no sign on zero, intervals and p-values with a dash where a cell has too few
     scored pairs for them (a table would otherwise print "None"), rates as percentages."""
     names = names or {}
-    null = summary["null"] if "null" in summary else pd.Series(np.nan, index=summary.index)
+    nulls = (  # the exact null, where the summary has one (`with_uniform_null`)
+        {"null (uniform answers)": [signed_or_dash(v, 3) for v in summary["null"]]}
+        if "null" in summary
+        else {}
+    )
     return pd.DataFrame(
         {
             "bias": [names.get(b, b) for b in summary["bias"]],
             "model": summary["model"],
             "mean score": [signed_or_dash(v, 3) for v in summary["mean"]],
-            "null (uniform answers)": [signed_or_dash(v, 3) for v in null],
+            **nulls,
             "n": summary["n"].astype(int),
             CI_COLUMN: [
                 interval(lo, hi)

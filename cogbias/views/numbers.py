@@ -26,6 +26,11 @@ def signed(value: float, digits: int = 2) -> str:
     return text[1:] if float(text) == 0 else text
 
 
+def fixed(value: float, digits: int = 2) -> str:
+    """`value` with `digits` decimals and a sign only when negative; never "-0.00"."""
+    return signed(value, digits).lstrip("+")
+
+
 def signed_or_dash(value: Any, digits: int = 2) -> str:
     """`signed`, or "–" for a missing value."""
     return MISSING if missing(value) else signed(float(value), digits)
