@@ -7,6 +7,8 @@ stored readings the reader would not give.
 
 Prints, per model: halves, read by the reader (and by which form), left unreadable (by
 reason), stored choices that disagree with the reader's, and the time the reading took.
+Pairs scored from option probabilities (`--scoring probabilities`) have no answer to read:
+they are counted apart.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def main() -> None:
         if instance is None or row["control_order"] is None:
             continue
         count = stats.setdefault(row["model"], Counter())
+        if row.get("control_distribution") or row.get("treatment_distribution"):
+            count["probability-scored pairs (option probabilities, nothing to read)"] += 1
+            continue
         order = json.loads(row["control_order"])
         for half in ("control", "treatment"):
             answer = row[f"{half}_answer"]

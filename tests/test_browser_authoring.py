@@ -157,6 +157,8 @@ def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> 
     go(page, "Templates")
     page.get_by_text("Valid: My Bias").wait_for()
     panel = page.get_by_role("tabpanel", name="Filled (unsaved draft)")
+    panel.get_by_text("[[gaps]] from nobody yet").wait_for()  # drawn after the editor
+    settle(page)
     skeleton = panel.inner_text()  # the blank skeleton has no [examples]: it says so
     assert "No example fills for [[describe one decision you face in your role]] yet" in skeleton
     assert "[[gaps]] from nobody yet" in skeleton
