@@ -4,6 +4,7 @@ stored readings the reader would not give.
 
     .venv/bin/python bench/reading.py                  # the demo snapshot
     .venv/bin/python bench/reading.py --db FILE.db     # every decision of a database
+    .venv/bin/python bench/reading.py --snapshot F.gz  # another snapshot (e.g. an older one)
 
 Prints, per model: halves, read by the reader (and by which form), left unreadable (by
 reason), stored choices that disagree with the reader's, and the time the reading took.
@@ -27,9 +28,11 @@ from cogbias.core.reading import read_option
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _rows(db: str | None) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+def _rows(
+    db: str | None, path: Path = ROOT / "data/demo/snapshot.json.gz"
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     if db is None:
-        snapshot = json.loads(gzip.decompress((ROOT / "data/demo/snapshot.json.gz").read_bytes()))
+        snapshot = json.loads(gzip.decompress(path.read_bytes()))
         return snapshot["decisions"], {i["id"]: i for i in snapshot["instances"]}
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     con.row_factory = sqlite3.Row
@@ -41,8 +44,9 @@ def _rows(db: str | None) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", help="a cogbias database (default: the demo snapshot)")
+    parser.add_argument("--snapshot", type=Path, help="a demo snapshot file (.json.gz)")
     args = parser.parse_args()
-    decisions, instances = _rows(args.db)
+    decisions, instances = _rows(args.db, args.snapshot) if args.snapshot else _rows(args.db)
     stats: dict[str, Counter[str]] = {}
     started = time.perf_counter()
     halves = 0
