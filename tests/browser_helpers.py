@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "artifacts" / "screenshots"  # test output, looked at by people (ignored by git)
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
@@ -55,6 +56,22 @@ def settle(page: Any) -> None:
     """Wait until Streamlit has finished running the script (its status widget is gone)."""
     page.wait_for_timeout(500)
     page.get_by_test_id("stStatusWidget").wait_for(state="detached", timeout=120_000)
+
+
+def shot(page: Any, name: str, top: Any = None) -> None:
+    """A viewport screenshot in SHOTS, scrolled so that `top` (a locator) starts the view.
+    (Streamlit scrolls inside its own container, so a full-page shot would show no more.)"""
+    settle(page)
+    if top is not None:
+        top.first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def no_exception(page: Any) -> None:
+    """No Streamlit exception box on the page (a traceback never reaches a user)."""
+    assert page.get_by_test_id("stException").count() == 0
 
 
 def choose(page: Any, label: str, option: str) -> None:

@@ -16,10 +16,18 @@ from typing import Any
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, ROOT, choose, go, learn_tab, running_app, settle
+from tests.browser_helpers import (
+    CHROMIUM,
+    choose,
+    go,
+    learn_tab,
+    no_exception,
+    running_app,
+    settle,
+    shot,
+)
 
 pytestmark = pytest.mark.browser
-SHOTS = ROOT / "artifacts" / "screenshots"
 MODEL = "openai/scripted"
 MODEL_LABEL = f"Scripted generator ({MODEL})"
 COPIED = "also measured in percent, so that both add up to 100%"  # the instruction's words
@@ -63,20 +71,6 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def page(browser: Any, app_url: str) -> Iterator[Any]:
     with learn_tab(browser, app_url, height=1200) as tab:
         yield tab
-
-
-def shot(page: Any, name: str, top: Any = None) -> None:
-    """A viewport screenshot with `top` (a locator) scrolled to the top of the view."""
-    settle(page)
-    if top is not None:
-        top.first.evaluate("e => e.scrollIntoView({block: 'start'})")
-        page.wait_for_timeout(300)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
-
-
-def no_exception(page: Any) -> None:
-    assert page.get_by_test_id("stException").count() == 0
 
 
 def fill_preview(page: Any, case: str | None, generator: str, typed: str = "") -> None:

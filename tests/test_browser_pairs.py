@@ -17,12 +17,20 @@ from typing import Any
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, ROOT, choose, go, learn_tab, running_app, settle
+from tests.browser_helpers import (
+    CHROMIUM,
+    choose,
+    go,
+    learn_tab,
+    no_exception,
+    running_app,
+    settle,
+    shot,
+)
 from tests.dataset_helpers import MOHR_DIR
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
 pytestmark = pytest.mark.browser
-SHOTS = ROOT / "artifacts" / "screenshots"
 MODEL_LABEL = "Scripted test model (openai/scripted)"
 
 if not CHROMIUM.exists():
@@ -105,21 +113,6 @@ def app_url(app_home: tuple[Path, str]) -> Iterator[str]:
 def page(browser: Any, app_url: str) -> Iterator[Any]:
     with learn_tab(browser, app_url) as tab:
         yield tab
-
-
-def shot(page: Any, name: str, top: Any = None) -> None:
-    """A viewport screenshot, scrolled so that `top` (a locator) starts the view. (Streamlit
-    scrolls inside its own container, so a full-page shot would show no more.)"""
-    settle(page)
-    if top is not None:
-        top.first.evaluate("e => e.scrollIntoView({block: 'start'})")
-        page.wait_for_timeout(300)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
-
-
-def no_exception(page: Any) -> None:
-    assert page.get_by_test_id("stException").count() == 0
 
 
 def test_learn_live_pair_lists_options_as_the_model_saw_them(page: Any) -> None:

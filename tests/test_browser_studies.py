@@ -22,7 +22,16 @@ from cogbias.runs import study_plan
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
 from cogbias.views import study_views
-from tests.browser_helpers import CHROMIUM, ROOT, choose, go, learn_tab, running_app, settle
+from tests.browser_helpers import (
+    CHROMIUM,
+    ROOT,
+    choose,
+    go,
+    learn_tab,
+    no_exception,
+    running_app,
+    settle,
+)
 from tests.fake_llm_server import FakeLLMServer
 from tests.study_helpers import HOSTILE, scripted, study_run
 
@@ -91,10 +100,6 @@ def shot(page: Any, path: Path, top: Any) -> None:
     page.wait_for_timeout(300)
     page.screenshot(path=str(path))
     assert path.stat().st_size > 10_000
-
-
-def no_exception(page: Any) -> None:
-    assert page.get_by_test_id("stException").count() == 0
 
 
 def test_conversation_viewer_shows_the_turns_as_chat(page: Any, tmp_path: Path) -> None:
