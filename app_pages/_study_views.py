@@ -15,7 +15,7 @@ from cogbias.runs import study_results
 from cogbias.runs.study_plan import MITIGATION_ORDER
 from cogbias.store import Store
 from cogbias.studies.definitions import Study
-from cogbias.views import charts_studies, study_views
+from cogbias.views import charts_studies, safe_text, study_views
 from cogbias.views.export import export_bytes, frame_csv
 from cogbias.views.safe_text import escape_markdown
 
@@ -105,7 +105,8 @@ def conversation_viewer(store: Store, run_id: str, study: Study) -> None:
     )
     index = study_views.conversation_index(turns if turns is not None else pd.DataFrame())
     if index.empty:
-        st.info(f"No conversation of the test {test} is stored in this run (yet).")
+        name = safe_text.escape_markdown(str(test))  # a study file's own name for it
+        st.info(f"No conversation of the test {name} is stored in this run (yet).")
         return
     mitigations = [m for m in MITIGATION_ORDER if m in set(index["mitigation"])]
     _keep_valid("study_chat_mitigation", mitigations)
