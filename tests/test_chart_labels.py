@@ -191,3 +191,28 @@ def test_study_heatmap_tilts_long_model_names_and_narrows_its_columns() -> None:
     upright = charts_studies.study_heatmap(by_test, "model").to_dict()
     assert upright["layer"][0]["encoding"]["x"]["axis"]["labelAngle"] == 0
     assert upright["width"]["step"] == charts_studies.STEP_RANGE[1]  # one column, full width
+
+
+def test_explore_heatmap_fits_ten_models_and_keeps_two_names_upright() -> None:
+    """The cells share one width: ten long model names are tilted into narrow columns, while
+    the demo's two models get columns wide enough to name them upright (both were tilted and
+    a page of many models ran off the screen)."""
+    ten = charts_explore.explore_heatmap(explore_summary(), "mean", BIASES, MODELS).to_dict()
+    x = ten["layer"][0]["encoding"]["x"]
+    assert x["axis"]["labelAngle"] != 0 and x["axis"]["orient"] == "top"
+    assert ten["width"]["step"] * len(MODELS) <= charts_explore.CELLS_WIDTH
+    assert ten["width"]["step"] >= charts_explore.STEP_RANGE[0]
+    demo = ["local/smollm2", "random"]
+    renamed = dict(zip(MODELS[:2], demo, strict=True))
+    two = explore_summary().query("model in @MODELS[:2]").replace(renamed)
+    upright = charts_explore.explore_heatmap(two, "mean", BIASES, demo).to_dict()
+    assert upright["layer"][0]["encoding"]["x"]["axis"]["labelAngle"] == 0
+    assert upright["width"]["step"] == charts_explore.STEP_RANGE[1]
+
+
+def test_figure7_heatmap_narrows_its_columns_for_many_models() -> None:
+    table = pd.DataFrame(0.1, index=BIASES, columns=MODELS)
+    spec = charts.heatmap(table).to_dict()
+    step = spec["width"]["step"]
+    assert step * len(MODELS) <= charts.FIGURE7_WIDTH and step >= charts.FIGURE7_STEP[0]
+    assert spec["layer"][0]["encoding"]["x"]["axis"]["labelAngle"] != 0

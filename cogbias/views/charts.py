@@ -16,6 +16,9 @@ from cogbias.views.numbers import interval, p_text, signed, signed_or_dash
 
 DIVERGING = alt.Scale(domain=[-1, 1], scheme="redblue", reverse=True)
 LABEL_CHAR_PX = 7  # about the width of one axis-label character in Streamlit's chart theme
+# Figure 7's cells: labels such as "+0.12*" need about 44 pixels; ten models fit a laptop.
+FIGURE7_WIDTH = 560
+FIGURE7_STEP = (44, 64)
 
 
 def category_axis(**kwargs: object) -> alt.Axis:
@@ -62,13 +65,9 @@ def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Cha
     long["summary"] = long["bias"].isin([AVERAGE, AVERAGE_ABS]) | long["model"].isin(
         [AVERAGE, AVERAGE_ABS]
     )
+    step = column_step(len(columns), FIGURE7_WIDTH, *FIGURE7_STEP)
     base = alt.Chart(long).encode(
-        x=alt.X(
-            "model:N",
-            sort=columns,
-            title=None,
-            axis=category_axis(labelAngle=-45),
-        ),
+        x=alt.X("model:N", sort=columns, title=None, axis=column_axis(columns, step)),
         y=alt.Y("bias:N", sort=rows, title=None, axis=category_axis()),
     )
     cells = base.mark_rect().encode(
@@ -79,7 +78,7 @@ def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Cha
         text="label:N",
         color=alt.condition("abs(datum.mean) > 0.6", alt.value("white"), alt.value("black")),
     )
-    return (cells + text).properties(width=alt.Step(48), height=alt.Step(20))
+    return (cells + text).properties(width=alt.Step(step), height=alt.Step(20))
 
 
 def dendrogram(tree: Dendrogram) -> alt.HConcatChart:

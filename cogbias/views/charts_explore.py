@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import altair as alt
 import pandas as pd
 
-from cogbias.views.charts import category_axis
+from cogbias.views.charts import category_axis, column_axis, column_step
 from cogbias.views.numbers import MISSING, interval, p_text, signed, signed_or_dash
 
 SELECTION = "cell"
@@ -25,6 +25,10 @@ FAILURE_RANGE = ["#ffffff", "#ffa94d", "#c92a2a"]  # 0%, 50%, 100% failed
 # Tooltip keys are cut after about 35 characters: this one must stay whole to be read.
 CI_TITLE = "95% CI of this cell alone"
 SMALL_N = 10  # below this many scored pairs a cell's label shows its n
+# Pixels the cells may take together, and per column: a label such as "+0.03*  (n=3)" needs
+# about 72; two models get columns wide enough for their names upright, ten still fit a laptop.
+CELLS_WIDTH = 720
+STEP_RANGE = (72, 120)
 
 
 CELL_COLUMNS = ["bias", "model", "mean", "n", "failures", "failure_rate", "ci_low", "ci_high",
@@ -133,10 +137,9 @@ def explore_heatmap(
     frame = heatmap_frame(summary, view, rows, columns)
     names = names or {}
     frame["bias_name"] = [names.get(b, b) for b in frame["bias"]]
+    step = column_step(len(columns), CELLS_WIDTH, *STEP_RANGE)
     base = alt.Chart(frame).encode(
-        x=alt.X(
-            "model:N", sort=columns, title=None, axis=category_axis(labelAngle=-30, orient="top")
-        ),
+        x=alt.X("model:N", sort=columns, title=None, axis=column_axis(columns, step, orient="top")),
         y=alt.Y(
             "bias_name:N",
             sort=[names.get(b, b) for b in rows],
@@ -190,9 +193,8 @@ def explore_heatmap(
         )
         .add_params(pick)
     )
-    width = max(160, 70 * len(columns))
     return alt.layer(colored, empty, significant, labels, catcher).properties(
-        width=width, height=alt.Step(24)
+        width=alt.Step(step), height=alt.Step(24)
     )
 
 
