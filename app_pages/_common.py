@@ -8,7 +8,7 @@ and what to do, never a traceback.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -286,6 +286,20 @@ def source_filter(source: str) -> tuple[str | None, str | None]:
     """(run_id, dataset) for a source from `result_sources`."""
     kind, _, name = source.partition(":")
     return (name if kind == "run" else None, name if kind == "dataset" else None)
+
+
+def keep(key: str, allowed: Collection[object] | None = None) -> None:
+    """Carry a widget's value over a visit to another page; call it before the widget.
+
+    Streamlit forgets the state of every widget that a page switch did not draw, so a return
+    to Datasets opened its first tab and Explore its first view. A copy under a key no widget
+    owns survives and is put back here, if it is still one of `allowed`.
+    """
+    state, copy = st.session_state, f"_kept:{key}"
+    if key in state:
+        state[copy] = state[key]
+    elif copy in state and (allowed is None or state[copy] in allowed):
+        state[key] = state[copy]
 
 
 def scoring_choice(key: str) -> str:

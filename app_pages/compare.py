@@ -3,7 +3,13 @@
 import streamlit as st
 
 from app_pages import _pair
-from app_pages._common import open_store_or_stop, result_sources, source_filter, test_cases
+from app_pages._common import (
+    keep,
+    open_store_or_stop,
+    result_sources,
+    source_filter,
+    test_cases,
+)
 from cogbias.core.redact import redactor
 from cogbias.studies import analysis
 from cogbias.views import charts, explore, pair_tables, safe_text, shown_pairs
@@ -18,6 +24,7 @@ st.caption(
 )
 store = open_store_or_stop()
 sources, source_label = result_sources(store)
+keep("cmp_source", sources)
 if st.session_state.get("cmp_source") not in sources:
     st.session_state["cmp_source"] = "all"
 c1, c2, c3 = st.columns([3, 2, 2])

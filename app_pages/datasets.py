@@ -15,6 +15,7 @@ from app_pages._common import (
     attempt,
     db_path,
     friendly,
+    keep,
     model_names,
     models,
     open_store_or_stop,
@@ -70,6 +71,8 @@ datasets = {d["name"]: d for d in store.datasets()}
 if "ds_select" in st.session_state:
     st.session_state["ds_current"] = st.session_state.pop("ds_select")
     _reset_browsing()
+keep("ds_current", datasets)
+keep("ds_tab", TABS)
 if st.session_state.get("ds_current") not in datasets:
     st.session_state.pop("ds_current", None)
 current = (
@@ -77,9 +80,9 @@ current = (
     if datasets
     else None
 )
-# The selected tab is session state (keyed, tracked): a rerun that changes what is drawn above
-# or inside the tabs (an import adds the dataset picker, a run its progress) would otherwise
-# put the user back on the first tab.
+# The selected tab is session state (keyed, tracked, and kept over page switches): a rerun
+# that changes what is drawn above or inside the tabs (an import adds the dataset picker, a
+# run its progress) would otherwise put the user back on the first tab.
 tabs = st.tabs(TABS, key="ds_tab", on_change="rerun")
 
 

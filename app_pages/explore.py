@@ -8,6 +8,7 @@ from app_pages._common import (
     db_path,
     db_version,
     friendly,
+    keep,
     open_store_or_stop,
     other_pages_datasets,
     result_sources,
@@ -61,6 +62,9 @@ if sources == ["all"]:
     )
     st.stop()
 
+keep("explore_source", sources)
+keep("explore_view", charts_explore.VIEWS)
+keep("explore_order")
 if st.session_state.get("explore_source") not in sources:
     st.session_state["explore_source"] = "all"
 c1, c2, c3 = st.columns([3, 2, 2])

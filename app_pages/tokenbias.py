@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages._common import attempt, db_path, open_store_or_stop
+from app_pages._common import attempt, db_path, keep, open_store_or_stop
 from cogbias.runs import executor, paired_plan
 from cogbias.runs.summaries import run_summaries
 from cogbias.studies import analysis, tokenbias
@@ -75,6 +75,7 @@ if not names:
     st.stop()
 
 left, middle, right = st.columns([2, 1, 1])
+keep("tb_dataset", names)
 dataset = left.selectbox("Study or dataset", names, key="tb_dataset")
 alpha = middle.number_input("α", 0.001, 0.5, analysis.ALPHA, step=0.01, key="tb_alpha")
 normal_above = right.number_input(

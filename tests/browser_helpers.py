@@ -83,6 +83,12 @@ def choose(page: Any, label: str, option: str) -> None:
     page.get_by_role("option", name=option, exact=True).first.click()
 
 
+def shown_choice(selectbox: Any) -> str:
+    """The option a selectbox shows: its search input's value, or its text before a search."""
+    box = selectbox.first
+    return box.locator("input").input_value() or box.text_content()
+
+
 def go(page: Any, title: str) -> None:
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
 

@@ -4,8 +4,8 @@ The app starts on an empty database; the journey imports the token-bias JSON fil
 folder) and the Mohr thesis folder through the Import tab, and checks that each dataset's
 Browse view shows it: the token-bias items as test cases with their text, the thesis' effect
 sizes as published rows. A second journey checks that the tabs keep their place across an
-import and a run's start, that a started run says so with its progress on the Run tab, and
-that the Imported table counts what each kind of dataset holds. Screenshots go to
+import, a run's start and a visit to another page, that a started run says so with its
+progress on the Run tab, and that the Imported table counts what each kind of dataset holds. Screenshots go to
 artifacts/screenshots/.
 """
 
@@ -19,7 +19,16 @@ from typing import Any
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, ROOT, choose, go, learn_tab, running_app, settle
+from tests.browser_helpers import (
+    CHROMIUM,
+    ROOT,
+    choose,
+    go,
+    learn_tab,
+    running_app,
+    settle,
+    shown_choice,
+)
 from tests.dataset_helpers import HUB_CSV, MOHR_DIR, TOKENBIAS_DIR
 
 pytestmark = pytest.mark.browser
@@ -152,4 +161,20 @@ def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_cou
         page.screenshot(path=str(SHOTS / "datasets_imported_counts.png"), full_page=True)
         assert any("16 effect sizes" in c for c in cells), cells
         assert any("12 test cases" in c for c in cells), cells
+
+        # a visit to another page keeps the dataset and the tab (Streamlit forgot both)
+        choose(page, "Dataset", "mohr2025")
+        settle(page)
+        page.get_by_role("tab", name="Analysis", exact=True).click()
+        settle(page)
+        go(page, "Explore")
+        page.get_by_role("heading", name="Explore results").wait_for()
+        settle(page)
+        go(page, "Datasets")
+        page.get_by_role("heading", name="Datasets", exact=True).wait_for()
+        settle(page)
+        assert _selected_tab(page) == "Analysis"
+        picker = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Dataset"))
+        assert shown_choice(picker) == "mohr2025"
+        page.screenshot(path=str(SHOTS / "datasets_kept_after_a_page_switch.png"))
         assert page.get_by_test_id("stException").count() == 0

@@ -26,6 +26,7 @@ from tests.browser_helpers import (
     running_app,
     settle,
     shot,
+    shown_choice,
 )
 from tests.dataset_helpers import MOHR_DIR
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
@@ -383,3 +384,31 @@ def test_the_first_model_chip_stays_whole_when_two_are_chosen(browser: Any, app_
     assert label == "Random baseline (random)" and whole, "the first chip is cut off"
     assert scrolled == 0  # nothing scrolled out of sight
     context.close()
+
+
+def test_explore_keeps_its_choices_over_a_visit_to_another_page(page: Any) -> None:
+    """Streamlit forgets a widget that a page switch did not draw: a teacher who looked up a
+    pair on Learn came back to Explore on all results, mean scores and the default order."""
+    go(page, "Explore")
+    page.get_by_test_id("stVegaLiteChart").first.wait_for()
+    results = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Results"))
+    results.locator("input").click()
+    run = next(o for o in page.get_by_role("option").all_inner_texts() if o.startswith("Run "))
+    page.get_by_role("option", name=run, exact=True).click()
+    settle(page)
+    page.get_by_text("Failure rate", exact=True).click()
+    settle(page)
+    choose(page, "Rows", "by name")
+    settle(page)
+    go(page, "Learn")
+    page.get_by_role("button", name="Run this pair").wait_for()
+    settle(page)
+    go(page, "Explore")
+    page.get_by_test_id("stVegaLiteChart").first.wait_for()
+    settle(page)
+    assert shown_choice(results) == run
+    assert page.get_by_role("radio", name="Failure rate").is_checked()
+    rows = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Rows"))
+    assert shown_choice(rows) == "by name"
+    shot(page, "explore_kept_after_a_page_switch")
+    no_exception(page)
