@@ -38,11 +38,14 @@ if len(models) < 2:
     )
     st.stop()
 others = [m for m in models if m != "random"] or models
-model_a = c2.selectbox("Model A", models, index=models.index(others[0]), key="cmp_a")
+# A kept choice is the widget's value: a default index beside it would make Streamlit warn.
+keep("cmp_a", models)
+first = 0 if "cmp_a" in st.session_state else models.index(others[0])
+model_a = c2.selectbox("Model A", models, index=first, key="cmp_a")
 rest = [m for m in models if m != model_a]
-model_b = c3.selectbox(
-    "Model B", rest, index=rest.index("random") if "random" in rest else 0, key="cmp_b"
-)
+keep("cmp_b", rest)
+second = rest.index("random") if "random" in rest and "cmp_b" not in st.session_state else 0
+model_b = c3.selectbox("Model B", rest, index=second, key="cmp_b")
 paired = analysis.paired_frame(store.paired_scores(model_a, model_b, run_id, dataset))
 # Token-bias scores mean something else (the Token bias page reads them): never compared here.
 paired = paired[~paired["bias"].isin(explore.token_bias_test_cases(store))]

@@ -412,3 +412,24 @@ def test_explore_keeps_its_choices_over_a_visit_to_another_page(page: Any) -> No
     assert shown_choice(rows) == "by name"
     shot(page, "explore_kept_after_a_page_switch")
     no_exception(page)
+    go(page, "Compare")  # and Compare's two models, each other than its default
+    page.get_by_role("heading", name="Compare two models").wait_for()
+    settle(page)
+    boxes = {
+        name: page.get_by_test_id("stSelectbox").filter(has=page.get_by_text(name, exact=True))
+        for name in ("Model A", "Model B")
+    }
+    assert [shown_choice(b) for b in boxes.values()] == ["local/smollm2", "random"]
+    choose(page, "Model A", "random")
+    settle(page)
+    choose(page, "Model B", "openai/scripted")
+    settle(page)
+    go(page, "Learn")
+    page.get_by_role("button", name="Run this pair").wait_for()
+    settle(page)
+    go(page, "Compare")
+    page.get_by_role("heading", name="Compare two models").wait_for()
+    settle(page)
+    assert [shown_choice(b) for b in boxes.values()] == ["random", "openai/scripted"]
+    assert page.get_by_test_id("stAlertContentWarning").count() == 0  # no default-vs-state warning
+    no_exception(page)
