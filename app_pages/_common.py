@@ -202,18 +202,24 @@ def api_base_of(model: str, infos: list[ModelInfo]) -> str | None:
     return None
 
 
+def minute(stamp: str | None) -> str:
+    """A stored ISO time to the minute ("2026-11-26 20:03"), as every list of runs and
+    datasets shows it."""
+    return (stamp or "")[:16].replace("T", " ")
+
+
 def run_label(run: dict[str, Any]) -> str:
     """Safe in Markdown: a run's name is the user's text."""
     name = f"{run['name']} · " if run.get("name") else ""
-    when = (run.get("created_at") or "")[:16].replace("T", " ")
+    when = minute(run.get("created_at"))
     return safe_text.escape_markdown(f"{name}{run['id']} · {run['status']} · {when}")
 
 
 def run_option(run: dict[str, Any]) -> str:
     """A run as a select box option: plain text (options are not Markdown, so nothing is
     escaped) and no status (an open select box would not redraw a label that changes)."""
-    when = (run.get("created_at") or "")[:16].replace("T", " ")
-    return " · ".join(str(p) for p in (run.get("name"), run.get("study"), run["id"], when) if p)
+    parts = (run.get("name"), run.get("study"), run["id"], minute(run.get("created_at")))
+    return " · ".join(str(p) for p in parts if p)
 
 
 def share_local_server() -> None:

@@ -16,6 +16,7 @@ from app_pages._common import (
     db_path,
     friendly,
     keep,
+    minute,
     model_names,
     models,
     open_store_or_stop,
@@ -189,7 +190,11 @@ def _dataset_runs(dataset: str, was_active: bool) -> None:
 # ------------------------------------------------------------------ imported
 with tabs[0]:
     if not datasets:
-        st.info("No datasets yet. Import the paper's benchmark from the Hub in the Import tab.")
+        st.info(
+            "No datasets yet. In the Import tab, fetch the paper's benchmark from the Hugging "
+            "Face Hub, or import a published file or folder from this machine (the Malberg "
+            "results, the Mohr thesis' data, the token-bias items)."
+        )
     else:
         contents = store.dataset_contents()  # counted in each kind's own tables
         st.dataframe(
@@ -201,7 +206,7 @@ with tabs[0]:
                         "holds": holds(d["kind"], contents.get(d["name"], {})),
                         "biases": len(d["meta"].get("biases", [])),
                         "models": ", ".join(d["meta"].get("models", [])),
-                        "imported": d["imported_at"][:16].replace("T", " "),
+                        "imported": minute(d["imported_at"]),
                         "source": d["source"],
                     }
                     for d in datasets.values()

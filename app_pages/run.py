@@ -20,6 +20,7 @@ from app_pages._common import (
     friendly,
     generator_label,
     library_version,
+    minute,
     model_names,
     models,
     open_store_or_stop,
@@ -349,15 +350,16 @@ table = pd.DataFrame(summaries)[
         "biases",
         "created_at",
     ]
-]
+].assign(created_at=[minute(r["created_at"]) for r in summaries])
 st.dataframe(
     table,
     hide_index=True,
     width="stretch",
     column_config={  # fixed digits, as `cost_text` writes a cost, not a float's own "0.0001"
         "cost": st.column_config.NumberColumn(format="$%.4f"),
-        "cost_saved": st.column_config.NumberColumn(format="$%.4f"),
+        "cost_saved": st.column_config.NumberColumn("saved by the cache", format="$%.4f"),
         "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
+        "created_at": st.column_config.TextColumn("created"),
     },
 )
 if st.session_state.get("run_pick") not in by_id:  # new runs appear; keep the choice valid

@@ -26,11 +26,14 @@ st.caption(
 store = open_store_or_stop()
 names = tokenbias.token_bias_datasets(store)
 
-with st.expander("Add the built-in study" if "tokenbias" not in names else "Built-in study"):
+# Open while the database holds no study: it is the one thing this page can then do.
+with st.expander(
+    "Add the built-in study" if "tokenbias" not in names else "Built-in study", expanded=not names
+):
     st.caption(
         "Stores the study's pairs in this database (like an imported dataset) and answers them "
         "with the random model, the null baseline. Run real models on the Run page or with "
-        "`cogbias run --study tokenbias --models … --prompting baseline,zs_cot`."
+        "`cogbias run study tokenbias --models … --prompting baseline,zs_cot`."
     )
     if st.button("Store the study and run the random baseline", key="tb_materialise"):
 
@@ -71,7 +74,11 @@ if st.session_state.get("tb_run"):
     progress(st.session_state["tb_run"])
 
 if not names:
-    st.info("No token-bias study or dataset in this database yet.")
+    st.info(
+        "No token-bias study or dataset in this database yet. Store the built-in study above "
+        "(the random baseline answers it in seconds, no key needed), or import the token-bias "
+        "items on the **Datasets** page."
+    )
     st.stop()
 
 left, middle, right = st.columns([2, 1, 1])

@@ -5,13 +5,13 @@
 For each concurrency C it measures, each in a fresh process so peak RSS and CPU are its own:
   openai   a bare `openai.AsyncOpenAI` loop (a floor for comparison),
   litellm  a bare `litellm.acompletion` loop,
-  runner   the real `cogbias run --dataset bench ...` command, as a subprocess, deciding the
+  runner   the real `cogbias run dataset bench ...` command, as a subprocess, deciding the
            pairs of an imported dataset (plan, client, cache, scoring, store), on the lean
            OpenAI-compatible path the model profile chooses,
   runner-litellm  the same command with COGBIAS_LLM_TRANSPORT=litellm,
   cached   the same command again on a copy of the database whose runs were removed but whose
            response cache was kept: every answer comes from the cache (0 HTTP calls),
-  library  `cogbias run --biases ... --generator openai/fake`: a library run whose instances
+  library  `cogbias run pairs --generator openai/fake ...`: a library run whose instances
            are generated first (two gap-filling calls each), then decided.
 It prints calls/s, the ratio to the ideal C / L, the whole process's CPU milliseconds per call
 (start-up included: it is what a user waits for) and its peak RSS. The server runs in its own

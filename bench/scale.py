@@ -5,7 +5,7 @@ with its own scenario text), then measures the real `cogbias` commands a user ru
 a child process (wall time and its peak RSS):
 
   import    `cogbias import malberg2024-hub` of the set
-  plan      `cogbias run --dataset ... --models <--models models> --plan-only`: plan and store
+  plan      `cogbias run dataset ... --models <--models models> --plan-only`: plan and store
   export    `cogbias batch export RUN --round decide`: every request file of the first round
 
 and prints the database size and the size of the request file. The paper's scale is

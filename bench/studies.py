@@ -1,4 +1,4 @@
-"""Study runs as a user runs them: the real `cogbias run --study` command, as a subprocess.
+"""Study runs as a user runs them: the real `cogbias run study` command, as a subprocess.
 
     .venv/bin/python bench/studies.py [--concurrency 16,64] [--repeats 25]
 

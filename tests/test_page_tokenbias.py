@@ -33,6 +33,7 @@ def page() -> AppTest:
 def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(db):
     at = page()
     assert any("No token-bias study" in i.value for i in at.info)
+    assert at.expander[0].proto.expanded  # the one thing to do here is in view
     at.button(key="tb_materialise").click().run()
     assert not at.exception, at.exception
     with Store(db) as store:  # the baseline runs in a worker process, as every run does

@@ -385,7 +385,7 @@ def results(
         names = [d["name"] for d in store.datasets()]
         raise KeyError(
             f"no study or dataset '{dataset}' in this database (present: {', '.join(names) or 'none'}); "
-            "run `cogbias run --study tokenbias ...` first"
+            "run `cogbias run study tokenbias --models ...` first"
         )
     meta = json.loads(stored["meta"] or "{}")
     alternatives = dict(meta.get("alternatives", {}))
