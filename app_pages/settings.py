@@ -8,6 +8,7 @@ import streamlit as st
 from app_pages._common import friendly, models
 from cogbias.llm import settings
 from cogbias.llm.keys import key_for_model
+from cogbias.views.numbers import number_or_dash
 
 st.title("Models and keys")
 
@@ -35,8 +36,8 @@ table = pd.DataFrame(
             "id": m.id,
             "name": m.name,
             "developer": m.developer,
-            "parameters (B)": m.params_b,
-            "arena score": m.arena_score,
+            "parameters (B)": number_or_dash(m.params_b),
+            "arena score": number_or_dash(m.arena_score),
             "JSON schema": m.json_schema,
             "key": _key_cell(m.id, m.api_base),
             "endpoint": m.api_base or "",

@@ -93,6 +93,16 @@ def test_every_page_opens_on_an_empty_database_without_a_traceback(db: Path, pag
         assert "no results yet" in texts(at)
 
 
+def test_the_models_registry_shows_a_dash_for_an_unknown_size_or_score(db: Path) -> None:
+    """Streamlit writes a missing number as "None": the local model has no arena score."""
+    at = open_page("settings")
+    registry_table = at.dataframe[0].value.set_index("id")
+    assert registry_table.loc["local/smollm2", "arena score"] == "–"
+    assert registry_table.loc["local/smollm2", "parameters (B)"] == "0.135"
+    assert registry_table.loc["random", "parameters (B)"] == "–"
+    assert not registry_table.isna().any().any()
+
+
 def test_first_start_loads_the_committed_demo_results(db: Path, monkeypatch) -> None:
     monkeypatch.setenv("COGBIAS_DEMO", "1")
     assert demo.SNAPSHOT.is_file(), "run scripts/make-demo to create the demo snapshot"

@@ -149,6 +149,7 @@ def test_missing_numbers_read_as_a_dash_and_zero_has_no_sign() -> None:
     assert numbers.interval(-0.001, 0.5) == "0.00 to +0.50"
     assert numbers.p_text(None) == "–" and numbers.p_text(0.012345) == "0.0123"
     assert numbers.text_or_blank(None) == "" and numbers.text_or_blank("x") == "x"
+    assert numbers.number_or_dash(None) == "–" and numbers.number_or_dash(1265) == "1265"
 
 
 def test_blank_skeleton_is_valid_and_copy_ids_are_free() -> None:

@@ -36,6 +36,12 @@ def signed_or_dash(value: Any, digits: int = 2) -> str:
     return MISSING if missing(value) else signed(float(value), digits)
 
 
+def number_or_dash(value: Any) -> str:
+    """A count or size as written ("0.135", "1265"), or "–" when unknown: a table of numbers
+    that may be missing shows text, since Streamlit writes a missing number as "None"."""
+    return MISSING if missing(value) else f"{float(value):g}"
+
+
 def interval(low: Any, high: Any, digits: int = 2, note: str = "") -> str:
     """ "-0.03 to +0.08"; "–" (followed by `note`) when the interval is missing."""
     if missing(low) or missing(high):
