@@ -77,6 +77,7 @@ def _fill() -> None:
         )
     if instance is not None:
         st.session_state["pv_instance"] = (case.content_hash, instance)
+        st.session_state["pv_filled_for"] = wanted
         st.session_state.pop("pv_decision", None)
 
 
@@ -89,7 +90,12 @@ def _next_seed() -> None:
 b1, b2 = st.columns(2)
 fill_now = b1.button("Fill", type="primary", key="pv_fill")
 b2.button("Regenerate (next seed)", key="pv_regen", on_click=_next_seed)
-if fill_now or st.session_state.pop("pv_fill_next", False):
+# Offline fills cost nothing, so they follow every change of the inputs and the page is never
+# blank; a model's fills wait for Fill (they take seconds and may cost money).
+wanted = (case.content_hash, scenario, generator, int(st.session_state["pv_seed"]))
+instant = generator in (examples.EXAMPLES_GENERATOR, NO_GENERATOR)
+refill = instant and st.session_state.get("pv_filled_for") != wanted
+if st.session_state.pop("pv_fill_next", False) or fill_now or refill:
     _fill()
 
 held = st.session_state.get("pv_instance")

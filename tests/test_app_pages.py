@@ -371,6 +371,21 @@ def test_preview_uses_a_typed_scenario_and_names_who_filled_the_gaps(db: Path) -
     assert "keep their defaults" in texts(at)
 
 
+def test_preview_fills_offline_at_once_and_follows_every_change(db: Path) -> None:
+    """The offline example fills cost nothing: the page opens filled (it asked for a click),
+    and a new scenario or seed refills it without one."""
+    at = open_page("preview")
+    assert_clean(at)
+    assert not [i for i in at.info if "Fill" in i.value]  # no "Press Fill" on an empty page
+    assert "seed 0" in texts(at)
+    typed = "A head teacher at a secondary school deciding on next year's budget"
+    at.text_input(key="pv_typed").input(typed).run()
+    html = "\n".join(m.value for m in at.markdown)
+    assert ">head teacher</span>" in html
+    at.number_input(key="pv_seed").set_value(3).run()
+    assert "seed 3" in texts(at)
+
+
 # --------------------------------------------------------------------------- run
 
 
