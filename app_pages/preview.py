@@ -76,8 +76,7 @@ def _fill() -> None:
             _live.FAILURE_HINT,
         )
     if instance is not None:
-        st.session_state["pv_instance"] = (case.content_hash, instance)
-        st.session_state["pv_filled_for"] = wanted
+        st.session_state["pv_instance"] = (wanted, instance)
         st.session_state.pop("pv_decision", None)
 
 
@@ -90,17 +89,18 @@ def _next_seed() -> None:
 b1, b2 = st.columns(2)
 fill_now = b1.button("Fill", type="primary", key="pv_fill")
 b2.button("Regenerate (next seed)", key="pv_regen", on_click=_next_seed)
-# Offline fills cost nothing, so they follow every change of the inputs and the page is never
-# blank; a model's fills wait for Fill (they take seconds and may cost money).
+# A fill is shown only for the inputs it was made for. Offline fills cost nothing, so they
+# follow every change and the page is never blank; a model's fills wait for Fill (they take
+# seconds and may cost money).
 wanted = (case.content_hash, scenario, generator, int(st.session_state["pv_seed"]))
 instant = generator in (examples.EXAMPLES_GENERATOR, NO_GENERATOR)
-refill = instant and st.session_state.get("pv_filled_for") != wanted
-if st.session_state.pop("pv_fill_next", False) or fill_now or refill:
-    _fill()
-
 held = st.session_state.get("pv_instance")
-if not held or held[0] != case.content_hash:
-    st.info("Press **Fill** to see this test case filled for the scenario.")
+stale = not held or held[0] != wanted
+if st.session_state.pop("pv_fill_next", False) or fill_now or (instant and stale):
+    _fill()
+    held = st.session_state.get("pv_instance")
+if not held or held[0] != wanted:
+    st.info("Press **Fill** to see this test case filled for the scenario with this generator.")
     st.stop()
 instance = held[1]
 st.caption(

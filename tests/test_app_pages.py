@@ -371,9 +371,10 @@ def test_preview_uses_a_typed_scenario_and_names_who_filled_the_gaps(db: Path) -
     assert "keep their defaults" in texts(at)
 
 
-def test_preview_fills_offline_at_once_and_follows_every_change(db: Path) -> None:
+def test_preview_fills_offline_at_once_and_follows_every_change(db: Path, fake_model: str) -> None:
     """The offline example fills cost nothing: the page opens filled (it asked for a click),
-    and a new scenario or seed refills it without one."""
+    and a new scenario or seed refills it without one; a model's fill waits for Fill, and
+    the offline fill is not left standing for it."""
     at = open_page("preview")
     assert_clean(at)
     assert not [i for i in at.info if "Fill" in i.value]  # no "Press Fill" on an empty page
@@ -384,6 +385,12 @@ def test_preview_fills_offline_at_once_and_follows_every_change(db: Path) -> Non
     assert ">head teacher</span>" in html
     at.number_input(key="pv_seed").set_value(3).run()
     assert "seed 3" in texts(at)
+    at.selectbox(key="pv_generator").set_value(fake_model).run()
+    assert [i for i in at.info if "Press **Fill**" in i.value]
+    assert "seed 3" not in texts(at)
+    at.button(key="pv_fill").click().run()
+    assert_clean(at)
+    assert f"generator: {fake_model}" in texts(at)
 
 
 # --------------------------------------------------------------------------- run
