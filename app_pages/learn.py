@@ -8,6 +8,7 @@ from app_pages._common import (
     case_label,
     friendly,
     generator_label,
+    keep,
     model_names,
     models,
     scenarios,
@@ -28,6 +29,7 @@ st.caption(
 )
 
 cases = test_cases()
+keep("learn_bias", cases)
 case_id = st.selectbox("Bias", list(cases), format_func=case_label(cases), key="learn_bias")
 case = cases[case_id]
 st.subheader(safe_text.escape_markdown(case.name))  # a user's file: text, never markup

@@ -4,7 +4,7 @@ import dataclasses
 
 import streamlit as st
 
-from app_pages._common import attempt, case_label, friendly, scenarios, test_cases
+from app_pages._common import attempt, case_label, friendly, keep, scenarios, test_cases
 from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError
 from cogbias.views import authoring, highlight, safe_text
@@ -18,6 +18,8 @@ st.caption(
 )
 
 cases = test_cases()
+keep(EDITOR)  # an unsaved draft outlives a look at another page
+keep("tpl_seed")
 if EDITOR not in st.session_state:
     st.session_state[EDITOR] = authoring.BLANK_TEST_CASE
 if "tpl_seed" not in st.session_state:

@@ -25,6 +25,7 @@ from tests.browser_helpers import (
     running_app,
     settle,
     shot,
+    shown_choice,
 )
 
 pytestmark = pytest.mark.browser
@@ -202,3 +203,33 @@ def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> 
     assert "variant" not in errors  # this file defines no variants
     no_exception(page)
     shot(page, "21_5c_templates_derived_value", page.get_by_test_id("stAlert"))
+
+
+def test_an_unsaved_draft_and_the_preview_choices_outlive_a_visit_to_another_page(
+    page: Any,
+) -> None:
+    """Streamlit forgets a widget a page switch did not draw: an author who looked at Preview
+    came back to the blank skeleton, the draft typed so far gone without a word."""
+    go(page, "Templates")
+    page.get_by_text("Valid: My Bias").wait_for()
+    area = page.get_by_role("textbox", name="Test case (TOML)", exact=True)
+    draft = area.input_value().replace('name = "My Bias"', 'name = "Half-written draft"')
+    edit(page, draft)
+    page.get_by_text("Valid: Half-written draft").wait_for()
+    go(page, "Preview")
+    choose(page, "Test case", "Framing Effect")
+    box = page.get_by_role("textbox", name="…or type your own scenario")
+    box.fill(HEAD_TEACHER)
+    box.press("Enter")
+    settle(page)
+    go(page, "Templates")
+    page.get_by_text("Valid: Half-written draft").wait_for()
+    assert area.input_value() == draft
+    shot(page, "templates_draft_kept_after_a_page_switch", page.get_by_text("Valid:"))
+    go(page, "Preview")
+    page.get_by_role("heading", name="Preview: fill a test case").wait_for()
+    settle(page)
+    assert box.input_value() == HEAD_TEACHER
+    assert shown_choice(page.get_by_test_id("stSelectbox").filter(
+        has=page.get_by_text("Test case", exact=True))) == "Framing Effect"  # fmt: skip
+    no_exception(page)
