@@ -294,18 +294,25 @@ def source_filter(source: str) -> tuple[str | None, str | None]:
     return (name if kind == "run" else None, name if kind == "dataset" else None)
 
 
-def keep(key: str, allowed: Collection[object] | None = None) -> None:
-    """Carry a widget's value over a visit to another page; call it before the widget.
+def keep(*keys: str, allowed: Collection[object] | None = None) -> None:
+    """Carry widgets' values over a visit to another page; call it before the widgets.
 
     Streamlit forgets the state of every widget that a page switch did not draw, so a return
     to Datasets opened its first tab and Explore its first view. A copy under a key no widget
-    owns survives and is put back here, if it is still one of `allowed`.
+    owns survives and is put back here, if it is still one of `allowed` (each of its values,
+    for a multiselect). The restored value wins over the widget's default, as it should; the
+    config's `disableWidgetStateDuplicationWarning` keeps Streamlit from logging that it does.
     """
-    state, copy = st.session_state, f"_kept:{key}"
-    if key in state:
-        state[copy] = state[key]
-    elif copy in state and (allowed is None or state[copy] in allowed):
-        state[key] = state[copy]
+    state = st.session_state
+    for key in keys:
+        copy = f"_kept:{key}"
+        if key in state:
+            state[copy] = state[key]
+        elif copy in state:
+            value = state[copy]
+            chosen = value if isinstance(value, list) else [value]  # a multiselect's: a list
+            if allowed is None or all(v in allowed for v in chosen):
+                state[key] = value
 
 
 def scoring_choice(key: str) -> str:

@@ -24,7 +24,7 @@ st.caption(
 )
 store = open_store_or_stop()
 sources, source_label = result_sources(store)
-keep("cmp_source", sources)
+keep("cmp_source", allowed=sources)
 if st.session_state.get("cmp_source") not in sources:
     st.session_state["cmp_source"] = "all"
 c1, c2, c3 = st.columns([3, 2, 2])
@@ -38,14 +38,13 @@ if len(models) < 2:
     )
     st.stop()
 others = [m for m in models if m != "random"] or models
-# A kept choice is the widget's value: a default index beside it would make Streamlit warn.
-keep("cmp_a", models)
-first = 0 if "cmp_a" in st.session_state else models.index(others[0])
-model_a = c2.selectbox("Model A", models, index=first, key="cmp_a")
+keep("cmp_a", allowed=models)
+model_a = c2.selectbox("Model A", models, index=models.index(others[0]), key="cmp_a")
 rest = [m for m in models if m != model_a]
-keep("cmp_b", rest)
-second = rest.index("random") if "random" in rest and "cmp_b" not in st.session_state else 0
-model_b = c3.selectbox("Model B", rest, index=second, key="cmp_b")
+keep("cmp_b", allowed=rest)
+model_b = c3.selectbox(
+    "Model B", rest, index=rest.index("random") if "random" in rest else 0, key="cmp_b"
+)
 paired = analysis.paired_frame(store.paired_scores(model_a, model_b, run_id, dataset))
 # Token-bias scores mean something else (the Token bias page reads them): never compared here.
 paired = paired[~paired["bias"].isin(explore.token_bias_test_cases(store))]

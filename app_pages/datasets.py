@@ -72,8 +72,8 @@ datasets = {d["name"]: d for d in store.datasets()}
 if "ds_select" in st.session_state:
     st.session_state["ds_current"] = st.session_state.pop("ds_select")
     _reset_browsing()
-keep("ds_current", datasets)
-keep("ds_tab", TABS)
+keep("ds_current", allowed=datasets)
+keep("ds_tab", allowed=TABS)
 if st.session_state.get("ds_current") not in datasets:
     st.session_state.pop("ds_current", None)
 current = (

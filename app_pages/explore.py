@@ -62,8 +62,8 @@ if sources == ["all"]:
     )
     st.stop()
 
-keep("explore_source", sources)
-keep("explore_view", charts_explore.VIEWS)
+keep("explore_source", allowed=sources)
+keep("explore_view", allowed=charts_explore.VIEWS)
 keep("explore_order")
 if st.session_state.get("explore_source") not in sources:
     st.session_state["explore_source"] = "all"

@@ -29,7 +29,7 @@ st.caption(
 )
 
 cases = test_cases()
-keep("learn_bias", cases)
+keep("learn_bias", allowed=cases)
 case_id = st.selectbox("Bias", list(cases), format_func=case_label(cases), key="learn_bias")
 case = cases[case_id]
 st.subheader(safe_text.escape_markdown(case.name))  # a user's file: text, never markup

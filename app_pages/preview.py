@@ -29,10 +29,9 @@ infos = models()
 label = model_names(infos)
 all_scenarios = scenarios()
 
-keep("pv_case", cases)
-keep("pv_scenario", range(len(all_scenarios)))
-keep("pv_typed")
-keep("pv_seed")
+keep("pv_case", allowed=cases)
+keep("pv_scenario", allowed=range(len(all_scenarios)))
+keep("pv_typed", "pv_seed")
 c1, c2 = st.columns(2)
 case_id = c1.selectbox("Test case", list(cases), format_func=case_label(cases), key="pv_case")
 number = c2.selectbox(
@@ -54,7 +53,7 @@ if typed.strip() and not examples.reads_scenario(scenario):
     )
 
 generators = [*examples.generator_choices([m.id for m in infos]), NO_GENERATOR]
-keep("pv_generator", generators)
+keep("pv_generator", allowed=generators)
 c1, c2, c3 = st.columns([3, 1, 1])
 generator = c1.selectbox(
     "Generator model",

@@ -19,6 +19,7 @@ from app_pages._common import (
     db_path,
     friendly,
     generator_label,
+    keep,
     library_version,
     minute,
     model_names,
@@ -45,6 +46,7 @@ from cogbias.views.safe_text import escape_markdown
 ACTIVE = _progress.ACTIVE
 counted, totals = _progress.counted, _progress.totals
 RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
+SELF_READER = ""  # the extractor choice "each decision model itself", as in the paper
 st.title("Run a batch")
 st.page_link(
     "app_pages/studies.py",
@@ -60,6 +62,26 @@ ids = [m.id for m in infos]
 
 # ------------------------------------------------------------------ what to run
 datasets = [d["name"] for d in store.datasets()]
+generators = examples.generator_choices(ids)  # the default first
+# What a run is set up with outlives a look at another page (the Models page, say).
+keep(
+    "run_source",
+    "run_all",
+    "run_scenarios",
+    "run_instances",
+    "run_per_bias",
+    "run_base",
+    "run_custom_model",
+    "run_temperature",
+    "run_repeats",
+    "run_seed",
+    "run_scoring",
+)
+keep("run_biases", allowed=cases)
+keep("run_dataset", allowed=datasets)
+keep("run_models", allowed=ids)
+keep("run_generator", allowed=generators)
+keep("run_extractor", allowed=[SELF_READER, *ids])
 source = "library"
 if datasets:
     source = st.radio(
@@ -93,7 +115,6 @@ c1, c2 = st.columns(2)
 chosen = c1.multiselect(
     "Decision models", ids, default=[RANDOM_MODEL], format_func=label, key="run_models"
 )
-generators = examples.generator_choices(ids)  # the default first
 generator = c2.selectbox(
     "Generator (fills [[gaps]])",
     generators,
@@ -113,20 +134,20 @@ temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_tem
 repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
 seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
 scoring = scoring_choice("run_scoring")
+# "" is "each decision model reads its own answers": a selectbox whose value is None shows no
+# choice at all ("Choose an option"), which a value put back by `keep` would be.
 extractor = (
     st.selectbox(
         "Reader of unclear answers",
-        [None, *ids],
-        format_func=lambda m: (
-            "each decision model itself (as in the paper)" if m is None else label(m)
-        ),
+        [SELF_READER, *ids],
+        format_func=lambda m: label(m) if m else "each decision model itself (as in the paper)",
         key="run_extractor",
         help="An answer that names no single option is given to this model to read; its reading "
         "counts only where the answer itself supports it (docs/runs.md, “How answers are read”).",
     )
     if scoring == SCORING_CHOICE
-    else None
-)
+    else SELF_READER
+) or None
 
 decision_models = list(chosen)
 if custom_name.strip():

@@ -15,6 +15,7 @@ from app_pages._common import (
     attempt,
     db_path,
     friendly,
+    keep,
     model_names,
     models,
     open_store_or_stop,
@@ -67,12 +68,17 @@ def start_form() -> None:
     if not choices:
         st.info("No study can be loaded; fix or remove the broken study files named above.")
         return
+    ids = [m.id for m in infos]
+    keep("study_name", allowed=choices)
+    keep("study_models", allowed=ids)
+    keep("study_mitigations", allowed=MITIGATION_ORDER)
+    keep("study_run_name", "study_repeats")  # before repeats_box sets a new plan's default
     c1, c2 = st.columns(2)
     name = c1.selectbox("Study", choices, key="study_name")
     study = attempt(f"Loading the study {name}", lambda: study_plan.load_study(name, store))
     chosen = c2.multiselect(
         "Models",
-        [m.id for m in infos],
+        ids,
         default=[RANDOM_MODEL],
         format_func=label,
         key="study_models",
@@ -81,6 +87,9 @@ def start_form() -> None:
         return
     st.caption(escape_markdown(f"{study.name}. {study.description}".strip()))
     variants = list(study.variants) or ["default"]
+    keep(f"study_tests:{name}", allowed=study.tests)
+    keep(f"study_temperatures:{name}", allowed=study.temperatures)
+    keep(f"study_variants:{name}", allowed=variants)
     c1, c2 = st.columns(2)
     tests = c1.multiselect(
         "Tests",

@@ -18,8 +18,7 @@ st.caption(
 )
 
 cases = test_cases()
-keep(EDITOR)  # an unsaved draft outlives a look at another page
-keep("tpl_seed")
+keep(EDITOR, "tpl_seed")  # an unsaved draft outlives a look at another page
 if EDITOR not in st.session_state:
     st.session_state[EDITOR] = authoring.BLANK_TEST_CASE
 if "tpl_seed" not in st.session_state:

@@ -82,7 +82,7 @@ if not names:
     st.stop()
 
 left, middle, right = st.columns([2, 1, 1])
-keep("tb_dataset", names)
+keep("tb_dataset", allowed=names)
 dataset = left.selectbox("Study or dataset", names, key="tb_dataset")
 alpha = middle.number_input("α", 0.001, 0.5, analysis.ALPHA, step=0.01, key="tb_alpha")
 normal_above = right.number_input(

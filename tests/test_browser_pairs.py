@@ -433,3 +433,48 @@ def test_explore_keeps_its_choices_over_a_visit_to_another_page(page: Any) -> No
     assert [shown_choice(b) for b in boxes.values()] == ["random", "openai/scripted"]
     assert page.get_by_test_id("stAlertContentWarning").count() == 0  # no default-vs-state warning
     no_exception(page)
+
+
+def test_run_and_studies_keep_their_set_up_over_a_visit_to_the_models_page(page: Any) -> None:
+    """A researcher setting up a run who checks a key on the Models page comes back to the
+    test cases, counts, models and study chosen, not to the defaults."""
+
+    def add(label: str, option: str) -> Any:
+        box = page.get_by_test_id("stMultiSelect").filter(has=page.get_by_text(label, exact=True))
+        box.locator("input").click()
+        box.locator("input").fill(option[:8])
+        page.get_by_role("option", name=option, exact=True).click()
+        page.keyboard.press("Escape")
+        settle(page)
+        return box
+
+    go(page, "Run")
+    cases = add("Test cases", "Framing Effect")
+    instances = page.get_by_role("spinbutton", name="Instances each")
+    instances.fill("3")
+    instances.press("Enter")
+    models = add("Decision models", MODEL_LABEL)
+    go(page, "Studies")
+    page.get_by_role("heading", name="Start a study run").wait_for()
+    choose(page, "Study", "mohr8")
+    settle(page)
+    go(page, "Models")
+    page.get_by_role("heading", name="Models and keys").wait_for()
+    settle(page)
+    go(page, "Run")
+    page.get_by_role("button", name="Start run").wait_for()
+    settle(page)
+    assert "Framing Effect" in cases.inner_text()
+    assert instances.input_value() == "3"
+    assert "Scripted test model" in models.inner_text()
+    reader = page.get_by_test_id("stSelectbox").filter(
+        has=page.get_by_text("Reader of unclear answers", exact=True)
+    )
+    assert shown_choice(reader) == "each decision model itself (as in the paper)"
+    shot(page, "run_set_up_kept_after_a_page_switch")
+    go(page, "Studies")
+    page.get_by_role("heading", name="Start a study run").wait_for()
+    settle(page)
+    study = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Study", exact=True))
+    assert shown_choice(study) == "mohr8"
+    no_exception(page)
