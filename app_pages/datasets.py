@@ -312,7 +312,7 @@ with tabs[2]:
             st.caption("No model has answered these test cases yet: run them in the Run tab.")
         else:
             st.dataframe(pair_tables.shown_frame(pairs, with_cell=True), hide_index=True)
-            st.caption(pair_tables.CHOICE_NOTE)
+            st.caption(pair_tables.choice_note(pairs))
             which = st.selectbox(
                 "Read a pair's answers", range(len(pairs)), key="ds_pair",
                 format_func=lambda i: f"{pairs[i]['model']} · {pairs[i]['test_case']} · {pairs[i]['status']}",

@@ -128,7 +128,7 @@ event = st.altair_chart(
     selection_mode=[charts_explore.SELECTION],
 )
 st.caption(CAPTIONS[view])
-scored_by = probability_bars.heatmap_note(store.run(run_id) if run_id else None)
+scored_by = probability_bars.heatmap_note(explore.runs_behind(store, run_id, dataset))
 if scored_by:
     st.caption(scored_by)
 st.caption(
@@ -217,7 +217,7 @@ rows_page = store.pairs(
 )
 clean = redactor()
 st.dataframe(pair_tables.shown_frame(rows_page, clean), hide_index=True, width="stretch")
-st.caption(pair_tables.CHOICE_NOTE)
+st.caption(pair_tables.choice_note(rows_page))
 for i, raw in enumerate(rows_page):
     ok = raw.get("status") == "ok" and raw.get("score") is not None
     score = f"score {signed(raw['score'])}" if ok else "failed"

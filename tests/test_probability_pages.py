@@ -134,3 +134,29 @@ def test_explore_shows_each_cells_exact_null_beside_its_mean(db: Path) -> None:
     at.selectbox(key="explore_model").set_value("random").run()
     assert_clean(at)
     assert f"null (uniform answers) {null:+.3f}" in texts(at)
+
+
+def test_all_results_say_which_runs_are_probability_scored_and_the_pair_table_what_it_means(
+    db: Path,
+) -> None:
+    """"All results" mixes runs: the demo is probability-scored, and a teacher showing it on
+    the default source was not told so (only a picked run's heatmap said it)."""
+    from cogbias.runs import executor
+
+    scored = _probability_run(db)
+    at = open_page("explore")
+    assert "This run is scored by option probabilities" in texts(at)  # all results: one run
+    at.selectbox(key="explore_bias").set_value("framing_effect")
+    at.selectbox(key="explore_model").set_value("random").run()
+    assert "the chosen option is the one the model sampled" in texts(at)
+    with Store(db) as store:
+        plain = paired_plan.RunSpec(models=["random"], biases=["anchoring"], instances=2)
+        executor.execute(paired_plan.plan(plain, store), store)
+    at = open_page("explore")
+    assert f"1 of the 2 runs shown are scored by option probabilities ({scored})" in texts(at)
+    assert "The others' scores are read from sampled answers" in texts(at)
+    at.selectbox(key="explore_bias").set_value("anchoring")
+    at.selectbox(key="explore_model").set_value("random").run()
+    assert_clean(at)
+    assert "the chosen option is the one the model sampled" not in texts(at)
+    assert "numbered in the test case's own order" in texts(at)

@@ -171,6 +171,28 @@ def token_bias_test_cases(store: Store) -> set[str]:
     return out
 
 
+def runs_behind(
+    store: Store, run_id: str | None = None, dataset: str | None = None
+) -> list[dict[str, Any]]:
+    """The runs whose pairs a heatmap of `run_id` / `dataset` (or of everything) shows: paired
+    runs, not those on a dataset another page reads (token-bias, effect sizes)."""
+    from cogbias.datasets.formats import results_page
+    from cogbias.runs import kinds
+
+    if run_id is not None:
+        run = store.run(run_id)
+        return [run] if run else []
+    elsewhere = {d["name"] for d in store.datasets() if results_page(d["kind"]) != "explore"}
+    shown = []
+    for run in store.runs():
+        spec = kinds.spec_dict(run["spec"])
+        on = spec.get("dataset")
+        if kinds.kind_of(spec).results_page == "run" and on not in elsewhere:
+            if dataset is None or on == dataset:
+                shown.append(run)
+    return shown
+
+
 def cognitive_bias_summary(
     store: Store, run_id: str | None = None, dataset: str | None = None
 ) -> pd.DataFrame:

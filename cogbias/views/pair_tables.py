@@ -22,6 +22,18 @@ CHOICE_NOTE = (
     "Chosen options are numbered in the test case's own order, with the option's text; the "
     "model may have seen them in reverse order (each pair below lists them as it saw them)."
 )
+PROBABILITY_CHOICE_NOTE = (
+    " In a pair scored by option probabilities the chosen option is the one the model sampled, "
+    "while the score is the expected score over both halves' probabilities: two halves that "
+    "chose the same option can still score above or below 0."
+)
+
+
+def choice_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The caption under a table of pairs: whose numbering its choices use, and, where some
+    pairs were scored by option probabilities, what their choice and score each mean."""
+    scored = any(r.get("control_distribution") for r in rows)
+    return CHOICE_NOTE + (PROBABILITY_CHOICE_NOTE if scored else "")
 
 
 def half_text(raw: str | None) -> str:

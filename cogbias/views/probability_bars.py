@@ -9,7 +9,7 @@ Option texts are untrusted: pages show them as text.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,18 +87,35 @@ def compare_sentence(pair: ShownPair, row: Mapping[str, Any]) -> str | None:
     return f"{control[top].p:.0%} on “{option}” in the control{later}.{scored}"
 
 
-def heatmap_note(run: Mapping[str, Any] | None) -> str | None:
-    """What the heatmap of a probability-scored run says about itself; None for other runs."""
-    if run is None:
-        return None
+def probability_scored(run: Mapping[str, Any]) -> bool:
+    """Whether a stored run was scored by option probabilities (its spec says so)."""
     try:
         spec = json.loads(run.get("spec") or "{}")
     except ValueError:
+        return False
+    return isinstance(spec, dict) and spec.get("scoring") == SCORING_PROBABILITIES
+
+
+PROBABILITY_SCORES = (
+    "each pair's score is the exact expected score over the model's probabilities of the "
+    "options in both halves (no extraction), and the random baseline's is the metric's exact "
+    "null"
+)
+
+
+def heatmap_note(runs: Sequence[Mapping[str, Any]]) -> str | None:
+    """What a heatmap over `runs` says about how they were scored; None when none of them was
+    probability-scored. "All results" mixes runs, so a teacher showing the demo (scored by
+    probabilities) learns it as one who picked its run does."""
+    scored = [r for r in runs if probability_scored(r)]
+    if not scored:
         return None
-    if not isinstance(spec, dict) or spec.get("scoring") != SCORING_PROBABILITIES:
-        return None
+    if len(scored) == len(runs) == 1:
+        return f"This run is scored by option probabilities: {PROBABILITY_SCORES}."
+    if len(scored) == len(runs):
+        return f"These runs are all scored by option probabilities: {PROBABILITY_SCORES}."
+    named = ", ".join(str(r["id"]) for r in scored)
     return (
-        "This run is scored by option probabilities: each pair's score is the exact expected "
-        "score over the model's probabilities of the options in both halves (no sampled "
-        "answer, no extraction), and the random baseline's is the metric's exact null."
+        f"{len(scored)} of the {len(runs)} runs shown are scored by option probabilities "
+        f"({named}): {PROBABILITY_SCORES}. The others' scores are read from sampled answers."
     )
