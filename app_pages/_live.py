@@ -54,6 +54,17 @@ def fill_pair(
         )
 
 
+def probability_problem(instance: Instance, model: str, infos: list[ModelInfo]) -> str | None:
+    """Why `model` cannot be asked for option probabilities on this pair (None: it can)."""
+    return probabilities.refusal(
+        probabilities.SCORING,
+        [model],
+        api_base_of(model, infos),
+        BASELINE,
+        {instance.test_case: instance.n_options},
+    )
+
+
 def decide(
     instance: Instance,
     model: str,
@@ -65,13 +76,7 @@ def decide(
     With `scoring="probabilities"` the row carries both halves' distributions; a model
     without log-probabilities is refused by name (ValueError)."""
     if scoring == probabilities.SCORING:
-        problem = probabilities.refusal(
-            scoring,
-            [model],
-            api_base_of(model, infos),
-            BASELINE,
-            {instance.test_case: instance.n_options},
-        )
+        problem = probability_problem(instance, model, infos)
         if problem:
             raise ValueError(problem)
     ask = probabilities.decide_pair if scoring == probabilities.SCORING else pipeline.decide_pair

@@ -63,16 +63,19 @@ def _disagreement(half: shown_pairs.ShownHalf) -> None:
 
 
 def show_pair(
-    pair: shown_pairs.ShownPair, html: Mapping[str, Mapping[str, str]] | None = None
+    pair: shown_pairs.ShownPair,
+    html: Mapping[str, Mapping[str, str]] | None = None,
+    with_error: bool = True,
 ) -> None:
-    """Both halves side by side, under a note if the options were not in canonical order."""
+    """Both halves side by side, under a note if the options were not in canonical order;
+    `with_error=False` where the page says why the pair failed in a sentence of its own."""
     note = pair.order_note()
     if note:
         st.info(note, icon=":material/swap_vert:")
     for column, half in zip(st.columns(2), pair.halves, strict=True):
         with column, st.container(border=True):
             show_half(half, None if html is None else html[half.name])
-    if pair.error:
+    if pair.error and with_error:
         safe_caption(f"Error: {pair.error}")
 
 

@@ -15,10 +15,18 @@ from app_pages._common import (
     scoring_choice,
     test_cases,
 )
+from cogbias.core.probabilities import SCORING_CHOICE
 from cogbias.library import examples
 from cogbias.llm.errors import MissingKeyError
 from cogbias.runs.pipeline import Instance
 from cogbias.views import highlight, safe_text, shown_pairs
+
+# Said under an unscored pair of a model that can show its option probabilities: the small
+# local model often writes two options ("Option 4: Very good"), which is never guessed at.
+READ_PROBABILITIES = (
+    "This model can also be read without words: choose Scoring “Option probabilities” and run "
+    "the pair again to see how likely it found each option in both halves."
+)
 
 st.title("Learn: cognitive biases in LLMs")
 st.caption(
@@ -139,8 +147,12 @@ if held and held[0] == chosen:
         )
         for rejected in highlight.rejected_fills(instance):  # a fill that copied its instruction
             st.caption(safe_text.escape_markdown(rejected))
+        scored = row.get("status") == "ok"
         if pair is not None:
-            _pair.show_pair(pair, html)
+            _pair.show_pair(pair, html, with_error=scored)  # the warning below says why
             _pair.show_probabilities(pair, row)
         explained = shown_pairs.explain_score(instance, row)
-        (st.info if row.get("status") == "ok" else st.warning)(safe_text.escape_markdown(explained))
+        if not scored and scoring == SCORING_CHOICE:
+            if _live.probability_problem(instance, model, infos) is None:
+                explained += " " + READ_PROBABILITIES
+        (st.info if scored else st.warning)(safe_text.escape_markdown(explained))

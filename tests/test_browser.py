@@ -336,6 +336,11 @@ def test_learn_shows_both_halves_probability_bars_for_the_local_model(page: obje
     assert page.get_by_text("Option probabilities", exact=True).count() == 1  # type: ignore[attr-defined]
     texts = bars.all_inner_texts()
     assert all("%" in text for text in texts), texts
+    # the options as the model saw them (lettered), its letter never read as words
+    body = page.inner_text("body")  # type: ignore[attr-defined]
+    assert body.count("◀ sampled") == 2 and "◀ chosen" not in body
+    assert "cannot be read on its own" not in body
+    assert "Scored by option probabilities" in body
     shot(page, "4_learn_probability_bars")
 
 

@@ -228,3 +228,42 @@ def test_an_answer_that_contradicts_itself_is_pointed_out() -> None:
         shown_pairs.shown_half(filled, consistent, "control", redactor()).answer_disagreement()
         is None
     )
+
+
+def test_a_probability_pair_shows_letters_its_sampled_answer_and_an_expected_score() -> None:
+    """A probability-scored half was asked for a letter (A, B, C… as presented): the page
+    lists the options lettered as the model saw them, calls the stored choice the sampled
+    answer, never reads the letter as words ("the answer names no option", as it did), and
+    explains the score as the expectation it is."""
+    from cogbias.core.probabilities import Distribution
+    from cogbias.runs.probabilities import render_labelled
+
+    instance = _instance()
+    n = instance.n_options
+    uniform = Distribution(tuple([1 / n] * n), 0.0, 0.0).to_json()
+    reversed_order = list(range(n - 1, -1, -1))
+    row = {
+        "status": "ok", "score": 0.04,
+        "control_order": list(range(n)), "control_choice": 0, "control_answer": "A",
+        "control_extraction": "A", "control_distribution": uniform,
+        "treatment_order": reversed_order, "treatment_choice": n - 1, "treatment_answer": "A",
+        "treatment_extraction": "A", "treatment_distribution": uniform,
+    }  # fmt: skip
+    pair = shown_pairs.shown_pair(instance.control, instance.treatment, row)
+    assert pair is not None
+    control, treatment = pair.halves
+    assert control.option_lines()[0] == f"A: {control.options[0]}   ◀ sampled"
+    assert treatment.option_lines()[0].startswith(f"A: {instance.control.options[n - 1]}")
+    assert all(not line.startswith("Option") for line in control.option_lines())
+    assert control.decision_text() == render_labelled(instance.control, range(n))
+    assert control.answer_disagreement() is None and treatment.answer_disagreement() is None
+    assert control.choice_sentence().startswith("Sampled “")
+    assert "shown to the model as A, which is option" in treatment.choice_sentence()
+    explained = shown_pairs.explain_score(instance, row)
+    assert explained.startswith("Scored by option probabilities")
+    assert "expected score over both halves' option probabilities" in explained
+    # the same pair read without distributions is a sampled-answer pair, as before
+    plain = {k: v for k, v in row.items() if not k.endswith("_distribution")}
+    plain_pair = shown_pairs.shown_pair(instance.control, instance.treatment, plain)
+    assert plain_pair is not None and plain_pair.control.option_lines()[0].startswith("Option 1:")
+    assert not shown_pairs.explain_score(instance, plain).startswith("Scored by option")

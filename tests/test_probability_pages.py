@@ -139,7 +139,7 @@ def test_explore_shows_each_cells_exact_null_beside_its_mean(db: Path) -> None:
 def test_all_results_say_which_runs_are_probability_scored_and_the_pair_table_what_it_means(
     db: Path,
 ) -> None:
-    """"All results" mixes runs: the demo is probability-scored, and a teacher showing it on
+    """ "All results" mixes runs: the demo is probability-scored, and a teacher showing it on
     the default source was not told so (only a picked run's heatmap said it)."""
     from cogbias.runs import executor
 

@@ -18,6 +18,7 @@ from cogbias.core.reading import read_option
 from cogbias.core.records import Instance, decode_filled
 from cogbias.core.redact import Redactor, redactor
 from cogbias.core.templates import Filled, render_decision_text
+from cogbias.llm.logprobs import LABELS
 from cogbias.views.numbers import signed
 
 
@@ -43,6 +44,8 @@ class ShownHalf:
 
     `options` are in presented order and `order[i]` is the test case's (canonical, 0-based)
     index of presented option i. `choice` is the canonical 0-based option the score used.
+    `labelled`: the half was scored by option probabilities, so the model saw the options
+    lettered A, B, C… and answered with a letter; its score is an expectation, not `choice`.
     Every text is already redacted; it is still untrusted and must be shown as plain text.
     """
 
@@ -55,6 +58,11 @@ class ShownHalf:
     answer: str
     extraction: str
     choice: int | None
+    labelled: bool = False
+
+    def mark(self, presented: int) -> str:
+        """What the model saw before the option at `presented`: "Option 2", or "B"."""
+        return LABELS[presented] if self.labelled else f"Option {presented + 1}"
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -73,16 +81,21 @@ class ShownHalf:
         return self.order.index(self.choice)
 
     def option_lines(self) -> list[str]:
-        """ "Option N: text" as the model read them; the scored choice marked with an arrow."""
+        """ "Option N: text" (or "B: text") as the model read them; the choice marked."""
         picked = self.presented_choice
+        chosen = "   ◀ sampled" if self.labelled else "   ◀ chosen"
         return [
-            f"Option {i + 1}: {text}" + ("   ◀ chosen" if i == picked else "")
+            f"{self.mark(i)}: {text}" + (chosen if i == picked else "")
             for i, text in enumerate(self.options)
         ]
 
     def decision_text(self) -> str:
         """The whole prompt half as the model read it (situation, prompt, options)."""
+        from cogbias.runs.probabilities import render_labelled
+
         filled = Filled(self.situation, self.prompt, self.canonical_options)
+        if self.labelled:
+            return render_labelled(filled, self.order)
         return render_decision_text(filled, self.order)
 
     def choice_sentence(self) -> str:
@@ -97,11 +110,16 @@ class ShownHalf:
                 "shown to the model was not recorded)."
             )
         where = (
-            f"shown to the model as Option {picked + 1}, which is option {self.choice + 1} in "
+            f"shown to the model as {self.mark(picked)}, which is option {self.choice + 1} in "
             "the test case's order"
             if self.reversed
-            else f"Option {picked + 1}"
+            else self.mark(picked)
         )
+        if self.labelled:
+            return (
+                f"Sampled “{text}” ({where}); the score is the expected score over the option "
+                "probabilities, not this one answer."
+            )
         return f"Chose “{text}” ({where}); the score uses this choice."
 
     def answer_disagreement(self) -> str | None:
@@ -114,7 +132,7 @@ class ShownHalf:
         the run can never disagree on what an answer names.
         """
         picked = self.presented_choice
-        if picked is None:
+        if picked is None or self.labelled:  # a letter read from its token, not from words
             return None
         reading = read_option(self.answer, self.options)
         if reading.confirms(picked):
@@ -153,6 +171,7 @@ def shown_half(filled: Filled, row: Mapping[str, Any], half: str, clean: Redacto
         answer=clean(row.get(f"{half}_answer")) or "",
         extraction=clean(row.get(f"{half}_extraction")) or "",
         choice=choice,
+        labelled=bool(row.get(f"{half}_distribution")),
     )
 
 
@@ -230,8 +249,8 @@ def _chose(half: ShownHalf) -> str:
     if not half.order_known:
         return f"{text} (option {half.choice + 1} in the test case's order)"
     if half.reversed:
-        return f"{text} (shown as Option {picked + 1}; option {half.choice + 1} in the test case)"
-    return f"{text} (Option {picked + 1})"
+        return f"{text} (shown as {half.mark(picked)}; option {half.choice + 1} in the test case)"
+    return f"{text} ({half.mark(picked)})"
 
 
 def explain_score(instance: Instance, row: Mapping[str, Any]) -> str:
@@ -255,6 +274,14 @@ def explain_score(instance: Instance, row: Mapping[str, Any]) -> str:
         meaning = "the answers moved against the direction the bias predicts (the opposite effect)"
     else:
         meaning = "the bias-eliciting detail made no difference in this pair"
+    if pair.control.labelled:
+        return (
+            "Scored by option probabilities: without the bias-eliciting detail (control) the "
+            f"model sampled {_chose(pair.control)}, with it (treatment) "
+            f"{_chose(pair.treatment)}; the score {signed(score)} (from -1 to 1) is the expected "
+            f"score over both halves' option probabilities, not over these two answers: "
+            f"{meaning.replace('the answers', 'the probabilities')}."
+        )
     return (
         f"Without the bias-eliciting detail (control) the model chose {_chose(pair.control)}; "
         f"with it (treatment) it chose {_chose(pair.treatment)}. Score {signed(score)} on a scale "
