@@ -449,3 +449,23 @@ def test_a_keyed_model_is_marked_in_every_picker_and_refused_at_once(page: objec
     assert page.get_by_role("button", name="Start run").count() == 0  # type: ignore[attr-defined]
     page.get_by_test_id("stAlertContentError").first.scroll_into_view_if_needed()  # type: ignore[attr-defined]
     shot(page, "21_2d_run_keyed_model_refused")
+
+
+def test_learn_suggests_option_probabilities_exactly_when_a_sampled_answer_is_unreadable(
+    page: object,
+) -> None:
+    """SmolLM2 often names two options ("Option 4: Very good"), which is never guessed at;
+    the pair then says how else this model can be read, and a scored pair does not."""
+    choose(page, "Bias", "Framing Effect")
+    page.get_by_role("button", name="Run this pair").click()  # type: ignore[attr-defined]
+    verdict = page.get_by_text("This pair could not be scored").or_(  # type: ignore[attr-defined]
+        page.get_by_text("Score ", exact=False).filter(has_text="on a scale from -1 to 1")  # type: ignore[attr-defined]
+    )
+    verdict.first.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)
+    settle(page)
+    body = page.inner_text("body")  # type: ignore[attr-defined]
+    unscored = "This pair could not be scored" in body
+    assert ("choose Scoring “Option probabilities”" in body) == unscored
+    assert not (unscored and "Error: control:" in body)  # said once, in the warning
+    no_exception(page)
+    shot(page, "4b_learn_unreadable_pair_suggests_probabilities")
