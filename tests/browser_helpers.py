@@ -83,6 +83,17 @@ def choose(page: Any, label: str, option: str) -> None:
     page.get_by_role("option", name=option, exact=True).first.click()
 
 
+def add_option(page: Any, label: str, option: str) -> Any:
+    """Add `option` to the multiselect labelled `label`; the multiselect, to read it later."""
+    box = page.get_by_test_id("stMultiSelect").filter(has=page.get_by_text(label, exact=True))
+    box.locator("input").click()
+    box.locator("input").fill(option[:8])
+    page.get_by_role("option", name=option, exact=True).click()
+    page.keyboard.press("Escape")
+    settle(page)
+    return box
+
+
 def shown_choice(selectbox: Any) -> str:
     """The option a selectbox shows: its search input's value, or its text before a search."""
     box = selectbox.first
@@ -91,6 +102,14 @@ def shown_choice(selectbox: Any) -> str:
 
 def go(page: Any, title: str) -> None:
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
+
+
+def visit(page: Any, title: str, ready: Any) -> None:
+    """Open a page from the menu; back once `ready` (a locator on it) is there and the
+    page's script has finished."""
+    go(page, title)
+    ready.wait_for()
+    settle(page)
 
 
 @contextmanager

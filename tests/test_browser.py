@@ -9,13 +9,24 @@ browsers, which these machines cannot do.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, ROOT, learn_tab, running_app, settle
+from tests.browser_helpers import (
+    CHROMIUM,
+    ROOT,
+    add_option,
+    choose,
+    go,
+    learn_tab,
+    no_exception,
+    running_app,
+    settle,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -60,24 +71,10 @@ def page(browser: object, app_url: str) -> Iterator[object]:
 
 
 def shot(page: object, name: str) -> None:
+    """A full-page shot taken at once: some show a run while it runs, which the shared
+    `browser_helpers.shot` would first wait out."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
-
-
-def no_exception(page: object) -> None:
-    assert page.get_by_test_id("stException").count() == 0  # type: ignore[attr-defined]
-
-
-def go(page: object, title: str) -> None:
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()  # type: ignore[attr-defined]
-
-
-def choose(page: object, label: str, option: str) -> None:
-    """Pick `option` in the selectbox labelled `label`."""
-    box = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text(label, exact=True))  # type: ignore[attr-defined]
-    box.locator("input").click()
-    box.locator("input").fill(option)  # filter first: long option lists are virtualised
-    page.get_by_role("option", name=option, exact=True).first.click()  # type: ignore[attr-defined]
 
 
 def edit_text_area(page: object, label: str, text: str) -> None:
@@ -102,7 +99,9 @@ def test_explore_heatmap_and_paired_responses(page: object) -> None:
     page.get_by_text(" pair(s) · page 1 of").wait_for()  # type: ignore[attr-defined]
     page.get_by_test_id("stDownloadButton").filter(has_text="as CSV").wait_for()  # type: ignore[attr-defined]
     pairs.first.click()
-    page.get_by_text("Option 1:").first.wait_for()  # the options, as the model saw them  # type: ignore[attr-defined]
+    # the options as the model saw them: the demo is probability-scored, so lettered A, B, …
+    listed = page.get_by_test_id("stText").filter(has_text=re.compile(r"^A: .*\nB: ", re.M))  # type: ignore[attr-defined]
+    listed.first.wait_for()
     no_exception(page)
     assert "bias" in label
     shot(page, "1_explore_cell")
@@ -144,9 +143,11 @@ def test_preview_fills_with_the_local_model(page: object) -> None:
     # the page opened on the offline example fills; this caption says the model's fill is shown
     made_by = page.get_by_text("generator: local/smollm2")  # type: ignore[attr-defined]
     made_by.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)
-    assert made_by.count() == 1
     # the local model's fills, or an example fill where the checker rejected one of them
-    assert page.locator(".ins-llm, .ins-example").count() > 0  # type: ignore[attr-defined]
+    # (drawn after the caption: waited for, not counted at once)
+    page.locator(".ins-llm, .ins-example").first.wait_for()  # type: ignore[attr-defined]
+    settle(page)
+    assert made_by.count() == 1
     no_exception(page)
     assert page.get_by_test_id("stAlertContentError").count() == 0  # type: ignore[attr-defined]
     shot(page, "3_preview_local_model")
@@ -172,13 +173,7 @@ def test_run_progress_completes_and_explore_shows_it(page: object, app_home: Pat
 
 def _run_two_pairs_and_explore(page: object) -> None:
     go(page, "Run")
-    multiselect = page.get_by_test_id("stMultiSelect").filter(
-        has=page.get_by_text("Test cases", exact=True)
-    )  # type: ignore[attr-defined]
-    multiselect.locator("input").click()
-    multiselect.locator("input").fill("Framing")
-    page.get_by_role("option", name="Framing Effect", exact=True).click()  # type: ignore[attr-defined]
-    page.keyboard.press("Escape")  # type: ignore[attr-defined]
+    add_option(page, "Test cases", "Framing Effect")
     instances = page.get_by_role("spinbutton", name="Instances each")  # type: ignore[attr-defined]
     instances.fill("2")
     instances.press("Enter")
@@ -226,23 +221,11 @@ def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Pa
             path=app_home / "models.toml",
         )  # fmt: skip
         go(page, "Run")
-        multiselect = page.get_by_test_id("stMultiSelect").filter(
-            has=page.get_by_text("Test cases", exact=True)
-        )  # type: ignore[attr-defined]
-        multiselect.locator("input").click()
-        multiselect.locator("input").fill("Framing")
-        page.get_by_role("option", name="Framing Effect", exact=True).click()  # type: ignore[attr-defined]
-        page.keyboard.press("Escape")  # type: ignore[attr-defined]
+        add_option(page, "Test cases", "Framing Effect")
         instances = page.get_by_role("spinbutton", name="Instances each")  # type: ignore[attr-defined]
         instances.fill("4")
         instances.press("Enter")
-        models = page.get_by_test_id("stMultiSelect").filter(
-            has=page.get_by_text("Decision models", exact=True)
-        )  # type: ignore[attr-defined]
-        models.locator("input").click()
-        models.locator("input").fill("Slow fake")
-        page.get_by_role("option", name="Slow fake (openai/slowfake)", exact=True).click()  # type: ignore[attr-defined]
-        page.keyboard.press("Escape")  # type: ignore[attr-defined]
+        add_option(page, "Decision models", "Slow fake (openai/slowfake)")
         # the offline fills, and a provider that hangs from the start: the random baseline's
         # pairs finish, the slow model's hang (answers read without an extraction round
         # would otherwise all be in before a cancel could land)

@@ -26,6 +26,7 @@ from tests.browser_helpers import (
     settle,
     shot,
     shown_choice,
+    visit,
 )
 
 pytestmark = pytest.mark.browser
@@ -210,8 +211,12 @@ def test_an_unsaved_draft_and_the_preview_choices_outlive_a_visit_to_another_pag
 ) -> None:
     """Streamlit forgets a widget a page switch did not draw: an author who looked at Preview
     came back to the blank skeleton, the draft typed so far gone without a word."""
-    go(page, "Templates")
-    page.get_by_text("Valid: My Bias").wait_for()
+    visit(page, "Templates", page.get_by_text("Valid: My Bias"))
+    # the draft's preview is drawn after the editor: an edit typed before it is overwritten
+    page.get_by_role("tabpanel", name="Filled (unsaved draft)").get_by_text(
+        "[[gaps]] from nobody yet"
+    ).wait_for()
+    settle(page)
     area = page.get_by_role("textbox", name="Test case (TOML)", exact=True)
     draft = area.input_value().replace('name = "My Bias"', 'name = "Half-written draft"')
     edit(page, draft)
@@ -222,13 +227,10 @@ def test_an_unsaved_draft_and_the_preview_choices_outlive_a_visit_to_another_pag
     box.fill(HEAD_TEACHER)
     box.press("Enter")
     settle(page)
-    go(page, "Templates")
-    page.get_by_text("Valid: Half-written draft").wait_for()
+    visit(page, "Templates", page.get_by_text("Valid: Half-written draft"))
     assert area.input_value() == draft
     shot(page, "templates_draft_kept_after_a_page_switch", page.get_by_text("Valid:"))
-    go(page, "Preview")
-    page.get_by_role("heading", name="Preview: fill a test case").wait_for()
-    settle(page)
+    visit(page, "Preview", page.get_by_role("heading", name="Preview: fill a test case"))
     assert box.input_value() == HEAD_TEACHER
     assert shown_choice(page.get_by_test_id("stSelectbox").filter(
         has=page.get_by_text("Test case", exact=True))) == "Framing Effect"  # fmt: skip

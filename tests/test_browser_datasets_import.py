@@ -28,6 +28,7 @@ from tests.browser_helpers import (
     running_app,
     settle,
     shown_choice,
+    visit,
 )
 from tests.dataset_helpers import HUB_CSV, MOHR_DIR, TOKENBIAS_DIR
 
@@ -167,12 +168,8 @@ def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_cou
         settle(page)
         page.get_by_role("tab", name="Analysis", exact=True).click()
         settle(page)
-        go(page, "Explore")
-        page.get_by_role("heading", name="Explore results").wait_for()
-        settle(page)
-        go(page, "Datasets")
-        page.get_by_role("heading", name="Datasets", exact=True).wait_for()
-        settle(page)
+        visit(page, "Explore", page.get_by_role("heading", name="Explore results"))
+        visit(page, "Datasets", page.get_by_role("heading", name="Datasets", exact=True))
         assert _selected_tab(page) == "Analysis"
         picker = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Dataset"))
         assert shown_choice(picker) == "mohr2025"
