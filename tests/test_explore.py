@@ -262,3 +262,21 @@ def test_the_null_column_is_the_mean_over_each_cells_instances(tmp_path: Path) -
     assert np.isnan(nulls[("published", "m1")])  # no metric parameters: unknown, not 0
     assert np.isnan(nulls[("broken", "m1")])
     assert len(table) == 4 and table["mean"].notna().any()
+
+
+def test_runs_behind_a_heatmap_skip_other_pages_and_unreadable_specs(tmp_path) -> None:
+    """The runs a heatmap names as probability-scored: those of the chosen source, never a
+    token-bias run (the Token bias page reads it), and a run whose stored spec is not JSON is
+    passed over, not a traceback."""
+    from cogbias.datasets import tokenbias_study
+
+    with Store(tmp_path / "x.db") as store:
+        tokenbias_study.materialise(store)
+        store.create_run("r-prob", {"models": ["random"], "scoring": "probabilities"}, 1)
+        store.create_run("r-broken", {"models": ["random"]}, 1)
+        store.db.execute("update runs set spec = 'not json' where id = 'r-broken'")
+        store.create_run("r-data", {"models": ["random"], "dataset": "mine"}, 1)
+        store.create_run("r-tokens", {"models": ["random"], "dataset": "tokenbias"}, 1)
+        assert {r["id"] for r in explore.runs_behind(store)} == {"r-prob", "r-data"}
+        assert [r["id"] for r in explore.runs_behind(store, dataset="mine")] == ["r-data"]
+        assert [r["id"] for r in explore.runs_behind(store, run_id="r-prob")] == ["r-prob"]

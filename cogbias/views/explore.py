@@ -185,7 +185,12 @@ def runs_behind(
     elsewhere = {d["name"] for d in store.datasets() if results_page(d["kind"]) != "explore"}
     shown = []
     for run in store.runs():
-        spec = kinds.spec_dict(run["spec"])
+        try:
+            spec = kinds.spec_dict(run["spec"])
+        except ValueError:
+            continue  # an unreadable spec: the run cannot be placed, so it is not named
+        if not isinstance(spec, dict):
+            continue
         on = spec.get("dataset")
         if kinds.kind_of(spec).results_page == "run" and on not in elsewhere:
             if dataset is None or on == dataset:
