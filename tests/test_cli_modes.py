@@ -5,6 +5,7 @@ still work for one release, saying once on stderr how to spell them now."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,6 +102,21 @@ def test_run_study_tokenbias_is_the_old_study_run(tmp_path, capsys):
     made = _runs(new)
     assert [r["id"] for r in made] == [r["id"] for r in _runs(old)]
     assert made[0]["spec"]["dataset"] == "tokenbias" and made[0]["spec"]["temperature"] == 0.5
+
+
+def test_a_dry_run_of_the_token_bias_study_plans_the_real_runs_and_keeps_nothing(tmp_path, capsys):
+    """Planning reads the study's pairs, so a dry run stores them, but inside a transaction
+    it rolls back: the database it leaves holds no dataset and no run (it kept the study)."""
+    db = tmp_path / "dry.db"
+    flags = ["--models", "random", "--per-bias", "1", "--prompting", "baseline,zs_cot"]
+    assert main(["run", "study", "tokenbias", *flags, "--dry-run", "--db", str(db)]) == 0
+    err = capsys.readouterr().err
+    planned = sorted(set(re.findall(r"run (run-[0-9a-f]+):", err)))
+    assert len(planned) == 2 and "nothing is kept" in err
+    with Store(db) as store:
+        assert store.datasets() == [] and store.runs() == []
+    assert main(["run", "study", "tokenbias", *flags, "--db", str(db)]) == 0
+    assert sorted(r["id"] for r in _runs(db)) == planned  # what the dry run said
 
 
 def test_results_modes(tmp_path, capsys):

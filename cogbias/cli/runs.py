@@ -8,11 +8,15 @@ import argparse
 import csv
 import json
 import sys
-from typing import Any
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
 from cogbias.cli.options import _table, execution_options, is_token_bias, refuse_pair_options
 from cogbias.core.safetext import csv_cell
 from cogbias.llm import costs
+
+if TYPE_CHECKING:
+    from cogbias.store import Store
 
 
 def _split(text: str | None) -> list[str]:
@@ -36,6 +40,8 @@ def _run(args: argparse.Namespace) -> int:
     methods = _split(args.prompting) or [prompting.BASELINE]
     for method in methods:
         prompting.parse(method)
+    if args.study and args.dry_run:
+        return _dry_run_study(args, methods)
     if args.study:
         args.dataset = _materialise_study(args)
     code = 0
@@ -44,7 +50,31 @@ def _run(args: argparse.Namespace) -> int:
     return code
 
 
-def _materialise_study(args: argparse.Namespace) -> str:
+class _RollBack(Exception):
+    """Raised to undo what a dry run had to store in order to plan."""
+
+
+def _dry_run_study(args: argparse.Namespace, methods: list[str]) -> int:
+    """Plan a study's runs without keeping anything: its pairs are stored (planning reads
+    them) inside a transaction that is rolled back once every plan is printed."""
+    from cogbias.store import Store
+
+    with Store(args.db) as store:
+        try:
+            with store.atomic():
+                args.dataset = _materialise_study(args, store)
+                for method in methods:
+                    _run_one(argparse.Namespace(**{**vars(args), "prompting": method}), store)
+                raise _RollBack
+        except _RollBack:
+            print(
+                "dry run: the study's pairs were stored only to plan; nothing is kept",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _materialise_study(args: argparse.Namespace, store: Store | None = None) -> str:
     """Store a built-in study's pairs like an imported dataset (a no-op when unchanged)."""
     from cogbias.datasets import tokenbias_study
     from cogbias.store import Store
@@ -57,12 +87,12 @@ def _materialise_study(args: argparse.Namespace) -> str:
     if args.dataset:
         raise ValueError("--study and --dataset are alternatives: give one")
     study = tokenbias.load_study()
-    with Store(args.db) as store:
-        print(tokenbias_study.materialise(store, study).describe(), file=sys.stderr)
+    with nullcontext(store) if store is not None else Store(args.db) as opened:
+        print(tokenbias_study.materialise(opened, study).describe(), file=sys.stderr)
     return study.id
 
 
-def _run_one(args: argparse.Namespace) -> int:
+def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
     from cogbias.runs import paired_plan
     from cogbias.store import Store
 
@@ -83,16 +113,16 @@ def _run_one(args: argparse.Namespace) -> int:
         scoring=args.scoring,
         extractor=args.extractor or None,
     )
-    with Store(args.db) as store:
-        plan = paired_plan.plan(spec, store)
+    with nullcontext(store) if store is not None else Store(args.db) as opened:
+        plan = paired_plan.plan(spec, opened)
         print(plan.describe(), file=sys.stderr)
         if args.dry_run:
             return 0
         if args.plan_only:
-            paired_plan.create_run(plan, store, args.name)
+            paired_plan.create_run(plan, opened, args.name)
             print(spec.run_id)
             return 0
-        return _execute(plan, store, args, name=args.name)
+        return _execute(plan, opened, args, name=args.name)
 
 
 def _resume(args: argparse.Namespace) -> int:
