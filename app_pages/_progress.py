@@ -13,6 +13,7 @@ import streamlit as st
 
 from cogbias.llm.costs import run_cost_text
 from cogbias.runs import kinds
+from cogbias.views import safe_text
 
 ACTIVE = ("planned", "running", "cancelling")
 
@@ -46,8 +47,8 @@ def bars(run: dict[str, Any], prefix: str = "") -> None:
         min(run["done"] / planned, 1.0),
         text=f"{prefix}{run['done']:,} of {run['planned']:,} {counted(run)}",
     )
-    st.caption(f"{run['failed']:,} failed · {totals(run)}")
+    # escaped: two costs in one line ("$0.0000 ($0.0100 saved…") would be read as LaTeX
+    st.caption(safe_text.escape_markdown(f"{run['failed']:,} failed · {totals(run)}"))
     if run.get("waiting"):
-        st.caption(
-            f"{run['waiting']} call(s) waiting to retry: {run.get('wait_reason') or 'error'}"
-        )
+        waiting = f"{run['waiting']} call(s) waiting to retry: {run.get('wait_reason') or 'error'}"
+        st.caption(safe_text.escape_markdown(waiting))  # a stored reason: text, never markup

@@ -105,8 +105,8 @@ def conversation_viewer(store: Store, run_id: str, study: Study) -> None:
     )
     index = study_views.conversation_index(turns if turns is not None else pd.DataFrame())
     if index.empty:
-        name = safe_text.escape_markdown(str(test))  # a study file's own name for it
-        st.info(f"No conversation of the test {name} is stored in this run (yet).")
+        said = f"No conversation of the test {test} is stored in this run (yet)."
+        st.info(safe_text.escape_markdown(said))  # the test's name is a study file's text
         return
     mitigations = [m for m in MITIGATION_ORDER if m in set(index["mitigation"])]
     _keep_valid("study_chat_mitigation", mitigations)

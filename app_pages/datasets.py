@@ -110,8 +110,9 @@ def _import(what: str, func: Any) -> None:
         summary = func(_import_progress(slot.progress(0.0, text="starting")))
     except DatasetError as exc:  # quotes the file's own text: shown as text, not Markdown
         slot.empty()
-        reason = safe_text.escape_markdown(_in_ui_terms(redact(str(exc))))
-        st.error(f"{what} failed: {reason}\n\nThe database was not changed.")
+        reason = _in_ui_terms(redact(str(exc)))
+        said = safe_text.escape_markdown(f"{what} failed: {reason}")
+        st.error(said + "\n\nThe database was not changed.")
         return
     except Exception as exc:
         slot.empty()

@@ -651,3 +651,24 @@ def test_explore_deletes_a_run_only_after_confirming(db: Path) -> None:
         assert store.results(run_id=keep) and not store.results(run_id=drop)
     assert at.selectbox(key="explore_source").value == "all"
     assert f"Deleted run {drop}" in texts(at)
+
+
+def test_a_runs_cost_line_is_text_not_latex() -> None:
+    """Two costs in one caption ("$0.0000 ($0.0100 saved by the cache)") were read by
+    Streamlit's Markdown as a LaTeX formula between the dollar signs; the line is escaped."""
+
+    def progress_of_a_run() -> None:
+        from app_pages import _progress
+
+        _progress.bars(
+            {"status": "done", "planned": 4, "done": 4, "failed": 1, "tokens": 120,
+             "cost": 0.0, "cost_saved": 0.01, "duration_s": 3.0, "spec": "{}",
+             "waiting": 2, "wait_reason": "rate *limit* $1 $2"}
+        )  # fmt: skip
+
+    at = AppTest.from_function(progress_of_a_run, default_timeout=30).run()
+    assert not at.exception, at.exception
+    line, waiting = (c.value for c in at.caption)
+    assert "\\$0.0100 saved by the cache" in line and "$0.0100" not in line.replace("\\$", "")
+    assert "1 failed" in line
+    assert waiting.endswith("rate \\*limit\\* \\$1 \\$2")  # markup and dollars as text
