@@ -93,8 +93,10 @@ def conversation_viewer(store: Store, run_id: str, study: Study) -> None:
     tests = study_views.sequence_tests(study)
     if not tests:
         st.info(
-            f"The study {study.id} has no sequential tests, so its units are single questions; "
-            "their answers are in the Results tab."
+            escape_markdown(
+                f"The study {study.id} has no sequential tests, so its units are single "
+                "questions; their answers are in the Results tab."
+            )
         )
         return
     c1, c2, c3 = st.columns([1, 1, 3])

@@ -8,6 +8,7 @@ import streamlit as st
 from app_pages._common import friendly, models
 from cogbias.llm import settings
 from cogbias.llm.keys import key_for_model
+from cogbias.views import safe_text
 from cogbias.views.numbers import number_or_dash
 
 st.title("Models and keys")
@@ -64,7 +65,9 @@ st.dataframe(keys, hide_index=True, width="stretch")
 st.subheader("Add a custom endpoint")
 st.caption(
     "Any OpenAI-compatible server works: Ollama (`http://127.0.0.1:11434/v1`), vLLM, "
-    f"llama.cpp server, LM Studio. Saved to {settings.user_models_path()}."
+    "llama.cpp server, LM Studio. Saved to "
+    + safe_text.escape_markdown(str(settings.user_models_path()))  # a path: not markup
+    + "."
 )
 with st.form("add_model", clear_on_submit=False):
     c1, c2 = st.columns(2)
