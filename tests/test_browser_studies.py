@@ -147,8 +147,11 @@ def test_results_heatmap_pivots_by_mitigation(page: Any, tmp_path: Path) -> None
     assert chart.get_by_text("selfhelp").count() and chart.get_by_text("Mitigation").count()
     no_exception(page)
     shot(page, tmp_path / "studies_results.png", page.get_by_role("tablist"))
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Download every turn (CSV)").click()
+    turns = page.get_by_role("button", name="Download every turn (CSV)")
+    turns.wait_for()
+    settle(page)  # the export is written on click; a rerun meanwhile would drop that request
+    with page.expect_download(timeout=120_000) as download:  # written on a loaded machine
+        turns.click()
     saved = tmp_path / "turns.csv"
     download.value.save_as(saved)
     rows = list(csv.DictReader(saved.open(encoding="utf-8")))
