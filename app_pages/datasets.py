@@ -227,7 +227,9 @@ with tabs[1]:
     replace = st.checkbox("Replace a dataset of the same name", key="ds_replace")
     if source == "The Hugging Face Hub":
         name = st.text_input("Dataset name", "malberg2024-hub", key="ds_hub_name")
-        st.caption(f"Downloads {hub_url()} (30,000 test cases, CC BY-SA 4.0).")
+        st.caption(
+            safe_text.escape_markdown(f"Downloads {hub_url()} (30,000 test cases, CC BY-SA 4.0).")
+        )
         if st.button("Download and import", key="ds_hub_go"):
             _import(
                 "Importing from the Hub",

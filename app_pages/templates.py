@@ -175,7 +175,11 @@ with tab_diff:
 st.subheader("Your library")
 mine = {cid: c for cid, c in test_cases().items() if not c.is_builtin}
 if not mine:
-    st.caption(f"No test cases of your own yet; saved ones go to {library.user_dir()}.")
+    st.caption(
+        safe_text.escape_markdown(
+            f"No test cases of your own yet; saved ones go to {library.user_dir()}."
+        )
+    )
 for cid, c in mine.items():
     st.markdown(
         f"- **{safe_text.escape_markdown(c.name)}** ({safe_text.escape_markdown(cid)}) — {safe_text.escape_markdown(c.path)}"

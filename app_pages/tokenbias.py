@@ -13,7 +13,7 @@ from app_pages._common import attempt, db_path, keep, open_store_or_stop
 from cogbias.runs import executor, paired_plan
 from cogbias.runs.summaries import run_summaries
 from cogbias.studies import analysis, tokenbias
-from cogbias.views import charts_tokenbias
+from cogbias.views import charts_tokenbias, safe_text
 
 st.title("Token bias")
 st.caption(
@@ -95,7 +95,7 @@ table = attempt(
 if table is None:
     st.stop()
 if table.empty:
-    st.info(f"No answered pairs on {dataset} yet.")
+    st.info(safe_text.escape_markdown(f"No answered pairs on {dataset} yet."))  # a name given
     st.stop()
 
 st.subheader("Hypothesis tests")
@@ -144,7 +144,7 @@ if not views:
     st.stop()
 index = st.number_input(f"Pair (1–{len(views)})", 1, len(views), 1, key="tb_pair") - 1
 view = views[int(index)]
-st.caption(f"Prompting: {view['prompting']} · status: {view['status']}")
+st.caption(safe_text.escape_markdown(f"Prompting: {view['prompting']} · status: {view['status']}"))
 if view["error"]:
     st.text(f"Error: {view['error']}")
 for column, (label, half) in zip(
