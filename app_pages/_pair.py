@@ -22,6 +22,24 @@ MAX_CHARS = 20_000  # more than this is never laid out on a page (exports hold i
 HALF_TITLES = {"control": "**Control**", "treatment": "**Treatment**"}
 
 
+def show_marked_halves(halves: Mapping[str, Mapping[str, str]], parts_named: bool = False) -> None:
+    """Control and treatment side by side, from `highlight.filled_html` or `case_halves_html`
+    (texts escaped for HTML and Markdown, insertions and differences marked); nothing else may
+    be passed in. `parts_named` puts "Situation:" and "Prompt:" before the parts (Learn, for a
+    class meeting them first)."""
+    for column, name in zip(st.columns(2), ("control", "treatment"), strict=True):
+        marked = halves[name]
+        with column, st.container(border=True):
+            st.markdown(HALF_TITLES[name])
+            if parts_named:
+                st.markdown("*Situation:* " + marked["situation"], unsafe_allow_html=True)
+                st.markdown("*Prompt:* " + marked["prompt"], unsafe_allow_html=True)
+            else:
+                st.markdown(marked["situation"], unsafe_allow_html=True)
+                st.markdown(highlight.emphasised(marked["prompt"]), unsafe_allow_html=True)
+            st.markdown("<ol>" + marked["options"] + "</ol>", unsafe_allow_html=True)
+
+
 def long_text(text: str, empty: str = "(none)") -> None:
     """Plain text; long texts collapsed after their first lines, huge ones cut."""
     start, cut = safe_text.preview_text(text, SHOWN_CHARS)

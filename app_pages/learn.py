@@ -48,15 +48,6 @@ if case.references:
             st.markdown(f"- {safe_text.escape_markdown(ref)}")
 
 
-def _show_halves(halves: dict[str, dict[str, str]]) -> None:
-    for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
-        with column, st.container(border=True):
-            st.markdown(f"**{half.capitalize()}**")
-            st.markdown(f"*Situation:* {halves[half]['situation']}", unsafe_allow_html=True)
-            st.markdown(f"*Prompt:* {halves[half]['prompt']}", unsafe_allow_html=True)
-            st.markdown(f"<ol>{halves[half]['options']}</ol>", unsafe_allow_html=True)
-
-
 def _example_pair() -> Instance | None:
     """The pair filled offline from the test case's own example fills: no model, instant, so
     the page shows a real decision task before anything runs (None if it has no examples)."""
@@ -70,15 +61,15 @@ def _example_pair() -> Instance | None:
 template = highlight.case_halves_html(case)
 example = _example_pair()
 if example is None:
-    _show_halves(template)
+    _pair.show_marked_halves(template, parts_named=True)
 else:
     st.caption(
         "An example pair, filled offline from the test case's example fills for the scenario "
         f"“{safe_text.escape_markdown(example.scenario.rstrip('. '))}”. Run it live below."
     )
-    _show_halves({h: highlight.filled_html(case, example, h) for h in ("control", "treatment")})
+    _pair.show_marked_halves(highlight.filled_halves_html(case, example), parts_named=True)
     with st.expander("The template behind it: its gaps, before they are filled"):
-        _show_halves(template)
+        _pair.show_marked_halves(template, parts_named=True)
 
 st.divider()
 st.subheader("Run it live")
@@ -140,7 +131,7 @@ if held and held[0] == chosen:
     else:
         instance, row = outcome
         pair = shown_pairs.shown_pair(instance.control, instance.treatment, row)
-        html = {h: highlight.filled_html(case, instance, h) for h in ("control", "treatment")}
+        html = highlight.filled_halves_html(case, instance)
         st.caption(
             f"Generator: {safe_text.escape_markdown(generator_label(label)(generator))} · decision model: "
             f"{safe_text.escape_markdown(label(model))} · seed {seed}"

@@ -117,13 +117,7 @@ st.caption(
 st.markdown(highlight.legend_html(instance), unsafe_allow_html=True)
 for rejected in highlight.rejected_fills(instance):
     st.caption(safe_text.escape_markdown(rejected))
-for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
-    with column, st.container(border=True):
-        filled = highlight.filled_html(case, instance, half)
-        st.markdown(f"**{half.capitalize()}**")
-        st.markdown(filled["situation"], unsafe_allow_html=True)
-        st.markdown(f"*{filled['prompt']}*", unsafe_allow_html=True)
-        st.markdown(f"<ol>{filled['options']}</ol>", unsafe_allow_html=True)
+_pair.show_marked_halves(highlight.filled_halves_html(case, instance))
 with st.expander("All insertions", expanded=False):
     st.dataframe(highlight.insertions_frame(instance), hide_index=True, width="stretch")
 

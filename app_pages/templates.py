@@ -4,6 +4,7 @@ import dataclasses
 
 import streamlit as st
 
+from app_pages import _pair
 from app_pages._common import attempt, case_label, friendly, keep, scenarios, test_cases
 from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError
@@ -145,14 +146,7 @@ with tab_filled:
             if draft.note:
                 st.info(safe_text.escape_markdown(draft.note))
             st.markdown(draft.legend, unsafe_allow_html=True)
-            for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
-                with column, st.container(border=True):
-                    st.markdown(f"**{half.capitalize()}**")
-                    st.markdown(draft.halves[half]["situation"], unsafe_allow_html=True)
-                    st.markdown(
-                        highlight.emphasised(draft.halves[half]["prompt"]), unsafe_allow_html=True
-                    )
-                    st.markdown(f"<ol>{draft.halves[half]['options']}</ol>", unsafe_allow_html=True)
+            _pair.show_marked_halves(draft.halves)
 with tab_gaps:
     st.caption("Blue: [[gaps]] the generator fills. Red: {{values}}. Lines with problems: red.")
     st.markdown(
@@ -164,13 +158,7 @@ with tab_diff:
     if case is None:
         st.info("Fix the problems above to see the difference between control and treatment.")
     else:
-        halves = highlight.case_halves_html(case)
-        for column, half in zip(st.columns(2), ("control", "treatment"), strict=True):
-            with column, st.container(border=True):
-                st.markdown(f"**{half.capitalize()}**")
-                st.markdown(halves[half]["situation"], unsafe_allow_html=True)
-                st.markdown(f"*{halves[half]['prompt']}*", unsafe_allow_html=True)
-                st.markdown(f"<ol>{halves[half]['options']}</ol>", unsafe_allow_html=True)
+        _pair.show_marked_halves(highlight.case_halves_html(case))
 
 st.subheader("Your library")
 mine = {cid: c for cid, c in test_cases().items() if not c.is_builtin}

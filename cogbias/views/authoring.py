@@ -89,5 +89,5 @@ def preview_draft(case: TestCase, scenario: str, seed: int = 0) -> DraftPreview:
             f"No example fills for {what} yet, so the [[gaps]] stay as written: add them under "
             "[examples] (docs/format.md), or save the file and let a model fill it on Preview."
         )
-    halves = {h: highlight.filled_html(case, instance, h) for h in ("control", "treatment")}
+    halves = highlight.filled_halves_html(case, instance)
     return DraftPreview(scenario, halves, highlight.legend_html(instance), note)

@@ -203,6 +203,11 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
     return {"situation": render("situation"), "prompt": render("prompt"), "options": options}
 
 
+def filled_halves_html(case: TestCase, instance: Instance) -> dict[str, dict[str, str]]:
+    """`filled_html` of both halves, as every page that shows a filled pair needs them."""
+    return {half: filled_html(case, instance, half) for half in ("control", "treatment")}
+
+
 def _value_gap(
     seg: ValueGap,
     values: Mapping[str, Any],
