@@ -295,12 +295,15 @@ def test_a_broken_study_file_is_named_and_the_results_stay(random_run: str) -> N
 
 
 def test_the_turns_download_is_the_export_of_the_run(random_run: str, db: Path) -> None:
+    from app_pages._common import db_version
     from app_pages._study_views import _turns_csv
 
     at = open_page("studies")
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Download the figures (CSV)", "Download every turn (CSV)"]
-    rows = list(csv.DictReader(io.StringIO(_turns_csv(str(db), random_run).decode())))
+    assert at.get("download_button")[1].proto.url  # the file itself, not a request for it
+    turns = _turns_csv(str(db), db_version(str(db)), random_run)
+    rows = list(csv.DictReader(io.StringIO(turns.decode())))
     with Store(db) as store:
         stored = study_results.calls(store, random_run)
     assert len(rows) == len(stored)
