@@ -232,16 +232,21 @@ for i, raw in enumerate(rows_page):
             _pair.show_probabilities(shown, raw)
 
 
-def _csv() -> bytes:
-    # Runs when the button is clicked, possibly outside this script's thread: own connection.
-    with Store(path) as own:
-        every = own.pairs(bias, model, run_id, dataset, search or None, EXPORT_LIMIT, 0)
+@st.cache_data(show_spinner=False, max_entries=4)
+def _csv(
+    path: str, version: tuple[float, ...], bias: str, model: str, run_id: str | None,
+    dataset: str | None, search: str | None,
+) -> bytes:  # fmt: skip
+    """Bytes for the button, once per cell, filter and database state (0.05 s per thousand
+    pairs): Streamlit's on-click generation now and then never delivered the file."""
+    with Store(path) as own:  # cached work may run in any session's thread: its own connection
+        every = own.pairs(bias, model, run_id, dataset, search, EXPORT_LIMIT, 0)
     return csv_bytes(pair_record(r) for r in every)
 
 
 st.download_button(
     f"Download {'these' if total <= EXPORT_LIMIT else f'the first {EXPORT_LIMIT:,}'} pairs as CSV",
-    data=_csv,
+    data=_csv(path, db_version(path), bias, model, run_id, dataset, search or None),
     file_name=f"cogbias-{bias}-{model.replace('/', '_')}.csv",
     mime="text/csv",
     key="explore_csv",

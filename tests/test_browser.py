@@ -8,6 +8,7 @@ browsers, which these machines cannot do.
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 import time
@@ -96,8 +97,14 @@ def test_explore_heatmap_and_paired_responses(page: object) -> None:
     heading.wait_for()
     pairs = page.get_by_test_id("stExpander").filter(has_text="Pair 1")  # type: ignore[attr-defined]
     pairs.first.wait_for()
-    page.get_by_text(" pair(s) · page 1 of").wait_for()  # type: ignore[attr-defined]
-    page.get_by_test_id("stDownloadButton").filter(has_text="as CSV").wait_for()  # type: ignore[attr-defined]
+    count = page.get_by_text(" pair(s) · page 1 of")  # type: ignore[attr-defined]
+    count.wait_for()
+    download = page.get_by_test_id("stDownloadButton").filter(has_text="as CSV")  # type: ignore[attr-defined]
+    with page.expect_download() as saved:  # type: ignore[attr-defined]
+        download.click()
+    with open(saved.value.path(), encoding="utf-8", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert f"{len(rows):,} pair(s)" in count.inner_text()  # the cell's pairs, every one
     pairs.first.click()
     # the options as the model saw them: the demo is probability-scored, so lettered A, B, …
     listed = page.get_by_test_id("stText").filter(has_text=re.compile(r"^A: .*\nB: ", re.M))  # type: ignore[attr-defined]
