@@ -105,12 +105,17 @@ def _selected_tab(page: Any) -> str:
     return page.locator('[role="tab"][aria-selected="true"]').first.inner_text().strip()
 
 
-def _table_cells(page: Any) -> list[str]:
-    """The texts of the data grids' cells: the grid draws on a canvas and mirrors its cells
-    in an accessible table that is in the page but not visible."""
+def _expect_cell(page: Any, text: str) -> None:
+    """Fails unless a data grid's cell comes to hold `text`: the grid draws on a canvas and mirrors its cells
+    in an accessible table that is in the page but not visible, filled in column by column
+    (under load the first column can be there alone for a while)."""
     cells = page.locator('[data-testid="stDataFrame"] [role="gridcell"]')
-    cells.first.wait_for(state="attached")
-    return [t.strip() for t in cells.all_text_contents()]
+    cell = cells.filter(has_text=text).first
+    try:
+        cell.wait_for(state="attached", timeout=30_000)
+    except Exception as error:  # say what the table held instead
+        shown = [t.strip() for t in cells.all_text_contents()]
+        raise AssertionError(f"no cell with {text!r} in {shown}") from error
 
 
 def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_counts(
@@ -158,10 +163,9 @@ def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_cou
         # the Imported table counts what each dataset holds
         page.get_by_role("tab", name="Imported", exact=True).click()
         settle(page)
-        cells = _table_cells(page)
+        _expect_cell(page, "16 effect sizes")  # mohr2025
+        _expect_cell(page, "12 test cases")  # the Hub set
         page.screenshot(path=str(SHOTS / "datasets_imported_counts.png"), full_page=True)
-        assert any("16 effect sizes" in c for c in cells), cells
-        assert any("12 test cases" in c for c in cells), cells
 
         # a visit to another page keeps the dataset and the tab (Streamlit forgot both)
         choose(page, "Dataset", "mohr2025")
