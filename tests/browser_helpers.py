@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -98,6 +99,23 @@ def shown_choice(selectbox: Any) -> str:
     """The option a selectbox shows: its search input's value, or its text before a search."""
     box = selectbox.first
     return box.locator("input").input_value() or box.text_content()
+
+
+def grid_row(grid: Any, first: str, width: int) -> list[str]:
+    """The first `width` cells of the row of `grid` (a data frame's locator) whose first cell
+    is `first`. The grid draws on a canvas and mirrors its cells in a hidden accessible table,
+    which a loaded machine fills in a while after the grid appears: wait, then read."""
+    exactly = re.compile(rf"^\s*{re.escape(first)}\s*$")
+    row = grid.locator("tr").filter(has=grid.page.locator("td[role=gridcell]", has_text=exactly))
+    cells = row.first.locator("td[role=gridcell]")
+    try:
+        cells.nth(width - 1).wait_for(state="attached", timeout=30_000)
+    except Exception as error:  # say what the grid held instead
+        shown = [t.strip() for t in grid.locator("td[role=gridcell]").all_text_contents()]
+        raise AssertionError(f"no row of {width} cells starting {first!r} in {shown}") from error
+    texts = [t.strip() for t in cells.all_text_contents()]
+    assert texts[0] == first, texts
+    return texts[:width]
 
 
 def go(page: Any, title: str) -> None:

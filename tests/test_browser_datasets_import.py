@@ -24,6 +24,7 @@ from tests.browser_helpers import (
     ROOT,
     choose,
     go,
+    grid_row,
     learn_tab,
     running_app,
     settle,
@@ -105,19 +106,6 @@ def _selected_tab(page: Any) -> str:
     return page.locator('[role="tab"][aria-selected="true"]').first.inner_text().strip()
 
 
-def _expect_cell(page: Any, text: str) -> None:
-    """Fails unless a data grid's cell comes to hold `text`: the grid draws on a canvas and mirrors its cells
-    in an accessible table that is in the page but not visible, filled in column by column
-    (under load the first column can be there alone for a while)."""
-    cells = page.locator('[data-testid="stDataFrame"] [role="gridcell"]')
-    cell = cells.filter(has_text=text).first
-    try:
-        cell.wait_for(state="attached", timeout=30_000)
-    except Exception as error:  # say what the table held instead
-        shown = [t.strip() for t in cells.all_text_contents()]
-        raise AssertionError(f"no cell with {text!r} in {shown}") from error
-
-
 def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_counts(
     browser: Any, app_url: str
 ) -> None:
@@ -163,8 +151,9 @@ def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_cou
         # the Imported table counts what each dataset holds
         page.get_by_role("tab", name="Imported", exact=True).click()
         settle(page)
-        _expect_cell(page, "16 effect sizes")  # mohr2025
-        _expect_cell(page, "12 test cases")  # the Hub set
+        imported = page.get_by_test_id("stDataFrame").first
+        assert grid_row(imported, "mohr2025", 3)[2].startswith("16 effect sizes")
+        assert grid_row(imported, "malberg2024-hub", 3)[2] == "12 test cases"
         page.screenshot(path=str(SHOTS / "datasets_imported_counts.png"), full_page=True)
 
         # a visit to another page keeps the dataset and the tab (Streamlit forgot both)

@@ -20,7 +20,16 @@ import pytest
 
 from cogbias.datasets import import_mohr
 from cogbias.store import Store
-from tests.browser_helpers import CHROMIUM, ROOT, choose, go, learn_tab, running_app, settle
+from tests.browser_helpers import (
+    CHROMIUM,
+    ROOT,
+    choose,
+    go,
+    grid_row,
+    learn_tab,
+    running_app,
+    settle,
+)
 from tests.dataset_helpers import MOHR_DIR
 
 pytestmark = pytest.mark.browser
@@ -163,8 +172,7 @@ def test_mohr_heatmaps_name_every_column_and_keep_legends_inside(
         page.wait_for_timeout(500)
         page.screenshot(path=str(SHOTS / "effects_feature_regression.png"))
         # the grid draws on a canvas; its cells are also written as an accessible table in it
-        cells = features.locator("td[role=gridcell]").all_text_contents()
-        row = cells[cells.index("release_days") : cells.index("release_days") + 6]
+        row = grid_row(features, "release_days", 6)
         coefficient, std_error, ci = row[1], row[2], row[5]
         # a fixed "%+.3f" showed this per-day coefficient as "+0.000, SE 0.000"
         for text in (coefficient, std_error, ci):
