@@ -53,10 +53,22 @@ def running_app(env: Mapping[str, str], log_path: Path) -> Iterator[str]:
             server.wait(timeout=20)
 
 
+SETTLED = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return app !== null
+        && app.getAttribute("data-test-script-state") === "notRunning"
+        && document.querySelector('[data-testid="stStatusWidget"]') === null
+        && document.querySelector('[data-stale="true"]') === null;
+}"""
+
+
 def settle(page: Any) -> None:
-    """Wait until Streamlit has finished running the script (its status widget is gone)."""
+    """Wait until Streamlit has finished running the script: the app says it is not running
+    and no element of the run before is left. (The status widget alone was not enough: under
+    load it may not be up yet half a second after a click, and the last run's elements stay
+    beside the new run's until it ends.)"""
     page.wait_for_timeout(500)
-    page.get_by_test_id("stStatusWidget").wait_for(state="detached", timeout=120_000)
+    page.wait_for_function(SETTLED, timeout=120_000)
 
 
 def shot(page: Any, name: str, top: Any = None) -> None:
