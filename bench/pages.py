@@ -26,14 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, running_app  # noqa: E402
+from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, SETTLED, running_app  # noqa: E402
 
 MENU = ["Learn", "Templates", "Preview", "Run", "Explore", "Compare", "Datasets", "Studies",
         "Token bias", "Models"]  # fmt: skip
-# The page is done when Streamlit runs no script and marks nothing stale.
-DONE = """() => !document.querySelector('[data-testid="stStatusWidget"]')
-    && !document.querySelector('[data-stale="true"]')
-    && !!document.querySelector('[data-testid="stMain"] h1')"""
+# The page is done when Streamlit runs no script, marks nothing stale and shows its title.
+DONE = f"""() => ({SETTLED})() && !!document.querySelector('[data-testid="stMain"] h1')"""
 
 
 def finished(tab, timeout_ms: float = 120_000) -> None:
