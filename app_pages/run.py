@@ -356,11 +356,12 @@ st.subheader("Runs")
 if not summaries:
     st.info("No runs yet. Choose what to run above and press **Start run**.")
     st.stop()
-table = pd.DataFrame(summaries)[
+table = pd.DataFrame(summaries)[  # when a run was made beside its name: a laptop shows both
     [
         "id",
         "name",
         "status",
+        "created_at",
         "planned",
         "done",
         "failed",
@@ -369,9 +370,11 @@ table = pd.DataFrame(summaries)[
         "duration_s",
         "models",
         "biases",
-        "created_at",
     ]
-].assign(created_at=[minute(r["created_at"]) for r in summaries])
+].assign(
+    created_at=[minute(r["created_at"]) for r in summaries],
+    models=[r["models"].replace(",", ", ") for r in summaries],
+)
 st.dataframe(
     table,
     hide_index=True,

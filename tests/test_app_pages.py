@@ -417,6 +417,14 @@ def test_run_page_plans_starts_shows_progress_and_explore_shows_results(
     assert run is not None and run["status"] == "done", run
     at.run()
     assert any("6 of 6 pairs" in s.value for s in at.success)
+    with Store(db) as store:  # a run of two models, as stored by another page or the CLI
+        store.create_run("run-two-models", {"models": ["random", "local/smollm2"]}, 0)
+    at.run()
+    (runs,) = [d.value for d in at.dataframe if "planned" in d.value.columns]
+    seen = ["id", "name", "status", "created_at"]  # on a laptop, without scrolling sideways
+    assert list(runs.columns)[:4] == seen
+    shown = runs.set_index("id")["models"].to_dict()
+    assert shown == {run_id: "random", "run-two-models": "random, local/smollm2"}
     at.selectbox(key="run_pick").set_value(run_id)
     at.button(key="run_explore").click().run()
     assert_clean(at)
