@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pandas as pd
 import streamlit as st
 
 from cogbias.core.redact import redact
@@ -206,6 +207,16 @@ def minute(stamp: str | None) -> str:
     """A stored ISO time to the minute ("2026-11-26 20:03"), as every list of runs and
     datasets shows it."""
     return (stamp or "")[:16].replace("T", " ")
+
+
+def runs_table(runs: Iterable[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    """`columns` of `runs` as every page lists them: created to the minute, models with a
+    space after each comma (the CLI keeps "a,b", which `--models` takes back)."""
+    rows = [
+        {**r, "created_at": minute(r.get("created_at")), "models": r["models"].replace(",", ", ")}
+        for r in runs
+    ]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def run_label(run: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ from app_pages._common import (
     open_store_or_stop,
     refuse_missing_keys,
     run_label,
+    runs_table,
     share_local_server,
     test_cases,
 )
@@ -183,7 +184,7 @@ def _dataset_runs(dataset: str, was_active: bool) -> None:
         (st.success if ended["status"] == "done" else st.warning)(text)
     if runs:
         cols = ["id", "status", "models", "planned", "done", "failed", "cost", "duration_s"]
-        st.dataframe(pd.DataFrame(runs)[cols], hide_index=True)
+        st.dataframe(runs_table(runs, cols), hide_index=True)
     if was_active and not going:
         st.rerun()  # finished: redraw the page (Browse and Analysis show the new pairs)
 

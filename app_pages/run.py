@@ -21,13 +21,13 @@ from app_pages._common import (
     generator_label,
     keep,
     library_version,
-    minute,
     model_names,
     models,
     open_store_or_stop,
     refuse_missing_keys,
     run_label,
     run_option,
+    runs_table,
     scenarios,
     scoring_choice,
     share_local_server,
@@ -356,24 +356,10 @@ st.subheader("Runs")
 if not summaries:
     st.info("No runs yet. Choose what to run above and press **Start run**.")
     st.stop()
-table = pd.DataFrame(summaries)[  # when a run was made beside its name: a laptop shows both
-    [
-        "id",
-        "name",
-        "status",
-        "created_at",
-        "planned",
-        "done",
-        "failed",
-        "cost",
-        "cost_saved",
-        "duration_s",
-        "models",
-        "biases",
-    ]
-].assign(
-    created_at=[minute(r["created_at"]) for r in summaries],
-    models=[r["models"].replace(",", ", ") for r in summaries],
+table = runs_table(  # when a run was made beside its name: a laptop shows both
+    summaries,
+    ["id", "name", "status", "created_at", "planned", "done", "failed", "cost", "cost_saved"]
+    + ["duration_s", "models", "biases"],
 )
 st.dataframe(
     table,

@@ -5,7 +5,6 @@ mitigations × repeats (`cogbias.runs.study_plan`); it runs in its own process l
 (`cogbias resume RUN`), so this page only plans, starts and reads the database.
 """
 
-import pandas as pd
 import streamlit as st
 
 from app_pages import _study_views
@@ -22,6 +21,7 @@ from app_pages._common import (
     refuse_missing_keys,
     run_label,
     run_option,
+    runs_table,
     share_local_server,
 )
 from cogbias.core.redact import redact
@@ -240,12 +240,14 @@ if not runs:
     )
     st.stop()
 st.dataframe(
-    pd.DataFrame(runs.values())[
-        ["id", "name", "study", "status", "planned", "done", "failed", "cost", "models"]
-        + ["created_at"]
-    ],
+    runs_table(
+        runs.values(),
+        ["id", "name", "study", "status", "created_at", "planned", "done", "failed", "cost"]
+        + ["models"],
+    ),
     hide_index=True,
     width="stretch",
+    column_config={"created_at": st.column_config.TextColumn("created")},
 )
 if st.session_state.get("study_run") not in runs:
     st.session_state["study_run"] = next(iter(runs))

@@ -294,6 +294,14 @@ def test_a_broken_study_file_is_named_and_the_results_stay(random_run: str) -> N
     assert ["none", "awareness", "selfhelp"] in columns_of(at)
 
 
+def test_the_runs_table_lists_when_each_run_was_made_to_the_minute(random_run: str) -> None:
+    at = open_page("studies")
+    (runs,) = [d.value for d in at.dataframe if "study" in d.value.columns]
+    assert list(runs.columns)[:5] == ["id", "name", "study", "status", "created_at"]
+    (made,) = runs.loc[runs["id"] == random_run, "created_at"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", made), made  # not the stored ISO text
+
+
 def test_the_turns_download_is_the_export_of_the_run(random_run: str, db: Path) -> None:
     from app_pages._common import db_version
     from app_pages._study_views import _turns_csv
