@@ -307,7 +307,7 @@ def progress(run_id: str) -> None:
     run = next((r for r in run_summaries(store) if r["id"] == run_id), None)
     if _starting(run):
         waited = time.monotonic() - st.session_state.get("run_started_at", time.monotonic())
-        st.info(f"Starting run {run_id}…")
+        st.info(escape_markdown(f"Starting run {run_id}…"))  # an id read back from the database
         if waited > 60:
             st.error("The run has not started after a minute. Its log says:")
             st.code(_log_tail(run_id) or "(empty)")
