@@ -24,12 +24,15 @@ class MetricParams:
     flip_treatment: bool = False
 
 
-def param_problem(key: str, value: object, n_options: int) -> str | None:
+def param_problem(key: str, value: object, n_options: int, off_scale: bool = False) -> str | None:
     """Why a metric parameter is unusable, or None: the bounds documented in docs/format.md.
 
     `k` scales the score, so it lies in [-1, 1] (the score then stays in [-1, 1]); `y1` and
-    `y2` are 0-based option indices, so they lie in [0, n_options - 1]. Every value must be a
-    finite number. Test case files and imported datasets are held to the same bounds.
+    `y2` are reference points on the 0-based option positions, in [0, n_options - 1]. Every
+    value must be a finite number. With `off_scale` (test case files, and results of runs made
+    from them) a reference point may lie up to a whole scale beyond either end,
+    [-(n_options - 1), 2 * (n_options - 1)]: the paper's planning-fallacy design measures from a
+    point below the first option. Imported datasets keep the on-scale bounds.
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"{key} must be a number, not {_short(value)}"
@@ -41,18 +44,19 @@ def param_problem(key: str, value: object, n_options: int) -> str | None:
         return f"{key} must be a finite number, not {value}"
     if key == "k" and not -1 <= number <= 1:
         return f"k must lie in [-1, 1], not {_short(value)}"
-    if key in ("y1", "y2") and not 0 <= number <= max(n_options - 1, 0):
-        return (
-            f"{key} = {_short(value)} is not an option index between 0 and "
-            f"{max(n_options - 1, 0)} (0-based)"
-        )
+    last = max(n_options - 1, 0)
+    low, high = (-last, 2 * last) if off_scale else (0, last)
+    if key in ("y1", "y2") and not low <= number <= high:
+        if off_scale:
+            return f"{key} = {_short(value)} is not a reference point between {low} and {high}"
+        return f"{key} = {_short(value)} is not an option index between 0 and {last} (0-based)"
     return None
 
 
-def params_problem(params: MetricParams, n_options: int) -> str | None:
+def params_problem(params: MetricParams, n_options: int, off_scale: bool = False) -> str | None:
     """The first unusable parameter of `params` (see `param_problem`), or None."""
     for key in ("k", "y1", "y2"):
-        problem = param_problem(key, getattr(params, key), n_options)
+        problem = param_problem(key, getattr(params, key), n_options, off_scale)
         if problem:
             return problem
     return None

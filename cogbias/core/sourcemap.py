@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 _HEADER_RE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+_ARRAY_RE = re.compile(r"^\s*\[\[\s*([^\[\]]+?)\s*\]\]\s*(#.*)?$")
 _KEY_RE = re.compile(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=\s*")
 
 
@@ -38,10 +39,18 @@ class SourceMap:
         keys: dict[tuple[str, ...], tuple[int, int]] = {}
         starts: list[int] = []
         current: tuple[str, ...] = ()
+        arrays: dict[tuple[str, ...], int] = {}  # [[name]] tables seen so far, by name
         offset = 0
         for number, line in enumerate(lines, start=1):
             starts.append(offset)
             offset += len(line) + 1
+            array = _ARRAY_RE.match(line)
+            if array:  # the i-th [[name]] table is the path (name, "i")
+                name = _norm_path(array.group(1))
+                arrays[name] = arrays.get(name, -1) + 1
+                current = (*name, str(arrays[name]))
+                tables.setdefault(current, number)
+                continue
             header = _HEADER_RE.match(line)
             if header:
                 current = _norm_path(header.group(1))

@@ -68,6 +68,14 @@ class ValueSpec:
 
 
 @dataclass(frozen=True)
+class Departure:
+    """One way a built-in test case differs from the design it follows, and the reason."""
+
+    what: str
+    why: str
+
+
+@dataclass(frozen=True)
 class TestCase:
     """A bias test: control and treatment templates, value generators and a metric."""
 
@@ -86,6 +94,8 @@ class TestCase:
     metric: dict[str, Any]
     # gap instruction -> author-written example fills (the offline `examples` generator)
     examples: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # where this test case differs from the published design it follows (docs/designs.md)
+    departures: tuple[Departure, ...] = ()
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -150,7 +160,7 @@ class TestCase:
                 raise SamplingError(
                     self.id, f"metric.{key}", values, exc.message, exc.offset
                 ) from None
-            problem = metrics.param_problem(key, value, self.n_options)
+            problem = metrics.param_problem(key, value, self.n_options, off_scale=True)
             if problem:
                 raise SamplingError(self.id, f"metric.{key}", values, problem)
             resolved[key] = float(value)
@@ -223,6 +233,14 @@ def to_toml(case: TestCase) -> str:
     for key, value in case.metric.items():
         metric[key] = value
     doc["metric"] = metric
+    if case.departures:
+        departures = tomlkit.aot()
+        for departure in case.departures:
+            table = tomlkit.table()
+            table["what"] = _text(departure.what)
+            table["why"] = _text(departure.why)
+            departures.append(table)
+        doc["departures"] = departures
     if case.examples:
         examples = tomlkit.table()
         for key, fills in case.examples.items():

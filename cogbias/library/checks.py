@@ -110,7 +110,7 @@ def check_references(case: TestCase, check: Checker) -> None:
         if isinstance(raw, str):
             check_expression(raw, ("metric", key), metric_known, check, f"metric parameter '{key}'")
         elif isinstance(raw, int | float) and not isinstance(raw, bool):
-            problem = metrics.param_problem(key, raw, case.n_options)
+            problem = metrics.param_problem(key, raw, case.n_options, off_scale=True)
             if problem:
                 check.add(("metric", key), problem)
 

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core.templates import NAME_RE, Template, TemplateSyntaxError
-from cogbias.library.cases import PERCENT_OPTIONS, SCALES, VALUE_TYPES, TestCase, ValueSpec
+from cogbias.library.cases import (
+    PERCENT_OPTIONS,
+    SCALES,
+    VALUE_TYPES,
+    Departure,
+    TestCase,
+    ValueSpec,
+)
 from cogbias.library.checks import check_examples, check_expression, check_references, dry_run
 from cogbias.library.example_fills import MAX_EXAMPLE_CHARS, MIN_EXAMPLES
 from cogbias.library.problems import Checker, LibraryError, Problem, clip, read_toml
@@ -30,6 +37,7 @@ _TOP = {
     "treatment": (dict, True),
     "metric": (dict, True),
     "examples": (dict, False),
+    "departures": (list, False),
 }
 _SCALE = {"kind": (str, True), "options": (list, False)}
 _TEMPLATE = {"situation": (str, True), "prompt": (str, True), "options": (list, False)}
@@ -143,11 +151,34 @@ def _build(data: dict[str, Any], check: Checker) -> TestCase:
         treatment=templates.get("treatment", Template("", "", ())),
         metric=dict(data["metric"]),
         examples=_build_examples(data.get("examples", {}), check),
+        departures=_build_departures(data.get("departures", []), check),
     )
     if len(templates) == 2:
         check_references(case, check)
         check_examples(case, check)
     return case
+
+
+def _build_departures(items: list[Any], check: Checker) -> tuple[Departure, ...]:
+    """`[[departures]]`: each a table with a non-empty `what` and `why`, nothing else."""
+    out: list[Departure] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            check.add(("departures", str(i)), f"departures[{i}] should be a table: what, why")
+            continue
+        texts = {key: item.get(key) for key in ("what", "why")}
+        for key, text in texts.items():
+            if not isinstance(text, str) or not text.strip():
+                check.add(("departures", str(i), key), f"departures[{i}] needs a non-empty '{key}'")
+        extra = sorted(set(item) - {"what", "why"})
+        if extra:
+            check.add(
+                ("departures", str(i), extra[0]),
+                f"departures[{i}] has an unknown field '{extra[0]}' (only what and why)",
+            )
+        if all(isinstance(text, str) and text.strip() for text in texts.values()):
+            out.append(Departure(what=item["what"], why=item["why"]))
+    return tuple(out)
 
 
 def _build_examples(table: dict[str, Any], check: Checker) -> dict[str, tuple[str, ...]]:

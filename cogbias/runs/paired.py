@@ -62,6 +62,10 @@ class PairedKind:
     def prepare(self, plan: Plan, store: Store, retry_failed: bool) -> dict[str, Any]:
         for case in plan.cases.values():
             store.save_test_case(case.id, case.name, case.content_hash, library.to_toml(case))
+        if plan.cases:  # the versions this run asks, kept for its resumes
+            store.pin_test_cases(
+                plan.spec.run_id, {c.id: c.content_hash for c in plan.cases.values()}
+            )
         scenarios = {job.scenario.id: job.scenario for job in plan.jobs}
         store.save_scenarios([{**asdict(s), "text": s.text} for s in scenarios.values()])
         if retry_failed:

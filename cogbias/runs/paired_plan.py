@@ -115,6 +115,9 @@ class Plan:
     cases: dict[str, TestCase]
     jobs: list[InstanceJob]  # instances of the run (generated or to generate)
     dataset_instances: list[str]  # instance ids of an imported dataset
+    # test cases this existing run keeps in the version it was planned with, though the
+    # library has changed them since (say so: its results are of the older design)
+    kept: tuple[str, ...] = ()
 
     @property
     def instance_ids(self) -> list[str]:
@@ -184,6 +187,17 @@ class Plan:
             f"estimated cost: {'unknown (unpriced model)' if cost is None else f'${cost:.4f}'}"
             + ("" if not cost or batch_cost is None else f", ${batch_cost:.4f} with --batch")
             + " (answers already in the cache are free)"
+            + self.kept_note()
+        )
+
+    def kept_note(self) -> str:
+        """What an existing run keeps of older test case versions, or ''."""
+        if not self.kept:
+            return ""
+        return (
+            f"\nnote: run {self.spec.run_id} keeps the version it was planned with of "
+            f"{', '.join(self.kept)}, which the library has changed since; for the current "
+            f"design, delete the run (cogbias delete run {self.spec.run_id}) and run it again"
         )
 
 
@@ -196,7 +210,12 @@ def answers_offline(model: str, spec: RunSpec) -> bool:
 
 
 def plan(spec: RunSpec, store: Store | None = None) -> Plan:
-    """Resolve a spec into concrete instances; raises KeyError/ValueError on bad input."""
+    """Resolve a spec into concrete instances; raises KeyError/ValueError on bad input.
+
+    A run that already exists in `store` asks the test case versions it was planned with
+    (`pinned_cases`), whatever the library holds now, so no run is ever half one design and
+    half another; `Plan.kept` names the test cases the library has changed since.
+    """
     from cogbias.llm.settings import check_api_base
 
     if not spec.models:
@@ -219,7 +238,8 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
         ids = dataset_instance_ids(store, spec.dataset, spec.biases, spec.per_bias)
         _check_scoring(spec, store.dataset_option_counts(spec.dataset))
         return Plan(spec, {}, [], ids)
-    cases = library.load_library()
+    pinned = pinned_cases(store, spec.run_id) if store is not None else None
+    cases = pinned or library.load_library()
     wanted = spec.biases or list(cases)
     unknown = [b for b in wanted if b not in cases]
     if unknown:
@@ -257,7 +277,36 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
         for s in scenarios[: spec.scenarios]
         for i in range(spec.instances)
     ]
-    return Plan(spec, {b: cases[b] for b in wanted}, jobs, [])
+    kept: tuple[str, ...] = ()
+    if pinned:
+        current = library.load_library()
+        kept = tuple(b for b in wanted if b not in current or current[b] != pinned[b])
+    return Plan(spec, {b: cases[b] for b in wanted}, jobs, [], kept)
+
+
+def pinned_cases(store: Store, run_id: str) -> dict[str, TestCase] | None:
+    """The test case versions a run was planned with, or None for a run that pinned none.
+
+    Each comes back from the source stored with it; a version this cogbias cannot rebuild to
+    the same hash is refused, since resuming it would write pairs of another design.
+    """
+    pinned = store.pinned_test_cases(run_id)
+    if not pinned:
+        return None
+    cases: dict[str, TestCase] = {}
+    for case_id, (digest, source) in sorted(pinned.items()):
+        try:
+            case = library.parse_test_case(source, f"{case_id} as stored") if source else None
+        except library.LibraryError:
+            case = None
+        if case is None or case.content_hash != digest:
+            raise ValueError(
+                f"run {run_id} was planned with an earlier version of test case '{case_id}' "
+                f"({digest}) that this cogbias cannot ask again exactly; its results stay as "
+                "they are. Start a new run for the current test cases (cogbias run ...)"
+            )
+        cases[case_id] = case
+    return cases
 
 
 def _check_scoring(spec: RunSpec, option_counts: Mapping[str, int]) -> None:

@@ -37,6 +37,23 @@ class DecisionsRepo(StoreBase):
                 ignore=True,
             )
 
+    def pin_test_cases(self, run_id: str, hashes: Mapping[str, str]) -> None:
+        """Record which version of each test case a run uses; a version once pinned stays."""
+        with self.atomic():
+            self.db.conn.executemany(
+                "insert or ignore into run_test_cases (run_id, test_case, hash) values (?, ?, ?)",
+                [(run_id, case_id, digest) for case_id, digest in hashes.items()],
+            )
+
+    def pinned_test_cases(self, run_id: str) -> dict[str, tuple[str, str | None]]:
+        """A run's pinned test cases: id -> (hash, stored source, None when it was not kept)."""
+        rows = self.db.execute(
+            """select p.test_case, p.hash, t.source from run_test_cases p
+               left join test_cases t on t.hash = p.hash where p.run_id = ?""",
+            [run_id],
+        ).fetchall()
+        return {case_id: (digest, source) for case_id, digest, source in rows}
+
     def save_scenarios(self, scenarios: Iterable[Mapping[str, Any]]) -> None:
         with self.atomic():
             self.db["scenarios"].insert_all(scenarios, pk="id", replace=True)

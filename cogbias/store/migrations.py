@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def _schema_v1(db: sqlite_utils.Database) -> None:
@@ -226,6 +226,24 @@ def _schema_v8(db: sqlite_utils.Database) -> None:
         db.execute(f"alter table decisions add column {column} text")
 
 
+def _schema_v9(db: sqlite_utils.Database) -> None:
+    """`run_test_cases`: the version of each test case a library run was planned with, so a
+    resume asks the same design even after the library changed (`store.decisions`). Runs made
+    before this migration are pinned to the versions their decisions already used."""
+    db.execute(
+        """create table run_test_cases (
+            run_id text not null, test_case text not null, hash text not null,
+            primary key (run_id, test_case))"""
+    )
+    db.execute(
+        """insert or ignore into run_test_cases (run_id, test_case, hash)
+           select distinct d.run_id, i.test_case, i.test_case_hash
+           from decisions d join instances i on i.id = d.instance_id
+           where i.dataset is null and i.test_case_hash is not null
+             and i.test_case_hash in (select hash from test_cases)"""
+    )
+
+
 MIGRATIONS = {
     1: _schema_v1,
     2: _schema_v2,
@@ -235,4 +253,5 @@ MIGRATIONS = {
     6: _schema_v6,
     7: _schema_v7,
     8: _schema_v8,
+    9: _schema_v9,
 }

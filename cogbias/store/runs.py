@@ -253,4 +253,5 @@ class RunsRepo(StoreBase):
             self.db.execute("delete from decisions where run_id = ?", (run_id,))
             self.db.execute("delete from batch_requests where run_id = ?", (run_id,))
             self.db.execute("delete from study_calls where run_id = ?", (run_id,))
+            self.db.execute("delete from run_test_cases where run_id = ?", (run_id,))
             self.db.execute("delete from runs where id = ?", (run_id,))

@@ -144,7 +144,7 @@ def _params(text: str | None, n_options: int) -> MetricParams | None:
         params = MetricParams(**data) if isinstance(data, dict) else None
     except (TypeError, ValueError):
         return None
-    return params if params and not params_problem(params, n_options) else None
+    return params if params and not params_problem(params, n_options, off_scale=True) else None
 
 
 def with_uniform_null(
