@@ -95,7 +95,7 @@ def test_a_fill_copying_its_instruction_is_replaced_by_a_marked_example_fill(pag
 
     fill_preview(page, "Framing Effect", MODEL_LABEL)
     no_exception(page)
-    situations = " ".join(page.get_by_text("Suppose you are", exact=False).all_inner_texts())
+    situations = " ".join(page.get_by_text("You work as", exact=False).all_inner_texts())
     assert COPIED not in situations  # the copied words are not in the pair
     assert "weekly team rota" in situations  # the model's acceptable fills are used
     said = page.get_by_text("Example fill for [[name the exact opposite of").inner_text()
@@ -122,7 +122,7 @@ def test_preview_uses_a_typed_scenario_with_articles_that_agree(page: Any) -> No
     fill_preview(page, "Anchoring", "Example fills (offline, instant)", HEAD_TEACHER)
     no_exception(page)
     assert page.get_by_text("keep their defaults").count() == 0  # the scenario was read
-    control = page.get_by_text("Suppose you are", exact=False).first.inner_text()
+    control = page.get_by_text("You work as", exact=False).first.inner_text()
     assert "a head teacher" in control and "at a secondary school" in control
     legend = page.get_by_text("[[gaps]] from").first.inner_text()
     assert legend.startswith("[[gaps]] from the scenario and example fills (offline)")
@@ -132,7 +132,7 @@ def test_preview_uses_a_typed_scenario_with_articles_that_agree(page: Any) -> No
     fill_preview(page, None, MODEL_LABEL, OPERATIONS)
     no_exception(page)
     body = page.inner_text("body")
-    assert "Suppose you are an operations manager at a family-owned bakery" in body
+    assert "You work as an operations manager at a family-owned bakery" in body
     assert not re.search(r"\ba operations\b", body)
     legend = page.get_by_text("[[gaps]] from").first.inner_text()
     assert legend.startswith(f"[[gaps]] from the scenario and the generator model {MODEL}")

@@ -16,7 +16,7 @@ SCENARIO = "A head teacher at a secondary school deciding on next year's budget"
 
 def test_an_edited_draft_is_filled_with_its_example_fills_without_saving() -> None:
     text = library.to_toml(library.get_test_case("framing_effect"))
-    edited = text.replace("You have to evaluate", "This morning you review", 2)
+    edited = text.replace("It is time to assess", "This morning you review", 2)
     assert edited != text
     case = library.parse_test_case(edited, file="editor")
     draft = authoring.preview_draft(case, SCENARIO)

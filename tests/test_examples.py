@@ -82,7 +82,7 @@ def test_common_gaps_come_from_the_scenario():
     instance = _generate(CASES["framing_effect"], scenario.text)
     situation = instance.control.situation
     position = scenario.position
-    assert situation.startswith(f"Suppose you are a {position} at a ")
+    assert situation.startswith(f"You work as a {position} at a ")
     assert f"company in the {scenario.industry_group} industry." in situation
     sources = {i["gap"]: i["source"] for i in instance.insertions}
     assert sources["type"] == sources["organization"] == sources["a/an"] == "scenario"
@@ -93,7 +93,7 @@ def test_common_gaps_come_from_the_scenario():
 def test_the_article_follows_the_position():
     scenario = next(s for s in SCENARIOS if s.position[0].lower() in "aeiou")
     instance = _generate(CASES["anchoring"], scenario.text)
-    assert f"you are an {scenario.position} at" in instance.control.situation
+    assert f"You work as an {scenario.position} at" in instance.control.situation
     # the insertion (what Preview and Learn mark) has the article the text has, not "a"
     article = next(i["text"] for i in instance.insertions if i["gap"] == "a/an")
     assert article == "an"
@@ -114,7 +114,7 @@ def test_example_fills_are_deterministic_and_vary_with_seed_and_scenario():
 
 def test_a_set_is_used_together_so_named_gaps_stay_coherent():
     case = CASES["framing_effect"]
-    metric_key = next(k for k in case.examples if k.startswith("name a positive"))
+    metric_key = next(k for k in case.examples if k.startswith("name a success measure"))
     opposite_key = next(k for k in case.examples if k.startswith("name the exact opposite"))
     for scenario in SCENARIOS[:10]:
         instance = _generate(case, scenario.text)
@@ -137,8 +137,16 @@ def test_value_dependent_gaps_use_the_example_for_that_value():
         instance = _generate(case, SCENARIOS[0].text, seed=seed)
         tones[instance.values["tone"]] = instance.treatment.situation
     assert set(tones) == {"very favorable", "very unfavorable"}
-    assert "complain" in tones["very unfavorable"] or "mock" in tones["very unfavorable"]
-    assert "complain" not in tones["very favorable"]
+    fills = {
+        tone: case.examples[
+            next(k for k in case.examples if k.endswith(f"make the description {tone}."))
+        ]
+        for tone in tones
+    }
+    for tone, situation in tones.items():
+        other = next(t for t in tones if t != tone)
+        assert any(fill in situation for fill in fills[tone])
+        assert not any(fill in situation for fill in fills[other])
 
 
 def test_a_case_without_examples_cannot_be_generated_offline():
@@ -281,7 +289,7 @@ def test_preview_marks_example_and_scenario_fills_as_such():
     assert 'class="ins-example" title="example fill: name the exact opposite' in html
     halo = CASES["halo_effect"]
     prompt = highlight.filled_html(halo, _generate(halo, SCENARIOS[0].text), "control")["prompt"]
-    assert 'title="example fill (named gap &#x27;asset&#x27;)"' in prompt
+    assert 'title="example fill (named gap &#x27;quality&#x27;)"' in prompt
     frame = highlight.insertions_frame(instance)
     assert {"scenario field", "example fill", "value generator"} <= set(frame["source"])
 

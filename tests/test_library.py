@@ -134,17 +134,6 @@ def test_random_decider_scores_zero_on_average_for_every_bias():
     assert all(abs(m) <= 0.1 for m in means.values()), means
 
 
-def test_paper_specified_value_ranges():
-    lib = load_library(include_user=False)
-    rng = random.Random(7)
-    for _ in range(500):
-        disposition = lib["disposition_effect"].sample_values(rng)
-        assert 10 <= disposition["gain"] <= 50 and 10 <= disposition["loss"] <= 50
-        survivorship = lib["survivorship_bias"].sample_values(rng)
-        assert 0.90 <= survivorship["share_good"] <= 0.95
-        assert 0.90 <= survivorship["share_bad"] <= 0.95
-
-
 def test_scenarios_are_25_industry_groups_times_8_positions():
     scenarios = library.load_scenarios()
     assert len(scenarios) == 200

@@ -132,6 +132,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("path", type=Path)
     p.add_argument("--force", action="store_true", help="replace your test case with that id")
     p.set_defaults(handler=_library_add)
+    p = lib_commands.add_parser(
+        "designs", help="the table of the paper's designs beside ours, with every departure"
+    )
+    p.add_argument("-o", "--output", type=Path, help="write it to this file (default: print)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.set_defaults(handler=_library_designs)
 
     p = commands.add_parser("preview", help="fill a test case for a scenario and print the pair")
     p.add_argument("id")
@@ -201,6 +207,10 @@ def _library_show(args: argparse.Namespace) -> int:
     if case.values:
         print("Values: " + ", ".join(f"{v.name} ({v.type})" for v in case.values.values()))
     print(f"Metric: {case.metric}")
+    for departure in case.departures:
+        print(
+            f"Departs from the paper's design: {departure.what.strip()} ({departure.why.strip()})"
+        )
     return 0
 
 
@@ -217,6 +227,20 @@ def _library_check(args: argparse.Namespace) -> int:
     if failed:
         print(f"{failed} of {len(args.paths)} file(s) have problems", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _library_designs(args: argparse.Namespace) -> int:
+    from cogbias.core.outputs import replacing
+    from cogbias.library import designs
+
+    text = designs.design_table(library.load_library(include_user=False), designs.load_designs())
+    if args.output is None:
+        print(text)
+        return 0
+    with replacing(args.output, force=args.force) as temporary:
+        temporary.write_text(text + "\n", encoding="utf-8")
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
 
 
 def _library_add(args: argparse.Namespace) -> int:

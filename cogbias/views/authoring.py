@@ -29,11 +29,11 @@ max = 90
 step = 10
 
 [control]
-situation = """Suppose you are [[a/an]] [[type]] manager at [[organization]]. You must decide whether to [[describe one decision you face in your role]]."""
+situation = """You work as [[a/an]] [[type]] manager at [[organization]]. You must decide whether to [[describe one decision you face in your role]]."""
 prompt = "Do you agree that this is a good decision?"
 
 [treatment]
-situation = """Suppose you are [[a/an]] [[type]] manager at [[organization]]. You must decide whether to [[describe one decision you face in your role]]. {{amount}}% of your peers have already made this decision."""
+situation = """You work as [[a/an]] [[type]] manager at [[organization]]. You must decide whether to [[describe one decision you face in your role]]. {{amount}}% of your peers have already made this decision."""
 prompt = "Do you agree that this is a good decision?"
 
 [metric]

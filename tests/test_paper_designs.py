@@ -1,0 +1,100 @@
+"""The built-in test cases are the paper's tests: each is held to the facts recorded from the
+code that produced the published dataset (data/designs/<id>.toml, with its source), and its
+metric to scores worked out by hand with the authors' formula at the authors' option positions.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from cogbias.core.metrics import score_pair
+from cogbias.library import designs
+from cogbias.library import testcases as library
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = library.load_library(include_user=False)
+DESIGNS = designs.load_designs()
+
+
+def test_every_built_in_test_case_has_its_recorded_design_and_source() -> None:
+    assert len(CASES) == 30
+    assert set(DESIGNS) == set(CASES)
+    for design in DESIGNS.values():
+        assert design.source.startswith("simonmalberg/cognitive-biases-in-llms@a3d2465: tests/")
+
+
+@pytest.mark.parametrize("bias", sorted(CASES))
+def test_options_have_the_authors_count_order_and_poles(bias: str) -> None:
+    case, design = CASES[bias], DESIGNS[bias]
+    for half, template in case.templates().items():
+        scale = design.scale(half)
+        options = [option.lower() for option in template.options]
+        assert len(options) == scale["count"], f"{bias} {half}: {len(options)} options"
+        first, last = options[0], options[-1]
+        for pole, other, words, others in (
+            (first, last, scale["first_words"], scale["last_words"]),
+            (last, first, scale["last_words"], scale["first_words"]),
+        ):
+            for word in words:
+                assert _has(pole, word), f"{bias} {half}: {pole!r} lacks {word!r}"
+                assert word in others or not _has(other, word), f"{bias} {half}: {other!r}"
+
+
+def _has(text: str, word: str) -> bool:
+    """`word` stands in `text` as a word of its own ("0%" is not in "100%")."""
+    return re.search(rf"(?<!\w){re.escape(word.lower())}(?!\w)", text) is not None
+
+
+@pytest.mark.parametrize("bias", sorted(CASES))
+def test_values_are_drawn_from_the_authors_ranges(bias: str) -> None:
+    case, design = CASES[bias], DESIGNS[bias]
+    for name, fact in design.values.items():
+        if name == "variant":  # the authors' one random design choice per instance
+            assert fact["type"] == "choice", bias
+            assert sorted(case.variants) == sorted(fact["options"]), bias
+            continue
+        spec = case.values.get(name)
+        assert spec is not None, f"{bias}: no value generator '{name}' ({fact['authors']})"
+        if spec.type == "derived":  # a range that depends on earlier draws: all it can take
+            rng = random.Random(5)
+            drawn = {case.sample_values(rng)[name] for _ in range(5000)}
+            assert drawn == set(range(fact["min"], fact["max"] + 1, fact.get("step", 1))), bias
+            continue
+        assert spec.type == fact["type"], (bias, name)
+        if fact["type"] == "int":
+            got = (spec.params["min"], spec.params["max"], spec.params.get("step", 1))
+            assert got == (fact["min"], fact["max"], fact.get("step", 1)), (bias, name)
+        elif fact["type"] == "float":
+            got_range = (spec.params["min"], spec.params["max"])
+            assert got_range == (fact["min"], fact["max"]), (bias, name)
+        else:
+            assert sorted(map(str, spec.params["options"])) == sorted(map(str, fact["options"]))
+
+
+@pytest.mark.parametrize("bias", sorted(CASES))
+def test_scores_match_the_authors_formula_worked_by_hand(bias: str) -> None:
+    """Answers at the authors' option positions (ours are in their order) score as the
+    authors' metric scores them; the expected numbers are hand arithmetic, not our output."""
+    case, design = CASES[bias], DESIGNS[bias]
+    assert len(design.worked) >= 2 and any(w["score"] != 0 for w in design.worked), bias
+    for worked in design.worked:
+        values = case.sample_values(random.Random(0), fixed=worked["values"])
+        params = case.metric_params(values)
+        got = score_pair(worked["control"], worked["treatment"], params, case.n_options)
+        assert got == pytest.approx(worked["score"], abs=1e-5), (bias, worked)
+
+
+def test_the_design_table_in_the_docs_is_generated_from_the_facts() -> None:
+    expected = designs.design_table(CASES, DESIGNS) + "\n"
+    assert (ROOT / "docs" / "designs.md").read_text(encoding="utf-8") == expected, (
+        "docs/designs.md is stale: cogbias library designs -o docs/designs.md --force"
+    )
+
+
+def test_each_description_says_what_a_positive_score_means() -> None:
+    for case in CASES.values():
+        assert "positive" in case.description.lower(), case.id
