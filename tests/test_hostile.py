@@ -37,7 +37,7 @@ from tests.fake_llm_server import FakeLLMServer, default_responder
 ROOT = Path(__file__).resolve().parent.parent
 SENTINEL = "sk-sentinel-7Hq2Zx9Lw4Pb8Kd1"
 ANCHORING = (library.BUILTIN_DIR / "anchoring.toml").read_text(encoding="utf-8")
-DERIVED = 'expr = "(anchor + 5) // 10"'
+DERIVED = 'expr = "round(anchor / 10)"'
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -181,9 +181,9 @@ HOSTILE_FILES = {
         "finite",
     ),  # fmt: skip
     "yrange": (
-        hostile_case("yrange", 'expr = "anchor // 5"'),
+        hostile_case("yrange", 'expr = "anchor // 2"'),
         'y1 = "anchor_index"',
-        "not an option index between 0 and 10",
+        "not a reference point between -10 and 20",
     ),
     "zeroweights": (
         hostile_case(
@@ -284,8 +284,8 @@ def test_a_value_that_fails_at_run_time_fails_that_instance_with_its_values() ->
             continue
         assert values["anchor_index"] == 1000 // (values["anchor"] - 50)
     assert 0 < failures < 300
-    with pytest.raises(SamplingError, match="y1 = 12 is not an option index"):
-        case.metric_params({"anchor": 50, "anchor_index": 12, "variant": "default"})
+    with pytest.raises(SamplingError, match="y1 = 25 is not a reference point"):
+        case.metric_params({"anchor": 50, "anchor_index": 25, "variant": "default"})
 
 
 def test_thousands_of_problems_are_each_located(tmp_path: Path) -> None:

@@ -102,8 +102,8 @@ def test_explain_score_in_one_sentence() -> None:
     inst = pipeline.generate_offline(case, "A scenario.", seed=1)
     row = {"status": "ok", "score": 0.5, "control_choice": 5, "treatment_choice": 2}
     text = shown_pairs.explain_score(inst, row)
-    assert "“Good” (option 6 in the test case's order)" in text  # order not recorded
-    assert "“Somewhat poor” (option 3 in the test case's order)" in text
+    assert "“Bad” (option 6 in the test case's order)" in text  # order not recorded
+    assert "“Somewhat good” (option 3 in the test case's order)" in text
     assert "+0.50" in text and "direction the bias predicts" in text
     assert "opposite effect" in shown_pairs.explain_score(inst, {**row, "score": -1.0})
     assert "no difference" in shown_pairs.explain_score(inst, {**row, "score": 0.0})

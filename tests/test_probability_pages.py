@@ -119,7 +119,7 @@ def test_explore_shows_each_cells_exact_null_beside_its_mean(db: Path) -> None:
     _asymmetric_case()
     run_id = _probability_run(db, bias=ASYMMETRIC, instances=4)
     n = library.get_test_case(ASYMMETRIC).n_options
-    null = explore.uniform_null(MetricParams(k=1, y1=0, y2=1), n)
+    null = explore.uniform_null(MetricParams(k=-1, y1=0, y2=1), n)  # framing's k
     assert abs(null) > 0.01
     with Store(db) as store:
         scores = [d["score"] for d in store.pairs(run_id=run_id, limit=100)]
