@@ -46,6 +46,13 @@ if case.references:
     with st.expander("References"):
         for ref in case.references:
             st.markdown(f"- {safe_text.escape_markdown(ref)}")
+if case.departures:  # the built-ins follow the paper's designs; say where they do not
+    with st.expander(f"How this test differs from the paper's design ({len(case.departures)})"):
+        for departure in case.departures:
+            st.markdown(
+                f"- **{safe_text.escape_markdown(departure.what.strip())}** "
+                f"{safe_text.escape_markdown(departure.why.strip())}"
+            )
 
 
 def _example_pair() -> Instance | None:

@@ -198,6 +198,18 @@ def test_learn_shows_both_halves_with_the_difference_marked(db: Path) -> None:
     assert "<mark" in html and "gap-llm" in html and "gap-value" in html
 
 
+def test_learn_lists_where_a_test_departs_from_the_papers_design(db: Path) -> None:
+    at = open_page("learn")
+    at.selectbox(key="learn_bias").set_value("planning_fallacy").run()
+    assert_clean(at)
+    case = library.get_test_case("planning_fallacy")
+    (expander,) = [e for e in at.expander if e.label.startswith("How this test differs")]
+    assert f"({len(case.departures)})" in expander.label and case.departures
+    assert case.departures[0].what.strip()[:40] in texts(at)
+    at.selectbox(key="learn_bias").set_value("framing_effect").run()  # none: no expander
+    assert not [e for e in at.expander if e.label.startswith("How this test differs")]
+
+
 def test_learn_shows_a_filled_pair_first_and_the_template_one_click_away(db: Path) -> None:
     at = open_page("learn")
     at.selectbox(key="learn_bias").set_value("anchoring").run()
