@@ -17,9 +17,10 @@ from cogbias.studies import effect_tables, regression
 from cogbias.views.charts_effects import effects_heatmap
 from cogbias.views.coefficients import coefficient_table
 
+# The first is the default: the thesis' own figure, which a researcher compares with.
 CELLS = {
+    "thesis": "thesis' Figure 2 (weighted mean of d, then capped)",
     "mean": "mean of capped d",
-    "thesis": "thesis aggregate (inverse-variance, then capped)",
 }
 
 
@@ -51,11 +52,7 @@ def show_effects(store: Store, dataset: str) -> None:
     how = right.radio("Cells", list(CELLS), format_func=CELLS.get, key="ds_eff_how")
     long = effect_tables.heatmap_frame(frame, by=by, how=how)
     st.altair_chart(effects_heatmap(long, column_title=by))
-    if how == "thesis":
-        st.caption(
-            "Thesis aggregate (its Figure 2): the inverse-variance weighted mean of the "
-            "uncapped d, capped afterwards. Experiments whose d is infinite are left out."
-        )
+    st.caption(f"Showing the {effect_tables.view_caption(how, by)}.")
 
     st.subheader("Homogeneity per bias")
     homogeneity = effect_tables.homogeneity_by_bias(frame)

@@ -34,6 +34,7 @@ from app_pages._common import (
     test_cases,
 )
 from cogbias.core.probabilities import SCORING_CHOICE
+from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.core.redact import redact
 from cogbias.library import examples
 from cogbias.llm.settings import check_api_base
@@ -76,6 +77,7 @@ keep(
     "run_repeats",
     "run_seed",
     "run_scoring",
+    "run_reading",
 )
 keep("run_biases", allowed=cases)
 keep("run_dataset", allowed=datasets)
@@ -134,16 +136,37 @@ temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_tem
 repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
 seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
 scoring = scoring_choice("run_scoring")
+READING_LABELS = {
+    READ_ANSWER: "cogbias reads each answer",
+    READ_EXTRACTION: "an extraction call for every answer (the paper's)",
+}
+reading = (
+    st.radio(
+        "How answers are read",
+        list(READINGS),
+        format_func=READING_LABELS.get,
+        horizontal=True,
+        key="run_reading",
+        help="cogbias reads each answer itself and asks the extraction call only where the "
+        "answer can confirm its reply; the Malberg paper asks the extraction call for every "
+        "answer and takes its “Option N” unchecked (docs/runs.md, “How answers are read”). "
+        "A run that reads the paper's way is a run of its own.",
+    )
+    if scoring == SCORING_CHOICE
+    else READ_ANSWER
+)
 # "" is "each decision model reads its own answers": a selectbox whose value is None shows no
 # choice at all ("Choose an option"), which a value put back by `keep` would be.
 extractor = (
     st.selectbox(
-        "Reader of unclear answers",
+        "Reader of unclear answers" if reading == READ_ANSWER else "Extraction model",
         [SELF_READER, *ids],
         format_func=lambda m: label(m) if m else "each decision model itself (as in the paper)",
         key="run_extractor",
         help="An answer that names no single option is given to this model to read; its reading "
-        "counts only where the answer itself supports it (docs/runs.md, “How answers are read”).",
+        "counts only where the answer itself supports it (docs/runs.md, “How answers are read”)."
+        if reading == READ_ANSWER
+        else "The model that makes the extraction call for every answer.",
     )
     if scoring == SCORING_CHOICE
     else SELF_READER
@@ -192,6 +215,7 @@ def _spec() -> RunSpec | None:
         per_bias=per_bias,
         scoring=scoring,
         extractor=extractor,
+        reading=reading,
     )
 
 
@@ -222,6 +246,7 @@ def _plan(fields: dict, db: str, version: object) -> dict:
     with Store(db) as own:
         plan = paired_plan.plan(RunSpec(**fields), own)
         return {
+            "run_id": plan.spec.run_id,  # with its option order chosen (a token-bias dataset's)
             "planned": plan.planned,
             "calls": plan.llm_calls(),
             "cost": plan.estimated_cost(),
@@ -254,7 +279,7 @@ if plan is not None:
         f"{calls['extract']:,} to extract the chosen option. Answers already in the "
         "database's cache are free. " + ("Some model has no known price." if cost is None else "")
     )
-    existing = next((r for r in run_summaries(store) if r["id"] == spec.run_id), None)
+    existing = next((r for r in run_summaries(store) if r["id"] == plan["run_id"]), None)
     busy = existing is not None and existing["status"] in ACTIVE
     if busy:
         st.info("This exact run is running now: watch it below.")

@@ -505,6 +505,29 @@ def test_run_page_records_the_chosen_reader_of_unclear_answers(db: Path, fake_mo
     assert not [s for s in at.selectbox if s.key == "run_extractor"]
 
 
+def test_run_page_offers_the_paper_s_reading(db: Path, fake_model: str) -> None:
+    # the Malberg paper's extraction call for every answer, beside cogbias' own reading
+    at = open_page("run")
+    at.multiselect(key="run_biases").set_value(["framing_effect"])
+    at.multiselect(key="run_models").set_value([fake_model])
+    assert at.radio(key="run_reading").value == "answer"
+    at.radio(key="run_reading").set_value("extraction").run()
+    assert_clean(at)
+    at.button(key="run_start").click().run()
+    assert_clean(at)
+    with Store(db) as store:
+        run = store.wait_for(at.session_state["run_active"], timeout=90)
+        extracted = store.query("select control_extraction from decisions")
+    assert run is not None and run["status"] == "done", run
+    assert json.loads(run["spec"])["reading"] == "extraction"
+    assert extracted and all(
+        "(extracted by openai/fake)" in r["control_extraction"] for r in extracted
+    )
+    # probability scoring reads no answer: no reading is offered
+    at.radio(key="run_scoring").set_value("probabilities").run()
+    assert not [r for r in at.radio if r.key == "run_reading"]
+
+
 # --------------------------------------------------------------------------- settings
 
 

@@ -61,3 +61,15 @@ def test_the_demo_instances_come_from_the_offline_examples_and_read_cleanly():
             text = json.dumps(json.loads(instance[half]), ensure_ascii=False)
             for leak in ("[[", "]]", "{{", "a/an", "a regional grocery chain"):
                 assert leak not in text, (instance["test_case"], half, leak)
+
+
+def test_the_demo_was_made_from_the_current_library():
+    """A changed built-in test case needs `./scripts/make-demo`: the demo shows its design."""
+    assert SNAPSHOT
+    current = {c.id: c.content_hash for c in library.load_library(include_user=False).values()}
+    stale = {
+        i["test_case"]
+        for i in SNAPSHOT["instances"]
+        if current.get(i["test_case"]) != i["test_case_hash"]
+    }
+    assert not stale, f"the demo shows older versions of {sorted(stale)}: run ./scripts/make-demo"

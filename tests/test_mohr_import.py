@@ -183,7 +183,7 @@ def test_pivots_by_temperature_and_scenario_with_homogeneity(store):
     expected = thesis_table(frame, "temperature").stack()
     cells = {(r.bias, r.column): r.value for r in thesis.itertuples()}
     assert cells == pytest.approx({(b, f"{t:g}"): v for (b, t), v in expected.items()})
-    with pytest.raises(ValueError, match="one of mean, thesis"):
+    with pytest.raises(ValueError, match="one of thesis, mean"):
         heatmap_frame(frame, how="median")
 
 
@@ -234,9 +234,21 @@ def test_cli_effects_views(tmp_path, folder):
         "error: this database has no published effect sizes yet"
     )
     assert cogbias("import", "mohr2025", str(folder), "--db", str(db)).returncode == 0
+    # by default the thesis' Figure 2, and the output says so
     run = cogbias("effects", "--db", str(db), "--by", "temperature", "--format", "csv")
     assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith("thesis view (the thesis' Figure 2): per bias × temperature")
+    shown = pd.read_csv(io.StringIO(run.stdout)).set_index("bias")
+    with Store(db) as store:
+        thesis = thesis_table(load_effects(store), "temperature")
+    assert shown.to_numpy() == pytest.approx(thesis.to_numpy(), nan_ok=True)
+    run = cogbias(
+        "effects", "--db", str(db), "--by", "temperature", "--view", "mean", "--format", "csv"
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith("mean view: per bias × temperature, the plain mean")
     table = pd.read_csv(io.StringIO(run.stdout)).set_index("bias")
+    assert table.drop(columns="homogeneity").to_numpy() != pytest.approx(thesis.to_numpy())
     published = pd.read_csv(f"{FIXTURE}/bias_detections.csv")
     expected = published[published.bias == "anchoring"].groupby("temperature")["bias_detected_mod"]
     assert table.loc["anchoring", "0.2"] == pytest.approx(expected.mean()[0.2])

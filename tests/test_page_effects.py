@@ -78,6 +78,17 @@ def test_import_the_folder_then_pivot_the_heatmap(db):
     assert at.selectbox(key="ds_current").value == "mohr2025"
 
     assert at.radio(key="ds_eff_by").value == "model"
+    # the page opens on the thesis' Figure 2 and says so under the chart
+    assert at.radio(key="ds_eff_how").value == "thesis"
+    assert "Showing the thesis view (the thesis' Figure 2): per bias × model" in texts(at)
+    with Store(db) as store:
+        thesis = effect_tables.thesis_table(effect_tables.load_effects(store, "mohr2025"))
+    assert as_cells(heatmap_cells(at)) == pytest.approx(
+        {key: v for key, v in thesis.stack().items()}, nan_ok=True
+    )
+
+    at.radio(key="ds_eff_how").set_value("mean").run()
+    assert "Showing the mean view: per bias × model, the plain mean" in texts(at)
     by_model = as_cells(heatmap_cells(at))
     assert by_model == pytest.approx(csv_means("model"))
     assert {c for _, c in by_model} == {"model-a", "model-b:7b"}
@@ -95,8 +106,7 @@ def test_import_the_folder_then_pivot_the_heatmap(db):
 
 def test_thesis_aggregate_cells_are_the_weighted_then_capped_means(imported):
     at = page()
-    at.radio(key="ds_eff_by").set_value("temperature").run()
-    at.radio(key="ds_eff_how").set_value("thesis").run()
+    at.radio(key="ds_eff_by").set_value("temperature").run()  # the cells: thesis by default
     assert not at.exception
     with Store(imported) as store:
         frame = effect_tables.load_effects(store, "mohr2025")
@@ -105,9 +115,9 @@ def test_thesis_aggregate_cells_are_the_weighted_then_capped_means(imported):
     assert cells == pytest.approx(
         {(b, f"{t:g}"): v for (b, t), v in expected.stack().items()}, nan_ok=True
     )
-    # the two ways differ on this fixture, so the radio really switched the chart's data
+    # the two ways differ on this fixture, so the radio really switches the chart's data
     assert cells != pytest.approx(csv_means("temperature"))
-    assert "inverse-variance weighted mean of the uncapped d" in texts(at)
+    assert "inverse-variance weighted mean of Cohen's d over the other dimensions" in texts(at)
 
 
 def test_homogeneity_and_the_two_regressions(imported):

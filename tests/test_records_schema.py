@@ -80,10 +80,13 @@ def test_the_turn_codec_and_its_export_columns():
     assert turn.to_row() == row
     exported = turn.export()
     assert exported["repeat"] == 2 and exported["order"] == 5
-    # the exported columns are the fields, renamed, without the keys and the time stamp
+    # the exported columns are the fields, renamed, without the keys and the time stamp, and
+    # the coded answer (added by the exporter) right after the answer as read
     assert set(TURN_COLUMNS) == {TURN_EXPORT_NAMES.get(f, f) for f in TURN_FIELDS} - {
         "id", "cache_key", "created_at",
-    }  # fmt: skip
+    } | {"coded"}  # fmt: skip
+    names = list(TURN_COLUMNS)
+    assert names.index("coded") == names.index("value") + 1 and TURN_COLUMNS["coded"] == "float"
 
 
 def test_a_pair_exports_the_same_from_a_row_and_from_a_record():

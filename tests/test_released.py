@@ -6,15 +6,21 @@ the released files (`.ci/run` sets it when CI has them beside the clone).
 
 from __future__ import annotations
 
+import csv
 import io
+import json
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from cogbias.datasets.mohr_format import import_mohr
+from cogbias.runs import study_results
 from cogbias.runs.study_plan import load_study
 from cogbias.store import Store
 from cogbias.studies.effect_tables import load_effects, mean_table
@@ -117,3 +123,163 @@ def test_the_thesis_regression_and_table_8_are_reproduced_from_its_detections(
         assert f"Hedges' J in the sampling variance: {hedges}" in table.stderr
         row = pd.read_csv(io.StringIO(table.stdout)).set_index("bias").loc["anchoring"]
         assert (f"{row['phi3:medium']:.5f}", f"{row['llama3.1:70b']:.6f}") == (phi3, llama)
+
+
+# The thesis' words around each question (Appendix C, Tables 1-2), written out here so that
+# the test holds what is sent to the thesis itself, not to data/thesis_prompts.toml.
+THESIS_SYSTEM = (
+    "You will be asked to make choices. Please blank out that some information might be "
+    "missing or that you might not be able to make a choice. I have initialized you in a way "
+    "that you can only generate 2 tokens. The only valid answer is A SINGLE LETTER OR NUMBER."
+)
+THESIS_PERSONA = (
+    "You are a customer with median income and average education. You are selected at random "
+    "to participate in a survey. You can only choose one of the presented options or assign a "
+    "value. Behave humanlike and choose instinctively. You can and are advised to make a "
+    "subjective decision! There is no right or wrong, but you HAVE TO DECIDE."
+)
+THESIS_USER = (
+    "You are forced to choose! Answer the experiment by only giving the letter of the answer "
+    "options (e.g. A, B, C, ...) or a numerical value (80, 100, 1000, ...). Do not state "
+    "anything else! Do not hallucinate."
+)
+THESIS_OUTPUT = {
+    "choice": "Your output should only be a LETTER (A, B, C, ...).",
+    "numerical": "Your output should only be a NUMBER (9, 80, 100, 1000, ...).",
+}
+
+
+def _released_messages(source: Path) -> set[tuple[str, str]]:
+    """(system, user) of each of the 64 prompts of biases.csv as the thesis sent them: the
+    content with each variable name replaced by its value as `variables` writes it."""
+    sent = set()
+    with (source / "biases.csv").open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            text = row["content"]
+            variables = json.loads(row["variables"])
+            for name in sorted(variables, key=len, reverse=True):  # no name is in another
+                text = text.replace(name, str(variables[name]))
+            system = THESIS_SYSTEM
+            if row["scenario"] != "0_normal":
+                system += " " + THESIS_PERSONA
+            user = "\n----\n".join([THESIS_USER, text, THESIS_OUTPUT[row["response_type"]]])
+            sent.add((system, user))
+    return sent
+
+
+def test_the_thesis_study_sends_the_released_prompts_byte_for_byte(tmp_path: Path) -> None:
+    """Issue 28, point 1: every prompt as released, its numbers as `variables` writes them
+    (833332, not 833,332), inside the thesis' template."""
+    from tests.fake_llm_server import FakeLLMServer, _last_user_text
+
+    source = released("mohr2025")
+    db = tmp_path / "t.db"
+    assert _cli("import", "mohr2025", source, "--db", db).returncode == 0
+
+    def answer(request: dict) -> str:
+        return "A" if "a LETTER" in _last_user_text(request) else "50"
+
+    with FakeLLMServer(answer) as server:
+        done = _cli("run", "study", "mohr2025", "--models", "openai/fake", "--api-base",
+                    server.base_url, "--repeats", "1", "--db", db)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        requests = list(server.requests)
+    sent = {
+        (messages[0]["content"], messages[1]["content"])
+        for messages in (r["messages"] for r in requests)
+        if [m["role"] for m in messages] == ["system", "user"]
+    }
+    expected = _released_messages(source)
+    assert len(expected) == 64 and len(requests) == 64
+    assert sent == expected, sorted(sent ^ expected)[:2]
+    assert any("833332" in user for _, user in sent)
+    assert not any("833,332" in user for _, user in sent)
+
+
+def _cells_at_least(table: pd.DataFrame, level: float) -> int:
+    return int((table.drop(columns="homogeneity", errors="ignore") >= level).sum().sum())
+
+
+def test_effects_opens_on_the_thesis_view_and_names_every_view(tmp_path: Path) -> None:
+    """Issue 28, point 2: by default the thesis' Figure 2 (28 cells ≥ 0.5; framing ×
+    claude-3.5-sonnet 0.718), named; the plain mean of capped d only when asked, named too."""
+    source = released("mohr2025")
+    db = tmp_path / "t.db"
+    assert _cli("import", "mohr2025", source, "--db", db).returncode == 0
+    shown = _cli("effects", "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stderr.startswith("thesis view (the thesis' Figure 2): per bias × model, the "
+                                   "inverse-variance weighted mean of Cohen's d")  # fmt: skip
+    default = _cli("effects", "--db", db, "--format", "csv")
+    table = pd.read_csv(io.StringIO(default.stdout)).set_index("bias")
+    assert _cells_at_least(table, 0.5) == 28
+    assert f"{table.loc['framing_effect', 'claude-3.5-sonnet']:.3f}" == "0.718"
+    assert re.search(r"framing_effect +0\.053 +0\.718 ", shown.stdout)  # the same table
+    mean = _cli("effects", "--db", db, "--view", "mean", "--format", "csv")
+    assert mean.stderr.startswith("mean view: per bias × model, the plain mean of the capped d")
+    means = pd.read_csv(io.StringIO(mean.stdout)).set_index("bias")
+    assert _cells_at_least(means, 0.5) == 16  # another figure, which is why it is named
+    for view, named in (
+        ("homogeneity", "homogeneity view (the thesis' Figure 3 and Table 8)"),
+        ("ols", "ols view (the thesis' Tables 4, 9 and 10)"),
+        ("features", "features view (the thesis' Tables 5, 13 and 14)"),
+    ):
+        out = _cli("effects", "--db", db, "--view", view)
+        assert out.returncode == 0 and out.stderr.startswith(named), (view, out.stderr)
+
+
+def test_a_thesis_study_export_carries_the_thesis_coding(tmp_path: Path) -> None:
+    """Issue 28, point 3: `coded` is §3.4.1's coding (sunk cost: the expensive Michigan trip,
+    answer A, is 1), so Cohen's d recomputed from an export has the run's sign; from the
+    letter's index (`value`, a = 0) it has the opposite one."""
+    from tests.fake_llm_server import FakeLLMServer, _last_user_text
+
+    source = released("mohr2025")
+    db = tmp_path / "t.db"
+    assert _cli("import", "mohr2025", source, "--db", db).returncode == 0
+    asked = {"control": 0}
+
+    def sunk_cost(request: dict) -> str:
+        """The $100 Michigan trip (the treatment) always; the control half A, half B."""
+        if "spent $ 100 on a ticket" in _last_user_text(request):
+            return "A"
+        asked["control"] += 1
+        return "AB"[asked["control"] % 2]
+
+    with FakeLLMServer(sunk_cost) as server:
+        done = _cli("run", "study", "mohr2025", "--tests", "sunk_cost_fallacy__0_normal",
+                    "--models", "openai/fake", "--api-base", server.base_url, "--repeats", "6",
+                    "--db", db)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        (run,) = study_results.study_runs(store)
+    run_id = run["id"]
+    figures = _cli("results", "run", run_id, "--db", db, "--format", "csv")
+    assert figures.returncode == 0, figures.stderr
+    cell = pd.read_csv(io.StringIO(figures.stdout)).iloc[0]
+    run_d = json.loads(cell["details"])["d"]
+    assert run_d > 0  # the bias the thesis expects: the sunk cost pulls towards Michigan
+
+    for fmt in ("csv", "jsonl", "parquet"):
+        out = tmp_path / f"turns.{fmt}"
+        exported = _cli("export", "--run", run_id, "--db", db, "-o", out)
+        assert exported.returncode == 0, exported.stderr
+        turns = {
+            "csv": pd.read_csv,
+            "jsonl": lambda p: pd.read_json(p, lines=True),
+            "parquet": pd.read_parquet,
+        }[fmt](out)
+        columns = list(turns.columns)
+        assert len(turns) == 12 and columns.index("coded") == columns.index("value") + 1
+        groups = [turns[turns["condition"] == c] for c in ("control", "treatment")]
+        coded_d = _cohens_d(*(list(g["coded"].astype(float)) for g in groups))
+        letter_d = _cohens_d(*(list(g["value"].astype(float)) for g in groups))
+        assert coded_d == pytest.approx(run_d) and letter_d == pytest.approx(-run_d), fmt
+
+
+def _cohens_d(control: list[float], treatment: list[float]) -> float:
+    """Eq. 1 of the thesis: the difference of means over the pooled SD (n - 1 variances)."""
+    n1, n2 = len(control), len(treatment)
+    spread = (n1 - 1) * statistics.variance(control) + (n2 - 1) * statistics.variance(treatment)
+    pooled = spread / (n1 + n2 - 2)
+    return (statistics.fmean(treatment) - statistics.fmean(control)) / pooled**0.5

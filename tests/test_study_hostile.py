@@ -319,6 +319,14 @@ def test_results_and_resume_of_a_run_whose_study_source_is_gone(tmp_path: Path) 
         assert "the study 'mohr8' this run was planned from" in gone.stderr
         assert "cogbias delete run" in gone.stderr
         no_traceback(gone)
+    # its turns still export as answered; only `coded` needs the study, so it stays empty
+    out = tmp_path / "turns.csv"
+    exported = cogbias("export", "--run", run_id, "--db", db, "-o", out)
+    assert exported.returncode == 0, exported.stderr
+    with out.open(newline="") as handle:
+        turns = list(csv.DictReader(handle))
+    assert len(turns) == 4 and all(t["value"] for t in turns)
+    assert {t["coded"] for t in turns} == {""}
 
 
 # --------------------------------------------------------------------------- thesis prompts
@@ -840,7 +848,8 @@ def test_a_published_variable_that_is_not_a_finite_number_names_its_rows(number:
 def test_the_random_baseline_answers_numbers_inside_any_allowed_range(bounds: str) -> None:
     text = HOSTILE_STUDY.replace('metric = "cohens_d"', 'metric = "cohens_d"\n' + bounds)
     test = study_files.parse_study(text, "h.toml").tests["num"]
-    spaces = [study_answers.random_space(test, "decide", None, f"{i:x}") for i in range(500)]
+    script = study_plan.Script(["Guess a number (x = 3)."], "Guess a number (x = 3).")
+    spaces = [study_answers.random_space(test, "decide", script, f"{i:x}") for i in range(500)]
     answers = [random_provider.answer(space) for space in spaces]
     read = [read_answer(test, answer) for answer in answers]
     assert all(r.ok for r in read), [r.error for r in read if not r.ok][:3]

@@ -213,6 +213,13 @@ def test_biasbuster_mitigations_pivot_and_every_turn_sees_what_it_should(tmp_pat
     )
     revised = next(t for t in turns if t["role"] == "revise")
     assert json.loads(revised["value"]) == [False] * 6
+    # `coded`, beside `value`: what the metric counts (an admission 1, a chosen option its
+    # position), nothing for a revision or a rewrite
+    assert revised["coded"] == "" and {t["coded"] for t in turns if t["role"] == "rewrite"} == {""}
+    admitted = [t for t in turns if t["role"] == "decide" and t["value"] == "true"]
+    assert admitted and {float(t["coded"]) for t in admitted} == {1.0}
+    chosen = [t for t in turns if t["test"] in ("status_quo", "primacy") and t["role"] == "decide"]
+    assert chosen and all(float(t["coded"]) == int(t["value"]) for t in chosen)
     status_quo = table[table.test == "status_quo"].set_index("mitigation")
     # always "b": the status quo (shown at each position once) is chosen 1 time in 4
     assert status_quo.loc["none", "value"] == pytest.approx(0.0)

@@ -86,6 +86,24 @@ def test_an_item_without_a_partner_is_reported_unpaired_and_in_no_table(tmp_path
     ]
 
 
+def test_a_partner_that_differs_only_where_the_model_does_not_look_is_unpaired(tmp_path: Path):
+    """Issue 28: the Yes/No syllogism writes no options, so the model reads its question only;
+    a partner whose question is the same and whose answers differ reads the same: no pair."""
+    folder = _copy(tmp_path)
+    gold = json.loads((folder / GOLD).read_text(encoding="utf-8"))
+    _edit(
+        folder / RANDOM,
+        lambda d: d["0"].update(question=gold["0"]["question"], incorrect_answer="[Maybe]"),
+    )
+    with Store(tmp_path / "r.db") as store:
+        summary = import_peek(store, [folder])
+        items = _instances(store, "peek2024")
+    assert summary.pairs == {"demo_original": 2}
+    assert summary.unpaired_items == {"demo_original": 2}  # gold 0 and random 0
+    unpaired = [i for i in items if i.variant == "unpaired" and i.instance_index == 0]
+    assert sorted(i.control.options for i in unpaired) == [("Maybe", "No"), ("No", "Yes")]
+
+
 def test_an_unpaired_file_imports_as_plain_reasoning_items(tmp_path: Path):
     folder = tmp_path / "files"
     folder.mkdir()

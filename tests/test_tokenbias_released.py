@@ -57,6 +57,26 @@ def test_the_whole_released_folder_imports_in_one_command_and_reports_its_pairs(
     assert "linda_variant_three_baseline" not in set(table["hypothesis"])
 
 
+def test_math_numbers_has_93_true_pairs_its_seven_horse_race_twins_read_the_same(tmp_path: Path):
+    """Issue 28: seven items of math_original_numbers_random differ from their gold partner only
+    in the incorrect answer, which the twenty-five-horses question never shows; the model reads
+    the very same text, so by the docs' rule they are unpaired (100 - 7 = 93)."""
+    from cogbias.datasets import import_peek
+
+    with Store(tmp_path / "r.db") as store:
+        summary = import_peek(store, [released("tokenbias")])
+        unpaired = [
+            i
+            for i in _instances(store)
+            if i.variant == "unpaired" and i.test_case == "math_original_numbers_random"
+        ]
+    assert summary.pairs["math_numbers"] == 93
+    assert summary.pairs["math_random"] == summary.pairs["math_animals"] == 100
+    assert summary.unpaired_items["math_original_numbers"] == 7
+    assert sorted(i.instance_index for i in unpaired) == [1, 17, 39, 61, 83, 88, 91]
+    assert {i.control.options for i in unpaired} == {("7", "Any animal other than 7")}
+
+
 def _null_rejections(instances: list[Instance], alternatives: dict[str, str], seed: int) -> list:
     client = open_client(None)  # the random baseline answers through the client, uncached
 

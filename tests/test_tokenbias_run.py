@@ -118,7 +118,7 @@ def test_the_chosen_prompting_method_reaches_the_model(tmp_path: Path):
         asked = "select i.* from instances i join decisions d on d.instance_id = i.id"
         for row in store.query(asked):
             instance = Instance.from_row(row)
-            order = metrics.option_order(2, metrics.should_reverse(instance.id, 0))
+            order = metrics.option_order(2, False)  # token-bias items: as written by default
             halves |= {instance.decision_text(h, order) for h in ("control", "treatment")}
     decisions = [m for m in seen if len(m) == 3]  # the extraction step is a single turn
     # 6 pairs x 2 halves, each distinct text asked once (H5's P is H4's P': chained, and asked

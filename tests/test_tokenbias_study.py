@@ -93,6 +93,10 @@ def test_replace_token_lists_swap_names_and_hints():
 def test_a_perturbation_that_changes_nothing_is_an_error():
     with pytest.raises(PerturbationError, match=r"perturbation 1 \(replace\) changed nothing"):
         items.apply(SYLLOGISM, [{"op": "replace", "old": "tulips", "new": "daisies"}], _ctx())
+    # nor is a change the model does not read (issue 28: a pair is what the model is shown)
+    trailing = {"op": "replace", "old": SYLLOGISM.prompt, "new": SYLLOGISM.prompt + "\n"}
+    with pytest.raises(PerturbationError, match=r"perturbation 1 \(replace\) changed nothing"):
+        items.apply(SYLLOGISM, [{**trailing, "fields": ["prompt"]}], _ctx())
 
 
 def test_every_hypothesis_builds_pairs_with_a_correctness_key():

@@ -1,8 +1,9 @@
 """What a model receives: the paper's question, options once, labels as shown, no empty headers.
 
 Five released items (excerpts in tests/fixtures/tokenbias-released-excerpt), one per kind of
-family, one of them with its options reversed, are run on a scripted OpenAI-compatible server;
-the test reads the decision prompts the server received. The Malberg test cases (the library
+family, are run on a scripted OpenAI-compatible server, as released (the default) and with the
+options reversed in a seeded half of the pairs (`--option-order half_reversed`); the test reads
+the decision prompts the server received. The Malberg test cases (the library
 and the published format) are checked for empty section headers too.
 """
 
@@ -37,12 +38,12 @@ SPINNER = (
     "will win $30 if the sequence you chose appears on successive spins of the spinner. Which "
     "sequence do you prefer to bet?\n"
 )
-# (hypothesis, question_idx) -> (reversed?, the exact text of P as the model receives it)
+# (hypothesis, question_idx) -> (reversed when half are?, the exact text of P as released)
 EXPECTED = {
-    ("H1", 0): (  # a conjunction with a 'to' ending, shown reversed: (a) is the long option
+    ("H1", 0): (  # a conjunction with a 'to' ending: reversed when half are
         True,
-        JORDAN + "(a) Jordan would continue wearing the new pair of pants to work.\n"
-        "(b) Jordan would continue wearing the new pair of pants.",
+        JORDAN + "(a) Jordan would continue wearing the new pair of pants.\n"
+        "(b) Jordan would continue wearing the new pair of pants to work.",
     ),
     ("H3", 0): (  # a celebrity item
         False,
@@ -68,7 +69,9 @@ EXPECTED = {
 }
 
 
-def _asked(tmp_path: Path) -> tuple[list[str], dict[tuple[str, int], Instance]]:
+def _asked(
+    tmp_path: Path, option_order: str | None = None
+) -> tuple[list[str], dict[tuple[str, int], Instance]]:
     seen: list[str] = []
 
     def responder(request):
@@ -87,7 +90,10 @@ def _asked(tmp_path: Path) -> tuple[list[str], dict[tuple[str, int], Instance]]:
             "math_random": 2,
         }
         spec = paired_plan.RunSpec(
-            models=["openai/fake"], dataset="excerpt", api_base=server.base_url
+            models=["openai/fake"],
+            dataset="excerpt",
+            api_base=server.base_url,
+            option_order=option_order,
         )
         outcome = executor.execute(paired_plan.plan(spec, store), store, concurrency=2)
         assert outcome["status"] == "done"
@@ -97,16 +103,13 @@ def _asked(tmp_path: Path) -> tuple[list[str], dict[tuple[str, int], Instance]]:
 
 
 def test_five_released_items_reach_the_model_as_the_paper_wrote_them(tmp_path: Path):
-    seen, instances = _asked(tmp_path)
+    seen, instances = _asked(tmp_path)  # no option order named: a token-bias dataset's own
     shown = set()
     for instance in instances.values():
-        order = metrics.option_order(instance.n_options, metrics.should_reverse(instance.id, 0))
-        shown |= {render_decision_text(instance.half(h), order) for h in ("control", "treatment")}
-    # each half is asked as shown, nothing else (identical questions are asked once: cached)
+        shown |= {render_decision_text(instance.half(h)) for h in ("control", "treatment")}
+    # each half is asked as released, nothing else (identical questions are asked once: cached)
     assert set(seen) == shown and len(seen) == len(shown)
-    for key, (reverse, text) in EXPECTED.items():
-        instance = instances[key]
-        assert metrics.should_reverse(instance.id, 0) is reverse, key
+    for key, (_, text) in EXPECTED.items():
         # baseline: the question alone, no instruction around it (Jiang et al. 2024, Section 4)
         assert text in seen, (key, [s for s in seen if s[:40] == text[:40]])
     for text in seen:
@@ -124,17 +127,27 @@ def _check_shown_once_and_labelled_in_order(text: str) -> None:
     assert not any(re.match(r"^\s*(Situation|Prompt|Answer options):\s*$", x) for x in lines)
 
 
-def test_reversed_options_are_relabelled_and_the_key_follows_them(tmp_path: Path):
-    _, instances = _asked(tmp_path)
+def test_reversal_when_chosen_relabels_the_options_and_the_key_follows_them(tmp_path: Path):
+    seen, instances = _asked(tmp_path, metrics.HALF_REVERSED)
+    for key, (reverse, text) in EXPECTED.items():
+        instance = instances[key]
+        assert metrics.should_reverse(instance.id, 0) is reverse, key
+        order = metrics.option_order(instance.n_options, reverse)
+        assert render_decision_text(instance.control, order) in seen, key
+        assert (text in seen) is not reverse, key  # a reversed item is not asked as released
     h1 = instances[("H1", 0)]
-    order = metrics.option_order(h1.n_options, True)
-    shown = render_decision_text(h1.control, order)
-    # (a) is what the model calls the first option it reads: the original option 2
-    assert shown.split("\n")[-2] == f"(a) {h1.control.options[order[0]]}"
+    reversed_text = JORDAN + (
+        "(a) Jordan would continue wearing the new pair of pants to work.\n"
+        "(b) Jordan would continue wearing the new pair of pants."
+    )
+    # (a) is what the model calls the first option it reads: the original option (b)
+    assert reversed_text in seen
     assert (
         h1.control.options[int(h1.metric.y1)]
         == "Jordan would continue wearing the new pair of pants."
     )
+    for text in seen:
+        _check_shown_once_and_labelled_in_order(text)
 
 
 HEADER_ONLY = re.compile(r"^\s*(Situation|Prompt):\s*$", re.MULTILINE)

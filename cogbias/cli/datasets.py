@@ -71,11 +71,12 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--by", choices=["model", "temperature", "scenario"], default="model")
     p.add_argument(
         "--view",
-        choices=["mean", "thesis", "homogeneity", "ols", "features"],
-        default="mean",
-        help="mean: mean capped d per bias x BY, with each bias' homogeneity; thesis: weighted "
-        "mean of d, then capped (Figure 2); homogeneity: per bias x BY (Figure 3); "
-        "ols: capped d on bias, model, scenario, temperature; features: on model features",
+        choices=["thesis", "mean", "homogeneity", "ols", "features"],  # effect_tables.VIEWS
+        default="thesis",
+        help="thesis (default): weighted mean of d, then capped (the thesis' Figure 2); mean: "
+        "mean capped d per bias x BY, with each bias' homogeneity; homogeneity: per bias x BY "
+        "(Figure 3); ols: capped d on bias, model, scenario, temperature; features: on model "
+        "features. The output's first line on stderr names the view and its numbers",
     )
     p.add_argument("--uncapped", action="store_true", help="use d instead of the capped d")
     p.add_argument(
@@ -192,6 +193,8 @@ def _export(args: argparse.Namespace) -> int:
     if not args.dataset and not args.run:
         raise ValueError("say what to export: --dataset NAME or --run ID")
     with Store(args.db) as store:
+        if args.run:
+            _check_run(store, args.run, "--test-cases" if args.test_cases else None)
         if args.dataset and store.dataset(args.dataset) is None:
             raise KeyError(f"no dataset '{args.dataset}' in {args.db} (see `cogbias datasets`)")
         count = export(
@@ -208,6 +211,20 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_run(store: Any, run_id: str, needs_pairs: str | None) -> None:
+    """Refuse a run that does not exist, and a study run where `needs_pairs` (the command or
+    flag that reads pairs, if any) would find none, saying where a study run is shown."""
+    from cogbias.runs import kinds
+
+    run, kind = kinds.stored(store, run_id)
+    if needs_pairs and kind.name == "study":
+        raise ValueError(
+            f"{needs_pairs} works on the pairs of paired, dataset and token-bias runs; run {run_id} is "
+            f"{kinds.described(run)}: see it with `cogbias results run {run_id}` (its turns: "
+            f"`cogbias export --run {run_id} -o FILE`)"
+        )
+
+
 def _analyze(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -216,6 +233,8 @@ def _analyze(args: argparse.Namespace) -> int:
     from cogbias.views import explore
 
     with Store(args.db) as store:
+        if args.run:
+            _check_run(store, args.run, "analyze")
         summary = explore.heatmap_summary(store, run_id=args.run, dataset=args.dataset)
     if summary.empty:
         print(
@@ -254,6 +273,7 @@ def _effects(args: argparse.Namespace) -> int:
         if args.view == "features":
             datasets = [args.dataset] if args.dataset else sorted(frame["dataset"].unique())
             features = regression.published_features(store, datasets)
+    print(tables.view_caption(args.view, args.by, value), file=sys.stderr)
     if args.view in ("ols", "features"):
         if args.view == "ols":
             result = regression.experiment_ols(frame, target=value)

@@ -310,9 +310,10 @@ def _pair(args: argparse.Namespace) -> int:
     generator = args.generator or examples.default_generator()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     from cogbias.runs import probabilities
+    from cogbias.runs.paired_plan import reading_refusal
     from cogbias.runs.prompting import BASELINE
 
-    problem = probabilities.refusal(
+    problem = reading_refusal(args.reading, args.scoring) or probabilities.refusal(
         args.scoring, models, args.api_base, BASELINE, {case.id: case.n_options}
     )
     if problem:
@@ -349,7 +350,12 @@ def _pair_scenario(
             ask = probabilities.decide_pair(client, instance, model, seed=args.seed)
         else:
             ask = pipeline.decide_pair(
-                client, instance, model, seed=args.seed, extractor=args.extractor
+                client,
+                instance,
+                model,
+                seed=args.seed,
+                extractor=args.extractor,
+                reading=args.reading,
             )
         row = pipeline.run_sync(ask)
         print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
@@ -358,6 +364,8 @@ def _pair_scenario(
             options = instance.half(half).options
             shown = "none" if choice is None else f"{choice + 1} {clean(options[choice])!r}"
             print(f"{half}: answer {clean(row[f'{half}_answer'])!r} -> {shown}")
+            if "(extracted by " in row[f"{half}_extraction"]:  # an extraction call read it
+                print(f"{half}: extraction {clean(row[f'{half}_extraction'])!r}")
             dist = Distribution.from_json(row.get(f"{half}_distribution"))
             if dist is not None:
                 listed = ", ".join(f"{i + 1}: {p:.0%}" for i, p in enumerate(dist.p))

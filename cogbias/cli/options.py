@@ -23,12 +23,24 @@ MAX_SECONDS = 7 * 24 * 3600.0  # a timeout, deadline or poll interval longer tha
 
 
 def add_reading(p: argparse.ArgumentParser) -> None:
-    """How decisions are read: `run`'s paired modes and `pair` offer the same two flags."""
+    """How decisions are read: `run`'s paired modes and `pair` offer the same flags."""
+    from cogbias.core.reading import READ_ANSWER, READINGS
+
+    p.add_argument(
+        "--reading",
+        choices=READINGS,
+        default=READ_ANSWER,
+        help="answer (the default): cogbias reads each answer itself and asks the extraction "
+        "call only where the answer can confirm its reply; extraction: the Malberg paper's "
+        "reading, the extraction call for every half, its first 'Option N' the choice, "
+        "unchecked (docs/runs.md, 'How answers are read')",
+    )
     p.add_argument(
         "--extractor",
         metavar="MODEL",
-        help="the model that reads an answer the reader cannot (default: the decision model "
-        "itself, as in the paper); its reading counts only where the answer confirms it",
+        help="the model that makes the extraction call (default: the decision model itself, "
+        "as in the paper); with --reading answer its reading counts only where the answer "
+        "confirms it",
     )
     add_scoring(p)
 

@@ -27,6 +27,8 @@ from cogbias.cli.options import (
     temperature,
     whole,
 )
+from cogbias.core.metrics import OPTION_ORDERS
+from cogbias.core.reading import READ_ANSWER
 from cogbias.library import examples
 
 RUN_MODES = ("pairs", "dataset", "study")
@@ -52,6 +54,8 @@ _RUN_DEFAULTS: dict[str, Any] = dict(
     prompting="baseline",
     scoring="choice",
     extractor=None,
+    option_order=None,
+    reading=READ_ANSWER,
     batch=False,
     batch_fallback="round",
     poll_seconds=30.0,
@@ -162,6 +166,14 @@ def _answers(p: argparse.ArgumentParser, biases: str) -> None:
         default="baseline",
         help="comma-separated prompting methods, one run each: baseline, zs_cot, one_shot, "
         "few_shot, one_shot_cot, few_shot_cot (a name swap: one_shot@Bob)",
+    )
+    p.add_argument(
+        "--option-order",
+        choices=OPTION_ORDERS,
+        help="as_written: each pair's options in the order its test case or dataset writes "
+        "them (the default for token-bias datasets: the paper asked its items so); "
+        "half_reversed: reversed in a seeded half of the pairs, so a preference for a "
+        "position cancels out (the default otherwise)",
     )
     add_reading(p)
 

@@ -112,6 +112,8 @@ def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
         prompting=args.prompting,
         scoring=args.scoring,
         extractor=args.extractor or None,
+        option_order=args.option_order,
+        reading=args.reading,
     )
     with nullcontext(store) if store is not None else Store(args.db) as opened:
         plan = paired_plan.plan(spec, opened)
@@ -120,7 +122,7 @@ def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
             return 0
         if args.plan_only:
             paired_plan.create_run(plan, opened, args.name)
-            print(spec.run_id)
+            print(plan.spec.run_id)  # its option order chosen: the id the run is stored under
             return 0
         return _execute(plan, opened, args, name=args.name)
 
@@ -178,11 +180,20 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
 
 
 def _batch_export(args: argparse.Namespace) -> int:
-    from cogbias.runs import batch, paired_plan
+    """Paired, dataset and token-bias runs only: a study's conversations are asked turn by
+    turn, each turn depending on the answer before it, so there is no round to hand over."""
+    from cogbias.runs import batch, kinds
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        plan = paired_plan.plan(paired_plan.stored_spec(store, args.run_id), store)
+        run, kind = kinds.stored(store, args.run_id)
+        if kind.name == "study":
+            raise ValueError(
+                f"run {args.run_id} is {kinds.described(run)}: batch export writes the calls "
+                "of paired, dataset and token-bias runs; a study asks its conversations "
+                f"directly, turn by turn: `cogbias resume {args.run_id}` finishes it"
+            )
+        plan = kind.replan(store, run)
         counts = batch.export_requests(plan, store, args.output, args.round, args.force)
     total = sum(counts.values())
     detail = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
@@ -229,18 +240,16 @@ def _batch_import(args: argparse.Namespace) -> int:
 
 
 def _cancel(args: argparse.Namespace) -> int:
+    from cogbias.runs import kinds
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        if store.run(args.run_id) is None:
-            raise KeyError(f"no run {args.run_id} in {store.path}")
-        store.request_cancel(args.run_id)
-        run = store.run(args.run_id) or {}
-    state = (
-        "cancelled"
-        if run.get("status") == "cancelled"
-        else "cancelling (the worker stops within 2 s)"
-    )
+        kinds.stored(store, args.run_id)
+        done = store.request_cancel(args.run_id)
+    state = {
+        "requested": "cancelling (the worker stops within 2 s)",
+        "cancelled": "cancelled",
+    }.get(str(done), f"not running ({done}): nothing to cancel")
     print(f"run {args.run_id}: {state}", file=sys.stderr)
     return 0
 

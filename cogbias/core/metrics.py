@@ -117,6 +117,22 @@ def should_reverse(*key: object) -> bool:
     return digest[0] % 2 == 1
 
 
+# How a run orders each pair's options (`RunSpec.option_order`): as the test case or the
+# dataset writes them, or reversed in the seeded half of the pairs `should_reverse` picks, so
+# a preference for a position cancels out over many pairs.
+AS_WRITTEN = "as_written"
+HALF_REVERSED = "half_reversed"
+OPTION_ORDERS = (AS_WRITTEN, HALF_REVERSED)
+
+
+def presented_order(n_options: int, choice: str, *key: object) -> list[int]:
+    """The order one pair's options are shown in under a run's `choice` of option order;
+    `key` seeds the coin flip of `half_reversed` (the instance id and the run's seed)."""
+    if choice not in OPTION_ORDERS:
+        raise ValueError(f"unknown option order {choice!r}; use one of {', '.join(OPTION_ORDERS)}")
+    return option_order(n_options, choice == HALF_REVERSED and should_reverse(*key))
+
+
 def to_original(presented_index: int, order: Sequence[int]) -> int:
     """Map a 0-based presented option index back to the original order."""
     return order[presented_index]

@@ -293,3 +293,26 @@ def read_extraction(reply: str, n_options: int) -> int | None:
         return None
     (number,) = numbers
     return number - 1 if 1 <= number <= n_options else None
+
+
+# How a run turns a decision's answer into a choice (`RunSpec.reading`):
+# - READ_ANSWER (cogbias' own): the answer is read here first; an extraction call is asked
+#   only where the answer can confirm its reply (docs/runs.md, "How answers are read");
+# - READ_EXTRACTION (the Malberg paper's): every half asks the extraction call, and the first
+#   "Option N" of its reply is the choice, as the paper reads it, whatever the answer says.
+READ_ANSWER = "answer"
+READ_EXTRACTION = "extraction"
+READINGS = (READ_ANSWER, READ_EXTRACTION)
+
+# "Option 3" or "option 3", one space, then the number: the paper reads no other spelling
+# (a number of ten digits or more is no option anyway)
+_PAPER_OPTION = re.compile(r"\b[Oo]ption (\d{1,9})\b")
+
+
+def first_option(reply: str, n_options: int) -> int | None:
+    """The presented position of the first "Option N" in an extraction reply, read as the
+    Malberg paper reads it (so `READ_EXTRACTION` scores what the paper would); None when the
+    reply has none ("No option selected") or N is not one of the `n_options`."""
+    found = _PAPER_OPTION.search(reply)
+    number = int(found.group(1)) if found else 0
+    return number - 1 if 1 <= number <= n_options else None

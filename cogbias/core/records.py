@@ -415,12 +415,15 @@ INSTANCE_EXPORT_COLUMNS: dict[str, str] = {
     )
 }  # fmt: skip
 # A study run exports its turns (docs/studies.md): every `Turn` field but its keys and stamp,
-# two of them renamed.
+# two of them renamed, and after `value` (a letter as its index) `coded`, the answer as the
+# metric counts it (the thesis' §3.4.1), which the exporter adds from the run's study.
 TURN_EXPORT_NAMES = {"slot": "repeat", "ord": "order"}
 TURN_COLUMNS: dict[str, str] = {
-    TURN_EXPORT_NAMES.get(f.name, f.name): str(f.type).split(" ")[0]
+    column: kind
     for f in fields(Turn)
     if f.name not in ("id", "cache_key", "created_at")
+    for column, kind in [(TURN_EXPORT_NAMES.get(f.name, f.name), str(f.type).split(" ")[0])]
+    + [("coded", "float")] * (f.name == "value")
 }
 METRIC_FIELDS = ("k", "y1", "y2", "flip_control", "flip_treatment")
 

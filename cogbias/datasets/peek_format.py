@@ -12,8 +12,8 @@ twins. An item of a P file pairs with the item of its P' file that has the same 
 each pair becomes one instance (P the control half, P' the treatment half) whose test case is
 the hypothesis. A gold/random pair of a family the table does not name pairs as a hypothesis
 named after the family. Items without a partner (a file no hypothesis uses, a missing
-`question_idx`, a partner with the very same text) are imported as unpaired items (variant
-`unpaired`) and are in no 2x2 table; the import says how many per family.
+`question_idx`, a partner that shows the model the very same text) are imported as unpaired
+items (variant `unpaired`) and are in no 2x2 table; the import says how many per family.
 
 The model sees the paper's question: its text as written, the options once, labelled (a), (b),
 … in the order presented (`Filled.layout`); a question that does not write its options out
@@ -34,7 +34,7 @@ from typing import Any
 from cogbias.core.limits import loads_json
 from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance, stable_id
-from cogbias.core.templates import LETTERED, QUESTION, Filled
+from cogbias.core.templates import LETTERED, QUESTION, Filled, render_decision_text
 from cogbias.datasets import importing
 from cogbias.datasets.common import DatasetError, Format, ImportSummary, bias_id
 from cogbias.store import Store
@@ -72,7 +72,9 @@ class Item:
         return Filled("", self.question, self.options, LETTERED if self.inline else QUESTION)
 
     def shown(self) -> str:
-        return "\n".join([self.question, *self.options])
+        """The text the model reads: a question that does not write its options out is shown
+        alone, so two items that differ only in an option it does not show read the same."""
+        return render_decision_text(self.filled())
 
 
 @dataclass
@@ -251,7 +253,7 @@ def _build(
             for index, p in sorted(items[p_stem].items()):
                 q = items[q_stem].get(index)
                 if q is None or q.shown() == p.shown():
-                    continue  # no partner, or a partner with the same text: not a pair
+                    continue  # no partner, or one the model reads as the same text: no pair
                 if len(q.options) != len(p.options):
                     raise DatasetError(
                         q.file,

@@ -101,6 +101,7 @@ async def _collect(plan: Plan, store: Store, client: LLMClient) -> None:
             await pipeline.decide_pair(
                 client, instance, model, run_id=spec.run_id, temperature=spec.temperature,
                 repeat=repeat, seed=spec.seed, prompting=spec.prompting, extractor=spec.extractor,
+                option_order=plan.option_order, reading=spec.reading,
             )  # fmt: skip
         except CacheMiss:
             continue

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogbias.core import metrics
 from cogbias.core.limits import extraction_input
-from cogbias.core.reading import read_extraction, read_option
+from cogbias.core.reading import (
+    READ_ANSWER,
+    READ_EXTRACTION,
+    first_option,
+    read_extraction,
+    read_option,
+)
 from cogbias.core.records import Instance, cap_text, decision_id, dumps, stable_id
 from cogbias.core.templates import (
     SECTIONS,
@@ -101,10 +107,14 @@ async def decide_half(
     prompting: str = BASELINE,
     extractor: str | None = None,
     draw: str = "",
+    reading: str = READ_ANSWER,
 ) -> HalfResult:
     """Free answer, read by `core.reading`; an extraction by `extractor` (default: `model`)
     only where the answer leaves a choice it could confirm. Mapped back to the original order.
 
+    With `reading` READ_EXTRACTION (the Malberg paper's reading) every answer goes to the
+    extraction call and its first "Option N" is the choice, unchecked; a model that writes no
+    text (the `random` baseline) has already answered with an option and is not extracted.
     `prompting` (see `cogbias.runs.prompting`) shapes only the first question; the extraction
     step is the same for every method. `draw` seeds the `random` model's answer (see
     `random_draw`); other models ignore it.
@@ -135,49 +145,80 @@ async def decide_half(
     )
     result.account(first)
     result.answer = first.text
-    reading = read_option(first.text, [filled.options[j] for j in order])
-    if reading.choice is not None:
-        result.extraction = f"Option {reading.choice + 1}"  # as the extraction prompt asks
-        result.choice = order[reading.choice]
-        return result
-    why = f"no option could be extracted from the answer: {reading.problem}"
-    if reading.extraction_could_confirm:
-        reader = extractor or model
-        second = await client.complete(
-            LLMRequest(
-                model=reader,
-                messages=(
-                    (
-                        "user",
-                        EXTRACT_PROMPT.format(
-                            options=render_options(filled.options, order),
-                            answer=extraction_input(first.text),
-                        ),
-                    ),
-                ),
-                temperature=0.0,
-                seed=seed,
-                max_tokens=12,
-                grammar=option_grammar(n) if client.profile(reader).grammar else None,
-                repeat=repeat,
-            )
-        )
-        result.account(second)
-        reply = " ".join(second.text.split())
-        result.extraction = f"{reply[:120]} (extracted by {reader})"
-        picked = read_extraction(second.text, n)
-        if picked is not None and reading.confirms(picked):
+    reader = extractor or model
+    if reading == READ_EXTRACTION and profile.writes_text:
+        # the paper's extraction asks at the decision's temperature, so it is asked so here
+        reply = await _extract(client, result, filled, order, reader, temperature, seed, repeat)
+        picked = first_option(reply, n)
+        if picked is not None:
             result.choice = order[picked]
             return result
-        said = f"{reply[:40]!r}"
+        result.error = f"the extraction by {reader} named no option ({_said(reply)})"
+        result.failure_kind = "unparseable"
+        return result
+    read = read_option(first.text, [filled.options[j] for j in order])
+    if read.choice is not None:
+        result.extraction = f"Option {read.choice + 1}"  # as the extraction prompt asks
+        result.choice = order[read.choice]
+        return result
+    why = f"no option could be extracted from the answer: {read.problem}"
+    if read.extraction_could_confirm:
+        reply = await _extract(client, result, filled, order, reader, 0.0, seed, repeat)
+        picked = read_extraction(reply, n)
+        if picked is not None and read.confirms(picked):
+            result.choice = order[picked]
+            return result
         why += (
-            f"; the extraction by {reader} found no option ({said})"
+            f"; the extraction by {reader} found no option ({_said(reply)})"
             if picked is None
-            else f"; the extraction by {reader} said {said}, which the answer does not confirm"
+            else f"; the extraction by {reader} said {_said(reply)}, which the answer does not "
+            "confirm"
         )
     result.error = why
     result.failure_kind = "unparseable"
     return result
+
+
+async def _extract(
+    client: LLMClient,
+    result: HalfResult,
+    filled: Filled,
+    order: Sequence[int],
+    reader: str,
+    temperature: float,
+    seed: int,
+    repeat: int,
+) -> str:
+    """Ask `reader` which option `result.answer` chose (the paper's second call); the reply
+    is recorded in `result.extraction` and returned."""
+    from cogbias.llm import LLMRequest
+
+    second = await client.complete(
+        LLMRequest(
+            model=reader,
+            messages=(
+                (
+                    "user",
+                    EXTRACT_PROMPT.format(
+                        options=render_options(filled.options, order),
+                        answer=extraction_input(result.answer),
+                    ),
+                ),
+            ),
+            temperature=temperature,
+            seed=seed,
+            max_tokens=12,
+            grammar=option_grammar(len(filled.options)) if client.profile(reader).grammar else None,
+            repeat=repeat,
+        )
+    )
+    result.account(second)
+    result.extraction = f"{' '.join(second.text.split())[:120]} (extracted by {reader})"
+    return second.text
+
+
+def _said(reply: str) -> str:
+    return repr(" ".join(reply.split())[:40])
 
 
 async def decide_pair(
@@ -190,16 +231,20 @@ async def decide_pair(
     seed: int = 0,
     prompting: str = BASELINE,
     extractor: str | None = None,
+    option_order: str = metrics.HALF_REVERSED,
+    reading: str = READ_ANSWER,
 ) -> dict[str, Any]:
     """Answer both halves (same option order for both) and score: one decisions row.
 
+    `option_order` is the run's (`RunSpec.option_order`): the options as written, or reversed
+    in a seeded half of the pairs. `reading` is the run's (`RunSpec.reading`): see
+    `decide_half`.
     Raises `FatalLLMError` (the run must stop); any other failed call becomes a failed row
     whose `failure_kind` says whether resuming should retry it.
     """
     from cogbias.llm import FatalLLMError, LLMError
 
-    reverse = metrics.should_reverse(instance.id, seed)
-    order = metrics.option_order(instance.n_options, reverse)
+    order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
     halves: dict[str, HalfResult] = {}
     asks = [
         decide_half(
@@ -213,6 +258,7 @@ async def decide_pair(
             prompting,
             extractor,
             draw=random_draw(run_id, instance.id, h, repeat, seed),
+            reading=reading,
         )
         for h in ("control", "treatment")
     ]

@@ -74,10 +74,23 @@ def plan(spec: Any, store: Store) -> Any:
     return kind_of(spec).plan(spec, store)
 
 
-def replan(store: Store, run_id: str) -> Any:
-    """The plan of a stored run, to resume it; KeyError when there is no such run."""
+def stored(store: Store, run_id: str) -> tuple[dict[str, Any], RunKind]:
+    """A stored run and its kind, so a command can refuse a kind it does not handle by
+    name; KeyError naming the recent runs when there is no such run."""
     run = store.run(run_id)
     if run is None:
         known = ", ".join(r["id"] for r in store.runs()[:5]) or "none"
         raise KeyError(f"no run {run_id} in {store.path} (recent runs: {known})")
-    return kind_of(run["spec"]).replan(store, run)
+    return run, kind_of(run["spec"])
+
+
+def described(run: Mapping[str, Any]) -> str:
+    """What a stored run is, in words a refusal can use: 'a study run (study mohr8)'."""
+    kind = kind_of(run["spec"])
+    return f"a {kind.name} run ({kind.target(spec_dict(run['spec']))})"
+
+
+def replan(store: Store, run_id: str) -> Any:
+    """The plan of a stored run, to resume it; KeyError when there is no such run."""
+    run, kind = stored(store, run_id)
+    return kind.replan(store, run)

@@ -11,10 +11,10 @@ the store; the token-bias study is a dataset run whose pairs are written into th
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
-from cogbias.core import expressions, records
+from cogbias.core import expressions, metrics, records
 from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance
 from cogbias.core.templates import Filled
@@ -49,6 +49,8 @@ class PairedKind:
 
     def replan(self, store: Store, run: Mapping[str, Any]) -> Plan:
         spec = RunSpec.from_stored(run["spec"] or "{}")
+        if spec.option_order is None:  # stored before runs chose: half reversed, as all were
+            spec = replace(spec, option_order=metrics.HALF_REVERSED)
         planned = plan(spec, store)
         if planned.spec.run_id != run["id"]:  # stored by an older cogbias under another id
             raise ValueError(
@@ -255,6 +257,8 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
                 seed=spec.seed,
                 prompting=spec.prompting,
                 extractor=spec.extractor,
+                option_order=plan.option_order,
+                reading=spec.reading,
             )
         _add_decision(writer, uncounted, row)
 

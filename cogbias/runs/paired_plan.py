@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from cogbias.core import probabilities, records
+from cogbias.core import metrics, probabilities, records
+from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.library import examples
 from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
@@ -21,6 +22,7 @@ from cogbias.llm.profiles import resolve
 from cogbias.runs import pipeline
 from cogbias.runs import prompting as prompting_methods
 from cogbias.store import Store
+from cogbias.studies.tokenbias_hypotheses import holds_token_bias_pairs
 
 SPEC_VERSION = 1
 # Rough token use per LLM call, for estimates before a run (measured on the built-in library).
@@ -47,18 +49,27 @@ class RunSpec:
     prompting: str = prompting_methods.BASELINE  # see cogbias.runs.prompting: one method per run
     scoring: str = probabilities.SCORING_CHOICE  # or "probabilities": see runs/probabilities.py
     extractor: str | None = None  # who reads unclear answers (default: each decision model)
+    # how each pair's options are ordered (core.metrics.OPTION_ORDERS); None: the dataset's
+    # own, chosen when planned (`default_option_order`), so read `Plan.spec.run_id`
+    option_order: str | None = None
+    # how answers become choices (core.reading.READINGS): cogbias' reader, or the Malberg
+    # paper's extraction call for every half
+    reading: str = READ_ANSWER
 
     def canonical(self) -> dict[str, Any]:
         """The spec as stored and hashed into the run id.
 
         The fields of spec version 1 are always present (so run ids made before specs were
         versioned stay valid); fields added later appear only when they differ from their
-        default, so adding an optional field never changes an existing run's id.
+        default, so adding an optional field never changes an existing run's id. A field whose
+        value is what every run did before the field existed (`_AS_BEFORE`) is left out too:
+        such a run is the run stored before, under the same id.
         """
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name not in _V1_FIELDS and value == _default(f):
+            before = _AS_BEFORE.get(f.name, _default(f))
+            if f.name not in _V1_FIELDS and value in (_default(f), before):
                 continue
             out[f.name] = list(value) if isinstance(value, list | tuple) else value
         return out
@@ -97,6 +108,12 @@ _V1_FIELDS = (
 )
 
 
+# Later fields' values that mean what a stored spec without the field meant: runs reversed
+# the options of a seeded half of their pairs before they could choose (`PairedKind.replan`
+# resumes a stored spec without `option_order` so).
+_AS_BEFORE: dict[str, Any] = {"option_order": metrics.HALF_REVERSED}
+
+
 def _default(f: Any) -> Any:
     return f.default_factory() if callable(f.default_factory) else f.default
 
@@ -122,6 +139,13 @@ class Plan:
     @property
     def instance_ids(self) -> list[str]:
         return self.dataset_instances or [j.id for j in self.jobs]
+
+    @property
+    def option_order(self) -> str:
+        """How this run orders each pair's options (`plan` always chooses one)."""
+        if self.spec.option_order is None:
+            raise ValueError("a plan's spec names its option order: make plans with `plan`")
+        return self.spec.option_order
 
     @property
     def planned(self) -> int:
@@ -178,8 +202,12 @@ class Plan:
         )
         if self.spec.prompting != prompting_methods.BASELINE:
             source += f" (prompting {self.spec.prompting})"
-        if self.spec.extractor:
+        if self.spec.reading == READ_EXTRACTION:
+            reader = self.spec.extractor or "each decision model"
+            source += f" (every answer read by an extraction call to {reader}, as the paper did)"
+        elif self.spec.extractor:
             source += f" (unclear answers read by {self.spec.extractor})"
+        source += f" (options {_ORDER_WORDS[self.option_order]})"
         return (
             f"run {self.spec.run_id}: {source} x {len(self.spec.models)} models x {self.spec.repeats} repeats "
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
@@ -201,6 +229,21 @@ class Plan:
         )
 
 
+_ORDER_WORDS = {
+    metrics.AS_WRITTEN: "as written",
+    metrics.HALF_REVERSED: "reversed in a seeded half of the pairs",
+}
+
+
+def default_option_order(store: Store | None, dataset: str | None) -> str:
+    """A run's option order when it names none: a token-bias dataset's items as written (the
+    paper asked its released items so), anything else reversed in a seeded half of the pairs
+    (a preference for a position then cancels out over many pairs)."""
+    row = store.dataset(dataset) if store is not None and dataset else None
+    meta = json.loads(row["meta"] or "{}") if row else {}
+    return metrics.AS_WRITTEN if holds_token_bias_pairs(meta) else metrics.HALF_REVERSED
+
+
 def answers_offline(model: str, spec: RunSpec) -> bool:
     """Whether `model` answers without a model call (the example fills, the `random`
     baseline): asked of its profile, never of its name."""
@@ -214,7 +257,8 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
 
     A run that already exists in `store` asks the test case versions it was planned with
     (`pinned_cases`), whatever the library holds now, so no run is ever half one design and
-    half another; `Plan.kept` names the test cases the library has changed since.
+    half another; `Plan.kept` names the test cases the library has changed since. A spec that
+    names no option order gets the dataset's own (`default_option_order`) in `Plan.spec`.
     """
     from cogbias.llm.settings import check_api_base
 
@@ -223,6 +267,16 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
     if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
         raise ValueError("scenarios, instances and repeats must be at least 1")
     prompting_methods.parse(spec.prompting)
+    problem = reading_refusal(spec.reading, spec.scoring)
+    if problem:
+        raise ValueError(problem)
+    if spec.option_order is None:
+        spec = replace(spec, option_order=default_option_order(store, spec.dataset))
+    elif spec.option_order not in metrics.OPTION_ORDERS:
+        raise ValueError(
+            f"unknown option order {str(spec.option_order)[:40]!r}: use "
+            f"{' or '.join(metrics.OPTION_ORDERS)}"
+        )
     if spec.api_base:
         check_api_base(spec.api_base)
     for model in {*spec.models, spec.generator}:
@@ -309,6 +363,18 @@ def pinned_cases(store: Store, run_id: str) -> dict[str, TestCase] | None:
     return cases
 
 
+def reading_refusal(reading: str, scoring: str) -> str | None:
+    """Why a run cannot read its answers by `reading`, or None (the CLI's `pair` asks too)."""
+    if reading not in READINGS:
+        return f"unknown reading {str(reading)[:40]!r}: use {' or '.join(READINGS)}"
+    if reading == READ_EXTRACTION and scoring != probabilities.SCORING_CHOICE:
+        return (
+            f"--reading {reading} reads a sampled answer, and --scoring {scoring} samples "
+            "none: use --scoring choice with it"
+        )
+    return None
+
+
 def _check_scoring(spec: RunSpec, option_counts: Mapping[str, int]) -> None:
     """Refuse a scoring the run's models or test cases cannot have, before any work."""
     from cogbias.runs.probabilities import refusal
@@ -352,11 +418,3 @@ def create_run(plan: Plan, store: Store, name: str = "") -> str:
         plan.spec.run_id, plan.spec.canonical(), plan.planned, name=name, spec_version=SPEC_VERSION
     )
     return plan.spec.run_id
-
-
-def stored_spec(store: Store, run_id: str) -> RunSpec:
-    run = store.run(run_id)
-    if run is None:
-        known = ", ".join(r["id"] for r in store.runs()[:5]) or "none"
-        raise KeyError(f"no run {run_id} in {store.path} (recent runs: {known})")
-    return RunSpec.from_stored(run["spec"] or "{}")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from cogbias.core import metrics
 from cogbias.core import probabilities as probs
+from cogbias.core.reading import READ_ANSWER
 from cogbias.core.records import Instance
 from cogbias.core.templates import Filled
 from cogbias.llm import logprobs, random_provider
@@ -149,13 +150,16 @@ async def decide_pair(
     seed: int = 0,
     prompting: str = BASELINE,
     extractor: str | None = None,
+    option_order: str = metrics.HALF_REVERSED,
+    reading: str = READ_ANSWER,
 ) -> dict[str, Any]:
     """Both halves' distributions and the expected score: one decisions row (the columns of
     `decide.decide_pair`'s, plus `control_distribution` and `treatment_distribution`).
-    `extractor` is taken for `decide_pair`'s sake and unused: nothing is extracted here."""
+    `extractor` and `reading` are taken for `decide_pair`'s sake and unused: nothing is
+    extracted here."""
     from cogbias.llm import FatalLLMError, LLMError
 
-    order = metrics.option_order(instance.n_options, metrics.should_reverse(instance.id, seed))
+    order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
     asks = [
         decide_half(
             client,

@@ -6,6 +6,7 @@ behind the client like any other)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from cogbias.core.answers import Answer
@@ -80,16 +81,43 @@ def random_space(test: StudyTest, role: str, script: Script, seed: str) -> Answe
     if role == "rewrite":
         return AnswerSpace(fixed=f"{REWRITE_MARKER}\n{script.original}")
     lines = test.length if role == "revise" else None  # a revision: one answer a line
-    return _random_space(test, int(seed, 16), lines)
+    return _random_space(test, int(seed, 16), lines, script.original)
 
 
-def _random_space(test: StudyTest, seed: int, lines: int | None) -> AnswerSpace:
-    """The answers a test admits, for the `random` model (a number within the test's range)."""
+def _random_space(test: StudyTest, seed: int, lines: int | None, question: str) -> AnswerSpace:
+    """The answers a test admits, for the `random` model (a number within the question's
+    range: `number_bounds`)."""
     if test.answer in ("admit_reject", "yes_no"):
         pair = ("admit", "reject") if test.answer == "admit_reject" else ("yes", "no")
         return AnswerSpace(choices=pair, lines=lines, seed=seed)
     if test.answer == "letter":
         letters = tuple(test.letters[: test.k or len(test.letters)])
         return AnswerSpace(choices=letters, lines=lines, seed=seed)
-    low, high = AnswerSpace.number_range(test.min, test.max, MAX_NUMBER)
+    low, high = AnswerSpace.number_range(*number_bounds(test, question), MAX_NUMBER)
     return AnswerSpace(low=low, high=high, lines=lines, seed=seed)
+
+
+# "between 0 and 100", "from 0 to 100": the range a question asks its answer in
+_STATED_RANGE = re.compile(
+    r"\b(?:between|from)\s+(-?\d[\d,]*(?:\.\d+)?)\s*%?\s+(?:and|to)\s+(-?\d[\d,]*(?:\.\d+)?)",
+    re.IGNORECASE,
+)
+
+
+def number_bounds(test: StudyTest, question: str) -> tuple[float | None, float | None]:
+    """The range a number question is answered in, for the `random` model: the test's own
+    bounds, and for a bound the test leaves open, the range the question states (its last
+    "between A and B" or "from A to B"). An imported thesis prompt declares no bounds but says
+    "Answer the percentage between 0 and 100"; without this its random answers ran to 1000.
+    A stated range that contradicts the test's bounds is ignored (the reader holds answers to
+    the test's bounds, so the random answer must lie inside them)."""
+    stated: tuple[float | None, float | None] = (None, None)
+    for match in _STATED_RANGE.finditer(question):
+        a, b = (float(n.replace(",", "")) for n in match.groups())
+        if a < b and max(abs(a), abs(b)) <= MAX_NUMBER:
+            stated = (a, b)
+    low = test.min if test.min is not None else stated[0]
+    high = test.max if test.max is not None else stated[1]
+    if low is not None and high is not None and low > high:
+        return test.min, test.max
+    return low, high

@@ -84,10 +84,7 @@ def calls(store: Store, run_id: str, columns: Sequence[str] | None = None) -> pd
 
 def results(store: Store, run_id: str) -> pd.DataFrame:
     """One row per cell of the run, in RESULT_COLUMNS."""
-    run = store.run(run_id)
-    if run is None or not _is_study(run["spec"]):
-        raise KeyError(f"no study run {run_id} in {store.path}; see `cogbias runs`")
-    spec = StudySpec.from_stored(run["spec"])
+    spec = StudySpec.from_stored(_study_run(store, run_id)["spec"])
     study = stored_study(store, spec)
     frame = calls(store, run_id, [*SCORED, *DIMENSIONS])
     rows = []
@@ -258,8 +255,16 @@ def _is_study(spec: Any) -> bool:
     return kinds.kind_of(spec).name == "study"
 
 
+def _study_run(store: Store, run_id: str) -> dict[str, Any]:
+    """A stored study run; KeyError saying what the run is when it is another kind."""
+    run, kind = kinds.stored(store, run_id)
+    if kind.name != "study":
+        raise KeyError(
+            f"run {run_id} is {kinds.described(run)}, not a study run: its results are "
+            f"`cogbias results run {run_id}`"
+        )
+    return run
+
+
 def study_of_run(store: Store, run_id: str) -> Study:
-    run = store.run(run_id)
-    if run is None or not _is_study(run["spec"]):
-        raise KeyError(f"no study run {run_id}")
-    return stored_study(store, StudySpec.from_stored(run["spec"]))
+    return stored_study(store, StudySpec.from_stored(_study_run(store, run_id)["spec"]))

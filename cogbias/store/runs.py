@@ -174,23 +174,30 @@ class RunsRepo(StoreBase):
                 return None
         return self.run(run_id)
 
-    def request_cancel(self, run_id: str) -> None:
+    def request_cancel(self, run_id: str) -> str | None:
         """Ask the run's worker to stop. A worker that holds the run, or is starting to (its
         process exists but has not claimed the run yet), sees the request within a second;
-        a run that no worker holds is marked cancelled at once."""
+        a run that no worker holds is marked cancelled at once.
+
+        Returns what happened, for the caller to say: "requested" (a worker will stop),
+        "cancelled" (marked at once), the status of a run that had ended already, or None
+        when there is no such run."""
         with self.atomic():
             row = self.run(run_id)
             if row is None:
-                return
+                return None
             holder = row.get("lease_owner")
             working = bool(holder) and lease_alive(holder, row.get("heartbeat_at"), LEASE_STALE_S)
             starting = not working and row["status"] != "running" and pid_alive(row.get("pid"))
             if working or starting:
                 self.db["runs"].update(run_id, {"cancel_requested": 1})
-            elif row["status"] in ("planned", "running"):
+                return "requested"
+            if row["status"] in ("planned", "running"):
                 self.db["runs"].update(
                     run_id, {"status": "cancelled", "lease_owner": None, "finished_at": now()}
                 )
+                return "cancelled"
+            return str(row["status"])
 
     def add_run_cost(self, run_id: str, cost: float, tokens: int) -> None:
         with self.atomic():

@@ -3,11 +3,12 @@
 Rows come from the `effect_sizes` table (`datasets.mohr_format`): one Cohen's d per bias ×
 scenario × model × temperature with its capped form. Two ways to fill a bias × model cell:
 
-- `mean_table(..., value="d_capped")`: the plain mean of the capped effects — the simple
-  reading, and what a user recomputes from the CSV;
 - `thesis_table`: the thesis' Figure 2, the inverse-variance weighted mean of the *uncapped*
   effects, capped afterwards (so one extreme experiment counts with its full size before the
-  cell is clipped).
+  cell is clipped). What `cogbias effects` and the Datasets page show first: a researcher
+  comparing with the thesis compares with this figure;
+- `mean_table(..., value="d_capped")`: the plain mean of the capped effects — the simple
+  reading, and what a user recomputes from the CSV.
 
 `homogeneity_table` / `homogeneity_by_bias` give Figure 3's figure: σ²_e / σ²_d of the capped
 effects, in [0, 1]. Everything returns plain pandas frames, ready for `charts_effects`.
@@ -26,8 +27,30 @@ from cogbias.studies.effects import aggregate, cap
 
 EFFECT_COLUMNS = [f for f in EFFECT_FIELDS if f not in ("dataset", "source_row")]
 PIVOTS = ("model", "temperature", "scenario")
-# How a bias × pivot cell is filled: "mean" = mean_table, "thesis" = thesis_table.
-AGGREGATES = ("mean", "thesis")
+# How a bias × pivot cell is filled: "thesis" = thesis_table (the default: the thesis' own
+# figure), "mean" = mean_table.
+AGGREGATES = ("thesis", "mean")
+# The views of `cogbias effects` (the first is its default) and what each shows. `{by}` is the
+# pivot, `{value}` the effect a mean or regression reads (VALUES). The command prints the
+# sentence beside its table and the Datasets page under its chart, so a number is never read
+# as another view's.
+VIEWS = {
+    "thesis": "thesis view (the thesis' Figure 2): per bias × {by}, the inverse-variance "
+    "weighted mean of Cohen's d over the other dimensions, capped to [0, 1] afterwards; "
+    "experiments whose d is infinite are left out",
+    "mean": "mean view: per bias × {by}, the plain mean of {value} over the other dimensions, "
+    "and each bias' homogeneity (not the thesis' Figure 2, which is the thesis view)",
+    "homogeneity": "homogeneity view (the thesis' Figure 3 and Table 8): per bias × {by}, "
+    "σ²_e / σ²_d of the capped d, from 0 (the experiments disagree) to 1 (they agree)",
+    "ols": "ols view (the thesis' Tables 4, 9 and 10): {value} regressed on bias, model and "
+    "scenario (fixed effects) and temperature",
+    "features": "features view (the thesis' Tables 5, 13 and 14): {value} regressed on "
+    "temperature and the published model features",
+}
+VALUES = {
+    "d_capped": "the capped d (Cohen's d clipped to [0, 1])",
+    "d": "the uncapped Cohen's d",
+}
 
 
 class NoEffectSizes(KeyError):
@@ -135,6 +158,13 @@ def heatmap_frame(
     long["column"] = long[by].map(column_label)
     long["homogeneity"] = long["bias"].map(homogeneity)
     return long[["bias", "column", "value", "homogeneity"]]
+
+
+def view_caption(view: str, by: str = "model", value: str = "d_capped") -> str:
+    """The sentence that names a view and what its numbers are (`VIEWS`)."""
+    if view not in VIEWS:
+        raise ValueError(f"show one of the views {', '.join(VIEWS)}, not {view!r}")
+    return VIEWS[view].format(by=by, value=VALUES[value])
 
 
 def column_label(value: object) -> str:

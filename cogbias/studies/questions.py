@@ -206,7 +206,9 @@ def study_from_prompts(
     undirected, Eq. 2). For a bias the coding table does not list, part 1 is the control,
     part 2 the treatment (with more parts, one test per further part against part 1, named
     `…__part3`) and the control's `target_response` is coded 1. Variable names that stand
-    bare in the text (`anchor_value`) become `{{…}}` gaps with their published values; `__`
+    bare in the text (`anchor_value`) become `{{…}}` gaps filled with their published values
+    as text, so the prompt sent is the released `content` byte for byte with each variable
+    replaced by its value as `variables` writes it (833332, never 833,332); `__`
     stays where the answer goes, as in the thesis. Numerical prompts read a number; choice
     prompts read yes/no when the target is yes or no, otherwise a letter. The generated
     definition goes through the same validation as a study file; a problem is reported with
@@ -251,7 +253,9 @@ def study_from_prompts(
             slots = {key: _unique(f"{_slug(base)}_{_slug(key)}_{part['part']}", used)
                      for key in variables}  # fmt: skip
             for key, slot in slots.items():
-                values[slot] = {"type": "choice", "options": [variables[key]]}
+                # as text: a number reaches the prompt as the column writes it (833332), not
+                # as a study shows its numbers (833,332), which the thesis never sent
+                values[slot] = {"type": "choice", "options": [str(variables[key])]}
             texts[part["part"]] = template.user_message(
                 _gapped(part["content"], slots), part["response_type"]
             )

@@ -3,8 +3,9 @@
 Design: a pair becomes ONE ordinary stored instance, P as the control half and P' as the
 treatment half, both with the same two options in the same (seeded) order. The metric is
 k = 1, y1 = y2 = index of the correct option, so the engine's own score of a pair is
-(P' correct) - (P correct) in {-1, 0, 1}; the runner's option reversal randomises what the
-model sees. The runner, the decisions table, exports and Explore therefore work unchanged, and
+(P' correct) - (P correct) in {-1, 0, 1}. A run shows the options as the items write them
+unless it chooses to reverse them in a seeded half of the pairs (`RunSpec.option_order`).
+The runner, the decisions table, exports and Explore therefore work unchanged, and
 the 2x2 table of a hypothesis is recomputed from any export's `control_answer`,
 `treatment_answer` and `y1`/`y2` columns.
 
@@ -33,7 +34,7 @@ from cogbias.library.testcases import DATA_DIR
 from cogbias.store import Store
 from cogbias.studies import analysis
 from cogbias.studies import tokenbias_items as items
-from cogbias.studies.tokenbias_hypotheses import describe_alternative
+from cogbias.studies.tokenbias_hypotheses import describe_alternative, holds_token_bias_pairs
 
 STUDY_FILE = DATA_DIR / "tokenbias.toml"
 KIND = "tokenbias-study"
@@ -326,6 +327,7 @@ def correctness_frame(store: Store, dataset: str) -> pd.DataFrame:
                     "perturbed_correct": decision.treatment_choice == int(metric["y2"]),
                     "instance_id": decision.instance_id,
                     "repeat": decision.repeat,
+                    "reversed": bool(decision.reversed),
                 }
             )
     return pd.DataFrame.from_records(records, columns=CORRECTNESS_COLUMNS)
@@ -339,6 +341,7 @@ CORRECTNESS_COLUMNS = [
     "perturbed_correct",
     "instance_id",
     "repeat",
+    "reversed",
 ]
 
 
@@ -346,10 +349,11 @@ def prompting_pairs(frame: pd.DataFrame, hypotheses: Mapping[str, Any]) -> pd.Da
     """Rows for the hypotheses that perturb the prompt (the paper's H2 and H6).
 
     P is an item's P half answered under the P method, P' the same item's P half answered under
-    the P' method, by the same model in the same repeat: only items answered both ways pair.
+    the P' method, by the same model in the same repeat, its options shown in the same order
+    (runs may choose different orders): only items answered both ways pair.
     """
     out = []
-    key = ["instance_id", "model", "repeat"]
+    key = ["instance_id", "model", "repeat", "reversed"]
     for name, spec in hypotheses.items():
         items = frame[frame["hypothesis"].isin(spec["sources"])]
         for p_method, q_method in spec["methods"]:
@@ -404,7 +408,7 @@ def results(
 
 def token_bias_datasets(store: Store) -> list[str]:
     """Datasets in the store that carry hypothesis alternatives (studies and paper imports)."""
-    return [d["name"] for d in store.datasets() if "alternatives" in (d.get("meta") or {})]
+    return [d["name"] for d in store.datasets() if holds_token_bias_pairs(d.get("meta") or {})]
 
 
 def pair_views(

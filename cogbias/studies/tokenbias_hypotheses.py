@@ -9,6 +9,7 @@ perturbed twins), so the pairing is data a user can read and extend
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,12 @@ from cogbias.library.testcases import DATA_DIR
 HYPOTHESES_FILE = DATA_DIR / "tokenbias_hypotheses.toml"
 # the paper's H_a spellings (kept here so this module needs neither pandas nor SciPy)
 ALTERNATIVES = ("perturbed_better", "original_better", "two_sided")
+
+
+def holds_token_bias_pairs(meta: Mapping[str, Any]) -> bool:
+    """Whether a stored dataset's metadata is a token-bias dataset's: the built-in study and
+    the paper's imports record their hypotheses' alternatives, which nothing else does."""
+    return "alternatives" in meta
 
 
 class HypothesisTableError(ValueError):

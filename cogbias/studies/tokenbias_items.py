@@ -4,8 +4,8 @@ An item is a question with exactly two options, one of them correct (the single 
 conjunction-fallacy problem, "No" for an invalid syllogism). A perturbation rewrites tokens
 that a reasoner should ignore and leaves the logic alone, so the correct option stays where
 it is: P and P' share option positions and the correctness key. Perturbations are plain data
-(`{"op": "replace", "old": ..., "new": ...}`) applied in order; each must change the item,
-otherwise the study is wrong about its own text and says so.
+(`{"op": "replace", "old": ..., "new": ...}`) applied in order; each must change the text the
+model reads, otherwise the study is wrong about its own text and says so.
 
 Pure functions: values come in, text comes out, randomness only from the `rng` passed in.
 """
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cogbias.core.templates import LETTERED, Filled, substitute
+from cogbias.core.templates import LETTERED, Filled, render_decision_text, substitute
 
 FIELDS = ("situation", "prompt", "options")
 OPS = ("replace", "swap_name", "quantifiers", "frame_source", "hint")
@@ -40,6 +40,10 @@ class ReasoningItem:
     def filled(self) -> Filled:
         """Shown as the paper shows its items: the question, then "(a) …", "(b) …"."""
         return Filled(self.situation, self.prompt, self.options, LETTERED)
+
+    def shown(self) -> str:
+        """The text the model reads: what a perturbation must change."""
+        return render_decision_text(self.filled())
 
     def texts(self) -> dict[str, str]:
         out = {"situation": self.situation, "prompt": self.prompt}
@@ -84,7 +88,7 @@ def apply(
     notes: list[str] = []
     for number, op in enumerate(ops, start=1):
         changed, note = OP_FUNCTIONS[op["op"]](item, op, context)
-        if changed == item:
+        if changed.shown() == item.shown():
             raise PerturbationError(f"perturbation {number} ({op['op']}) changed nothing: {note}")
         item = changed
         notes.append(f"{op['op']}: {note}")

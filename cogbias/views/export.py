@@ -20,6 +20,7 @@ from cogbias.core.records import (
     INSTANCE_EXPORT_COLUMNS,
     PAIR_COLUMNS,
     TURN_COLUMNS,
+    Turn,
     half_fields,
     metric_fields,
     pair_record,
@@ -27,6 +28,8 @@ from cogbias.core.records import (
 from cogbias.core.safetext import csv_cell
 from cogbias.runs import kinds
 from cogbias.store import Store
+from cogbias.studies.definitions import Study
+from cogbias.studies.questions import code_answer
 
 FORMATS = ("csv", "jsonl", "parquet")
 
@@ -35,9 +38,29 @@ def turn_records(
     store: Store, run_id: str, model: str | None = None, batch: int = 5000
 ) -> Iterator[list[dict[str, Any]]]:
     """Batches of a study run's turns (one row per model call, docs/studies.md), in
-    conversation and turn order."""
+    conversation and turn order, each with its `coded` answer (`coded_answer`)."""
+    from cogbias.runs.study_results import study_of_run  # pandas: only when it is needed
+
+    try:
+        study: Study | None = study_of_run(store, run_id)
+    except (KeyError, ValueError):  # its study is gone or unreadable: the turns still export
+        study = None
     for turns in store.iter_turns(run_id, model, batch):
-        yield [turn.export() for turn in turns]
+        yield [turn.export() | {"coded": coded_answer(study, turn)} for turn in turns]
+
+
+def coded_answer(study: Study | None, turn: Turn) -> float | None:
+    """A decision's answer as its test's metric counts it (`questions.code_answer`: a choice
+    1 when it is the answer the bias predicts, the thesis' §3.4.1), so that Cohen's d
+    recomputed from an export has the run's sign; None for a rewrite, a revision (several
+    answers in one) and a turn without a readable answer."""
+    test = study.tests.get(turn.test) if study is not None else None
+    if test is None or turn.role != "decide" or turn.status != "ok" or turn.value is None:
+        return None
+    try:
+        return code_answer(test, json.loads(turn.value))
+    except (ValueError, TypeError, IndexError):  # a value this test cannot have been given
+        return None
 
 
 def instance_record(row: dict[str, Any]) -> dict[str, Any]:

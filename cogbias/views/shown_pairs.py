@@ -1,10 +1,11 @@
 """Decided pairs as the model saw them: presented option order, raw answer, extraction and
 the scored choice, plus the sentence that explains a pair's score.
 
-A decision model sees the options in the order the run presented them (half of all pairs
-reversed, so position bias cancels out); the stored choice is mapped back to the test
-case's own order for scoring. Pages show both, from these functions, so the prompt, the
-raw answer, the extracted option and the scored choice can never disagree on screen.
+A decision model sees the options in the order the run presented them (by default half of
+all pairs reversed, so position bias cancels out; token-bias items as written); the stored
+choice is mapped back to the test case's own order for scoring. Pages show both, from these
+functions, so the prompt, the raw answer, the extracted option and the scored choice can
+never disagree on screen.
 """
 
 from __future__ import annotations
