@@ -164,7 +164,7 @@ def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> 
     page.get_by_role("button", name="Load copy").click()
     page.get_by_text("Valid: Framing Effect").wait_for()
     text = page.get_by_role("textbox", name="Test case (TOML)", exact=True).input_value()
-    edited = text.replace("You have to evaluate", "This morning you review")
+    edited = text.replace("It is time to assess", "This morning you review")
     assert edited.count("This morning you review") == 2
     edit(page, edited)
     page.get_by_role("tab", name="Filled (unsaved draft)").click()

@@ -96,6 +96,26 @@ def test_the_reader_refuses_to_guess(answer: str, problem: str) -> None:
     assert reading.choice is None and reading.problem == f"the answer {problem}"
 
 
+SIGNED = ["+50%", "+40%", "+30%", "+20%", "+10%", "0%", "-10%", "-20%", "-30%", "-40%", "-50%"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "option"),
+    [
+        ("The lowest price I would accept is -50%.", "-50%"),
+        ("I would raise the funding by +20%.", "+20%"),
+        ("I would raise the funding by 20%.", "+20%"),  # an unsigned value is the positive one
+        ("A cut of \u221230% seems right.", "-30%"),  # the minus sign, not a hyphen
+        ("Anything in the 10-20% band works; I pick -10%.", "-10%"),  # "10-20": no sign
+        ("0%", "0%"),
+    ],
+)
+def test_a_signed_scale_is_read_by_the_sign(answer: str, option: str) -> None:
+    """The paper's endowment, escalation and hindsight scales differ by the sign alone; a
+    reader that drops it read "-50%" as "+50%"."""
+    assert read_option(answer, SIGNED).choice == SIGNED.index(option)
+
+
 def test_an_extraction_counts_only_where_the_answer_confirms_it() -> None:
     negated_then_chosen = read_option("I would not pick Option 1; Option 3 is better.", RATING)
     assert negated_then_chosen.choice is None and negated_then_chosen.extraction_could_confirm

@@ -48,8 +48,11 @@ _BY_NUMBER = re.compile(
 )
 _BY_ORDINAL = re.compile(r"\b(" + "|".join(_ORDINALS) + r"|last)\s+option\b")
 _LIST_ITEM = re.compile(_NUM + r"\b")
-# a number: thousands separators, a decimal part
-_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[^\W\d_]+|%")
+# a number: a sign that stands before it (not the hyphen of "10-20"), thousands separators,
+# a decimal part; scales such as "-50%" ... "+50%" differ by the sign alone
+_TOKEN = re.compile(
+    r"(?:(?<![\w.,%])[-+])?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)|[^\W\d_]+|%"
+)
 _NEGATIONS = frozenset(
     "not never no nor neither without against instead rather except avoid avoiding reject "
     "rejecting".split()
@@ -104,15 +107,20 @@ def _normalise(text: str) -> str:
     text = re.sub(r"n't\b", " not", text)
     text = re.sub(r"\bcannot\b", "can not", text)
     text = re.sub(r"\bper\s?cent\b|\bpct\b", "%", text)
-    return text
+    return re.sub(r"[\u2212\u2013](?=\d)", "-", text)  # a minus sign or dash before a number
 
 
 def _canonical(token: str) -> str:
-    """A number token in one spelling ("1,000.0" and "1000" alike); words unchanged."""
-    if token[0].isdigit():
-        value = float(token.replace(",", ""))
+    """A number token in one spelling ("1,000.0", "+1000" and "1000" alike; "-0" is "0");
+    words unchanged."""
+    if _is_number(token):
+        value = float(token.replace(",", "")) + 0.0
         return f"{value:.12g}"
     return token
+
+
+def _is_number(token: str) -> bool:
+    return token.lstrip("+-")[:1].isdigit()
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
@@ -155,7 +163,7 @@ class _Scope:
 def _numeric_value(tokens: list[str]) -> str | None:
     """The option's value when its text is one number (with '%' or a currency sign)."""
     words = [t for t in tokens if t != "%"]
-    if len(words) == 1 and words[0][0].isdigit() and len(tokens) <= 2:
+    if len(words) == 1 and _is_number(words[0]) and len(tokens) <= 2:
         return words[0]
     return None
 
