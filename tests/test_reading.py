@@ -104,16 +104,18 @@ SIGNED = ["+50%", "+40%", "+30%", "+20%", "+10%", "0%", "-10%", "-20%", "-30%", 
     [
         ("The lowest price I would accept is -50%.", "-50%"),
         ("I would raise the funding by +20%.", "+20%"),
-        ("I would raise the funding by 20%.", "+20%"),  # an unsigned value is the positive one
+        ("I would raise the funding by 20%.", None),  # 20 could be +20 or -20: not guessed
+        ("The highest price I would pay is 50 euros.", None),
         ("A cut of \u221230% seems right.", "-30%"),  # the minus sign, not a hyphen
         ("Anything in the 10-20% band works; I pick -10%.", "-10%"),  # "10-20": no sign
         ("0%", "0%"),
     ],
 )
-def test_a_signed_scale_is_read_by_the_sign(answer: str, option: str) -> None:
+def test_a_signed_scale_is_read_by_the_sign(answer: str, option: str | None) -> None:
     """The paper's endowment, escalation and hindsight scales differ by the sign alone; a
     reader that drops it read "-50%" as "+50%"."""
-    assert read_option(answer, SIGNED).choice == SIGNED.index(option)
+    reading = read_option(answer, SIGNED)
+    assert reading.choice == (None if option is None else SIGNED.index(option)), reading
 
 
 def test_an_extraction_counts_only_where_the_answer_confirms_it() -> None:

@@ -111,11 +111,13 @@ def _normalise(text: str) -> str:
 
 
 def _canonical(token: str) -> str:
-    """A number token in one spelling ("1,000.0", "+1000" and "1000" alike; "-0" is "0");
-    words unchanged."""
+    """A number token in one spelling ("1,000.0" and "1000" alike, "-0" is "0"); a sign
+    written before it is kept, so "+20" is neither "20" nor "-20": on a scale from "-50%" to
+    "+50%" a bare "20" could mean either, and the reader does not guess. Words unchanged."""
     if _is_number(token):
         value = float(token.replace(",", "")) + 0.0
-        return f"{value:.12g}"
+        sign = "+" if token[0] == "+" and value > 0 else ""
+        return f"{sign}{value:.12g}"
     return token
 
 
