@@ -14,6 +14,7 @@ import streamlit as st
 from app_pages._common import attempt
 from cogbias.store import Store
 from cogbias.studies import effect_tables, regression
+from cogbias.views import safe_text
 from cogbias.views.charts_effects import effects_heatmap
 from cogbias.views.coefficients import coefficient_table
 
@@ -52,7 +53,8 @@ def show_effects(store: Store, dataset: str) -> None:
     how = right.radio("Cells", list(CELLS), format_func=CELLS.get, key="ds_eff_how")
     long = effect_tables.heatmap_frame(frame, by=by, how=how)
     st.altair_chart(effects_heatmap(long, column_title=by))
-    st.caption(f"Showing the {effect_tables.view_caption(how, by)}.")
+    # our own sentence, but Markdown would read its "σ²_e / σ²_d" as italics
+    st.caption(safe_text.escape_markdown(f"Showing the {effect_tables.view_caption(how, by)}."))
 
     st.subheader("Homogeneity per bias")
     homogeneity = effect_tables.homogeneity_by_bias(frame)

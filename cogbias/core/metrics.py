@@ -125,11 +125,19 @@ HALF_REVERSED = "half_reversed"
 OPTION_ORDERS = (AS_WRITTEN, HALF_REVERSED)
 
 
+def order_problem(choice: object) -> str | None:
+    """Why `choice` is not an option order, or None."""
+    if choice in OPTION_ORDERS:
+        return None
+    return f"unknown option order {str(choice)[:40]!r}: use {' or '.join(OPTION_ORDERS)}"
+
+
 def presented_order(n_options: int, choice: str, *key: object) -> list[int]:
     """The order one pair's options are shown in under a run's `choice` of option order;
     `key` seeds the coin flip of `half_reversed` (the instance id and the run's seed)."""
-    if choice not in OPTION_ORDERS:
-        raise ValueError(f"unknown option order {choice!r}; use one of {', '.join(OPTION_ORDERS)}")
+    problem = order_problem(choice)
+    if problem:
+        raise ValueError(problem)
     return option_order(n_options, choice == HALF_REVERSED and should_reverse(*key))
 
 

@@ -103,29 +103,8 @@ def _build(data: dict[str, Any], check: Checker) -> TestCase:
         table = data[half]
         if not check.fields(table, _TEMPLATE, (half,)):
             continue
-        opts = table.get("options", options) or []
-        if "options" in table and size is not None and len(opts) != size:
-            check.add(
-                (half, "options"), f"scale '{kind}' has {size} options but {half} lists {len(opts)}"
-            )
-        if len(opts) < 2 and opts is not None and (kind == "custom" or "options" in table):
-            check.add((half, "options"), "a template needs at least 2 answer options")
-        template = Template(table["situation"], table["prompt"], tuple(str(o) for o in opts))
-        ok = True
-        for path, _ in template.fields():
-            try:
-                template.segments(path)
-            except TemplateSyntaxError as exc:
-                ok = False
-                if path.startswith("options["):
-                    i = int(path[8:-1])
-                    src = (half, "options") if "options" in table else ("scale", "options")
-                    check.add(
-                        src, f"{half} option {i + 1}: {exc.message}", index=i, offset=exc.offset
-                    )
-                else:
-                    check.add((half, path), exc.message, offset=exc.offset)
-        if ok:
+        template = _build_template(half, table, options, kind, size, check)
+        if template is not None:
             templates[half] = template
     if len(templates) == 2 and len(templates["control"].options) != len(
         templates["treatment"].options
@@ -157,6 +136,39 @@ def _build(data: dict[str, Any], check: Checker) -> TestCase:
         check_references(case, check)
         check_examples(case, check)
     return case
+
+
+def _build_template(
+    half: str,
+    table: dict[str, Any],
+    options: list[Any] | None,
+    kind: Any,
+    size: int | None,
+    check: Checker,
+) -> Template | None:
+    """One half's template over its own options or the scale's; None when its text has
+    template syntax errors (each reported where it is)."""
+    opts = table.get("options", options) or []
+    if "options" in table and size is not None and len(opts) != size:
+        check.add(
+            (half, "options"), f"scale '{kind}' has {size} options but {half} lists {len(opts)}"
+        )
+    if len(opts) < 2 and opts is not None and (kind == "custom" or "options" in table):
+        check.add((half, "options"), "a template needs at least 2 answer options")
+    template = Template(table["situation"], table["prompt"], tuple(str(o) for o in opts))
+    ok = True
+    for path, _ in template.fields():
+        try:
+            template.segments(path)
+        except TemplateSyntaxError as exc:
+            ok = False
+            if path.startswith("options["):
+                i = int(path[8:-1])
+                src = (half, "options") if "options" in table else ("scale", "options")
+                check.add(src, f"{half} option {i + 1}: {exc.message}", index=i, offset=exc.offset)
+            else:
+                check.add((half, path), exc.message, offset=exc.offset)
+    return template if ok else None
 
 
 def _build_departures(items: list[Any], check: Checker) -> tuple[Departure, ...]:

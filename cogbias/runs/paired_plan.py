@@ -260,32 +260,7 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
     half another; `Plan.kept` names the test cases the library has changed since. A spec that
     names no option order gets the dataset's own (`default_option_order`) in `Plan.spec`.
     """
-    from cogbias.llm.settings import check_api_base
-
-    if not spec.models:
-        raise ValueError("no decision models given (e.g. --models random,local/smollm2)")
-    if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
-        raise ValueError("scenarios, instances and repeats must be at least 1")
-    prompting_methods.parse(spec.prompting)
-    problem = reading_refusal(spec.reading, spec.scoring)
-    if problem:
-        raise ValueError(problem)
-    if spec.option_order is None:
-        spec = replace(spec, option_order=default_option_order(store, spec.dataset))
-    elif spec.option_order not in metrics.OPTION_ORDERS:
-        raise ValueError(
-            f"unknown option order {str(spec.option_order)[:40]!r}: use "
-            f"{' or '.join(metrics.OPTION_ORDERS)}"
-        )
-    if spec.api_base:
-        check_api_base(spec.api_base)
-    for model in {*spec.models, spec.generator}:
-        resolve(model, spec.api_base)  # unknown local models fail here, before any work
-    if spec.extractor is not None and not resolve(spec.extractor, spec.api_base).writes_text:
-        raise ValueError(
-            f"--extractor {spec.extractor} cannot read answers: it writes no text; choose a "
-            "language model (e.g. local/smollm2) or leave it out (each model reads its own)"
-        )
+    spec = _checked(spec, store)
     if spec.dataset:
         if store is None:
             raise ValueError("a dataset run needs a store")
@@ -336,6 +311,34 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
         current = library.load_library()
         kept = tuple(b for b in wanted if b not in current or current[b] != pinned[b])
     return Plan(spec, {b: cases[b] for b in wanted}, jobs, [], kept)
+
+
+def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
+    """`spec` with its option order chosen, once every field is known to be usable."""
+    from cogbias.llm.settings import check_api_base
+
+    if not spec.models:
+        raise ValueError("no decision models given (e.g. --models random,local/smollm2)")
+    if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
+        raise ValueError("scenarios, instances and repeats must be at least 1")
+    prompting_methods.parse(spec.prompting)
+    problem = reading_refusal(spec.reading, spec.scoring)
+    if problem:
+        raise ValueError(problem)
+    if spec.option_order is None:
+        spec = replace(spec, option_order=default_option_order(store, spec.dataset))
+    elif problem := metrics.order_problem(spec.option_order):
+        raise ValueError(problem)
+    if spec.api_base:
+        check_api_base(spec.api_base)
+    for model in {*spec.models, spec.generator}:
+        resolve(model, spec.api_base)  # unknown local models fail here, before any work
+    if spec.extractor is not None and not resolve(spec.extractor, spec.api_base).writes_text:
+        raise ValueError(
+            f"--extractor {spec.extractor} cannot read answers: it writes no text; choose a "
+            "language model (e.g. local/smollm2) or leave it out (each model reads its own)"
+        )
+    return spec
 
 
 def pinned_cases(store: Store, run_id: str) -> dict[str, TestCase] | None:

@@ -37,7 +37,7 @@ from cogbias.studies.definitions import (
     scaled_values,
 )
 from cogbias.studies.study_files import parse_study
-from cogbias.studies.thesis_coding import thesis_template
+from cogbias.studies.thesis_coding import ThesisTemplate, thesis_template
 
 
 def question(
@@ -242,23 +242,7 @@ def study_from_prompts(
         if len(parts) < 2:
             raise ValueError(f"{where}: a test needs a control part and a treatment part")
         base = f"{_slug(bias)}__{_slug(scenario)}"
-        texts = {}
-        for part in parts:
-            variables = part["variables"]
-            if isinstance(variables, str):
-                variables = json.loads(variables or "{}")
-            for key, value in variables.items():
-                if isinstance(value, float) and not math.isfinite(value):  # JSON's NaN, 1e999
-                    raise ValueError(f"{where}: variable {key[:40]!r} is {value}, not a number")
-            slots = {key: _unique(f"{_slug(base)}_{_slug(key)}_{part['part']}", used)
-                     for key in variables}  # fmt: skip
-            for key, slot in slots.items():
-                # as text: a number reaches the prompt as the column writes it (833332), not
-                # as a study shows its numbers (833,332), which the thesis never sent
-                values[slot] = {"type": "choice", "options": [str(variables[key])]}
-            texts[part["part"]] = template.user_message(
-                _gapped(part["content"], slots), part["response_type"]
-            )
+        texts = _part_texts(parts, base, where, template, values, used)
         coding = template.coding(bias)
         control, treatments = parts[0], parts[1:]
         chosen = [p for p in parts if p["part"] == coding.treatment_part]
@@ -298,6 +282,36 @@ def study_from_prompts(
         return parse_study(tomlkit.dumps(doc), f"<dataset {name}>")
     except LibraryError as exc:
         raise ValueError(_located(exc, tomlkit.dumps(doc), origins, name)) from None
+
+
+def _part_texts(
+    parts: list[Mapping[str, Any]],
+    base: str,
+    where: str,
+    template: ThesisTemplate,
+    values: tomlkit.items.Table,
+    used: set[str],
+) -> dict[Any, str]:
+    """Each part's user message, its variables turned into `{{…}}` gaps whose values (added to
+    `values`) are the published ones as text: a number reaches the prompt as the column
+    writes it (833332), not as a study shows its numbers (833,332), which the thesis never
+    sent."""
+    texts = {}
+    for part in parts:
+        variables = part["variables"]
+        if isinstance(variables, str):
+            variables = json.loads(variables or "{}")
+        for key, value in variables.items():
+            if isinstance(value, float) and not math.isfinite(value):  # JSON's NaN, 1e999
+                raise ValueError(f"{where}: variable {key[:40]!r} is {value}, not a number")
+        slots = {key: _unique(f"{_slug(base)}_{_slug(key)}_{part['part']}", used)
+                 for key in variables}  # fmt: skip
+        for key, slot in slots.items():
+            values[slot] = {"type": "choice", "options": [str(variables[key])]}
+        texts[part["part"]] = template.user_message(
+            _gapped(part["content"], slots), part["response_type"]
+        )
+    return texts
 
 
 def _located(exc: LibraryError, source: str, origins: Mapping[str, str], name: str) -> str:
