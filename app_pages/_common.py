@@ -326,6 +326,50 @@ def keep(*keys: str, allowed: Collection[object] | None = None) -> None:
                 state[key] = value
 
 
+def chosen_gone(
+    key: str, options: Collection[Any], noun: str | Callable[[Any], str], fallback: Any = None
+) -> bool:
+    """True when what the picker `key` last showed is no longer one of `options`: another tab
+    (or the command line) deleted it between the page's last run and the click that runs it
+    now. The page must then do nothing with that click: every action button of this run is
+    ignored, and the reader is told which item went (`noun` names its kind, "Run", or is a
+    function naming a value: "run:X" → "Run X").
+
+    Without this, a click meant for run X acted on whatever the picker fell back to (Resume
+    started a run nobody chose). The picker moves to `fallback` (no value: its default), and
+    a multiselect keeps its other values. An item this page removed itself (its own Delete or
+    Remove, `removed_here`) is not reported."""
+    state = st.session_state
+    seen = state.get(key)
+    if seen is None:
+        if fallback is not None:
+            state[key] = fallback
+        return False
+    several = isinstance(seen, list)
+    gone = [v for v in (seen if several else [seen]) if v not in options]
+    if not gone:
+        return False
+    quiet = state.pop(f"_removed:{key}", None)
+    name = noun if callable(noun) else lambda value: f"{noun} {value}"
+    for value in gone:
+        if value != quiet:
+            said = f"{name(value)} no longer exists (deleted elsewhere); nothing was done."
+            st.warning(safe_text.escape_markdown(said))
+    if several:
+        state[key] = [v for v in seen if v in options]
+    elif fallback is not None:
+        state[key] = fallback
+    else:
+        del state[key]
+    return any(value != quiet for value in gone)
+
+
+def removed_here(key: str, value: Any) -> None:
+    """Record that this page itself removed `value`, the choice of picker `key`, so that the
+    next run's `chosen_gone` does not call it deleted elsewhere."""
+    st.session_state[f"_removed:{key}"] = value
+
+
 def scoring_choice(key: str) -> str:
     """The scoring radio of Learn and Run: a sampled answer, or option probabilities."""
     from cogbias.views.probability_bars import SCORING_LABELS

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
-from app_pages._common import friendly
+from app_pages._common import friendly, removed_here
 from cogbias.runs import deletion
 from cogbias.store import Store
 from cogbias.views import safe_text
@@ -14,12 +16,24 @@ def _plan(store: Store, kind: str, name: str) -> deletion.Deletion:
     return (deletion.plan_run if kind == "run" else deletion.plan_dataset)(store, name)
 
 
-def delete_control(store: Store, kind: str, name: str, key: str) -> None:
+def delete_control(
+    store: Store,
+    kind: str,
+    name: str,
+    key: str,
+    picker: tuple[str, Any] | None = None,
+    stale: bool = False,
+) -> None:
     """Offer to delete run or dataset `name`; nothing happens until the user confirms.
-    The page shows the outcome with `flash(key)` (after the rerun, the item is gone)."""
+    The page shows the outcome with `flash(key)` (after the rerun, the item is gone).
+
+    `picker` is the picker's key and value that chose `name`: once deleted here, the page's
+    `chosen_gone` does not report it as deleted elsewhere. `stale`: the picker's choice was
+    deleted elsewhere, so the click that brought the news is ignored."""
     pending = f"{key}_pending"
     if st.session_state.get(pending) != (kind, name):
-        if st.button(f"Delete this {kind}…", key=key, icon=":material/delete:"):
+        clicked = st.button(f"Delete this {kind}…", key=key, icon=":material/delete:")
+        if clicked and not stale:
             st.session_state[pending] = (kind, name)
             st.rerun()
         return
@@ -42,6 +56,8 @@ def delete_control(store: Store, kind: str, name: str, key: str) -> None:
             return
         st.session_state.pop(pending, None)
         st.session_state[f"{key}_done"] = f"Deleted {plan.describe()}."
+        if picker is not None:
+            removed_here(*picker)
         st.rerun()
     if no.button("Cancel", key=f"{key}_no"):
         st.session_state.pop(pending, None)

@@ -18,6 +18,7 @@ from cogbias.views import highlight, probability_bars, safe_text, shown_pairs
 
 SHOWN_CHARS = 600  # a longer text shows its start; the rest sits in a collapsed expander
 MAX_CHARS = 20_000  # more than this is never laid out on a page (exports hold it all)
+PROSE_CHARS = 1_500  # a description's start shown as prose (the built-ins' are shorter)
 # A half's heading is one of two fixed texts, never built from a name that came from outside.
 HALF_TITLES = {"control": "**Control**", "treatment": "**Treatment**"}
 
@@ -45,10 +46,25 @@ def long_text(text: str, empty: str = "(none)") -> None:
     start, cut = safe_text.preview_text(text, SHOWN_CHARS)
     st.text(start or empty)
     if cut:
-        rest = text[:MAX_CHARS]
-        note = "" if len(text) <= MAX_CHARS else f" (the first {MAX_CHARS:,} shown)"
-        with st.expander(f"All {len(text):,} characters{note}"):
-            st.text(rest)
+        _all_of(text)
+
+
+def long_prose(text: str, shown: int = PROSE_CHARS, caption: bool = False) -> None:
+    """Untrusted prose (a test case's or a study's description): its start as escaped
+    Markdown paragraphs (a caption with `caption`), the rest of a long one collapsed as plain
+    text, of which at most MAX_CHARS are laid out. A browser took minutes over a 1 MB
+    description shown whole."""
+    start, cut = safe_text.preview_text(text, shown)
+    (st.caption if caption else st.markdown)(safe_text.escape_paragraphs(start))
+    if cut:
+        _all_of(text)
+
+
+def _all_of(text: str) -> None:
+    """A long text whole in a collapsed expander, cut at MAX_CHARS (exports hold it all)."""
+    note = "" if len(text) <= MAX_CHARS else f" (the first {MAX_CHARS:,} shown)"
+    with st.expander(f"All {len(text):,} characters{note}"):
+        st.text(text[:MAX_CHARS])
 
 
 def safe_caption(text: str) -> None:

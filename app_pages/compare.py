@@ -88,10 +88,10 @@ for number, item in enumerate(top.itertuples(), start=1):
         first = shown_pairs.shown_stored_pair(rows[0], clean) if rows else None
         if first is not None:
             left, right = st.columns(2)
-            left.markdown("**Control, as written**")
-            left.text(first.control.situation + "\n\n" + first.control.prompt)
-            right.markdown("**Treatment, as written**")
-            right.text(first.treatment.situation + "\n\n" + first.treatment.prompt)
+            for column, half in ((left, first.control), (right, first.treatment)):
+                with column:  # a long imported text shows its start, the rest collapsed
+                    st.markdown(f"**{half.name.capitalize()}, as written**")
+                    _pair.long_text(half.situation + "\n\n" + half.prompt)
         for column, model, score in zip(
             st.columns(2), (model_a, model_b), (item.score_a, item.score_b), strict=True
         ):

@@ -9,10 +9,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages import _delete, _effects, _pair, _progress
+from app_pages import _delete, _effects, _import_sources, _pair, _progress
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
+    chosen_gone,
     db_path,
     friendly,
     keep,
@@ -75,8 +76,9 @@ if "ds_select" in st.session_state:
     _reset_browsing()
 keep("ds_current", allowed=datasets)
 keep("ds_tab", allowed=TABS)
-if st.session_state.get("ds_current") not in datasets:
-    st.session_state.pop("ds_current", None)
+# A dataset deleted elsewhere since this page was drawn: named; the click that brought the
+# news (start a run, export, delete) does nothing.
+stale = chosen_gone("ds_current", datasets, "Dataset")
 current = (
     st.selectbox("Dataset", list(datasets), key="ds_current", on_change=_reset_browsing)
     if datasets
@@ -218,7 +220,9 @@ with tabs[0]:
         )
         if current:
             with st.expander(f"Delete the dataset {safe_text.escape_markdown(current)}"):
-                _delete.delete_control(store, "dataset", current, "ds_delete")
+                _delete.delete_control(
+                    store, "dataset", current, "ds_delete", ("ds_current", current), stale
+                )
 
 # ------------------------------------------------------------------ import
 with tabs[1]:
@@ -240,29 +244,38 @@ with tabs[1]:
         names = [f.name for f in FORMATS]
         fmt = st.selectbox("Format", names, format_func=HELP.get, key="ds_fmt")
         path: Path | None = None
+        zipped: Any = None  # a folder uploaded as a zip: unpacked when it is imported
         if source == "A path on this machine":
+            _import_sources.importable_note()
             typed = st.text_input(
                 "Path (a file, or for a folder format the folder)", key="ds_path"
-            ).strip()
-            path = Path(typed).expanduser() if typed else None
-        elif fmt in FOLDERS and fmt != "peek2024":
-            st.info("This format is a folder: give its path instead of uploading.")
+            ).strip()  # the server reads it: only inside the importable folders
+            path = _import_sources.checked_path(typed) if typed else None
+            stem = Path(typed).stem
         else:
-            kinds = ["json"] if fmt == "peek2024" else ["csv", "jsonl", "ndjson", "parquet"]
-            uploaded = st.file_uploader("File", type=kinds)
-            path = _save_upload(uploaded) if uploaded is not None else None
-        default = next(f.default_name for f in FORMATS if f.name == fmt) or (
-            path.stem if path else ""
-        )
+            kinds = ["csv", "jsonl", "ndjson", "parquet"]
+            if fmt in FOLDERS:  # a folder arrives zipped; the token-bias files also one by one
+                kinds = ["zip", "json"] if fmt == "peek2024" else ["zip"]
+            label = "File, or the folder as a .zip" if fmt in FOLDERS else "File"
+            uploaded = st.file_uploader(label, type=kinds, key=f"ds_upload_{fmt}")
+            if uploaded is not None and uploaded.name.lower().endswith(".zip"):
+                zipped = uploaded
+            elif uploaded is not None:
+                path = _save_upload(uploaded)
+            stem = Path(uploaded.name).stem if uploaded is not None else ""
+        default = next(f.default_name for f in FORMATS if f.name == fmt) or stem
         name = st.text_input("Dataset name", default or "", key=f"ds_name_{fmt}")
         mapping = _mapping_form(path) if fmt == "generic" and path and path.is_file() else None
-        if st.button("Import", key="ds_go", disabled=path is None):
-            assert path is not None
+        if st.button("Import", key="ds_go", disabled=path is None and zipped is None):
             options: list[str] = []
             if mapping is not None:  # the generic format's column mapping, as its arguments
                 options += [f"--map={f}={c}" for f, c in mapping.columns.items()]
                 options += [f"--set={f}={v}" for f, v in mapping.constants.items()]
-            if fmt != "generic" or mapping is not None:
+            if zipped is not None:
+                _import(
+                    "Import", _import_sources.zip_import(store, zipped, fmt, name or None, replace)
+                )
+            elif path is not None and (fmt != "generic" or mapping is not None):
                 _import(
                     "Import",
                     lambda p: run_import(store, fmt, [path], name or None, replace, p, options),
@@ -306,10 +319,10 @@ with tabs[2]:
             )  # fmt: skip
             picked = rows[index]
             control, treatment = st.columns(2)
-            control.markdown("**Control**")
-            control.text(pair_tables.half_text(picked["control"]))
-            treatment.markdown("**Treatment**")
-            treatment.text(pair_tables.half_text(picked["treatment"]))
+            for column, half in ((control, "control"), (treatment, "treatment")):
+                with column:  # a long imported text shows its start, the rest collapsed
+                    st.markdown(f"**{half.capitalize()}**")
+                    _pair.long_text(pair_tables.half_text(picked[half]))
         st.subheader("Paired responses")
         pairs = store.pairs(dataset=current, bias=chosen_bias, search=search, limit=PAGE)
         if not pairs:
@@ -345,6 +358,7 @@ with tabs[3]:
         else:
             infos = models()
             ids = [m.id for m in infos]
+            models_gone = chosen_gone("ds_models", ids, "Model")
             chosen = st.multiselect(
                 "Decision models", ids, default=[RANDOM_MODEL] if RANDOM_MODEL in ids else [],
                 format_func=model_names(infos), key="ds_models",
@@ -367,7 +381,8 @@ with tabs[3]:
             )
             if plan is not None:
                 st.caption(safe_text.escape_markdown(plan.describe()))  # names the dataset
-            if st.button("Start the run", disabled=plan is None, key="ds_start"):
+            start = st.button("Start the run", disabled=plan is None, key="ds_start")
+            if start and not (stale or models_gone):
                 share_local_server()
                 run_id = attempt("Starting the run", lambda: executor.launch(spec, db_path()))
                 if run_id:  # said below, on this tab, with the run's progress
@@ -398,7 +413,7 @@ with tabs[4]:
         scope = st.selectbox("Which pairs", list(scopes), key="ds_scope", disabled=what != "pairs")
         fmt = st.radio("Format", ["csv", "jsonl", "parquet"], horizontal=True, key="ds_xfmt")
         key = (current, what, scope, fmt)
-        if st.button("Prepare the file", key="ds_prepare"):
+        if st.button("Prepare the file", key="ds_prepare") and not stale:
             run_id = scopes[scope] if what == "pairs" else None
             data = attempt(
                 "Exporting",

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app_pages import _delete, _pair
 from app_pages._common import (
+    chosen_gone,
     db_path,
     db_version,
     friendly,
@@ -65,8 +66,14 @@ if sources == ["all"]:
 keep("explore_source", allowed=sources)
 keep("explore_view", allowed=charts_explore.VIEWS)
 keep("explore_order")
-if st.session_state.get("explore_source") not in sources:
-    st.session_state["explore_source"] = "all"
+# A run or dataset deleted elsewhere since this page was drawn is named (the picker falls
+# back to all results, where nothing can be deleted).
+chosen_gone(
+    "explore_source",
+    sources,
+    lambda s: f"{s.partition(':')[0].capitalize()} {s.partition(':')[2]}",  # "Run X"
+    "all",
+)
 c1, c2, c3 = st.columns([3, 2, 2])
 source = c1.selectbox("Results", sources, format_func=_source_label, key="explore_source")
 view = c2.radio(
@@ -90,7 +97,7 @@ kind, _, name = source.partition(":")
 _delete.flash("explore_delete")
 if kind in ("run", "dataset"):
     with st.expander(f"Delete this {kind}"):
-        _delete.delete_control(store, kind, name, "explore_delete")
+        _delete.delete_control(store, kind, name, "explore_delete", ("explore_source", source))
 run_id, dataset = source_filter(source)
 path = str(db_path())
 try:

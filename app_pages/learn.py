@@ -6,6 +6,7 @@ from app_pages import _live, _pair
 from app_pages._common import (
     LOCAL_MODEL,
     case_label,
+    chosen_gone,
     friendly,
     generator_label,
     keep,
@@ -28,6 +29,7 @@ READ_PROBABILITIES = (
     "the pair again to see how likely it found each option in both halves."
 )
 
+MAX_REFERENCES = 50  # a user's file may list thousands; the rest stay in the file
 st.title("Learn: cognitive biases in LLMs")
 st.caption(
     "Each test asks a model the same decision twice. The **control** and the **treatment** "
@@ -38,14 +40,18 @@ st.caption(
 
 cases = test_cases()
 keep("learn_bias", allowed=cases)
+# A test case or model deleted elsewhere since this page was drawn: named; no pair is run.
+gone = chosen_gone("learn_bias", cases, "Test case")
 case_id = st.selectbox("Bias", list(cases), format_func=case_label(cases), key="learn_bias")
 case = cases[case_id]
 st.subheader(safe_text.escape_markdown(case.name))  # a user's file: text, never markup
-st.markdown(safe_text.escape_paragraphs(case.description))
+_pair.long_prose(case.description)  # a user's file: a 1 MB description shows its start
 if case.references:
     with st.expander("References"):
-        for ref in case.references:
-            st.markdown(f"- {safe_text.escape_markdown(ref)}")
+        refs = [safe_text.preview_text(ref)[0] for ref in case.references[:MAX_REFERENCES]]
+        st.markdown("\n".join(f"- {safe_text.escape_markdown(ref)}" for ref in refs))
+        if len(case.references) > MAX_REFERENCES:
+            st.caption(f"… and {len(case.references) - MAX_REFERENCES:,} more in the file.")
 if case.departures:  # the built-ins follow the paper's designs; say where they do not
     with st.expander(f"How this test differs from the paper's design ({len(case.departures)})"):
         for departure in case.departures:
@@ -89,6 +95,14 @@ st.caption(
 infos = models()
 ids = [m.id for m in infos]
 label = model_names(infos)
+generators = examples.generator_choices(ids)  # the default first
+gone = any(
+    [
+        gone,
+        chosen_gone("learn_model", ids, "Model"),
+        chosen_gone("learn_generator", generators, "Model"),
+    ]
+)
 c1, c2, c3 = st.columns([2, 2, 1])
 model = c1.selectbox(
     "Decision model",
@@ -97,7 +111,6 @@ model = c1.selectbox(
     format_func=label,
     key="learn_model",
 )
-generators = examples.generator_choices(ids)  # the default first
 generator = c2.selectbox(
     "Generator (fills the blue gaps)",
     generators,
@@ -125,7 +138,7 @@ def _run_pair() -> tuple[Instance, dict] | str:
 
 # A result belongs to exactly these choices: switching the bias, a model or the seed hides it.
 chosen = (case.content_hash, generator, model, seed, scoring)
-if st.button("Run this pair", type="primary", key="learn_run"):
+if st.button("Run this pair", type="primary", key="learn_run") and not gone:
     who = f"Filling the gaps with {label(generator)}, then asking {label(model)}…"
     with st.spinner(safe_text.escape_markdown(who)):
         st.session_state["learn_result"] = (chosen, _run_pair())

@@ -7,6 +7,7 @@ from app_pages._common import (
     RANDOM_MODEL,
     attempt,
     case_label,
+    chosen_gone,
     generator_label,
     keep,
     model_names,
@@ -32,6 +33,8 @@ all_scenarios = scenarios()
 keep("pv_case", allowed=cases)
 keep("pv_scenario", allowed=range(len(all_scenarios)))
 keep("pv_typed", "pv_seed")
+# A test case or model deleted elsewhere since this page was drawn: named; nothing is asked.
+gone = chosen_gone("pv_case", cases, "Test case")
 c1, c2 = st.columns(2)
 case_id = c1.selectbox("Test case", list(cases), format_func=case_label(cases), key="pv_case")
 number = c2.selectbox(
@@ -54,6 +57,7 @@ if typed.strip() and not examples.reads_scenario(scenario):
 
 generators = [*examples.generator_choices([m.id for m in infos]), NO_GENERATOR]
 keep("pv_generator", allowed=generators)
+gone = any([gone, chosen_gone("pv_generator", generators, "Model")])
 c1, c2, c3 = st.columns([3, 1, 1])
 generator = c1.selectbox(
     "Generator model",
@@ -92,7 +96,7 @@ def _next_seed() -> None:
 
 
 b1, b2 = st.columns(2)
-fill_now = b1.button("Fill", type="primary", key="pv_fill")
+fill_now = b1.button("Fill", type="primary", key="pv_fill") and not gone
 b2.button("Regenerate (next seed)", key="pv_regen", on_click=_next_seed)
 # A fill is shown only for the inputs it was made for. Offline fills cost nothing, so they
 # follow every change and the page is never blank; a model's fills wait for Fill (they take
@@ -101,7 +105,8 @@ wanted = (case.content_hash, scenario, generator, int(st.session_state["pv_seed"
 instant = generator in (examples.EXAMPLES_GENERATOR, NO_GENERATOR)
 held = st.session_state.get("pv_instance")
 stale = not held or held[0] != wanted
-if st.session_state.pop("pv_fill_next", False) or fill_now or (instant and stale):
+fill_next = st.session_state.pop("pv_fill_next", False) and not gone
+if fill_next or fill_now or (instant and stale):
     _fill()
     held = st.session_state.get("pv_instance")
 if not held or held[0] != wanted:
@@ -123,6 +128,7 @@ with st.expander("All insertions", expanded=False):
 
 st.subheader("Decide")
 ids = [m.id for m in infos]
+gone = any([gone, chosen_gone("pv_model", ids, "Model")])
 c1, c2 = st.columns([3, 1])
 model = c1.selectbox(
     "Decision model",
@@ -131,7 +137,7 @@ model = c1.selectbox(
     format_func=label,
     key="pv_model",
 )
-if c2.button("Decide", key="pv_decide"):
+if c2.button("Decide", key="pv_decide") and not gone:
     with st.spinner(safe_text.escape_markdown(f"Asking {model} both versions…")):
         row = attempt(
             "Asking the model", lambda: _live.decide(instance, model, infos), _live.FAILURE_HINT

@@ -16,6 +16,7 @@ from app_pages._common import (
     RANDOM_MODEL,
     api_base_of,
     case_label,
+    chosen_gone,
     db_path,
     friendly,
     generator_label,
@@ -84,6 +85,17 @@ keep("run_dataset", allowed=datasets)
 keep("run_models", allowed=ids)
 keep("run_generator", allowed=generators)
 keep("run_extractor", allowed=[SELF_READER, *ids])
+# A choice deleted elsewhere (another tab, the command line) since this page was drawn is
+# named, and the click that brought the news starts nothing.
+stale = any(
+    [
+        chosen_gone("run_biases", cases, "Test case"),
+        chosen_gone("run_dataset", datasets, "Dataset"),
+        chosen_gone("run_models", ids, "Model"),
+        chosen_gone("run_generator", generators, "Model"),
+        chosen_gone("run_extractor", [SELF_READER, *ids], "Model"),
+    ]
+)
 source = "library"
 if datasets:
     source = st.radio(
@@ -296,7 +308,7 @@ if plan is not None:
         help="Half price and no rate limits, for OpenAI and OpenAI-compatible servers; "
         "answers arrive within hours. The run polls its batches and can be resumed.",
     )
-    if st.button("Start run", type="primary", key="run_start", disabled=busy):
+    if st.button("Start run", type="primary", key="run_start", disabled=busy) and not stale:
         share_local_server()
         try:
             run_id = executor.launch(spec, db_path(), batch=use_batch)
@@ -397,8 +409,8 @@ st.dataframe(
         "created_at": st.column_config.TextColumn("created"),
     },
 )
-if st.session_state.get("run_pick") not in by_id:  # new runs appear; keep the choice valid
-    st.session_state["run_pick"] = active if active in by_id else next(iter(by_id))
+# A run deleted elsewhere since the last run of this page: say so, and act on no click.
+gone = chosen_gone("run_pick", by_id, "Run", active if active in by_id else next(iter(by_id)))
 pick = st.selectbox(
     "Run",
     list(by_id),
@@ -408,19 +420,23 @@ pick = st.selectbox(
 picked = by_id[pick]
 b1, b2, b3, b4 = st.columns(4)
 if kinds.kind_of(picked["spec"]).results_page == "studies":  # shown on the Studies page
-    if b1.button("Open in Studies", key="run_studies"):
+    if b1.button("Open in Studies", key="run_studies") and not gone:
         st.session_state["study_run"] = pick
         st.switch_page("app_pages/studies.py")
-elif b1.button("Open in Explore", key="run_explore"):
+elif b1.button("Open in Explore", key="run_explore") and not gone:
     st.session_state["explore_source"] = f"run:{pick}"
     st.switch_page("app_pages/explore.py")
-retry = b3.button(
-    "Retry failed pairs",
-    key="run_retry",
-    disabled=picked["status"] in ACTIVE or not picked["failed"],
-    help="Ask again for every failed pair, also those whose answer could not be read.",
+retry = (
+    b3.button(
+        "Retry failed pairs",
+        key="run_retry",
+        disabled=picked["status"] in ACTIVE or not picked["failed"],
+        help="Ask again for every failed pair, also those whose answer could not be read.",
+    )
+    and not gone
 )
-if (picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume")) or retry:
+resume = picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume") and not gone
+if resume or retry:
     share_local_server()
     try:
         executor.start_background(pick, db_path(), retry_failed=retry)
@@ -429,7 +445,8 @@ if (picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume")) or 
     else:
         _mark_started(pick)
         st.rerun()
-if picked["status"] in ("planned", "running") and b4.button("Cancel", key="run_cancel_pick"):
+cancel = picked["status"] in ("planned", "running") and b4.button("Cancel", key="run_cancel_pick")
+if cancel and not gone:
     store.request_cancel(pick)
     st.rerun()
 if picked.get("error"):

@@ -5,8 +5,8 @@ import os
 import pandas as pd
 import streamlit as st
 
-from app_pages._common import friendly, models
-from cogbias.llm import settings
+from app_pages._common import chosen_gone, friendly, models, removed_here
+from cogbias.llm import registry, settings
 from cogbias.llm.keys import key_for_model
 from cogbias.views import safe_text
 from cogbias.views.numbers import number_or_dash
@@ -14,8 +14,8 @@ from cogbias.views.numbers import number_or_dash
 st.title("Models and keys")
 
 
-def _key_cell(model_id: str, api_base: str | None) -> str:
-    name = key_for_model(model_id, api_base)
+def _key_cell(model_id: str, api_base: str | None, api_key_env: str | None) -> str:
+    name = key_for_model(model_id, api_base, api_key_env)
     if name is None:
         return "not needed"
     return f"{name} {'✅' if os.environ.get(name, '').strip() else '— missing'}"
@@ -23,14 +23,11 @@ def _key_cell(model_id: str, api_base: str | None) -> str:
 
 st.subheader("Registry")
 infos = models()
-user_ids = set()
-try:
-    from cogbias.llm.registry import load_models
-
-    path = settings.user_models_path()
-    user_ids = {m.id for m in load_models(path)} if path.is_file() else set()
-except Exception as exc:
-    st.warning(f"Your models.toml ({settings.user_models_path()}) cannot be read: {friendly(exc)}")
+path = settings.user_models_path()
+user_ids = {m.id for m in registry.load_models(path)} if path.is_file() else set()
+if wrong := registry.registry_problems():
+    st.warning("Some entries of the model registry are not as they should be:")
+    st.code("\n".join(wrong[:20]) + (f"\n… and {len(wrong) - 20} more" if len(wrong) > 20 else ""))
 table = pd.DataFrame(
     [
         {
@@ -40,7 +37,7 @@ table = pd.DataFrame(
             "parameters (B)": number_or_dash(m.params_b),
             "arena score": number_or_dash(m.arena_score),
             "JSON schema": m.json_schema,
-            "key": _key_cell(m.id, m.api_base),
+            "key": _key_cell(m.id, m.api_base, m.api_key_env),
             "endpoint": m.api_base or "",
             "yours": m.id in user_ids,
         }
@@ -65,7 +62,8 @@ st.dataframe(keys, hide_index=True, width="stretch")
 st.subheader("Add a custom endpoint")
 st.caption(
     "Any OpenAI-compatible server works: Ollama (`http://127.0.0.1:11434/v1`), vLLM, "
-    "llama.cpp server, LM Studio. Saved to "
+    "llama.cpp server, LM Studio. It is sent no key (never OPENAI_API_KEY) unless you name "
+    "the variable holding its own; a key goes only over https, or to this machine. Saved to "
     + safe_text.escape_markdown(str(settings.user_models_path()))  # a path: not markup
     + "."
 )
@@ -77,6 +75,13 @@ with st.form("add_model", clear_on_submit=False):
     display = c1.text_input("Display name (optional)", key="add_display")
     schema = c2.checkbox("Accepts a JSON schema (structured outputs)", key="add_schema")
     max_t = c3.number_input("Highest temperature", 0.0, 5.0, 2.0, 0.1, key="add_max_t")
+    key_env = st.text_input(
+        "Variable holding its key (optional)",
+        placeholder="MY_SERVER_KEY",
+        help="The name of an environment variable (or .streamlit/secrets.toml entry), never "
+        "the key itself; it must contain KEY, TOKEN, SECRET or PASSWORD.",
+        key="add_key_env",
+    )
     submitted = st.form_submit_button("Add model", type="primary", key="add_submit")
 if submitted:
     if not served.strip():
@@ -85,7 +90,7 @@ if submitted:
         model_id = served.strip() if "/" in served else f"openai/{served.strip()}"
         try:
             written = settings.add_custom_model(
-                model_id, display or served, base, "", schema, max_t
+                model_id, display or served, base, "", schema, max_t, api_key_env=key_env
             )
         except ValueError as exc:
             st.error(f"Not added: {friendly(exc)}")
@@ -100,8 +105,12 @@ if "settings_flash" in st.session_state:
     st.success(st.session_state.pop("settings_flash"))
 
 if user_ids:
+    # A model removed elsewhere since this page was drawn: named; the click removes nothing
+    # (the picker would have fallen back to another of the user's models).
+    stale = chosen_gone("settings_remove", user_ids, "Model")
     c1, c2 = st.columns([3, 1])
     gone = c1.selectbox("Remove one of yours", sorted(user_ids), key="settings_remove")
-    if c2.button("Remove", key="settings_remove_btn"):
+    if c2.button("Remove", key="settings_remove_btn") and not stale:
         settings.remove_custom_model(gone)
+        removed_here("settings_remove", gone)
         st.rerun()

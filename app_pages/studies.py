@@ -7,11 +7,12 @@ mitigations × repeats (`cogbias.runs.study_plan`); it runs in its own process l
 
 import streamlit as st
 
-from app_pages import _study_views
+from app_pages import _pair, _study_views
 from app_pages._common import (
     RANDOM_MODEL,
     api_base_of,
     attempt,
+    chosen_gone,
     db_path,
     friendly,
     keep,
@@ -24,6 +25,7 @@ from app_pages._common import (
     runs_table,
     share_local_server,
 )
+from cogbias.core.limits import name_problem
 from cogbias.core.redact import redact
 from cogbias.runs import executor, kinds, study_plan, study_results, summaries
 from cogbias.runs.study_plan import MITIGATION_ORDER, StudySpec
@@ -62,9 +64,25 @@ def repeats_box(study: Study, chosen: list[str]) -> str:
     return "study_repeats"
 
 
+def study_choices() -> list[str]:
+    """The studies that can be run; the files left out are named with their problems (as
+    text: they quote the files), and a broken file leaves out itself alone."""
+    loaded = attempt("Loading the studies", lambda: study_views.study_choices(store))
+    choices, problems = loaded or ([], [])
+    if problems:
+        files = sorted({p.file for p in problems})
+        st.warning(
+            f"{len(files)} study file(s) have problems and were left out; the other studies "
+            "can be run. Fix or remove them:"
+        )
+        more = [f"… and {len(problems) - 20} more"] if len(problems) > 20 else []
+        st.code("\n".join([*(str(p) for p in problems[:20]), *more]), language=None)
+    return choices
+
+
 def start_form() -> None:
     """Plan a study run from the choices, show the plan, start it in the background."""
-    choices = attempt("Loading the studies", lambda: study_views.study_choices(store)) or []
+    choices = study_choices()
     if not choices:
         st.info("No study can be loaded; fix or remove the broken study files named above.")
         return
@@ -73,6 +91,10 @@ def start_form() -> None:
     keep("study_models", allowed=ids)
     keep("study_mitigations", allowed=MITIGATION_ORDER)
     keep("study_run_name", "study_repeats")  # before repeats_box sets a new plan's default
+    # A study or model deleted elsewhere since this page was drawn: named; Start does nothing.
+    stale = any(
+        [chosen_gone("study_name", choices, "Study"), chosen_gone("study_models", ids, "Model")]
+    )
     c1, c2 = st.columns(2)
     name = c1.selectbox("Study", choices, key="study_name")
     study = attempt(f"Loading the study {name}", lambda: study_plan.load_study(name, store))
@@ -85,7 +107,7 @@ def start_form() -> None:
     )
     if study is None:
         return
-    st.caption(escape_markdown(f"{study.name}. {study.description}".strip()))
+    _pair.long_prose(f"{study.name}. {study.description}".strip(), caption=True)
     variants = list(study.variants) or ["default"]
     keep(f"study_tests:{name}", allowed=study.tests)
     keep(f"study_temperatures:{name}", allowed=study.temperatures)
@@ -121,7 +143,8 @@ def start_form() -> None:
             f"on the local model alone starts at {study_plan.LOCAL_REPEATS} (a miniature).",
         )
     )
-    run_name = c4.text_input("Name (optional)", key="study_run_name")
+    run_name = c4.text_input("Name (optional)", key="study_run_name").strip()
+    label_problem = name_problem(run_name) if run_name else None
     missing = [
         what
         for what, picked in (
@@ -136,6 +159,8 @@ def start_form() -> None:
     resolved = the_plan = None
     if missing:
         st.info(f"Choose at least {', '.join(missing)}.")
+    elif label_problem:
+        st.error(f"The name {escape_markdown(label_problem)}.")
     elif len(bases) > 1:
         st.error(
             "These models live on different endpoints "
@@ -174,10 +199,11 @@ def start_form() -> None:
                 "This exact study run already finished. Starting it again only asks what is "
                 "missing; change the repeats or the models for new results."
             )
-        if st.button("Start study run", type="primary", key="study_start", disabled=busy):
+        start = st.button("Start study run", type="primary", key="study_start", disabled=busy)
+        if start and not stale:
             share_local_server()
             try:
-                run_id = executor.launch(the_plan, db_path(), run_name.strip())
+                run_id = executor.launch(the_plan, db_path(), run_name)
             except (OSError, executor.RunBusy, KeyError, ValueError) as exc:
                 st.error(f"The study run could not be started: {friendly(exc)}")
             else:
@@ -249,8 +275,8 @@ st.dataframe(
     width="stretch",
     column_config={"created_at": st.column_config.TextColumn("created")},
 )
-if st.session_state.get("study_run") not in runs:
-    st.session_state["study_run"] = next(iter(runs))
+# A run deleted elsewhere since the last run of this page: say so, and act on no click.
+gone = chosen_gone("study_run", runs, "Run", next(iter(runs)))
 pick = st.selectbox(
     "Study run",
     list(runs),
@@ -264,7 +290,8 @@ if stalled:
     st.warning("This run's worker stopped before it began. The end of its log:")
     st.code(redact(log.read_text(errors="replace")[-1500:]) if log.is_file() else "(no log)")
 b1, b2, _ = st.columns([1, 1, 4])
-if (picked["status"] in RESUMABLE or stalled) and b1.button("Resume", key="study_resume"):
+resume = (picked["status"] in RESUMABLE or stalled) and b1.button("Resume", key="study_resume")
+if resume and not gone:
     share_local_server()
     try:
         executor.start_background(pick, db_path())
@@ -273,7 +300,7 @@ if (picked["status"] in RESUMABLE or stalled) and b1.button("Resume", key="study
     else:
         st.session_state["study_active"] = pick
         st.rerun()
-if working(picked) and b2.button("Cancel", key="study_cancel_pick"):
+if working(picked) and b2.button("Cancel", key="study_cancel_pick") and not gone:
     store.request_cancel(pick)
     st.rerun()
 if picked.get("error"):

@@ -175,6 +175,7 @@ class FakeLLMServer:
         self.statuses: Counter[int] = Counter()
         self.requests: list[dict[str, Any]] = []
         self.arrival_times: list[float] = []
+        self.authorizations: list[str] = []  # every request's Authorization header ("" if none)
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -367,8 +368,13 @@ class FakeLLMServer:
 
     # -- lifecycle --------------------------------------------------------------------
 
+    @web.middleware
+    async def _record(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self.authorizations.append(request.headers.get("Authorization", ""))
+        return await handler(request)
+
     async def _start(self) -> None:
-        app = web.Application()
+        app = web.Application(middlewares=[self._record])
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)

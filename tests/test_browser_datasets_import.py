@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from tests.browser_helpers import (
     shown_choice,
     visit,
 )
-from tests.dataset_helpers import HUB_CSV, MOHR_DIR, TOKENBIAS_DIR
+from tests.dataset_helpers import FIXTURES, HUB_CSV, MOHR_DIR, TOKENBIAS_DIR
 
 pytestmark = pytest.mark.browser
 
@@ -43,13 +44,19 @@ pytest.importorskip("playwright.sync_api")
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     home = tmp_path_factory.mktemp("import-home")
-    env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-           "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    env = {
+        **os.environ,
+        "COGBIAS_HOME": str(home),
+        "COGBIAS_DB": str(home / "app.db"),
+        "COGBIAS_DEMO": "0",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "COGBIAS_IMPORT_DIRS": str(FIXTURES),  # the app reads only from importable folders
+    }
     with running_app(env, home / "streamlit.log") as url:
         yield url
 
 
-def _import(page: Any, fmt: str, path: Path) -> None:
+def _import(page: Any, fmt: str, path: Path, click: bool = True) -> None:
     page.get_by_role("tab", name="Import", exact=True).click()
     page.get_by_text("A path on this machine", exact=True).click()
     settle(page)
@@ -60,8 +67,9 @@ def _import(page: Any, fmt: str, path: Path) -> None:
     field.fill(str(path))
     field.press("Enter")
     settle(page)
-    page.get_by_role("button", name="Import", exact=True).click()
-    settle(page)
+    if click:
+        page.get_by_role("button", name="Import", exact=True).click()
+        settle(page)
 
 
 def _formats() -> list[str]:
@@ -167,4 +175,45 @@ def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_cou
         picker = page.get_by_test_id("stSelectbox").filter(has=page.get_by_text("Dataset"))
         assert shown_choice(picker) == "mohr2025"
         page.screenshot(path=str(SHOTS / "datasets_kept_after_a_page_switch.png"))
+        assert page.get_by_test_id("stException").count() == 0
+
+
+def test_a_path_outside_is_refused_unread_and_a_zipped_folder_uploads(
+    browser: Any, app_url: str, tmp_path: Path
+) -> None:
+    """Issue 29, point 2: the page names the importable folders; a file outside them is
+    refused with its path and the reason, and none of its lines reaches the page; the Mohr
+    folder, zipped, imports through the real upload widget."""
+    outside = tmp_path / "private.csv"
+    outside.write_text("bias,SECRETCOLUMN,treatment\nanchoring,x,y\n")
+    archive = tmp_path / "thesis.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        for path in sorted(MOHR_DIR.iterdir()):
+            out.write(path, f"04_Datasets/{path.name}")
+    with learn_tab(browser, app_url, height=1200) as page:
+        go(page, "Datasets")
+        page.get_by_role("heading", name="Datasets", exact=True).wait_for()
+        settle(page)
+        _import(page, "generic", outside, click=False)
+        page.get_by_text("The app reads only inside these folders", exact=False).wait_for()
+        page.get_by_text(f"{outside}: is not inside a folder", exact=False).wait_for()
+        body = page.locator("body").inner_text()
+        assert "SECRETCOLUMN" not in body and str(FIXTURES) in body
+        assert page.get_by_role("button", name="Import", exact=True).is_disabled()
+        page.screenshot(path=str(SHOTS / "datasets_path_refused.png"))
+
+        page.get_by_text("Upload a file", exact=True).click()
+        settle(page)
+        choose(page, "Format", next(o for o in _formats() if o.startswith("mohr2025: ")))
+        settle(page)
+        page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(archive))
+        settle(page)
+        field = page.get_by_label("Dataset name")
+        field.fill("mohr-zip")
+        field.press("Enter")
+        settle(page)
+        page.get_by_role("button", name="Import", exact=True).click()
+        settle(page)
+        page.get_by_text("16 effect sizes of 2 model(s)", exact=False).wait_for()
+        page.screenshot(path=str(SHOTS / "datasets_zip_upload.png"))
         assert page.get_by_test_id("stException").count() == 0

@@ -116,6 +116,7 @@ import os
 base_url, model_name, case_name, dataset, evil_model, answer, scenario = sys.argv[1:]
 settings.add_custom_model("openai/hostile", model_name, base_url, json_schema=True)
 toml = authoring.BLANK_TEST_CASE.replace('"my_bias"', '"hostile_bias"').replace('"My Bias"', json.dumps(case_name))
+toml = toml.replace("Say in two", "See http://evil.example/learn, www.evil.example or me@evil.example. Say in two")
 library.save_test_case(library.parse_test_case(toml))
 db = os.environ["COGBIAS_DB"]
 make_results_db(db, biases=("anchoring", "framing_effect"), models=("random", evil_model), instances=4, name="hostile run")
@@ -158,7 +159,8 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(
 
     # Learn: a hostile test case name, then a live pair with the echoing model
     choose(page, "Bias", f"{app['case']} (yours)")
-    page.get_by_role("heading", name=app["case"]).wait_for()
+    # the heading reads as the name, with an invisible word joiner inside "http:" (unlinked)
+    page.get_by_role("heading", name=app["case"].split(" ![")[0]).wait_for()
     choose(page, "Bias", "Framing Effect")
     label = f"{app['model']} (openai/hostile)"
     choose(page, "Decision model", label)
@@ -215,3 +217,37 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(
 
     context.close()
     assert seen == [], f"the browser fetched URLs from untrusted text: {seen}"
+
+
+def _links(page: Any, base: str) -> list[str]:
+    """The live links of the page's main area that an untrusted text made: to the counting
+    server, to the description's addresses, to an e-mail address."""
+    settle(page)
+    hrefs = page.locator("[data-testid=stMain] a").evaluate_all("as => as.map(a => a.href)")
+    return [h for h in hrefs if base in h or "evil.example" in h or h.startswith("mailto:")]
+
+
+def test_bare_addresses_in_untrusted_text_are_not_links(
+    app: dict[str, str], browser: Any, image_server: tuple[str, list[str]]
+) -> None:
+    """GitHub Markdown links a bare `http://…`, `www.…` or `name@host` even when every
+    character around it is escaped (issue 29, point 13): a description, a name, a scenario
+    shown on Learn and Explore must stay text."""
+    base, _ = image_server
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(app["url"])
+    page.get_by_text("Learn: cognitive biases").wait_for()
+    choose(page, "Bias", f"{app['case']} (yours)")
+    page.get_by_text("evil.example/learn", exact=False).first.wait_for()  # the description
+    assert _links(page, base) == [], "Learn"
+
+    go(page, "Explore")
+    page.get_by_test_id("stVegaLiteChart").first.wait_for()
+    choose(page, "Bias", "Anchoring")
+    choose(page, "Model", app["evil_model"])  # its name holds an address, as do the scenarios
+    page.get_by_test_id("stExpander").filter(has_text="Pair 1").first.click()
+    page.get_by_text("◀ chosen").first.wait_for()
+    assert _links(page, base) == [], "Explore"
+    context.close()

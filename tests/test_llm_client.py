@@ -257,15 +257,16 @@ def test_concurrency_bound_is_respected() -> None:
 
 
 def test_401_is_fatal_at_once_and_never_shows_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    monkeypatch.setenv("FAKE_SERVER_KEY", SENTINEL)  # the endpoint's own key, named for it
     with FakeLLMServer(api_key="sk-the-right-key-000") as srv:
-        client = fast_client(api_base=srv.base_url)
+        client = fast_client(api_base=srv.base_url, api_key_env="FAKE_SERVER_KEY")
         with pytest.raises(FatalLLMError) as info:
             run(client.complete(decision()))
         assert srv.calls == 1  # no retries on auth errors
+        assert srv.authorizations == [f"Bearer {SENTINEL}"]  # the wrong key was sent
     error = info.value
     assert error.kind == "auth" and not error.retryable
-    assert MODEL in str(error) and "OPENAI_API_KEY" in str(error)
+    assert MODEL in str(error) and "FAKE_SERVER_KEY is probably wrong" in str(error)
     shown = str(error) + repr(error) + "".join(traceback.format_exception(error))
     assert SENTINEL not in shown
     assert error.__cause__ is None and error.__context__ is None

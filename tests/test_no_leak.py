@@ -246,7 +246,11 @@ RAW = ("\x1b", "\x07", "\x9b", "\u202e")
 
 
 def test_names_with_terminal_controls_are_printed_escaped(tmp_path: Path) -> None:
+    """Names with controls are refused where they come in (issue 29, point 10) and the
+    refusal prints them escaped; a label an older version stored still lists as one row."""
     from dataset_helpers import HUB_CSV
+
+    from cogbias.store import Store
 
     db = tmp_path / "t.db"
     name = f"{TITLE}data{CLEAR}set\u202e"
@@ -254,41 +258,36 @@ def test_names_with_terminal_controls_are_printed_escaped(tmp_path: Path) -> Non
     model = f"openai/m{CLEAR}"
     commands = [
         ["import", "malberg2024-hub", HUB_CSV, "--name", name],
-        ["run", "dataset", name, "--models", "random", "--name", run_name],
-        [
-            "run",
-            "pairs",
-            "--biases",
-            "anchoring",
-            "--models",
-            model,
-            "--api-base",
-            "http://127.0.0.1:9/v1",
-            "--plan-only",
-            "--name",
-            run_name,
-        ],  # fmt: skip
+        ["import", "malberg2024-hub", HUB_CSV, "--name", "ds"],
+        ["run", "dataset", "ds", "--models", "random", "--name", run_name],
+        ["run", "dataset", "ds", "--models", "random"],
+        ["run", "pairs", "--biases", "anchoring", "--models", model,
+         "--api-base", "http://127.0.0.1:9/v1", "--plan-only"],
         ["runs"],
         ["datasets"],
-        ["results", "dataset", name],
-        ["results", "dataset", name, "--format", "csv"],
+        ["results", "dataset", "ds"],
+        ["results", "dataset", "ds", "--format", "csv"],
         ["results", "pairs"],
-        ["analyze", "--dataset", name],
-        ["analyze", "--dataset", name, "--format", "csv"],
-        ["export", "--dataset", name, "-o", tmp_path / f"{CLEAR}.csv"],
+        ["analyze", "--dataset", "ds"],
+        ["analyze", "--dataset", "ds", "--format", "csv"],
+        ["export", "--dataset", "ds", "-o", tmp_path / f"{CLEAR}.csv"],
         ["results", "dataset", f"{CLEAR}no such dataset"],
         ["delete", "dataset", f"{TITLE}nothing", "--yes"],
-    ]
+    ]  # fmt: skip
     shown = ""
     for command in commands:
+        if command == ["runs"]:  # a label stored by an older version, before labels were checked
+            with Store(db) as store:
+                store.update_run(store.runs()[0]["id"], name=run_name)
         done = cli(*command, "--db", db)
         printed = done.stdout + done.stderr
         assert "Traceback" not in printed, printed
         for char in RAW:
             assert char not in printed, (command, printed)
         shown += printed
-    # escaped, not dropped: what is printed still says what is stored
-    assert "\\x1b]0;pwned\\x07data\\x1b[2J\\x1b[Hset\\u202e" in shown
+    # escaped, not dropped: what is printed still says what is stored or refused
+    assert "the dataset name '\\x1b]0;pwned\\x07data\\x1b[2J\\x1b[Hset\\u202e' holds a" in shown
+    assert "--name: the label holds a control or invisible character (\\x9b)" in shown
     assert "\\x9b31mmy run\\r\\nfake line" in shown  # one table row, not two
     assert "openai/m\\x1b[2J\\x1b[H" in shown
     assert "\\x1b[2J\\x1b[Hno such dataset" in shown

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import re
 import threading
 from pathlib import Path
@@ -16,7 +17,7 @@ from cogbias.datasets import import_hub, import_malberg
 from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
 from cogbias.views import shown_pairs
-from tests.dataset_helpers import FORMAT_DIR, HUB_CSV, edited_csv, write_rows
+from tests.dataset_helpers import FIXTURES, FORMAT_DIR, HUB_CSV, edited_csv, write_rows
 
 PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "datasets.py")
 
@@ -25,6 +26,8 @@ PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "datasets.py")
 def db(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "app.db"
     monkeypatch.setenv("COGBIAS_DB", str(path))
+    # the app imports only from importable folders: the fixtures and this test's own files
+    monkeypatch.setenv("COGBIAS_IMPORT_DIRS", os.pathsep.join([str(FIXTURES), str(tmp_path)]))
     return path
 
 

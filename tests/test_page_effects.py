@@ -7,6 +7,7 @@ The fixture folder is imported into a real database (through the page's Import t
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from cogbias.datasets import bias_id, import_mohr
 from cogbias.store import Store
 from cogbias.studies import effect_tables, regression
 from cogbias.views.coefficients import significant
-from tests.dataset_helpers import MOHR_DIR, write_rows
+from tests.dataset_helpers import FIXTURES, MOHR_DIR, write_rows
 from tests.test_page_datasets import button, page, texts
 
 FIXTURE = MOHR_DIR
@@ -29,6 +30,8 @@ FIXTURE = MOHR_DIR
 def db(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "app.db"
     monkeypatch.setenv("COGBIAS_DB", str(path))
+    # the app imports only from importable folders: the fixtures and this test's own files
+    monkeypatch.setenv("COGBIAS_IMPORT_DIRS", os.pathsep.join([str(FIXTURES), str(tmp_path)]))
     return path
 
 

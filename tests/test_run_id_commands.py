@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cogbias.store import Store
+from cogbias.runs import executor, paired_plan
+from cogbias.store import LEASE_STALE_S, Store, lease_owner, now
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -111,4 +112,66 @@ def test_a_missing_run_is_named_as_missing(runs, argv, tmp_path: Path) -> None:
 def test_cancel_says_a_finished_run_has_nothing_to_cancel(runs) -> None:
     done = cogbias("cancel", runs["paired"], "--db", runs["db"])
     assert done.returncode == 0
-    assert f"run {runs['paired']}: not running (done): nothing to cancel" in clean(done)
+    assert f"run {runs['paired']}: already finished (done): nothing to cancel" in clean(done)
+
+
+def _cancel_of(db: Path, run_id: str) -> str:
+    done = cogbias("cancel", run_id, "--db", db)
+    assert done.returncode == 0, done.stderr
+    return clean(done)
+
+
+def test_cancel_of_a_run_finished_by_a_process_that_lives_on_says_it_is_finished(
+    tmp_path: Path,
+) -> None:
+    """The run is worked in this process (as `run pairs --prompting a,b` goes on to its next
+    run, or a notebook, or the app): its process lives on after the run is done. Cancel said
+    "cancelling (the worker stops within 2 s)" and left a request that cancelled the next
+    resume of the run before it asked anything."""
+    db = tmp_path / "k.db"
+    with Store(db) as store:
+        plan = paired_plan.plan(paired_plan.RunSpec(models=["random"], biases=["anchoring"]), store)
+        run_id = executor.execute(plan, store)["id"]
+    said = _cancel_of(db, run_id)
+    assert f"run {run_id}: already finished (done): nothing to cancel" in said, said
+    assert "cancelling" not in said
+    with Store(db) as store:
+        assert store.run(run_id)["cancel_requested"] == 0
+        assert executor.execute(paired_plan.plan(plan.spec, store), store)["status"] == "done"
+    said = _cancel_of(db, run_id)  # and again, after the resume
+    assert "already finished (done): nothing to cancel" in said, said
+
+
+def test_cancel_says_what_became_of_runs_that_ended_and_of_a_worker_still_letting_go(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "k.db"
+    with Store(db) as store:
+        plan = paired_plan.plan(paired_plan.RunSpec(models=["random"], biases=["anchoring"]), store)
+        run_id = paired_plan.create_run(plan, store, "")
+    said = _cancel_of(db, run_id)  # planned, no worker: marked at once
+    assert f"run {run_id}: cancelled" in said and "already" not in said, said
+    said = _cancel_of(db, run_id)  # a cancelled run is not cancelled twice
+    assert f"run {run_id}: already cancelled: nothing to cancel" in said, said
+    with Store(db) as store:
+        store.update_run(run_id, status="incomplete", finished_at=now())
+    said = _cancel_of(db, run_id)
+    assert f"run {run_id}: not running (it ended incomplete): nothing to cancel" in said, said
+    assert f"`cogbias resume {run_id}` continues it" in said
+
+    # A live worker that has recorded the end of the run and not yet let go of it
+    owner = lease_owner(os.getpid(), "ending")
+    with Store(db) as store:
+        assert store.claim_run(run_id, owner, os.getpid(), LEASE_STALE_S) is None
+        store.update_run(run_id, status="done", finished_at=now())
+    said = _cancel_of(db, run_id)
+    assert f"run {run_id}: already finished (done): nothing to cancel" in said, said
+    with Store(db) as store:
+        assert store.run(run_id)["cancel_requested"] == 0
+        store.release_run(run_id, owner)
+        # a worker started for the run (the app's Resume) that has not yet claimed it
+        store.update_run(run_id, status="incomplete", pid=os.getpid())
+    said = _cancel_of(db, run_id)
+    assert f"run {run_id}: cancelling (the worker stops within 2 s)" in said, said
+    with Store(db) as store:
+        assert store.run(run_id)["cancel_requested"] == 1

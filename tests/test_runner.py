@@ -116,16 +116,17 @@ def test_a_sigkilled_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
 
 def test_an_auth_error_stops_the_run_and_no_key_value_is_stored(tmp_path, monkeypatch):
     sentinel = "sk-test-SENTINEL-abcdef0123456789"
-    monkeypatch.setenv("OPENAI_API_KEY", sentinel)
+    monkeypatch.setenv("FAKE_SERVER_KEY", sentinel)  # the endpoint's own key, named for it
     db = tmp_path / "x.db"
     with FakeLLMServer(api_key="sk-the-right-one-0123456789") as server:
         result = subprocess.run(
-            [sys.executable, "-m", "cogbias", *cli_args(spec(server.base_url), db)],
-            cwd=ROOT, capture_output=True, text=True,
-            env={**os.environ, "OPENAI_API_KEY": sentinel},
+            [sys.executable, "-m", "cogbias", *cli_args(spec(server.base_url), db),
+             "--api-key-env", "FAKE_SERVER_KEY"],
+            cwd=ROOT, capture_output=True, text=True, env={**os.environ},
         )  # fmt: skip
+        assert f"Bearer {sentinel}" in server.authorizations  # the wrong key was sent
     assert result.returncode != 0
-    assert "openai/fake" in result.stderr and "OPENAI_API_KEY" in result.stderr
+    assert "openai/fake" in result.stderr and "FAKE_SERVER_KEY" in result.stderr
     assert sentinel not in result.stdout + result.stderr
     with Store(db) as store:
         [run] = store.runs()

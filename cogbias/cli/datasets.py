@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from cogbias.cli.options import add_db
+from cogbias.core.safetext import terminal
 from cogbias.datasets import formats
 from cogbias.datasets.common import Format
 
@@ -120,6 +121,7 @@ class ByteProgress:
         if label == self.label and not final and now - self.last < (0.2 if self.tty else 3.0):
             return
         self.last, self.label = now, label
+        label = terminal(label)  # a file name with a newline or ESC is shown, not acted out
         if total:
             bar = "#" * int(30 * done / total)
             line = f"[{bar:<30}] {done / total:4.0%} {label} ({done / 1e6:.1f} of {total / 1e6:.1f} MB)"

@@ -11,7 +11,15 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from cogbias.cli.options import add_db, add_reading, seed, temperature
+from cogbias.cli.options import (
+    API_BASE_HELP,
+    add_api_key_env,
+    add_db,
+    add_reading,
+    api_key_env_of,
+    seed,
+    temperature,
+)
 from cogbias.core.errors import StoreError, UserError
 from cogbias.core.redact import redact, redactor
 from cogbias.library import examples
@@ -40,6 +48,11 @@ def _main(argv: Sequence[str] | None) -> int:
     problem = _not_text(args)
     if problem:
         return _fail(problem, 2)
+    if getattr(args, "models", None):  # a registry entry the command may use was left out
+        from cogbias.llm.registry import registry_problems
+
+        for wrong in registry_problems():
+            print(f"warning: {wrong}", file=sys.stderr)
     if getattr(args, "db", "") is None:
         from cogbias.store import default_path
 
@@ -149,7 +162,8 @@ def _parser() -> argparse.ArgumentParser:
         "is set), a model id, or 'none' to leave them visible",
     )
     p.add_argument("--temperature", type=temperature, default=0.7)
-    p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
+    p.add_argument("--api-base", help=API_BASE_HELP)
+    add_api_key_env(p)
     add_db(p)
     p.set_defaults(handler=_preview)
 
@@ -161,7 +175,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--generator", help="what fills [[gaps]] (default: 'examples', offline)")
     p.add_argument("--models", default="local/smollm2", help="comma-separated decision models")
-    p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
+    p.add_argument("--api-base", help=API_BASE_HELP)
+    add_api_key_env(p)
     add_reading(p)
     add_db(p)
     p.set_defaults(handler=_pair)
@@ -383,12 +398,15 @@ def _client(generator: str, args: argparse.Namespace) -> AbstractContextManager[
     from cogbias.runs import live
     from cogbias.store import Store
 
-    return _closing_store(Store(args.db), live, args.api_base)
+    key_env = api_key_env_of(args)
+    return _closing_store(Store(args.db), live, args.api_base, key_env)
 
 
 @contextmanager
-def _closing_store(store: Any, live: Any, api_base: str | None) -> Iterator[Any]:
-    with store, live.cached_client(store, api_base=api_base) as client:
+def _closing_store(
+    store: Any, live: Any, api_base: str | None, api_key_env: str | None
+) -> Iterator[Any]:
+    with store, live.cached_client(store, api_base=api_base, api_key_env=api_key_env) as client:
         yield client
 
 

@@ -134,6 +134,69 @@ def add_calls(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--deadline", type=seconds, help="seconds per call, retries included (default: per model)"
     )
+    add_api_key_env(p)
+
+
+API_BASE_HELP = (
+    "OpenAI-compatible base URL for openai/<name> models; it is sent no key unless "
+    "--api-key-env names one"
+)
+
+
+def add_api_key_env(p: argparse.ArgumentParser) -> None:
+    """`--api-key-env`: the only way a key reaches `--api-base`'s endpoint from the command
+    line (a provider's key goes only to the provider's hosts; see `cogbias.llm.keys`)."""
+    p.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        type=_key_variable,
+        help="the environment variable holding the key of the --api-base endpoint (its name "
+        "must contain KEY, TOKEN, SECRET or PASSWORD); without it that endpoint is sent no "
+        "key: OPENAI_API_KEY and the other providers' keys go only to their own hosts",
+    )
+
+
+def run_label(text: str) -> str:
+    """An argparse type: a run's label, one line of visible text (`core.limits.name_problem`);
+    an empty label is no label."""
+    from cogbias.core.limits import name_problem
+
+    problem = name_problem(text) if text else None
+    if problem:
+        raise argparse.ArgumentTypeError(f"the label {problem}")
+    return text
+
+
+def _key_variable(text: str) -> str:
+    from cogbias.llm.registry import check_key_variable
+
+    try:
+        return check_key_variable(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def api_key_env_of(args: argparse.Namespace) -> str | None:
+    """The checked `--api-key-env`: refused without an endpoint to send it to, and for an
+    endpoint that would receive it over plain http from another machine."""
+    import os
+
+    from cogbias.llm.keys import key_refusal
+
+    variable = getattr(args, "api_key_env", None)
+    if not variable or not hasattr(args, "api_base"):  # `resume`: the stored run's endpoint
+        return variable
+    base = args.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+    if not base:
+        raise ValueError(
+            f"--api-key-env {variable} names the key of the --api-base endpoint, and none is "
+            "given: add --api-base URL, or name a registry endpoint's key with api_key_env in "
+            "its models.toml entry"
+        )
+    refusal = key_refusal(base, variable)
+    if refusal:
+        raise ValueError(refusal)
+    return variable
 
 
 def add_batch(p: argparse.ArgumentParser) -> None:
@@ -166,6 +229,7 @@ def execution_options(args: argparse.Namespace, name: str = "") -> dict[str, Any
         timeout=args.timeout,
         deadline=args.deadline,
         max_retries=args.max_retries,
+        api_key_env=api_key_env_of(args),
     )
 
 

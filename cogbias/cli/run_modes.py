@@ -16,6 +16,7 @@ from typing import Any
 
 from cogbias.cli import runs
 from cogbias.cli.options import (
+    API_BASE_HELP,
     add_batch,
     add_calls,
     add_db,
@@ -23,6 +24,7 @@ from cogbias.cli.options import (
     add_scoring,
     is_token_bias,
     real,
+    run_label,
     seed,
     temperature,
     whole,
@@ -138,8 +140,8 @@ def _shared() -> argparse.ArgumentParser:
     p.add_argument("--models", required=True, help="comma-separated decision models")
     add_db(p)
     p.add_argument("--seed", type=seed, default=0)
-    p.add_argument("--api-base", help="OpenAI-compatible base URL for openai/<name> models")
-    p.add_argument("--name", default="", help="a label for the run")
+    p.add_argument("--api-base", help=API_BASE_HELP)
+    p.add_argument("--name", type=run_label, default="", help="a label for the run")
     p.add_argument("--dry-run", action="store_true", help="print the plan and estimate, do not run")
     p.add_argument(
         "--plan-only",

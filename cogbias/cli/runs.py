@@ -246,12 +246,24 @@ def _cancel(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         kinds.stored(store, args.run_id)
         done = store.request_cancel(args.run_id)
-    state = {
-        "requested": "cancelling (the worker stops within 2 s)",
-        "cancelled": "cancelled",
-    }.get(str(done), f"not running ({done}): nothing to cancel")
-    print(f"run {args.run_id}: {state}", file=sys.stderr)
-    return 0
+    print(f"run {args.run_id}: {_cancelled(args.run_id, str(done))}", file=sys.stderr)
+    return 0  # a run that is not running is what was asked for
+
+
+def _cancelled(run_id: str, done: str) -> str:
+    """What `cancel` did, from `Store.request_cancel`: a run that had already ended is said
+    to have (it once read "cancelling" when the process that had run it lived on)."""
+    if done == "requested":
+        return "cancelling (the worker stops within 2 s)"
+    if done == "marked":
+        return "cancelled"
+    if done == "done":
+        return "already finished (done): nothing to cancel"
+    if done == "cancelled":
+        return "already cancelled: nothing to cancel"
+    return (
+        f"not running (it ended {done}): nothing to cancel; `cogbias resume {run_id}` continues it"
+    )
 
 
 def _runs(args: argparse.Namespace) -> int:

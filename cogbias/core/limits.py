@@ -1,18 +1,44 @@
-"""Bounds on what untrusted text may cost: how deeply JSON may nest, and how much of a
-model's answer is sent on to the extraction call.
+"""Bounds on what untrusted text may cost: how deeply JSON may nest, how long an imported
+text or name may be, what a name may hold, and how much of a model's answer is sent on to the
+extraction call.
 
-Both are pure functions so every reader (the importers, `batch import`) and the decision
-step use the same bound and the same message.
+All are pure functions so every reader (the importers, `batch import`) and the decision
+step use the same bound and the same message. The sizes are documented in docs/datasets.md;
+each is many times the largest the papers' released data holds, so real files never meet
+them and a hostile one is refused in seconds instead of costing minutes downstream (a 10 MB
+prompt made every dry run of its study spend ten minutes escaping it for TOML).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
+from functools import lru_cache
 from typing import Any
+
+from cogbias.core.safetext import terminal
 
 MAX_JSON_DEPTH = 100  # published formats nest 3 or 4 levels; Python's own limit is ~1,000
 MAX_EXTRACTION_CHARS = 20_000  # as much of an answer as is stored (records.MAX_ANSWER_CHARS)
 EXTRACTION_CUT = "\n[…]\n"
+# One imported prompt: a test case half, a token-bias question, a thesis prompt or its
+# variables. The released data's longest are 1,172 characters (a token-bias question) and
+# 669 (a thesis prompt); 20,000 is about 5,000 tokens.
+MAX_PROMPT_CHARS = 20_000
+# One answer option, a token-bias answer or a model feature cell (the released longest: 333).
+MAX_OPTION_CHARS = 2_000
+# A name that becomes an id or a label: a dataset, bias, scenario, model, family or
+# hypothesis (the released longest: 19).
+MAX_NAME_CHARS = 200
+# Answers per group of a published effect size (the thesis asked 100 per group).
+MAX_SAMPLE_SIZE = 10_000_000
+# Characters a name may not hold: C0/C1 controls (a newline, ESC), the bidi marks, overrides
+# and isolates that reorder what follows on screen, and the invisible zero-width space, word
+# joiner and byte-order mark (a name of them alone looks blank).
+_NAME_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]"
+)
 
 
 class TooDeep(ValueError):
@@ -22,16 +48,87 @@ class TooDeep(ValueError):
 
 def loads_json(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """`json.loads`, refusing nesting deeper than `max_depth` (the parser's own limit ends
-    in RecursionError, and a value just under it breaks whatever walks it next) and strings
-    with a lone surrogate (`"\\ud800"` parses, but no UTF-8 file or database can hold it).
-    Both are ValueErrors with a message a reader puts after the file, line and field."""
+    in RecursionError, and a value just under it breaks whatever walks it next), strings
+    with a lone surrogate (`"\\ud800"` parses, but no UTF-8 file or database can hold it)
+    and an object that repeats a key (`json.loads` keeps the last one silently, so a second
+    item "0" would replace the first unseen). All are ValueErrors with a message a reader
+    puts after the file, line and field."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise TooDeep(f"nested too deeply; at most {max_depth} levels are allowed") from None
     if depth_of(value, max_depth) > max_depth:
         raise TooDeep(f"nested more than {max_depth} levels deep; at most {max_depth} are allowed")
     return value
+
+
+class DuplicateKey(ValueError):
+    """A JSON object (or a Python dict literal) that names one key twice."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """`object_pairs_hook` for `json.loads`: the object as a dict, or DuplicateKey naming the
+    first key it repeats (a dict built in C first, so files without repeats stay fast)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(duplicate_message(key))
+            seen.add(key)
+    return value
+
+
+def duplicate_message(key: object) -> str:
+    """The message for a key written twice in one object."""
+    shown = json.dumps(key, ensure_ascii=False) if isinstance(key, str) else repr(key)
+    if len(shown) > 80:
+        shown = shown[:79] + "…"
+    return (
+        f"repeats the key {terminal(shown)} in one object (only one value can be kept, and "
+        "which one was meant cannot be told); write each key once"
+    )
+
+
+def name_problem(text: str, limit: int = MAX_NAME_CHARS) -> str | None:
+    """Why `text` cannot be a name (a dataset, bias, scenario, model, family or hypothesis
+    that becomes an id and a label on every page), or None.
+
+    A name is one line of visible text: no control character (a newline printed raw splits
+    a table row, ESC acts on the terminal), not empty once Unicode-normalised (NFKC) and
+    stripped, not only dots (`..` becomes an empty id, and reads as a path), at most `limit`
+    characters. The message is worded to follow the file, row and field it names.
+    """
+    if len(text) > limit:
+        return f"is {len(text):,} characters long; a name has at most {limit:,}"
+    return _visible_problem(text)
+
+
+@lru_cache(maxsize=4096)  # importers check the same model and bias names row after row
+def _visible_problem(text: str) -> str | None:
+    bad = _NAME_CONTROL.search(text)
+    if bad:
+        code = ord(bad.group())
+        shown = {10: "\\n", 13: "\\r", 9: "\\t"}.get(code) or (
+            f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        )
+        return (
+            f"holds a control or invisible character ({shown}) at character "
+            f"{bad.start() + 1}; a name is one line of visible text"
+        )
+    visible = unicodedata.normalize("NFKC", text).strip()
+    if not visible:
+        return "is empty; a name needs a visible character"
+    if not visible.replace(".", "").strip():
+        return "is only dots, which is no name"
+    return None
+
+
+def length_problem(text: str, limit: int) -> str | None:
+    """Why `text` is too long for its field (`limit` characters), or None."""
+    if len(text) > limit:
+        return f"is {len(text):,} characters long; at most {limit:,} are allowed"
+    return None
 
 
 def depth_of(value: Any, stop: int = MAX_JSON_DEPTH) -> int:

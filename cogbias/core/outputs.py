@@ -5,10 +5,15 @@ all (written beside the target, then renamed over it)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+from cogbias.core.errors import UserError
+
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # disk full, quota, file size limit
 
 
 class OutputError(ValueError):
@@ -57,14 +62,25 @@ def replacing(
     path: str | Path, force: bool = False, protect: Iterable[str | Path | None] = ()
 ) -> Iterator[Path]:
     """Yield a temporary path beside `path` to write to; on success it is renamed over
-    `path` (checked by `check_output`), on any failure it is removed and `path` is untouched."""
+    `path` (checked by `check_output`), on any failure it is removed and `path` is untouched.
+    A disk that fills up midway stops the writing at the first failed write, and is said as
+    such (`UserError`), naming `path`, not the temporary file."""
     target = check_output(path, force, protect)
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     os.close(handle)
     temporary = Path(name)
     try:
-        yield temporary
+        try:
+            yield temporary
+        except OSError as exc:
+            if exc.errno not in NO_ROOM:
+                raise
+            raise UserError(
+                f"could not write {target}: {exc.strerror or exc}; nothing was written"
+                + (" (the file there is unchanged)" if target.exists() else "")
+                + ": free some space, or choose a place with room, and try again"
+            ) from None
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600

@@ -19,6 +19,17 @@ SCORING_CHOICE = "choice"  # the paper's: a sampled answer, read, then scored
 SCORING_PROBABILITIES = "probabilities"  # option probabilities, the expected score
 SCORINGS = (SCORING_CHOICE, SCORING_PROBABILITIES)
 EXPECTATION_DIGITS = 12
+# Below this share of the model's probability on the options, the renormalised distribution
+# would be noise blown up to a certainty (a letter at 0.25% next to "Hello" at 99% read as
+# 100% on that letter): the half is unreadable instead (docs/runs.md).
+MIN_OPTION_MASS = 0.1
+# Servers round their log-probabilities: listed probabilities may add up to a little above 1.
+SUM_TOLERANCE = 1e-3
+
+
+class NotADistribution(ValueError):
+    """What a server listed cannot be read as a distribution over the options; the message
+    says why, and the half is unreadable with it (never a one-hot presented as a measurement)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,14 @@ class Distribution:
     outside: float = 0.0
     unlisted: float = 0.0
 
+    def __post_init__(self) -> None:
+        # Checked here, so no NaN, infinity or stray mass is ever stored, scored or drawn.
+        shares = (*self.p, self.outside, self.unlisted)
+        if not self.p or not all(math.isfinite(x) and 0.0 <= x <= 1.0 for x in shares):
+            raise ValueError(f"not a distribution: {self.p}, {self.outside}, {self.unlisted}")
+        if abs(math.fsum(self.p) - 1.0) > 1e-6:
+            raise ValueError(f"probabilities {self.p} add up to {math.fsum(self.p)}, not 1")
+
     def to_json(self) -> str:
         """The stored and exported form: {"p": [...], "outside": x, "unlisted": y}."""
         return json.dumps(
@@ -44,10 +63,13 @@ class Distribution:
                 "unlisted": round(self.unlisted, 12),
             },
             separators=(",", ":"),
+            allow_nan=False,
         )
 
     @classmethod
     def from_json(cls, text: str | None) -> Distribution | None:
+        """The stored form read back; ValueError (or KeyError, TypeError) when it is not one,
+        e.g. a `NaN` an older version stored."""
         if not text:
             return None
         data = json.loads(text)
@@ -63,15 +85,28 @@ def uniform(n_options: int) -> Distribution:
     return Distribution(tuple(1.0 / n_options for _ in range(n_options)))
 
 
-def from_masses(masses: Sequence[float], listed_total: float) -> Distribution | None:
-    """Renormalise the masses read for each option; None when no option has any.
+def from_masses(masses: Sequence[float], listed_total: float) -> Distribution:
+    """Renormalise the probability read for each option into a distribution.
 
     `listed_total` is the probability of every token the server listed at that position
-    (options or not), so 1 - listed_total was not listed at all.
+    (options or not), so 1 - listed_total was not listed at all. Raises `NotADistribution`
+    when no option has any, when the options have less than `MIN_OPTION_MASS` of it all,
+    or when the probabilities are no probabilities (not finite, negative, above 1 together).
     """
-    total = sum(masses)
-    if total <= 0:
-        return None
+    if not all(math.isfinite(m) and m >= 0.0 for m in (*masses, listed_total)):
+        raise NotADistribution(f"the probabilities read are not numbers in [0, 1]: {masses}")
+    total = math.fsum(masses)
+    if total <= 0.0:
+        raise NotADistribution("no option is among the tokens listed where the answer begins")
+    if max(total, listed_total) > 1.0 + SUM_TOLERANCE:
+        raise NotADistribution(
+            f"the listed probabilities add up to {max(total, listed_total):.1%}, more than 100%"
+        )
+    if total < MIN_OPTION_MASS:
+        raise NotADistribution(
+            f"the model put {total:.2%} of its probability on the options (at least "
+            f"{MIN_OPTION_MASS:.0%} is needed to read a distribution over them)"
+        )
     listed = min(1.0, max(listed_total, total))
     return Distribution(
         tuple(m / total for m in masses),

@@ -21,7 +21,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cogbias.core.limits import MAX_JSON_DEPTH, depth_of
+from cogbias.core.limits import (
+    MAX_JSON_DEPTH,
+    MAX_PROMPT_CHARS,
+    DuplicateKey,
+    depth_of,
+    duplicate_message,
+    length_problem,
+    name_problem,
+    unique_keys,
+)
+from cogbias.core.safetext import terminal
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # published prompts and answers are long
 
@@ -52,15 +62,17 @@ class DatasetError(ValueError):
         super().__init__(self.describe())
 
     def describe(self) -> str:
-        where = [self.file]
+        """`file, row N (line L), column 'C': message`, every part shown with its control
+        characters escaped: a file named with a newline or ESC is named, never acted out."""
+        where = [terminal(self.file)]
         if self.row is not None:
             label = "header" if self.row == 0 else f"row {self.row}"
             where.append(label + (f" (line {self.line})" if self.line else ""))
         elif self.line is not None:
             where.append(f"line {self.line}")
         if self.column is not None:
-            where.append(f"column '{self.column}'")
-        return ": ".join([", ".join(where), self.message])
+            where.append(f"column '{terminal(self.column)}'")
+        return ": ".join([", ".join(where), terminal(self.message)])
 
     def at(self, row: int | None = None, line: int | None = None) -> DatasetError:
         """The same error with a row/line filled in where the raiser could not know it."""
@@ -260,10 +272,14 @@ def parse_literal(text: str, file: str, row: int, column: str, line: int | None 
     if len(text) > MAX_LITERAL_CHARS:
         raise DatasetError(file, f"is too long to be a literal ({len(text)} characters)", **where)
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        raise DatasetError(file, str(exc), **where) from None
     except (ValueError, RecursionError):
         try:
-            value = ast.literal_eval(text.strip())
+            value = ast.literal_eval(_unique_dict_keys(ast.parse(text.strip(), mode="eval")))
+        except DuplicateKey as exc:
+            raise DatasetError(file, str(exc), **where) from None
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
             shown = text if len(text) <= 60 else text[:57] + "..."
             raise DatasetError(
@@ -278,6 +294,20 @@ def parse_literal(text: str, file: str, row: int, column: str, line: int | None 
     if depth > MAX_JSON_DEPTH:
         raise DatasetError(file, f"is nested more than {MAX_JSON_DEPTH} levels deep", **where)
     return value
+
+
+def _unique_dict_keys(tree: ast.Expression) -> ast.Expression:
+    """`tree`, or DuplicateKey when a dict literal in it writes a key twice (`{'k': 1, 'k': 2}`
+    evaluates to its last value silently)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            seen: set[object] = set()
+            for key in node.keys:
+                if isinstance(key, ast.Constant):
+                    if key.value in seen:
+                        raise DuplicateKey(duplicate_message(key.value))
+                    seen.add(key.value)
+    return tree
 
 
 def parse_float(
@@ -331,6 +361,40 @@ def finite(value: Any) -> float | None:
 
 
 MAX_OPTIONS = 100  # answer options of one test case: the paper's scales have 7 or 11
+
+Fail = Callable[[str, str], DatasetError]
+"""fail(column, message): an error naming the file, row and `column` (e.g. `CsvRecord.fail`)."""
+
+
+def bounded(text: str, column: str, fail: Fail, limit: int = MAX_PROMPT_CHARS) -> str:
+    """`text`, or the error `fail` makes when it is longer than `limit` characters (the
+    documented bounds of core.limits: a prompt, an option, a name)."""
+    problem = length_problem(text, limit)
+    if problem:
+        raise fail(column, problem)
+    return text
+
+
+def valid_name(text: str, column: str, fail: Fail) -> str:
+    """`text`, or the error `fail` makes when it cannot be a name (`limits.name_problem`:
+    a control character, empty, only dots, too long)."""
+    problem = name_problem(text)
+    if problem:
+        raise fail(column, problem)
+    return text
+
+
+def bias_key(name: str, column: str, fail: Fail) -> str:
+    """The library id of a bias (or family) name (`bias_id`), refusing a name that is not one
+    or that leaves no letter or digit for the id: "!!" would become the empty id, a blank
+    row on every page, and two such biases one."""
+    key = bias_id(valid_name(name, column, fail))
+    if not key:
+        raise fail(
+            column,
+            f"{name[:60]!r} has no letter or digit (a-z, 0-9) to make an id of; name it with one",
+        )
+    return key
 
 
 # --------------------------------------------------------------------------- biases

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core import metrics
+from cogbias.core.limits import MAX_NAME_CHARS, MAX_OPTION_CHARS
 from cogbias.core.metrics import MetricParams, param_problem
 from cogbias.core.records import Instance, decision_id, dumps, stable_id
 from cogbias.core.redact import redact
@@ -30,12 +31,14 @@ from cogbias.datasets.common import (
     Format,
     ImportSummary,
     Progress,
-    bias_id,
+    bias_key,
+    bounded,
     finite,
     number,
     parse_float,
     parse_literal,
     parse_prompt,
+    valid_name,
 )
 from cogbias.datasets.tables import read_table
 from cogbias.store import Store
@@ -179,7 +182,7 @@ class _Row:
             raise self.fail(name, f"expected a list of 2 to {MAX_OPTIONS} options")
         if not all(isinstance(v, str | int | float) for v in value):
             raise self.fail(name, "each option must be text (or a number)")
-        return tuple(str(v) for v in value)
+        return tuple(bounded(str(v), name, self.fail, MAX_OPTION_CHARS) for v in value)
 
 
 def _metric(row: _Row, n_options: int) -> MetricParams:
@@ -310,7 +313,7 @@ def _instance(row: _Row, name: str) -> Instance:
         raise row.fail("bias", "is empty")
     halves: dict[str, Filled] = {}
     for half in ("control", "treatment"):
-        text = row.text(half)
+        text = bounded(row.text(half), half, row.fail)
         if not text.strip():
             raise row.fail(half, "is empty")
         parsed = parse_prompt(text)
@@ -322,12 +325,12 @@ def _instance(row: _Row, name: str) -> Instance:
     if len(halves["control"].options) != len(halves["treatment"].options):
         raise row.fail("treatment", "has a different number of options than the control")
     metric = _metric(row, len(halves["control"].options))
-    scenario = row.text("scenario")
-    key = row.text("id").strip()
+    scenario = bounded(row.text("scenario"), "scenario", row.fail)
+    key = bounded(row.text("id").strip(), "id", row.fail, MAX_NAME_CHARS)
     content = [bias, scenario, *(dumps(h.__dict__) for h in halves.values()), metric.__dict__]
     return Instance(
         id=stable_id("dataset", name, "id", key) if key else stable_id("dataset", name, *content),
-        test_case=bias_id(bias),
+        test_case=bias_key(bias, "bias", row.fail),
         test_case_hash="",
         scenario=scenario,
         control=halves["control"],
@@ -342,13 +345,11 @@ def _instance(row: _Row, name: str) -> Instance:
 def _decision(
     row: _Row, instance: Instance, run_id: str, repeats: dict[tuple[str, str], int]
 ) -> tuple[Any, ...]:
-    model = row.text("model").strip()
-    if not model:
-        raise row.fail("model", "is empty")
+    model = valid_name(row.text("model").strip(), "model", row.fail)
     n = instance.n_options
     control, treatment = _answer(row, "control", n), _answer(row, "treatment", n)
     status = _status(row)
-    error = redact(row.text("error").strip()) or None
+    error = redact(bounded(row.text("error").strip(), "error", row.fail)) or None
     ok = status is not False and control is not None and treatment is not None
     score = None
     if ok:

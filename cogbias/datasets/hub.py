@@ -34,7 +34,8 @@ from cogbias.datasets.common import (
     Format,
     ImportSummary,
     Progress,
-    bias_id,
+    bias_key,
+    bounded,
     finite,
     number,
     parse_literal,
@@ -192,7 +193,7 @@ def read_instances(path: Path, name: str, progress: Progress | None = None) -> I
             raise fail("bias", "is empty")
         halves: dict[str, Filled] = {}
         for half in ("control", "treatment"):
-            parsed = parse_prompt(values[half])
+            parsed = parse_prompt(bounded(values[half], half, fail))
             if parsed is None:
                 raise fail(half, 'has no answer options (lines "Option 1: …", "Option 2: …")')
             halves[half] = Filled(parsed.situation, parsed.prompt, parsed.options)
@@ -212,9 +213,9 @@ def read_instances(path: Path, name: str, progress: Progress | None = None) -> I
             raise fail("metric_params", problem.replace("y1", "x_1").replace("y2", "x_2"))
         yield Instance(
             id=stable_id("dataset", name, row, values),
-            test_case=bias_id(bias),
+            test_case=bias_key(bias, "bias", fail),
             test_case_hash="",
-            scenario=values["scenario"],
+            scenario=bounded(values["scenario"], "scenario", fail),
             control=halves["control"],
             treatment=halves["treatment"],
             metric=metric,

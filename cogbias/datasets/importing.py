@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import name_problem
 from cogbias.core.records import IMPORTED_DECISION_COLUMNS, INSTANCE_COLUMNS, Instance, cap_text
 from cogbias.datasets.common import DatasetError, ImportSummary, chunked, file_digest
 from cogbias.store import Store, now
@@ -58,8 +59,12 @@ class Import:
     def __init__(
         self, store: Store, name: str, kind: str, files: Sequence[Path], replace: bool
     ) -> None:
-        if not name.strip():
-            raise DatasetError(files[0], "the dataset needs a non-empty name")
+        problem = name_problem(name)
+        if problem:  # the name is shown on every page and in every command's output
+            raise DatasetError(
+                files[0].name,
+                f"the dataset name {name[:60]!r} {problem}; choose another with --name",
+            )
         self.store, self.name, self.kind = store, name, kind
         self.files = list(files)
         self.digest = file_digest(self.files)

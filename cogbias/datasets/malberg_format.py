@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import MAX_NAME_CHARS, MAX_OPTION_CHARS, MAX_PROMPT_CHARS
 from cogbias.core.metrics import MetricParams, params_problem
 from cogbias.core.records import Instance, decision_id, dumps, stable_id
 from cogbias.core.redact import redact
@@ -39,12 +40,15 @@ from cogbias.datasets.common import (
     ImportSummary,
     Progress,
     bias_id,
+    bias_key,
+    bounded,
     finite,
     number,
     parse_float,
     parse_index,
     parse_literal,
     parse_prompt,
+    valid_name,
 )
 from cogbias.store import Store
 
@@ -59,11 +63,13 @@ DECISION_REQUIRED = (
     "status",
     "individual_score",
 )
-_INSERTION = re.compile(
-    r'<insertion origin="([^"]*)" instruction="([^"]*)">(.*?)</insertion>', re.DOTALL
-)
+_INSERTION = re.compile(r'<insertion origin="([^"]*)" instruction="([^"]*)">')
+_INSERTION_END = "</insertion>"
 _redact = functools.lru_cache(maxsize=4096)(redact)  # published error messages repeat a lot
 SCORE_SLACK = 1e-6  # published scores carry the card's 1e-8 guard; anything past ±1 is damage
+# A raw template with its <insertion> tags (the fixture's are 4.5 times its prompt): read with
+# a regex whose cost grows with the unclosed tags times the length, so bounded.
+MAX_RAW_CHARS = 5 * MAX_PROMPT_CHARS
 
 
 class _Case:
@@ -95,6 +101,7 @@ def read_test_cases(
         test_id = values["id"].strip()
         if not test_id:
             raise fail("id", "is empty")
+        bounded(test_id, "id", fail, MAX_NAME_CHARS)
         if test_id in cases:
             raise fail(
                 "id", f"test case id {test_id!r} appears twice (first in row {cases[test_id].row})"
@@ -104,10 +111,11 @@ def read_test_cases(
             raise fail("bias", "is empty")
         halves: dict[str, Filled] = {}
         for half in ("control", "treatment"):
-            parsed = parse_prompt(values[half])
+            parsed = parse_prompt(bounded(values[half], half, fail))
             if parsed is None:
                 raise fail(half, 'has no answer options (lines "Option 1: …", "Option 2: …")')
             halves[half] = Filled(parsed.situation, parsed.prompt, parsed.options)
+            bounded(values.get(f"raw_{half}", ""), f"raw_{half}", fail, MAX_RAW_CHARS)
         n = len(halves["control"].options)
         if len(halves["treatment"].options) != n:
             raise fail(
@@ -128,17 +136,19 @@ def read_test_cases(
             raise fail("seed", f"expected a whole number of at most 18 digits, found {shown!r}")
         instance = Instance(
             id=stable_id("dataset", name, test_id),
-            test_case=bias_id(bias),
+            test_case=bias_key(bias, "bias", fail),
             test_case_hash="",
-            scenario=values["scenario"],
+            scenario=bounded(values["scenario"], "scenario", fail),
             control=halves["control"],
             treatment=halves["treatment"],
             metric=metric or MetricParams(),
             instance_index=row,
-            generator=values.get("generator") or None,
+            generator=bounded(values.get("generator", ""), "generator", fail, MAX_NAME_CHARS)
+            or None,
             temperature=temperature,
             seed=int(seed) if seed else None,
-            variant=values.get("variant") or "default",
+            variant=bounded(values.get("variant", ""), "variant", fail, MAX_NAME_CHARS)
+            or "default",
             values={"test_id": test_id, "bias_name": bias, "remarks": remarks},
             insertions=_insertions(values.get("raw_control", ""), values.get("raw_treatment", "")),
             dataset=name,
@@ -172,10 +182,20 @@ def _metric_from(remarks: dict[str, Any] | None) -> MetricParams | None:
 
 
 def _insertions(*raw_templates: str) -> list[dict[str, str]]:
-    """The gap fills recorded in the raw XML templates (read with a regex, never parsed as XML)."""
+    """The gap fills recorded in the raw XML templates (read with a regex, never parsed as XML).
+
+    Each opening tag's text runs to the first closing tag after it; once none is left, no
+    later tag can close either, so the scan stops: linear, where one regex over the whole
+    tag made every unclosed tag rescan the rest (15 s for 100,000 characters of them)."""
     found: dict[str, dict[str, str]] = {}
     for raw in raw_templates:
-        for origin, instruction, text in _INSERTION.findall(raw or ""):
+        raw, at = raw or "", 0
+        while (match := _INSERTION.search(raw, at)) is not None:
+            end = raw.find(_INSERTION_END, match.end())
+            if end < 0:
+                break
+            origin, instruction, text = match[1], match[2], raw[match.end() : end]
+            at = end + len(_INSERTION_END)
             gap = html.unescape(instruction)
             found.setdefault(
                 gap,
@@ -244,6 +264,7 @@ def read_decisions(
     run_id = importing.import_run_id(name)
     seen = seen or FirstSeen(len(cases))
     biases: dict[str, str] = {}
+    models: set[str] = set()  # names already checked (a file holds one or a few)
     order_cache: dict[tuple[str, int], Order] = {}
     file = csv_file.name
     file_index = seen.add_file(file)
@@ -256,6 +277,9 @@ def read_decisions(
         if case is None:
             raise fail("id", f"test case id {test_id!r} is not in full_dataset.csv")
         model = values["model"].strip() or path.stem
+        if model not in models:
+            valid_name(model, "model" if values["model"].strip() else "model (the file name)", fail)
+            models.add(model)
         first = seen.first(model, case.row, file_index, row)
         if first:
             raise fail(
@@ -298,9 +322,8 @@ def read_decisions(
             if abs(score) > 1 + SCORE_SLACK:
                 raise fail("individual_score", f"{score} is outside [-1, 1]")
         else:
-            error = (
-                _redact(values.get("error_message", "").strip()) or "ERROR (no message published)"
-            )
+            message = bounded(values.get("error_message", "").strip(), "error_message", fail)
+            error = _redact(message) or "ERROR (no message published)"
         temperature = _optional_float(values.get("temperature", ""), file, row, line)
         control_order, treatment_order = orders
         yield (
@@ -316,8 +339,8 @@ def read_decisions(
             treatment_order[1] if treatment_order else None,
             values.get("control_answer"),
             values.get("treatment_answer"),
-            values.get("control_extraction"),
-            values.get("treatment_extraction"),
+            _extraction(values, "control", fail),
+            _extraction(values, "treatment", fail),
             choices[0],
             choices[1],
             score,
@@ -327,6 +350,12 @@ def read_decisions(
             0.0,
             None,
         )
+
+
+def _extraction(values: dict[str, str], half: str, fail: Any) -> str | None:
+    """The published extraction ("Option 3"), at most MAX_OPTION_CHARS characters."""
+    text = values.get(f"{half}_extraction")
+    return None if text is None else bounded(text, f"{half}_extraction", fail, MAX_OPTION_CHARS)
 
 
 Order = tuple[list[int], str] | None  # the order and its canonical JSON

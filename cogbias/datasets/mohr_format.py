@@ -35,8 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cogbias.core.limits import loads_json
+from cogbias.core.limits import (
+    MAX_NAME_CHARS,
+    MAX_OPTION_CHARS,
+    MAX_PROMPT_CHARS,
+    MAX_SAMPLE_SIZE,
+    loads_json,
+    name_problem,
+)
 from cogbias.core.redact import redactor
+from cogbias.core.safetext import terminal
 from cogbias.datasets import importing
 from cogbias.datasets.common import (
     CsvFile,
@@ -45,10 +53,13 @@ from cogbias.datasets.common import (
     Format,
     ImportSummary,
     Progress,
-    bias_id,
+    bias_key,
+    bounded,
     parse_float,
+    valid_name,
 )
 from cogbias.store import Store
+from cogbias.store.effects import CAPABILITY_COLUMNS
 
 KIND = "mohr2025"
 DEFAULT_NAME = "mohr2025"
@@ -82,6 +93,12 @@ MAX_TEMPERATURE = 2.0  # the widest temperature range any provider accepts
 # aggregates would overflow a float.
 MAX_EFFECT = 1e6
 MODEL_COLUMNS = ("model", "temperature", "release_date", "number_parameters")
+MAX_PARTS = 100  # parts of one bias x scenario (the thesis has 2); each further part is a test
+# A parameter count beyond this is no model (the thesis writes billions: 8 to 200; raw counts
+# of today's largest models are ~2e12); a capability score (an Arena rating, an MMLU %) too.
+MAX_PARAMETERS = 1e13
+MAX_CAPABILITY = 1e6
+MAX_NUMBER = 1e15  # a number in `variables`: an anchor, a price (squares stay finite)
 RESPONSE_TYPES = ("numerical", "choice")
 ANSWER_SLOT = "__"
 
@@ -111,11 +128,19 @@ class MohrSummary(ImportSummary):
 # --------------------------------------------------------------------------- cells
 
 
-def _text(record: CsvRecord, column: str, required: bool = True) -> str:
+def _text(
+    record: CsvRecord, column: str, required: bool = True, limit: int = MAX_NAME_CHARS
+) -> str:
+    """A cell's text, stripped; empty only when not `required`; at most `limit` characters."""
     value = record.values[column].strip()
     if required and not value:
         raise record.fail(column, "is empty")
-    return value
+    return bounded(value, column, record.fail, limit)
+
+
+def _name(record: CsvRecord, column: str) -> str:
+    """A cell that names something (a scenario, a model, a prompt id): `limits.name_problem`."""
+    return valid_name(_text(record, column), column, record.fail)
 
 
 def _float(record: CsvRecord, column: str, finite: bool = True) -> float:
@@ -127,17 +152,23 @@ def _float(record: CsvRecord, column: str, finite: bool = True) -> float:
     return value
 
 
-def _whole(record: CsvRecord, column: str, minimum: int = 1) -> int:
+def _whole(record: CsvRecord, column: str, minimum: int = 1, maximum: int = MAX_PARTS) -> int:
     value = _float(record, column)
-    if value != int(value) or value < minimum:
-        raise record.fail(column, f"expected a whole number ≥ {minimum}, found {value:g}")
+    if value != int(value) or not minimum <= value <= maximum:
+        raise record.fail(
+            column, f"expected a whole number from {minimum} to {maximum:,}, found {value:.15g}"
+        )
     return int(value)
 
 
-def _optional_float(record: CsvRecord, column: str) -> float | None:
+def _optional_float(record: CsvRecord, column: str, low: float, high: float) -> float | None:
+    """An optional number; when given, finite and within [low, high]."""
     if column not in record.values or not record.values[column].strip():
         return None
-    return _float(record, column)
+    value = _float(record, column)
+    if not low <= value <= high:
+        raise record.fail(column, f"must lie in [{low:g}, {high:g}], found {value:.15g}")
+    return value
 
 
 def _date(record: CsvRecord, column: str) -> str | None:
@@ -169,8 +200,9 @@ def read_effects(path: Path, name: str, progress: Progress | None = None) -> Ite
     seen: dict[tuple[str, str, str, float], int] = {}
     for record in CsvFile(path, DETECTION_COLUMNS, progress).records():
         bias_name = _text(record, "bias")
-        scenario = _text(record, "scenario")
-        model = _text(record, "model")
+        bias = bias_key(bias_name, "bias", record.fail)
+        scenario = _name(record, "scenario")
+        model = _name(record, "model")
         temperature = _float(record, "temperature")
         if not 0 <= temperature <= MAX_TEMPERATURE:
             raise record.fail(
@@ -178,8 +210,8 @@ def read_effects(path: Path, name: str, progress: Progress | None = None) -> Ite
                 f"must lie in [0, {MAX_TEMPERATURE:g}] (the widest range a provider accepts), "
                 f"found {temperature:g}",
             )
-        n1 = _whole(record, "sample_size_1")
-        n2 = _whole(record, "sample_size_2")
+        n1 = _whole(record, "sample_size_1", maximum=MAX_SAMPLE_SIZE)
+        n2 = _whole(record, "sample_size_2", maximum=MAX_SAMPLE_SIZE)
         d = _float(record, "bias_detected", finite=False)  # ±inf: groups without spread
         if math.isfinite(d) and abs(d) > MAX_EFFECT:
             raise record.fail(
@@ -190,7 +222,7 @@ def read_effects(path: Path, name: str, progress: Progress | None = None) -> Ite
         capped = _float(record, "bias_detected_mod")
         if not 0 <= capped <= 1:
             raise record.fail("bias_detected_mod", f"must lie in [0, 1], found {capped:g}")
-        key = (bias_id(bias_name), scenario, model, temperature)
+        key = (bias, scenario, model, temperature)
         if key in seen:
             raise record.fail(
                 "temperature",
@@ -209,13 +241,14 @@ def read_prompts(path: Path, name: str, progress: Progress | None = None) -> lis
     totals: dict[tuple[str, str], tuple[int, int]] = {}
     ids: dict[str, int] = {}
     for record in CsvFile(path, EXPERIMENT_COLUMNS, progress).records():
-        prompt_id = _text(record, "bias_id")
+        prompt_id = _name(record, "bias_id")
         if prompt_id in ids:
             raise record.fail("bias_id", f"repeats row {ids[prompt_id]}")
         ids[prompt_id] = record.row
         bias_name = _text(record, "bias")
-        scenario = _text(record, "scenario")
-        content = _text(record, "content")
+        bias = bias_key(bias_name, "bias", record.fail)
+        scenario = _name(record, "scenario")
+        content = _text(record, "content", limit=MAX_PROMPT_CHARS)
         variables = _variables(record)
         response_type = _text(record, "response_type").lower()
         if response_type not in RESPONSE_TYPES:
@@ -228,7 +261,7 @@ def read_prompts(path: Path, name: str, progress: Progress | None = None) -> lis
         total = _whole(record, "parts_total", minimum=2)
         if part > total:
             raise record.fail("part", f"is {part} but parts_total is {total}")
-        group = (bias_id(bias_name), scenario)
+        group = (bias, scenario)
         if group in totals and totals[group][0] != total:
             raise record.fail(
                 "parts_total",
@@ -248,7 +281,7 @@ def read_prompts(path: Path, name: str, progress: Progress | None = None) -> lis
                 prompt_id,
                 group[0],
                 bias_name,
-                record.values["experiment_type"].strip(),
+                _text(record, "experiment_type", required=False),
                 scenario,
                 clean(content),
                 json.dumps(variables, sort_keys=True, ensure_ascii=False),
@@ -274,12 +307,12 @@ def read_prompts(path: Path, name: str, progress: Progress | None = None) -> lis
 
 def _target(record: CsvRecord) -> str | None:
     """The expected answer, or None: the release writes a missing one as empty or `None`."""
-    text = record.values["target_response"].strip()
+    text = _text(record, "target_response", required=False)
     return None if text in ("", "None", "none", "nan", "NaN") else text
 
 
 def _variables(record: CsvRecord) -> dict[str, Any]:
-    text = record.values["variables"].strip()
+    text = _text(record, "variables", required=False, limit=MAX_PROMPT_CHARS)
     if not text:
         return {}
     try:
@@ -291,11 +324,16 @@ def _variables(record: CsvRecord) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise record.fail("variables", f"expected a JSON object, found {type(value).__name__}")
     for key, item in value.items():
-        if not key.strip():
-            raise record.fail("variables", "has an empty variable name")
+        problem = name_problem(key)
+        if problem:
+            raise record.fail("variables", f"the variable name {key[:60]!r} {problem}")
         if not isinstance(item, str | int | float) or isinstance(item, bool):
             raise record.fail(
                 "variables", f"'{key}' must be a number or a text, found {type(item).__name__}"
+            )
+        if not isinstance(item, str) and not abs(item) <= MAX_NUMBER:  # nan, inf, 10**400
+            raise record.fail(
+                "variables", f"'{key}' must be a finite number within ±{MAX_NUMBER:g}"
             )
     return value
 
@@ -305,16 +343,22 @@ def read_features(path: Path, name: str, progress: Progress | None = None) -> li
     rows: list[tuple] = []
     seen: dict[tuple[str, float | None], int] = {}
     for record in CsvFile(path, MODEL_COLUMNS, progress).records():
-        model = _text(record, "model")
-        temperature = _optional_float(record, "temperature")
+        model = _name(record, "model")
+        temperature = _optional_float(record, "temperature", 0, MAX_TEMPERATURE)
         key = (model, temperature)
         if key in seen:
             raise record.fail("model", f"repeats row {seen[key]} (same model and temperature)")
         seen[key] = record.row
-        parameters = _optional_float(record, "number_parameters")
+        parameters = _optional_float(record, "number_parameters", 0, MAX_PARAMETERS)
         if parameters is not None and parameters <= 0:
             raise record.fail("number_parameters", f"must be positive, found {parameters:g}")
-        features = {k: v.strip() for k, v in record.values.items() if v.strip()}
+        for column in CAPABILITY_COLUMNS:  # the regression reads them as numbers
+            _optional_float(record, column, -MAX_CAPABILITY, MAX_CAPABILITY)
+        features = {
+            k: bounded(v.strip(), k, record.fail, MAX_OPTION_CHARS)
+            for k, v in record.values.items()
+            if v.strip()
+        }
         rows.append(
             (
                 name,
@@ -378,7 +422,9 @@ def _notes(
     if not features:
         notes.append(f"not imported: model features (no {MODELS})")
     read = {f.name for f in files}
-    others = sorted(p.name for p in directory.iterdir() if p.is_file() and p.name not in read)
+    others = sorted(
+        terminal(p.name) for p in directory.iterdir() if p.is_file() and p.name not in read
+    )
     if others:
         shown = ", ".join(others[:8]) + (f" and {len(others) - 8} more" if len(others) > 8 else "")
         notes.append(f"not read: {shown} (not part of the thesis' data layout)")

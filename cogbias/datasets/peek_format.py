@@ -17,12 +17,12 @@ items (variant `unpaired`) and are in no 2x2 table; the import says how many per
 
 The model sees the paper's question: its text as written, the options once, labelled (a), (b),
 … in the order presented (`Filled.layout`); a question that does not write its options out
-(Yes/No, a number) is shown alone.
+(Yes/No, a number) is shown alone. One file's items are read and checked by `peek_items`; a
+family name (from the file name) must be a name (`core.limits.name_problem`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import Counter
@@ -31,12 +31,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cogbias.core.limits import loads_json
 from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance, stable_id
-from cogbias.core.templates import LETTERED, QUESTION, Filled, render_decision_text
 from cogbias.datasets import importing
-from cogbias.datasets.common import DatasetError, Format, ImportSummary, bias_id
+from cogbias.datasets.common import DatasetError, Format, ImportSummary, bias_id, bias_key
+from cogbias.datasets.peek_items import Item, read_items
 from cogbias.store import Store
 from cogbias.studies.tokenbias_hypotheses import (
     HypothesisTableError,
@@ -49,32 +48,6 @@ DEFAULT_NAME = "peek2024"
 FILE_RE = re.compile(r"^synthetic_dataset_(?P<family>.+)_(?P<mode>[a-z]+)\.json$")
 STEM_RE = re.compile(r"^synthetic_dataset_(?P<stem>.+)\.json$")
 ORIGINAL, PERTURBED = "gold", "random"
-FIELDS = ("question_idx", "question", "target_answer", "incorrect_answer")
-_LABEL_RE = re.compile(r"^\s*\(([a-z])\)\s*(.*?)\s*$", re.DOTALL)
-_BRACKETS_RE = re.compile(r"^\s*\[(.*)\]\s*$", re.DOTALL)
-_INLINE_LABEL_RE = re.compile(r"(?:(?<=\s)|^)\(([a-z])\)[ \t]*\n?")
-
-
-@dataclass(frozen=True)
-class Item:
-    """One published item: its question without option lines, its options, the correct one."""
-
-    file: str
-    row: int
-    index: int
-    question: str
-    options: tuple[str, ...]
-    correct: int
-    mode: str
-    inline: bool  # the question writes its options out, labelled (a), (b), …
-
-    def filled(self) -> Filled:
-        return Filled("", self.question, self.options, LETTERED if self.inline else QUESTION)
-
-    def shown(self) -> str:
-        """The text the model reads: a question that does not write its options out is shown
-        alone, so two items that differ only in an option it does not show read the same."""
-        return render_decision_text(self.filled())
 
 
 @dataclass
@@ -117,12 +90,13 @@ def import_peek(
     files = _files(paths)
     stems: dict[str, Path] = {}
     for path in files:
-        match = STEM_RE.match(path.name)
-        if match is None or FILE_RE.match(path.name) is None:
+        match, named = STEM_RE.match(path.name), FILE_RE.match(path.name)
+        if match is None or named is None:
             raise DatasetError(
                 path.name,
                 "is not named like the paper's files (synthetic_dataset_<family>_<mode>.json)",
             )
+        _check_family(path.name, named["family"])
         if match["stem"] in stems:
             raise DatasetError(path.name, f"appears twice (also {stems[match['stem']]})")
         stems[match["stem"]] = path
@@ -149,6 +123,16 @@ def import_peek(
     summary.by_prompting = list(report.by_prompting)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _check_family(file: str, family: str) -> None:
+    """A family names a hypothesis (its snake_case form is the id) and a scenario: `..`
+    would give the empty id, a blank row on every page; a newline would split them."""
+
+    def fail(column: str, message: str) -> DatasetError:
+        return DatasetError(file, message, column=column)
+
+    bias_key(family, "family (in the file name)", fail)
 
 
 def _files(paths: Iterable[str | Path]) -> list[Path]:
@@ -318,133 +302,6 @@ def _unpaired(dataset: str, stem: str, item: Item) -> Instance:
         },
         dataset=dataset,
     )
-
-
-def read_items(path: Path) -> dict[int, Item]:
-    """The items of one file by question_idx; every problem names file, row and field."""
-    try:
-        data = loads_json(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        raise DatasetError(path.name, "is not UTF-8 text; save it as UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            path.name, f"is not valid JSON ({exc.msg}, column {exc.colno})", line=exc.lineno
-        ) from None
-    except ValueError as exc:  # nested too deeply, a lone surrogate (named by its place)
-        raise DatasetError(path.name, str(exc)) from None
-    if not isinstance(data, dict) or not data:
-        raise DatasetError(path.name, 'must be a non-empty JSON object keyed "0", "1", …')
-    items: dict[int, Item] = {}
-    for row, (key, entry) in enumerate(data.items(), start=1):
-        item = _item(path.name, row, key, entry)
-        if item.index in items:
-            raise DatasetError(
-                path.name,
-                f"question_idx {item.index} also appears in row {items[item.index].row}",
-                row=row,
-                column="question_idx",
-            )
-        items[item.index] = item
-    return items
-
-
-MAX_NUMBER = 1e15  # an answer written as a number; beyond this it is no answer
-
-
-def _item(file: str, row: int, key: str, entry: Any) -> Item:
-    def fail(column: str | None, message: str) -> DatasetError:
-        return DatasetError(file, f'(item "{key}") {message}', row=row, column=column)
-
-    if not isinstance(entry, dict):
-        raise fail(None, "is not a JSON object")
-    for name in FIELDS:
-        if name not in entry:
-            raise fail(name, "is missing")
-    index = entry["question_idx"]
-    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 2**53:
-        shown = repr(index) if len(repr(index)) <= 40 else "a huge number"
-        raise fail("question_idx", f"expected a whole number from 0 to 2**53, found {shown}")
-    question = entry["question"]
-    if not isinstance(question, str) or not question.strip():
-        raise fail("question", "expected a non-empty text")
-    wrong = entry["incorrect_answer"]
-    raw = [("target_answer", entry["target_answer"])]
-    raw += [("incorrect_answer", w) for w in (wrong if isinstance(wrong, list) else [wrong])]
-    answers: list[tuple[str, str]] = []
-    for name, value in raw:
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise fail(name, f"expected a text or a number, found {type(value).__name__}")
-        if not isinstance(value, str) and not abs(value) <= MAX_NUMBER:  # nan, inf, 10**400
-            shown = repr(value) if len(repr(value)) <= 40 else "a huge number"
-            raise fail(name, f"a number must be finite and within ±{MAX_NUMBER:g}, found {shown}")
-        label, text = _option(value)
-        if not text:
-            raise fail(name, "is empty")
-        if any(text == seen and label == other for other, seen in answers):
-            # (labelled options may repeat a text: they are still distinct positions)
-            raise fail(name, "is the same as target_answer or another incorrect answer")
-        answers.append((label, text))
-    body, inline = _inline_options(question)
-    if inline:  # the question writes its options out: they are the options, as written
-        for (name, _), answer in zip(raw, answers, strict=True):
-            if _position(answer, inline) is None:
-                raise fail(name, "matches none of the options written in the question")
-        correct = _position(answers[0], inline)
-        return Item(file, row, index, body, tuple(inline), correct or 0, _mode(entry), True)
-    # the options are not written out (Yes/No, a number): the answers are the options
-    order = sorted(range(len(answers)), key=lambda i: (answers[i][0] or "~", answers[i][1]))
-    options = tuple(answers[i][1] for i in order)
-    return Item(file, row, index, body, options, order.index(0), _mode(entry), False)
-
-
-def _mode(entry: Mapping[str, Any]) -> str:
-    return str(entry.get("generation_mode", ""))
-
-
-def _inline_options(question: str) -> tuple[str, list[str]]:
-    """The question's text before its "(a) … (b) …" options, and the options as written.
-
-    The last "(a)" that is followed by "(b)" starts the options; each runs to the next label.
-    Whitespace inside an option (a label on a line of its own) is joined to single spaces.
-    """
-    text = question.replace("\r\n", "\n")
-    labels = list(_INLINE_LABEL_RE.finditer(text))
-    for start in range(len(labels) - 1, -1, -1):
-        run = [labels[start]]
-        for match in labels[start + 1 :]:
-            if ord(match[1]) == ord(run[-1][1]) + 1:
-                run.append(match)
-        if run[0][1] != "a" or len(run) < 2:
-            continue
-        ends = [m.start() for m in run[1:]] + [len(text)]
-        options = [" ".join(text[m.end() : e].split()) for m, e in zip(run, ends, strict=True)]
-        if all(options):
-            return text[: run[0].start()].strip(), options
-    return text.strip(), []
-
-
-def _position(answer: tuple[str, str], options: list[str]) -> int | None:
-    """Where an answer is among the written options: by its label, else by its text."""
-    label, text = answer
-    if label and ord(label) - ord("a") < len(options):
-        return ord(label) - ord("a")
-
-    def norm(value: str) -> str:
-        return " ".join(value.split()).rstrip(".").strip().lower()
-
-    matches = [i for i, option in enumerate(options) if norm(option) == norm(text)]
-    return matches[0] if len(matches) == 1 else None
-
-
-def _option(value: str | int | float) -> tuple[str, str]:
-    """("a", text) for "(a) text"; ("", "No") for "[No]"; numbers as written (3.0 as 3)."""
-    if not isinstance(value, str):
-        return "", str(int(value)) if float(value).is_integer() else str(value)
-    labelled = _LABEL_RE.match(value)
-    if labelled:
-        return labelled[1], " ".join(labelled[2].split())
-    bracketed = _BRACKETS_RE.match(value)
-    return "", (bracketed[1] if bracketed else value).strip()
 
 
 FORMAT = Format(

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import MAX_PROMPT_CHARS
 from cogbias.core.templates import NAME_RE, Template, TemplateSyntaxError
 from cogbias.library.cases import (
     PERCENT_OPTIONS,
@@ -55,7 +56,8 @@ def parse_test_case(text: str, file: str = "<string>") -> TestCase:
     """Parse and fully validate a test case; raises LibraryError listing every problem."""
     text, data = read_toml(text, file)
     check = Checker(text, file)
-    if not check.fields(data, _TOP, ()):
+    _check_lengths(data, check, ())
+    if check.problems or not check.fields(data, _TOP, ()):
         raise LibraryError(check.problems)
     case = _build(data, check)
     if check.problems:
@@ -64,6 +66,23 @@ def parse_test_case(text: str, file: str = "<string>") -> TestCase:
     if check.problems:
         raise LibraryError(check.problems)
     return case
+
+
+def _check_lengths(value: Any, check: Checker, path: tuple[str, ...]) -> None:
+    """Every text of a test case is at most one imported prompt long: pages draw a
+    description or template in full, and a 1 MB one stalled the browser for minutes."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_lengths(item, check, (*path, str(key)))
+    elif isinstance(value, list):
+        for item in value:
+            _check_lengths(item, check, path)
+    elif isinstance(value, str) and len(value) > MAX_PROMPT_CHARS:
+        where = ".".join(path) or "a text"
+        check.add(
+            path,
+            f"'{where}' has {len(value):,} characters; at most {MAX_PROMPT_CHARS:,} are allowed",
+        )
 
 
 def _build(data: dict[str, Any], check: Checker) -> TestCase:

@@ -19,22 +19,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cogbias.llm import direct, logprobs
+from cogbias.llm import direct, keys, logprobs
 from cogbias.llm.errors import (
     CacheMiss,
     FatalLLMError,
     LLMError,
-    MissingKeyError,
     classify,
     retry_after_seconds,
 )
-from cogbias.llm.keys import missing_key, missing_key_message
 from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_server_started
 from cogbias.llm.profiles import ModelProfile, resolve
 from cogbias.llm.random_provider import answer as random_answer
 from cogbias.llm.request import LLMRequest, cache_key
-
-DUMMY_API_KEY = "sk-no-key-required"
 
 _litellm_module: Any = None
 
@@ -121,6 +117,8 @@ class LLMClient:
         max_retries: retries after the first attempt, for transient failures only.
         api_base: base URL for remote models, overriding the registry's (OpenAI-compatible
             servers).
+        api_key_env: the environment variable holding `api_base`'s key (`--api-key-env`);
+            without it the endpoint gets no key but its registry entry's (`llm.keys`).
         read_cache: False asks every model afresh (new answers still replace cached ones).
         backoff_base, backoff_max: exponential backoff with full jitter, in seconds.
         max_retry_after: upper bound on how long a server's Retry-After may make us wait.
@@ -143,8 +141,10 @@ class LLMClient:
         backoff_max: float = 30.0,
         max_retry_after: float = 120.0,
         on_miss: Callable[[str, LLMRequest, ModelProfile], None] | None = None,
+        api_key_env: str | None = None,
     ) -> None:
         self.cache = cache
+        self.api_key_env = api_key_env
         self.concurrency = concurrency
         self.timeout = timeout
         self.deadline = deadline
@@ -168,7 +168,13 @@ class LLMClient:
         """The model's profile (resolved once per client)."""
         found = self._profiles.get(model)
         if found is None:
-            found = resolve(model, self.api_base, timeout_s=self.timeout, deadline_s=self.deadline)
+            found = resolve(
+                model,
+                self.api_base,
+                timeout_s=self.timeout,
+                deadline_s=self.deadline,
+                api_key_env=self.api_key_env,
+            )
             self._profiles[model] = found
         return found
 
@@ -283,10 +289,9 @@ class LLMClient:
 
     async def _call(self, req: LLMRequest, profile: ModelProfile) -> LLMResponse:
         api_base = profile.api_base
-        variable = missing_key(req.model, api_base) if profile.kind == "remote" else None
-        if variable:  # refused at once, in our words, instead of the provider's after a wait
-            message = missing_key_message(req.model, variable)
-            raise MissingKeyError(message, kind="auth", model=req.model)
+        # A missing key, or one that would cross a network unencrypted, is refused here, at
+        # once and in our words, instead of by the provider after a wait.
+        key = keys.key_to_send(profile)
         if profile.kind == "local":
             api_base = (
                 ensure_local_server()
@@ -296,7 +301,7 @@ class LLMClient:
         if profile.direct and api_base:
             kwargs = req.chat_body(profile.served_name)
         else:
-            kwargs = self._kwargs(req, profile, api_base)
+            kwargs = self._kwargs(req, profile, api_base, key)
         if req.top_logprobs is not None and profile.kind == "local":
             # llama.cpp's numbers depend on the batch a prompt is evaluated in: a prefix
             # reused from its prompt cache, or another prompt sharing the batch, moves
@@ -305,12 +310,14 @@ class LLMClient:
             # at a time (`_slots(alone=True)`).
             body = kwargs if profile.direct and api_base else kwargs.setdefault("extra_body", {})
             body["cache_prompt"] = False
-        return await self._call_with_retries(req.model, profile, api_base, kwargs)
+        return await self._call_with_retries(req.model, profile, api_base, kwargs, key)
 
     def _kwargs(
-        self, req: LLMRequest, profile: ModelProfile, api_base: str | None
+        self, req: LLMRequest, profile: ModelProfile, api_base: str | None, key: str | None
     ) -> dict[str, Any]:
-        """litellm's arguments: the chat body, with the grammar as `extra_body`."""
+        """litellm's arguments: the chat body, with the grammar as `extra_body`, and always an
+        explicit key for an endpoint given: litellm would otherwise read the provider's
+        variable (OPENAI_API_KEY, ...) itself and send it wherever `api_base` points."""
         kwargs = req.chat_body(str(profile.litellm_model))
         grammar = kwargs.pop("grammar", None)
         if grammar is not None:
@@ -319,10 +326,9 @@ class LLMClient:
         kwargs["drop_params"] = True  # e.g. `seed` for providers without it, instead of a 400
         if api_base:
             kwargs["api_base"] = api_base
-            if str(profile.litellm_model).startswith("openai/") and (
-                profile.kind == "local" or not os.environ.get("OPENAI_API_KEY")
-            ):
-                kwargs["api_key"] = DUMMY_API_KEY  # litellm insists on some key
+            kwargs["api_key"] = key or keys.PLACEHOLDER_KEY  # never empty: litellm reads env then
+        elif key:
+            kwargs["api_key"] = key  # the provider's own host
         return kwargs
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
@@ -332,7 +338,12 @@ class LLMClient:
         return delay
 
     async def _call_with_retries(
-        self, model_id: str, profile: ModelProfile, api_base: str | None, kwargs: dict[str, Any]
+        self,
+        model_id: str,
+        profile: ModelProfile,
+        api_base: str | None,
+        kwargs: dict[str, Any],
+        key: str | None,
     ) -> LLMResponse:
         attempt = 0
         started = time.monotonic()
@@ -346,13 +357,13 @@ class LLMClient:
                 self.stats.http_attempts += 1
                 attempt_timeout = max(0.05, min(profile.timeout_s, left))
                 try:
-                    answer = await self._attempt(profile, api_base, kwargs, attempt_timeout)
+                    answer = await self._attempt(profile, api_base, kwargs, attempt_timeout, key)
                 except asyncio.CancelledError:
                     raise
                 except LLMError as exc:  # the direct path classifies its own failures
                     error, retry_after = exc, getattr(exc, "retry_after", None)
                 except Exception as exc:
-                    error = classify(exc, model_id, api_base, kwargs.get("api_key", ""))
+                    error = classify(exc, model_id, api_base, key or "", keys.auth_hint(profile))
                     retry_after = retry_after_seconds(exc)
                 else:
                     return self._to_response(*answer, model_id, profile)
@@ -379,12 +390,17 @@ class LLMClient:
             self.stats.retries += 1
 
     async def _attempt(
-        self, profile: ModelProfile, api_base: str | None, kwargs: dict[str, Any], timeout: float
+        self,
+        profile: ModelProfile,
+        api_base: str | None,
+        kwargs: dict[str, Any],
+        timeout: float,
+        key: str | None,
     ) -> tuple[str | None, int, int, float]:
         """One attempt: (text, prompt tokens, completion tokens, latency)."""
         if profile.direct and api_base:  # `kwargs` is the chat body
-            key = direct.api_key_for(profile.kind == "local")
-            data, latency = await direct.chat(api_base, kwargs, profile.id, timeout, key)
+            hint = keys.auth_hint(profile)
+            data, latency = await direct.chat(api_base, kwargs, profile.id, timeout, key, hint)
             text, prompt_tokens, completion_tokens = direct.answer_of(data)
             if kwargs.get("top_logprobs") is not None:
                 text = logprobs.encode_answer(data, profile.id)

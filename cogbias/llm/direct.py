@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from cogbias.llm.errors import LLMError, classify_failure, retry_after_of
+from cogbias.llm.keys import PLACEHOLDER_KEY
 
-DUMMY_API_KEY = "sk-no-key-required"
 _sessions: dict[int, Any] = {}  # event loop id -> aiohttp.ClientSession
+# The largest answer body read: a chat completion of 4,096 tokens with 20 log-probabilities
+# each is about 4 MB; a server sending more is broken or hostile, and its body would be
+# parsed on the event loop that every other call of the run shares.
+MAX_BODY_BYTES = 32_000_000
 
 
 def _session() -> Any:
@@ -45,31 +49,31 @@ async def close_sessions() -> None:
         await session.close()
 
 
-def api_key_for(local: bool) -> str:
-    """What to send as the bearer token: the user's OpenAI key for their own OpenAI-compatible
-    servers when set (as litellm would), a placeholder for the local model."""
-    return DUMMY_API_KEY if local else os.environ.get("OPENAI_API_KEY") or DUMMY_API_KEY
-
-
 async def chat(
     api_base: str,
     body: dict[str, Any],
     model: str,
     timeout: float,
-    api_key: str,
+    api_key: str | None,
+    hint: Callable[[str], str] | None = None,
 ) -> tuple[dict[str, Any], float]:
     """One attempt: (the parsed JSON answer, its latency). Raises `LLMError` with the
-    provider's Retry-After in `retry_after`."""
+    provider's Retry-After in `retry_after`.
+
+    `api_key` is what `llm.keys.key_to_send` chose for this endpoint; None sends a
+    placeholder (servers that check no key still expect the header), never anyone's key.
+    `hint(model)` says which key to check when the server refuses it."""
     import aiohttp
 
     url = api_base.rstrip("/") + "/chat/completions"
-    headers = {"Authorization": f"Bearer {api_key}"}
+    headers = {"Authorization": f"Bearer {api_key or PLACEHOLDER_KEY}"}
+    api_key = api_key or ""
     started = time.perf_counter()
     try:
         async with _session().post(
             url, json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
         ) as response:
-            raw = await response.read()
+            raw = await _read_bounded(response, model, api_base)
             status = response.status
             retry_after = retry_after_of(dict(response.headers))
     except TimeoutError as exc:
@@ -81,18 +85,34 @@ async def chat(
         raise error from None
     latency = time.perf_counter() - started
     if status != 200:
-        error = classify_failure(status, _error_text(raw), model, api_base, api_key)
+        error = classify_failure(status, _error_text(raw), model, api_base, api_key, hint=hint)
         error.retry_after = retry_after  # type: ignore[attr-defined]
         raise error
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise LLMError(
             f"{model} at {api_base}: the answer is not JSON", kind="other", model=model
         ) from None
     if not isinstance(data, dict):
         raise LLMError(f"{model} at {api_base}: unexpected answer", kind="other", model=model)
     return data, latency
+
+
+async def _read_bounded(response: Any, model: str, api_base: str) -> bytes:
+    """The body, refused past MAX_BODY_BYTES before it is all in memory."""
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise LLMError(
+                f"{model} at {api_base}: the answer is larger than "
+                f"{MAX_BODY_BYTES:,} bytes; it was not read",
+                kind="other",
+                model=model,
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _error_text(raw: bytes) -> str:

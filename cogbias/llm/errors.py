@@ -107,8 +107,11 @@ def _status_of(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-def classify(exc: BaseException, model: str, api_base: str | None, api_key: str = "") -> LLMError:
-    """Turn any exception raised by `litellm.acompletion` into an `LLMError`."""
+def classify(
+    exc: BaseException, model: str, api_base: str | None, api_key: str = "", hint: Any = None
+) -> LLMError:
+    """Turn any exception raised by `litellm.acompletion` into an `LLMError`; `hint(model)`
+    names the key to check (default: litellm's guess for a provider's own host)."""
     import litellm
 
     ex = litellm.exceptions
@@ -127,7 +130,7 @@ def classify(exc: BaseException, model: str, api_base: str | None, api_key: str 
             if isinstance(exc, types):
                 status = code
                 break
-    return classify_failure(status, str(exc), model, api_base, api_key, hint=key_env_hint)
+    return classify_failure(status, str(exc), model, api_base, api_key, hint=hint or key_env_hint)
 
 
 def classify_failure(

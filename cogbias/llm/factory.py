@@ -12,6 +12,7 @@ from typing import Any
 
 from cogbias.llm.client import LLMClient, ResponseCache
 from cogbias.llm.profiles import ModelProfile
+from cogbias.llm.registry import check_key_variable
 from cogbias.llm.request import LLMRequest
 from cogbias.llm.settings import check_api_base
 
@@ -20,12 +21,14 @@ def open_client(
     cache: ResponseCache | None = None,
     *,
     api_base: str | None = None,
+    api_key_env: str | None = None,
     read_cache: bool = True,
     concurrency: int = 16,
     on_miss: Callable[[str, LLMRequest, ModelProfile], None] | None = None,
     **tuning: Any,
 ) -> LLMClient:
-    """A client over `cache` (None: no cache) for `api_base` (None: each model's own).
+    """A client over `cache` (None: no cache) for `api_base` (None: each model's own), whose
+    key is in the variable `api_key_env` (None: `api_base` gets no key; see `llm.keys`).
 
     `on_miss` makes it answer from the cache only (batch rounds; see `LLMClient`). `tuning`
     passes timeouts, retries and back-off through to `LLMClient` unchanged.
@@ -34,6 +37,7 @@ def open_client(
         cache=cache,
         concurrency=concurrency,
         api_base=check_api_base(api_base) if api_base else None,
+        api_key_env=check_key_variable(api_key_env) if api_key_env else None,
         read_cache=read_cache,
         on_miss=on_miss,
         **tuning,

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from cogbias.llm.local import LOCAL_MODELS, LOCAL_PREFIX, LOCAL_TIMEOUT_S, smollm2_gguf_path
 from cogbias.llm.providers import DEFAULT_MAX_TEMPERATURE, provider_of
-from cogbias.llm.registry import load_models
+from cogbias.llm.registry import check_key_variable, load_models
 
 RANDOM_MODEL = "random"
 ProfileKind = Literal["random", "local", "remote"]
@@ -72,6 +72,9 @@ class ModelProfile:
     logprobs: bool = False  # answers can carry token log-probabilities
     prefix_cache: bool = False  # the server reuses the last prompt's prefix: ask in sequence
     writes_text: bool = True  # False for `random`, which only picks from an answer space
+    # the variable named to hold this endpoint's key; None: a provider's key goes only to the
+    # provider's own hosts (`llm.keys.key_for_model`). Never part of a cache key.
+    api_key_env: str | None = None
 
     @property
     def served_name(self) -> str:
@@ -111,9 +114,11 @@ def resolve(
     registry: list[Any] | None = None,
     timeout_s: float | None = None,
     deadline_s: float | None = None,
+    api_key_env: str | None = None,
 ) -> ModelProfile:
     """The profile of `model`. `api_base` overrides the registry's endpoint for remote models;
-    `registry` defaults to `registry.load_models()`; timeouts override the profile's defaults."""
+    `registry` defaults to `registry.load_models()`; timeouts override the profile's defaults;
+    `api_key_env` names the variable holding `api_base`'s key (`llm.keys`)."""
     if model == RANDOM_MODEL:
         return _profile(
             model, "random", None, None, True, False, 0, DEFAULT_MAX_TEMPERATURE, {}, 0.0, 0.0
@@ -144,8 +149,9 @@ def resolve(
         registry = load_models()
     entry = next((m for m in registry if m.id == model), None)
     base = api_base or (entry.api_base if entry else None)
-    if base is None and model.startswith("openai/"):
-        base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+    if base is None and (model.startswith("openai/") or "/" not in model):
+        # litellm would send OpenAI models there on its own: the endpoint is the command's
+        api_base = base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
     prices = price_entry(model)
     if entry is not None:
         json_schema = bool(entry.json_schema)
@@ -171,7 +177,29 @@ def resolve(
         timeout_s or REMOTE_TIMEOUT_S,
         deadline_s or REMOTE_DEADLINE_S,
         logprobs=_flag(entry.extra.get("logprobs")) if entry is not None else None,
+        api_key_env=_named_key(model, entry, base, api_base, api_key_env),
     )
+
+
+def _named_key(
+    model: str, entry: Any, base: str | None, commanded: str | None, api_key_env: str | None
+) -> str | None:
+    """The variable named to hold the key of the endpoint in use: `api_key_env` for the
+    command's own endpoint (`commanded`: --api-base, OPENAI_BASE_URL), else the registry
+    entry's `api_key_env` when the endpoint is the entry's own (`llm.keys` says the rest)."""
+    if api_key_env and commanded:
+        return check_key_variable(api_key_env)
+    named = entry.api_key_env if entry is not None else None
+    if named is None or (entry.api_base or "").rstrip("/") != (base or "").rstrip("/"):
+        return None
+    try:
+        return check_key_variable(named)
+    except ValueError as exc:
+        from cogbias.llm.errors import FatalLLMError
+
+        raise FatalLLMError(
+            f"{model}: api_key_env in the model registry: {exc}", kind="auth", model=model
+        ) from None
 
 
 def _profile(
@@ -188,6 +216,7 @@ def _profile(
     deadline_s: float,
     file_identity: str | None = None,
     logprobs: bool | None = None,
+    api_key_env: str | None = None,
 ) -> ModelProfile:
     provider = provider_of(litellm_model)
     return ModelProfile(
@@ -211,6 +240,7 @@ def _profile(
         logprobs=(kind == "local" or provider.logprobs) if logprobs is None else logprobs,
         prefix_cache=kind == "local",
         writes_text=kind != "random",
+        api_key_env=api_key_env,
     )
 
 

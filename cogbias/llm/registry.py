@@ -8,6 +8,8 @@ arena score) ride along for the pages and figures that label models.
 
 from __future__ import annotations
 
+import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +32,28 @@ class ModelInfo:
     json_schema: bool = False
     max_temperature: float = 1.0
     api_base: str | None = None
+    api_key_env: str | None = None  # the variable holding `api_base`'s key (llm.keys)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+# A variable named to hold a key must say it is a secret, so the redactor (core.redact) keeps
+# its value out of everything written, as it does for every provider's variable.
+_KEY_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECRET_WORD_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+def check_key_variable(name: object) -> str:
+    """`name` as an environment variable that may hold a key (`api_key_env`,
+    `--api-key-env`); refused with what to write instead."""
+    text = str(name).strip() if isinstance(name, str) else ""
+    if not _KEY_NAME_RE.fullmatch(text) or not _SECRET_WORD_RE.search(text):
+        shown = str(name)[:40].encode("unicode_escape").decode("ascii")
+        raise ValueError(
+            f"'{shown}' cannot name a key: give the name of an environment variable (letters, "
+            "digits, _) that contains KEY, TOKEN, SECRET or PASSWORD, e.g. MY_SERVER_KEY, so "
+            "its value is kept out of everything cogbias writes"
+        )
+    return text
 
 
 def user_models_path() -> Path:
@@ -40,18 +63,77 @@ def user_models_path() -> Path:
 
 def load_models(path: Path | None = None) -> list[ModelInfo]:
     """The model registry (data/models.toml) plus the user's own (COGBIAS_HOME/models.toml);
-    a user entry with a built-in's id replaces it. `path` reads that one file only."""
-    paths = [path] if path else [BUILTIN_MODELS, user_models_path()]
+    a user entry with a built-in's id replaces it. `path` reads that one file only. An entry
+    that cannot be read is left out (`registry_problems` says which and why), so one typo in
+    a hand-edited file never stops every command and page."""
+    return _read_all(path)[0]
+
+
+def registry_problems(path: Path | None = None) -> list[str]:
+    """`file: entry N: problem` for every entry `load_models` left out."""
+    return _read_all(path)[1]
+
+
+def _read_all(path: Path | None) -> tuple[list[ModelInfo], list[str]]:
     models: dict[str, ModelInfo] = {}
-    known = set(ModelInfo.__dataclass_fields__) - {"extra"}
-    for p in paths:
+    problems: list[str] = []
+    for p in [path] if path else [BUILTIN_MODELS, user_models_path()]:
         if not p.is_file():
             continue
-        for entry in tomllib.loads(p.read_text(encoding="utf-8")).get("models", []):
-            fields = {k: v for k, v in entry.items() if k in known}
-            extra = {k: v for k, v in entry.items() if k not in known}
-            models[entry["id"]] = ModelInfo(**fields, extra=extra)
-    return list(models.values())
+        try:
+            entries = tomllib.loads(p.read_text(encoding="utf-8")).get("models", [])
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            problems.append(f"{p}: cannot be read: {exc}")
+            continue
+        for n, entry in enumerate(entries if isinstance(entries, list) else [entries], 1):
+            info, wrong = _entry(entry)
+            problems += [f"{p}: entry {n}: {w}" for w in wrong]
+            if info is not None:
+                models[info.id] = info
+    return list(models.values()), problems
+
+
+_DEFAULTS = {"params_b": None, "arena_score": None, "max_temperature": 1.0}
+
+
+def _entry(entry: object) -> tuple[ModelInfo | None, list[str]]:
+    """One `[[models]]` table as a ModelInfo and what was wrong in it. Without a usable id
+    the entry is left out; any other field that is wrong takes its default (a label falls
+    back to the id), so the model keeps its endpoint and is never sent elsewhere."""
+    from cogbias.core.limits import name_problem
+
+    if not isinstance(entry, dict):
+        return None, ["is not a table"]
+    model_id = entry.get("id")
+    problem = name_problem(model_id) if isinstance(model_id, str) else "is missing or no text"
+    if problem:
+        return None, [f"'id' {problem}; the entry is left out"]
+    wrong: list[str] = []
+    fields = {k: v for k, v in entry.items() if k in ModelInfo.__dataclass_fields__}
+    fields.pop("extra", None)
+    for key in ("name", "developer", "api_base"):
+        value = fields.get(key)
+        if value is not None and (not isinstance(value, str) or name_problem(value, 2_000)):
+            wrong.append(f"'{key}' is not one line of text")
+            fields[key] = str(value) if key == "api_base" else None
+    for key, default in _DEFAULTS.items():
+        value = fields.get(key)
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            used = "it is left empty" if default is None else f"{default} is used"
+            wrong.append(f"'{key}' must be a finite number >= 0; {used}")
+            fields[key] = default
+    if not isinstance(fields.get("json_schema", False), bool):
+        wrong.append("'json_schema' must be true or false; false is used")
+        fields["json_schema"] = False
+    fields["name"] = fields.get("name") or model_id
+    fields["developer"] = fields.get("developer") or ""
+    extra = {k: v for k, v in entry.items() if k not in ModelInfo.__dataclass_fields__}
+    return ModelInfo(**fields, extra=extra), [f"{w} ({model_id})" for w in wrong]
 
 
 def get_model(model_id: str, registry: list[ModelInfo] | None = None) -> ModelInfo | None:

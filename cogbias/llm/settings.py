@@ -17,6 +17,7 @@ from pathlib import Path
 import tomlkit
 
 from cogbias.llm import registry
+from cogbias.llm.keys import key_refusal
 from cogbias.llm.local import LOCAL_PREFIX
 from cogbias.llm.profiles import RANDOM_MODEL
 
@@ -67,7 +68,7 @@ def check_api_base(url: str) -> str:
     if credentials:  # checked first, and the URL never repeated: it may hold a key
         raise ValueError(
             "the URL must not hold a user, password or query string: keys belong in the "
-            "environment (e.g. OPENAI_API_KEY), never in the model registry"
+            "environment, named with api_key_env (or --api-key-env), never in the URL"
         )
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"'{url}' is not an http(s) URL like http://127.0.0.1:8000/v1")
@@ -82,8 +83,12 @@ def add_custom_model(
     json_schema: bool = False,
     max_temperature: float = 2.0,
     path: Path | None = None,
+    api_key_env: str = "",
 ) -> Path:
-    """Add (or replace, by id) a model in the user's registry; returns the file written."""
+    """Add (or replace, by id) a model in the user's registry; returns the file written.
+
+    `api_key_env` names the environment variable holding the endpoint's key: no other key
+    is ever sent to it (`llm.keys`), and none over plain http to another machine."""
     model_id = model_id.strip()
     if not _ID_RE.fullmatch(model_id) or model_id in RESERVED or model_id.startswith(LOCAL_PREFIX):
         raise ValueError(
@@ -96,6 +101,11 @@ def add_custom_model(
     if developer.strip():
         entry["developer"] = developer.strip()
     entry["api_base"] = check_api_base(api_base)
+    if api_key_env.strip():
+        entry["api_key_env"] = registry.check_key_variable(api_key_env)
+        refusal = key_refusal(entry["api_base"], entry["api_key_env"])
+        if refusal:
+            raise ValueError(refusal)
     entry["json_schema"] = bool(json_schema)
     entry["max_temperature"] = float(max_temperature)
     path = path or user_models_path()

@@ -24,7 +24,7 @@ from cogbias.core import records
 from cogbias.core.limits import loads_json
 from cogbias.core.outputs import replacing
 from cogbias.core.records import Instance, dumps
-from cogbias.core.redact import redact, redactor
+from cogbias.core.redact import redact, redact_json, redactor
 from cogbias.core.safetext import terminal
 from cogbias.llm import LLMClient, LLMRequest
 from cogbias.llm.direct import close_sessions
@@ -220,7 +220,7 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
     stored = store.llm_call_responses([custom_id for _, custom_id, *_ in answers])
     for number, custom_id, text, prompt_tokens, completion_tokens in answers:
         asked = known[custom_id]
-        text = clean(records.cap_text(text)[0]) or ""  # as the cache would store it
+        text = redact_json(records.cap_text(text)[0], clean) or ""  # as the cache stores it
         if custom_id in stored:
             if stored[custom_id] == text:
                 summary.kept += 1

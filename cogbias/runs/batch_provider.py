@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core.records import dumps
+from cogbias.llm import keys as key_rules
 from cogbias.llm.profiles import ModelProfile
 from cogbias.runs import batch, executor, paired_plan
 from cogbias.store import LEASE_STALE_S, Store, lease_owner, now
@@ -34,12 +35,17 @@ FINISHED = ("completed", "failed", "expired", "cancelled")
 WAKE_S = 0.5  # how often the wait between polls looks for a cancel
 
 
-def _client(profile: ModelProfile) -> Any:
+def _client(model: str, api_base: str | None, key_env: str | None) -> Any:
+    """The Batch API client for `model` at `api_base`, with the key `llm.keys` allows there:
+    OPENAI_API_KEY for OpenAI's own host, `key_env` (--api-key-env) or the registry entry's
+    for an endpoint of the user's, a placeholder otherwise; always explicit, so the SDK never
+    reads OPENAI_API_KEY from the environment on its own."""
     import openai
 
+    profile = paired_plan.resolve(model, api_base, api_key_env=key_env)
     return openai.OpenAI(
         base_url=profile.api_base or "https://api.openai.com/v1",
-        api_key=os.environ.get("OPENAI_API_KEY") or "sk-no-key-required",
+        api_key=key_rules.key_to_send(profile) or key_rules.PLACEHOLDER_KEY,
         max_retries=3,
     )
 
@@ -76,8 +82,9 @@ def execute(
             f"run {run_id} is already being worked on by process {holder['pid']}; wait for it, "
             f"or cancel it with `cogbias cancel {run_id}`"
         )
+    key_env = interactive.get("api_key_env") if plan.spec.api_base else None  # its endpoint's
     try:
-        _batches(plan, store, run_id, owner, poll_seconds, fallback, progress)
+        _batches(plan, store, run_id, owner, poll_seconds, fallback, progress, key_env)
     finally:
         store.release_run(run_id, owner)
     return executor.execute(plan, store, progress=progress, **interactive)
@@ -91,15 +98,16 @@ def _batches(
     poll_seconds: float,
     fallback: str,
     progress: Any,
+    key_env: str | None = None,
 ) -> None:
     folder = Path(tempfile.mkdtemp(prefix=f"cogbias-{run_id}-"))
     store.update_run(run_id, status="running", pid=os.getpid())
     while True:
         current = store.heartbeat_run(run_id, owner)  # the lease says we are alive
         if current is None or current.get("cancel_requested"):
-            _cancel_open(store, run_id)  # the interactive pass that follows sees the request
+            _cancel_open(store, run_id, key_env)  # the interactive pass that follows sees it
             return
-        if _poll(store, run_id):  # batches still running: wait for them
+        if _poll(store, run_id, key_env):  # batches still running: wait for them
             _say(progress, store, run_id)
             _wait(store, run_id, owner, poll_seconds)
             continue
@@ -111,7 +119,7 @@ def _batches(
         }
         if not todo:
             return  # what is left (if anything) is asked interactively
-        _submit(store, run_id, todo, attempts, folder)
+        _submit(store, run_id, todo, attempts, folder, key_env)
 
 
 def _wait(store: Store, run_id: str, owner: str, seconds: float) -> None:
@@ -131,6 +139,7 @@ def _submit(
     todo: dict[str, tuple[Any, ModelProfile]],
     attempts: dict[str, dict[str, Any]],
     folder: Path,
+    key_env: str | None = None,
 ) -> None:
     by_endpoint: dict[tuple[str, str | None], list[str]] = defaultdict(list)
     for key, (req, profile) in todo.items():
@@ -146,7 +155,7 @@ def _submit(
                 line["body"] = req.chat_body(profile.served_name)
                 lines.append(dumps(line))
             path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-            client = _client(profile)
+            client = _client(model, profile.api_base, key_env)
             with path.open("rb") as handle:
                 uploaded = client.files.create(file=handle, purpose="batch")
             created = client.batches.create(
@@ -208,11 +217,11 @@ def _chunks(keys: list[str], todo: dict[str, tuple[Any, ModelProfile]]) -> list[
     return [c for c in chunks if c]
 
 
-def _poll(store: Store, run_id: str) -> bool:
+def _poll(store: Store, run_id: str, key_env: str | None = None) -> bool:
     """Refresh the run's open batches; import finished ones. True while any is running."""
     running = False
     for row in store.batches(run_id, open_only=True):
-        client = _client(paired_plan.resolve(row["model"], row["api_base"]))
+        client = _client(row["model"], row["api_base"], key_env)
         current = client.batches.retrieve(row["id"])
         counts = current.request_counts
         update = {
@@ -238,9 +247,9 @@ def _poll(store: Store, run_id: str) -> bool:
     return running
 
 
-def _cancel_open(store: Store, run_id: str) -> None:
+def _cancel_open(store: Store, run_id: str, key_env: str | None = None) -> None:
     for row in store.batches(run_id, open_only=True):
-        client = _client(paired_plan.resolve(row["model"], row["api_base"]))
+        client = _client(row["model"], row["api_base"], key_env)
         cancelled = client.batches.cancel(row["id"])
         store.save_batch({"id": row["id"], "status": cancelled.status})
 

@@ -240,9 +240,11 @@ async def decide_pair(
     in a seeded half of the pairs. `reading` is the run's (`RunSpec.reading`): see
     `decide_half`.
     Raises `FatalLLMError` (the run must stop); any other failed call becomes a failed row
-    whose `failure_kind` says whether resuming should retry it.
+    whose `failure_kind` says whether resuming should retry it, and so does an answer that
+    raised while it was read (`unreadable_half`).
     """
     from cogbias.llm import FatalLLMError, LLMError
+    from cogbias.llm.errors import CacheMiss
 
     order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
     halves: dict[str, HalfResult] = {}
@@ -269,10 +271,12 @@ async def decide_pair(
     else:
         outcomes = await asyncio.gather(*asks, return_exceptions=True)
     for name, outcome in zip(("control", "treatment"), outcomes, strict=True):
-        if isinstance(outcome, FatalLLMError):
+        if isinstance(outcome, FatalLLMError | CacheMiss):  # CacheMiss: a batch collecting
             raise outcome
         if isinstance(outcome, LLMError):
             outcome = HalfResult(error=str(outcome), failure_kind=outcome.failure_kind)
+        elif isinstance(outcome, Exception):  # reading one answer never stops the run
+            outcome = unreadable_half(outcome)
         elif isinstance(outcome, BaseException):
             raise outcome
         halves[name] = outcome
@@ -286,6 +290,15 @@ async def decide_pair(
         halves["control"],
         halves["treatment"],
         prompting,
+    )
+
+
+def unreadable_half(exc: Exception) -> HalfResult:
+    """A half whose answer came but raised while it was read (a server's answer no reader
+    foresaw): that half is unparseable with the reason, the pair fails, the run goes on."""
+    return HalfResult(
+        error=f"the answer could not be read ({type(exc).__name__}: {str(exc)[:200]})",
+        failure_kind="unparseable",
     )
 
 

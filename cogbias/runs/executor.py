@@ -66,13 +66,18 @@ def execute(
     timeout: float | None = None,
     deadline: float | None = None,
     max_retries: int = 6,
+    api_key_env: str | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) a plan of any kind to completion, cancellation or a fatal error;
-    returns the run row. Raises `RunBusy` when another live worker holds the run."""
+    returns the run row. Raises `RunBusy` when another live worker holds the run.
+    `api_key_env` names the variable holding the key of the run's `api_base` (never stored:
+    a key variable changes no answer)."""
     kind = kinds.kind_of(plan.spec)
     if concurrency < 1:  # no slot would ever be free: the run would wait forever
         raise ValueError(f"concurrency must be at least 1, not {concurrency}")
-    tuning = dict(timeout=timeout, deadline=deadline, max_retries=max_retries)
+    tuning = dict(
+        timeout=timeout, deadline=deadline, max_retries=max_retries, api_key_env=api_key_env
+    )
     return asyncio.run(
         _execute(kind, plan, store, progress, name, retry_failed, read_cache, concurrency, tuning)
     )
@@ -116,7 +121,10 @@ async def holding_lease(
     try:
         return await work(owner)
     finally:
-        _retrying(lambda: store.release_run(run_id, owner))
+        try:
+            _retrying(lambda: store.release_run(run_id, owner))
+        except sqlite3.Error:  # a full disk: the lease lapses with this process (see end_run)
+            pass
 
 
 async def _work(
@@ -203,23 +211,38 @@ def end_run(
     progress: Progress | None,
     **fields: Any,
 ) -> dict[str, Any]:
-    """Record how a run ended (unless its lease was lost: the new owner records that)."""
+    """Record how a run ended (unless its lease was lost: the new owner records that).
+
+    When even that cannot be written (a full disk), stderr says so and what to do, and the
+    returned row carries the ending anyway: the stored row still says `running`, which reads
+    as `interrupted` once this process has ended, and `cogbias resume` takes it over."""
+    recorded = True
     if status != "interrupted":
-        _retrying(
-            lambda: store.update_run(
-                run["id"],
-                status=status,
-                finished_at=now(),
-                error=error,
-                waiting=0,
-                cancel_requested=0,
-                **fields,
+        try:
+            _retrying(
+                lambda: store.update_run(
+                    run["id"],
+                    status=status,
+                    finished_at=now(),
+                    error=error,
+                    waiting=0,
+                    cancel_requested=0,
+                    **fields,
+                )
             )
-        )
+        except sqlite3.Error as exc:
+            recorded = False
+            print(
+                f"error: could not record in {store.path} that run {run['id']} ended {status} "
+                f"({exc}); free some space, then `cogbias resume {run['id']}` continues it "
+                "from what was written",
+                file=sys.stderr,
+            )
     run.update(status=status, error=error)
     if progress:
         progress(run)
-    return store.run(run["id"]) or run
+    stored = store.run(run["id"]) or run
+    return stored if recorded else {**stored, "status": status, "error": error}
 
 
 def _retrying(action: Callable[[], Any], until: Callable[[], bool] = lambda: True) -> None:

@@ -13,6 +13,7 @@ database.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -117,18 +118,13 @@ async def decide_half(
         )
     )
     result.account(response)
-    text, positions = logprobs.decode_answer(response.text)
-    result.answer = text
-    masses, listed, at = logprobs.option_masses(positions, n)
-    presented_dist = probs.from_masses(masses, listed)
-    if presented_dist is None:
-        result.error = (
-            f"none of the options {logprobs.labels(n)} is among the {logprobs.TOP_LOGPROBS} "
-            "most probable tokens where the answer begins"
-        )
+    try:
+        result.answer, presented_dist, sampled = read_half(response.text, n)
+    except probs.NotADistribution as exc:
+        result.answer = _text_of(response.text)
+        result.error = f"the log-probabilities are no distribution over the options: {exc}"
         result.failure_kind = "unparseable"
         return result, None
-    sampled = logprobs.label_of(positions[at][0][0], n)
     if sampled is not None:
         result.extraction = logprobs.LABELS[sampled]
         result.choice = order[sampled]
@@ -138,6 +134,31 @@ async def decide_half(
     return result, probs.Distribution(
         tuple(original), presented_dist.outside, presented_dist.unlisted
     )
+
+
+def read_half(text: str, n_options: int) -> tuple[str, probs.Distribution, int | None]:
+    """(the answer's text, its distribution over the presented options, the presented
+    option it sampled or None) from an answer `logprobs.encode_answer` made. Raises
+    `NotADistribution` with the reason whenever what the server listed is not one: the
+    half is then unreadable, never scored as a one-hot."""
+    answer, positions = logprobs.decode_answer(text)
+    masses, listed, at = logprobs.option_masses(positions, n_options)
+    if not any(masses):
+        raise probs.NotADistribution(
+            f"none of the options {', '.join(logprobs.labels(n_options))} is among the "
+            f"{logprobs.TOP_LOGPROBS} most probable tokens where the answer begins"
+        )
+    dist = probs.from_masses(masses, listed)
+    return answer, dist, logprobs.label_of(positions[at][0][0], n_options)
+
+
+def _text_of(text: str) -> str:
+    """The answer's text of an unreadable half, for the record (its stored JSON if need be)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    return str(data.get("text") or "") if isinstance(data, dict) else text
 
 
 async def decide_pair(
@@ -158,6 +179,7 @@ async def decide_pair(
     `extractor` and `reading` are taken for `decide_pair`'s sake and unused: nothing is
     extracted here."""
     from cogbias.llm import FatalLLMError, LLMError
+    from cogbias.llm.errors import CacheMiss
 
     order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
     asks = [
@@ -179,13 +201,15 @@ async def decide_pair(
     halves: list[decide.HalfResult] = []
     dists: list[probs.Distribution | None] = []
     for outcome in outcomes:
-        if isinstance(outcome, FatalLLMError):
+        if isinstance(outcome, FatalLLMError | CacheMiss):
             raise outcome
         if isinstance(outcome, LLMError):
             outcome = (
                 decide.HalfResult(error=str(outcome), failure_kind=outcome.failure_kind),
                 None,
             )
+        elif isinstance(outcome, Exception):  # reading one answer never stops the run
+            outcome = (decide.unreadable_half(outcome), None)
         elif isinstance(outcome, BaseException):
             raise outcome
         halves.append(outcome[0])

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cogbias.core import records
+from cogbias.core.redact import redactor
 from cogbias.llm.profiles import resolve as resolve_model
 from cogbias.runs import study_plan
 from cogbias.runs.study_answers import NO_ANSWER, _read, answer_grammar, random_space
@@ -126,6 +127,7 @@ class _Conversations:
         self.profiles = {  # resolved once: resolving reads the model registry
             m: resolve_model(m, api_base=self.spec.api_base) for m in self.spec.models
         }
+        self.clean = redactor()
 
     async def unit(self, unit: Unit) -> None:
         test = self.study.tests[unit.test]
@@ -276,7 +278,9 @@ class _Conversations:
             row.update(status=status, error=str(exc), failure_kind=exc.failure_kind)
             self.writer.add("study_calls", row)
             return row
-        text, row["cache_key"] = response.text, response.key or None
+        # Redacted before anything reads it: a rewrite becomes the next prompt and its value,
+        # an answer the next turns' history, as they are stored (and as a resume reads them).
+        text, row["cache_key"] = self.clean(response.text) or "", response.key or None
         row["response"] = records.cap_text(text)[0]
         _read(test, role, text, row)
         self.writer.add("study_calls", row)

@@ -38,27 +38,39 @@ def answer_grammar(test: StudyTest, role: str) -> str | None:
 
 
 def _read(test: StudyTest, role: str, text: str, row: dict[str, Any]) -> None:
-    """Read a turn's answer into the row (value, or status 'unparseable' with the reason)."""
+    """Read a turn's answer into the row (value, or status 'unparseable' with the reason).
+    An answer that raises while it is read (one no reader foresaw) is unparseable too: that
+    turn fails, never the run."""
+    try:
+        answer = _answer(test, role, text)
+        value = json.dumps(answer.value, allow_nan=False) if answer.ok else None
+    except Exception as exc:
+        why = f"the answer could not be read ({type(exc).__name__}: {str(exc)[:200]})"
+        answer, value = Answer(text, error=why), None
+    if value is not None:
+        row["value"] = value
+    else:
+        row.update(status="unparseable", error=answer.error, failure_kind="unparseable")
+
+
+def _answer(test: StudyTest, role: str, text: str) -> Answer:
     if role == "rewrite":
         answer: Answer = Answer(text, rewritten(text) or None)
         if not answer.value:
-            answer = Answer(text, error="the rewritten prompt is empty")
-        elif len(answer.value) > MAX_REWRITE_CHARS:  # it becomes the next prompt: bounded
-            answer = Answer(
+            return Answer(text, error="the rewritten prompt is empty")
+        if len(answer.value) > MAX_REWRITE_CHARS:  # it becomes the next prompt: bounded
+            return Answer(
                 text,
                 error=f"the rewritten prompt has {len(answer.value):,} characters, more than "
                 f"the {MAX_REWRITE_CHARS:,} a rewrite may have",
             )
-    elif role == "revise":
-        answer = read_revision(test, text)
-    else:
-        answer = read_answer(test, text)
-        if answer.ok and test.design == "options" and answer.value >= test.k:
-            answer = Answer(text, error=f"there are only {test.k} options")
-    if answer.ok:
-        row["value"] = json.dumps(answer.value)
-    else:
-        row.update(status="unparseable", error=answer.error, failure_kind="unparseable")
+        return answer
+    if role == "revise":
+        return read_revision(test, text)
+    answer = read_answer(test, text)
+    if answer.ok and test.design == "options" and answer.value >= test.k:
+        return Answer(text, error=f"there are only {test.k} options")
+    return answer
 
 
 def read_revision(test: StudyTest, text: str) -> Answer:

@@ -34,8 +34,10 @@ class Writer:
     Rows are kept by table and stored by the run's kind (`save`), with the cache's new
     answers and the run's counters, in one transaction. A commit that finds the database
     locked by another process's long transaction (an import, say) keeps its rows and tries
-    again on the next tick; any other failure to write stops the run, which then ends
-    `failed` with the error.
+    again on the next tick; any other failure to write (a full disk) stops the run at once:
+    no further commit is tried until the run ends (one last attempt), so a full disk is
+    reported within a tick, not after re-writing an ever-growing buffer on every row. The
+    run then ends `failed` with the error and what to do; what was committed stays.
     """
 
     def __init__(
@@ -60,11 +62,18 @@ class Writer:
         self.on_stop: Callable[[], None] = lambda: None
 
     def add(self, table: str, row: dict[str, Any]) -> None:
-        """A finished row, committed with the next flush."""
+        """A finished row, committed with the next flush.
+
+        Once the run is stopping (the store failed, a cancel, the lease lost) the row is kept
+        for the last commit and the caller's work is stopped here: answers read from the cache
+        arrive without ever waiting, so the work's own cancellation would not land until
+        every remaining unit had been added."""
         pending = self.rows.setdefault(table, [])
         pending.append(row)
-        if len(pending) >= FLUSH_ROWS:
+        if self.stop_reason is None and len(pending) >= FLUSH_ROWS:
             self.flush()
+        if self.stop_reason is not None:
+            raise asyncio.CancelledError(f"run stopped: {self.stop_reason}")
 
     @property
     def pending(self) -> bool:
@@ -80,6 +89,7 @@ class Writer:
     def flush(self) -> bool:
         """Commit what is pending; False when the database was busy (rows are kept)."""
         t = time.monotonic()
+        buffered = [dict(cache.pending) for cache in self.caches]
         try:
             with self.store.atomic():
                 self.save(self.store, self.rows)
@@ -98,17 +108,16 @@ class Writer:
                 increments = {k: totals[k] - self.accounted[k] for k in totals}
                 increments["duration_s"] = t - self.last
                 current = self.store.heartbeat_run(self.run["id"], self.owner, **increments)
-        except sqlite3.OperationalError as exc:
-            if not busy(exc):
-                self._fail(f"could not write results: {exc}")
+        except Exception as exc:  # disk full, locked, a corrupted file, a bug: never hang
+            for cache, answers in zip(self.caches, buffered, strict=True):
+                cache.pending = {**answers, **cache.pending}  # rolled back: keep them buffered
+            if not (isinstance(exc, sqlite3.OperationalError) and busy(exc)):
+                self._fail(write_failure(self.store, self.run["id"], exc))
                 return False
             self.db_wait_since = self.db_wait_since or t
             self.run["db_wait"] = True
             if t - self.db_wait_since > DB_WAIT_LIMIT_S:
                 self._fail(f"the database stayed locked for {DB_WAIT_LIMIT_S:.0f} s: {exc}")
-            return False
-        except Exception as exc:  # disk full, a corrupted file, a bug: record it, never hang
-            self._fail(f"could not write results: {type(exc).__name__}: {exc}")
             return False
         self.last, self.accounted = t, totals
         self.db_wait_since = None
@@ -138,13 +147,30 @@ class Writer:
         while self.stop_reason is None:
             await asyncio.sleep(FLUSH_SECONDS)
             # With nothing to write, only beat the lease and look for a cancel now and then.
-            if self.pending or time.monotonic() - self.last >= IDLE_CHECK_SECONDS:
+            if self.stop_reason is None and (
+                self.pending or time.monotonic() - self.last >= IDLE_CHECK_SECONDS
+            ):
                 self.flush()
 
 
 def busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
+
+
+def write_failure(store: Store, run_id: str, exc: BaseException) -> str:
+    """Why a run's results could not be written, and what to do: a full disk is named as
+    one (free space, then resume: what was committed is kept and not asked again)."""
+    from cogbias.store import disk_full
+
+    text = str(exc) if isinstance(exc, sqlite3.Error) else f"{type(exc).__name__}: {exc}"
+    if disk_full(exc):
+        return (
+            f"could not write results: the disk holding {store.path} is full ({text}); the "
+            f"results written before are kept: free some space, then `cogbias resume {run_id}` "
+            "continues the run"
+        )
+    return f"could not write results: {text}"
 
 
 async def pool(jobs: Iterator[Any], worker: Callable[[Any], Any], size: int) -> None:

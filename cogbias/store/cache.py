@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cogbias.core.redact import redactor
+from cogbias.core.redact import redact_json, redactor
 from cogbias.store.connection import StoreBase, now
+
+# An answer with log-probabilities is JSON the client made (`llm.logprobs.encode_answer`);
+# its request says so in the canonical JSON the cache stores (`records.dumps`).
+_MADE_JSON = "instr(request, '\"top_logprobs\":') > 0"
+
+
+def _parses(text: str | None) -> bool:
+    try:
+        json.loads(text or "")
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 class CacheRepo(StoreBase):
     """`llm_calls`, `batch_requests` and `batches`."""
 
     def put_llm_calls(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Cache answers. Requests and answers are redacted (`redact_json`: a JSON text inside
+        its strings only, so a secret that matches a number cannot break it)."""
         clean = redactor()
         with self.atomic():
             if rows:
@@ -20,8 +35,8 @@ class CacheRepo(StoreBase):
                     [
                         {
                             **r,
-                            "response": clean(r["response"]),
-                            "request": clean(r.get("request")),
+                            "response": redact_json(r["response"], clean),
+                            "request": redact_json(r.get("request"), clean),
                             "created_at": now(),
                         }
                         for r in rows
@@ -31,15 +46,23 @@ class CacheRepo(StoreBase):
                 )
 
     def get_llm_call(self, key: str) -> dict[str, Any] | None:
+        """A cached answer, or None. An answer with log-probabilities that no longer parses
+        (an older version redacted it as text: `-0.***12`) is a miss, deleted so that the
+        model is asked again: never read, never a crash."""
         row = self.db.execute(
-            "select response, prompt_tokens, completion_tokens, cost, latency_s, source "
-            "from llm_calls where key = ?",
+            "select response, prompt_tokens, completion_tokens, cost, latency_s, source, "
+            f"{_MADE_JSON} from llm_calls where key = ?",
             (key,),
         ).fetchone()
         if row is None:
             return None
+        if row[-1] and not _parses(row[0]):
+            if not self.read_only:
+                with self.atomic():
+                    self.db.execute("delete from llm_calls where key = ?", (key,))
+            return None
         names = ("text", "prompt_tokens", "completion_tokens", "cost", "latency_s", "source")
-        return dict(zip(names, row, strict=True))
+        return dict(zip(names, row[:-1], strict=True))
 
     def llm_call_responses(self, keys: Sequence[str]) -> dict[str, str]:
         """The stored answers among `keys` (a batch import keeps them, see runs/batch.py)."""

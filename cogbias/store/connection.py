@@ -9,6 +9,7 @@ of every repository mixin (`cogbias.store.runs`, ...); `cogbias.store.Store` com
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import sys
@@ -253,9 +254,23 @@ class StoreBase:
                     self.db[table].insert_all(rows, ignore=True)
 
 
+def disk_full(exc: BaseException) -> bool:
+    """Whether a failed write ran out of room: SQLite's "database or disk is full" (the disk,
+    or the file's `max_page_count`), or the system's "no space left" / quota exceeded."""
+    if isinstance(exc, sqlite3.Error):
+        return getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc)
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
 def describe_error(path: str | Path, exc: sqlite3.Error) -> str:
     """What went wrong with the database at `path`, in words, with what to do."""
     text = str(exc)
+    if disk_full(exc):
+        return (
+            f"{path} could not be written: its disk is full ({text}); free some space and "
+            "run the command again (a run continues where it stopped with "
+            "`cogbias resume RUN_ID`)"
+        )
     if "locked" in text or "busy" in text:
         return (
             f"{path} is locked by another process (a run or the app writing to it); wait "

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from cogbias.core.records import Pair
-from cogbias.core.redact import redactor
+from cogbias.core.redact import redact_row, redactor
 from cogbias.store.connection import StoreBase, now
 
 _PROVIDER_TEXTS = (
@@ -17,7 +17,7 @@ _PROVIDER_TEXTS = (
     "treatment_extraction",
 )
 
-_INSTANCE_TEXTS = ("error", "control", "treatment", "insertions", "values_json")
+_INSTANCE_JSON = ("control", "treatment", "insertions", "values_json")  # inside strings only
 
 
 class DecisionsRepo(StoreBase):
@@ -65,7 +65,7 @@ class DecisionsRepo(StoreBase):
             with self.atomic():
                 self.db["instances"].insert_all(
                     [
-                        {**r, **{k: clean(r.get(k)) for k in _INSTANCE_TEXTS}, "created_at": now()}
+                        {**redact_row(r, clean, ("error",), _INSTANCE_JSON), "created_at": now()}
                         for r in rows
                     ],
                     pk="id",

@@ -50,6 +50,9 @@ FEATURE_FIELDS = (
     "features",
     "source_row",
 )
+# `features` keys (models.csv columns) that hold a capability score, in order of preference:
+# the import checks them as numbers, the feature regression reads the first one a model has.
+CAPABILITY_COLUMNS = ("chatbot_arena", "arena_score", "mmlu")
 THESIS_TABLES = {
     "effect_sizes": EFFECT_FIELDS,
     "study_prompts": PROMPT_FIELDS,

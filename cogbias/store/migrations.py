@@ -6,12 +6,19 @@ missing ones in one transaction, and a file from a newer cogbias is refused.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
+
+# The texts of a study turn (`study_calls`), every one redacted when stored (`store.turns`; a
+# self-help rewrite becomes the next prompt and its value): as texts, and JSON texts inside
+# their strings only (`core.redact.redact_json`).
+TURN_TEXTS = ("prompt", "original", "response", "error")
+TURN_JSON = ("value", "presented")
 
 
 def _schema_v1(db: sqlite_utils.Database) -> None:
@@ -244,6 +251,59 @@ def _schema_v9(db: sqlite_utils.Database) -> None:
     )
 
 
+def _schema_v10(db: sqlite_utils.Database) -> None:
+    """Issue 29: a self-help rewrite that echoed a key kept it in the rewrite's `value` and
+    in the next turn's `prompt` (and, escaped, in the cached request of that turn): before
+    this version only a turn's `response` and `error` were redacted. Every turn of a
+    conversation with a rewrite, and the cached calls of those turns, are redacted once,
+    with the redactor of this moment: the keys in the environment of the process that opens
+    the file first (the CLI's shell, the app's secrets) and key-shaped strings, known or not.
+    The other turns hold only the study's own words and answers already redacted."""
+    from cogbias.core.redact import redact_json, redact_row, redactor
+
+    clean = redactor()
+    columns = ("id", *TURN_TEXTS, *TURN_JSON)
+    sets = ", ".join(f"{c} = ?" for c in columns[1:])
+    conversations = [
+        c
+        for (c,) in db.execute(
+            "select distinct conversation from study_calls where role = 'rewrite'"
+        )
+    ]
+    for chunk in _chunks(conversations):
+        keys = []
+        for values in db.execute(
+            f"select {', '.join(columns)}, cache_key from study_calls where conversation in "
+            f"({','.join('?' * len(chunk))})",
+            chunk,
+        ).fetchall():
+            row = dict(zip(columns, values, strict=False))
+            keys += [values[-1]] if values[-1] else []
+            scrubbed = redact_row(row, clean, TURN_TEXTS, TURN_JSON)
+            if scrubbed != row:
+                db.execute(
+                    f"update study_calls set {sets} where id = ?",
+                    [*(scrubbed[c] for c in columns[1:]), row["id"]],
+                )
+        for key, *texts in db.execute(
+            "select key, request, response from llm_calls where key in "
+            f"({','.join('?' * len(keys))})",
+            keys,
+        ).fetchall():
+            scrubbed = [redact_json(t, clean) for t in texts]
+            if scrubbed != texts:
+                db.execute(
+                    "update llm_calls set request = ?, response = ? where key = ?",
+                    [*scrubbed, key],
+                )
+
+
+def _chunks(items: list[Any], size: int = 200) -> Iterator[list[Any]]:
+    """Lists of at most `size` items: SQLite binds at most 999 parameters a statement."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
 MIGRATIONS = {
     1: _schema_v1,
     2: _schema_v2,
@@ -254,4 +314,5 @@ MIGRATIONS = {
     7: _schema_v7,
     8: _schema_v8,
     9: _schema_v9,
+    10: _schema_v10,
 }

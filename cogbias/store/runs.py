@@ -152,9 +152,12 @@ class RunsRepo(StoreBase):
         return None
 
     def release_run(self, run_id: str, owner: str) -> None:
+        """Give up the lease. The process id goes with it: a stored pid means a worker is on
+        the run or starting on it (`request_cancel`), and the process that ended a run (the
+        CLI on to its next run, the app, a notebook) may live on long after."""
         with self.atomic():
             self.db.execute(
-                "update runs set lease_owner = null where id = ? and lease_owner = ?",
+                "update runs set lease_owner = null, pid = null where id = ? and lease_owner = ?",
                 (run_id, owner),
             )
 
@@ -179,16 +182,24 @@ class RunsRepo(StoreBase):
         process exists but has not claimed the run yet), sees the request within a second;
         a run that no worker holds is marked cancelled at once.
 
+        A run that has ended is left as it is (nothing is requested of a later resume), also
+        while its worker is still letting go of it: its end was recorded after its last
+        heartbeat.
+
         Returns what happened, for the caller to say: "requested" (a worker will stop),
-        "cancelled" (marked at once), the status of a run that had ended already, or None
-        when there is no such run."""
+        "marked" (no worker was on it: marked cancelled at once), the status of a run that
+        had ended already ("done", "cancelled", ...), or None when there is no such run."""
         with self.atomic():
             row = self.run(run_id)
             if row is None:
                 return None
             holder = row.get("lease_owner")
-            working = bool(holder) and lease_alive(holder, row.get("heartbeat_at"), LEASE_STALE_S)
-            starting = not working and row["status"] != "running" and pid_alive(row.get("pid"))
+            held = bool(holder) and lease_alive(holder, row.get("heartbeat_at"), LEASE_STALE_S)
+            ended = row["status"] not in ("planned", "running") and (
+                row.get("finished_at") or ""
+            ) >= (row.get("heartbeat_at") or "")
+            working = held and not ended
+            starting = not held and row["status"] != "running" and pid_alive(row.get("pid"))
             if working or starting:
                 self.db["runs"].update(run_id, {"cancel_requested": 1})
                 return "requested"
@@ -196,7 +207,7 @@ class RunsRepo(StoreBase):
                 self.db["runs"].update(
                     run_id, {"status": "cancelled", "lease_owner": None, "finished_at": now()}
                 )
-                return "cancelled"
+                return "marked"
             return str(row["status"])
 
     def add_run_cost(self, run_id: str, cost: float, tokens: int) -> None:

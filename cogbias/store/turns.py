@@ -6,10 +6,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from cogbias.core.records import TURN_FIELDS, Turn
-from cogbias.core.redact import redactor
+from cogbias.core.redact import redact_row, redactor
 from cogbias.store.connection import StoreBase, now
-
-_STUDY_TEXTS = ("error", "response")
+from cogbias.store.migrations import TURN_JSON, TURN_TEXTS
 
 
 class TurnsRepo(StoreBase):
@@ -17,15 +16,18 @@ class TurnsRepo(StoreBase):
 
     def save_study_calls(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Turns of study conversations; a turn asked again replaces its earlier row.
-        Provider texts are redacted, as in `save_decisions`."""
+        Every text is redacted (`TURN_TEXTS`, `TURN_JSON`), as in `save_decisions`: a
+        provider's answer becomes the next turn's prompt and its value (a self-help rewrite)."""
         if rows:
             clean, stamp = redactor(), now()
             self.db["study_calls"].insert_all(
-                [{**r, **{k: clean(r.get(k)) for k in _STUDY_TEXTS}, "created_at": stamp}
-                 for r in rows],
+                [
+                    {**redact_row(r, clean, TURN_TEXTS, TURN_JSON), "created_at": stamp}
+                    for r in rows
+                ],
                 pk="id",
                 replace=True,
-            )  # fmt: skip
+            )
 
     def save_study_source(self, digest: str, study: str, source: str) -> None:
         self.db["study_sources"].insert(

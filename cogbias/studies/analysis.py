@@ -247,8 +247,9 @@ def capability_frame(
     frame = pd.DataFrame.from_records(
         records, columns=["model", "name", "mean_abs", "arena_score", "params_b"]
     )
-    frame["arena_score"] = pd.to_numeric(frame["arena_score"], errors="coerce")
-    frame["params_b"] = pd.to_numeric(frame["params_b"], errors="coerce")
+    for column in ("arena_score", "params_b"):  # inf or text in a registry: not known
+        values = pd.to_numeric(frame[column], errors="coerce").astype(float)
+        frame[column] = values.where(values.abs() < np.inf)
     frame["arena_imputed"] = frame["arena_score"].isna()
     if frame["arena_imputed"].any() and not frame["arena_imputed"].all():
         frame.loc[frame["arena_imputed"], "arena_score"] = frame["arena_score"].mean()

@@ -28,6 +28,7 @@ from cogbias.library.testcases import LibraryError
 from cogbias.studies.definitions import (
     MAX_NUMBER,
     MAX_TESTS,
+    MAX_TEXT_CHARS,
     Condition,
     Study,
     StudyTest,
@@ -301,6 +302,14 @@ def _part_texts(
         variables = part["variables"]
         if isinstance(variables, str):
             variables = json.loads(variables or "{}")
+        # the import bounds these; a database filled before it did may hold a 10 MB prompt,
+        # which TOML-escaping below would spend minutes on before rendering refused it
+        size = len(part["content"]) + sum(len(str(v)) for v in variables.values())
+        if size > MAX_TEXT_CHARS:
+            raise ValueError(
+                f"{where}: the text with its values filled in is longer than "
+                f"{MAX_TEXT_CHARS:,} characters ({size:,})"
+            )
         for key, value in variables.items():
             if isinstance(value, float) and not math.isfinite(value):  # JSON's NaN, 1e999
                 raise ValueError(f"{where}: variable {key[:40]!r} is {value}, not a number")

@@ -23,15 +23,17 @@ import numpy as np
 import pandas as pd
 
 from cogbias.store import Store
+from cogbias.store.effects import CAPABILITY_COLUMNS
 
 # The thesis' base scenario (with the persona, normal values): the data calls it `1_persona`,
 # and the intercepts of its Tables 9-12 are that scenario's mean. The regressions measure the
 # other scenarios against it when the data has it.
 THESIS_BASE_SCENARIO = "1_persona"
 FEATURES = ("temperature", "number_parameters", "capability", "release_days")
-# models.csv columns that may hold a capability score, in order of preference.
-CAPABILITY_COLUMNS = ("chatbot_arena", "arena_score", "mmlu")
 FEATURE_COLUMNS = ("model", "number_parameters", "release_date", "capability")
+# A regressor or effect beyond this is no measurement (parameter counts reach ~2e12): its
+# square would swamp every other column, or overflow to inf.
+MAX_VALUE = 1e15
 
 
 @dataclass(frozen=True)
@@ -56,31 +58,57 @@ class OlsResult:
         return float(self.table.set_index("term").loc[term, "coef"])
 
 
-def _fit(formula: str, data: pd.DataFrame, n_terms: int) -> OlsResult:
+def _check_numbers(data: pd.DataFrame, columns: Sequence[str]) -> None:
+    """ValueError naming the first column and model whose value is not a finite number
+    within ±MAX_VALUE: statsmodels would say "exog contains inf or nans", or fit numbers
+    that mean nothing."""
+    for column in columns:
+        values = pd.to_numeric(data[column], errors="coerce").astype(float)
+        bad = ~(values.abs() <= MAX_VALUE)
+        if bad.any():
+            row = data[bad].iloc[0]
+            model = f" of model {str(row['model'])[:60]!r}" if "model" in data else ""
+            raise ValueError(
+                f"{column}{model} is {values[bad].iloc[0]:g}, not a finite number within "
+                f"±{MAX_VALUE:g}: correct the published value (models.csv) and import it again"
+            )
+
+
+def _fit(formula: str, data: pd.DataFrame, n_terms: int, numbers: Sequence[str]) -> OlsResult:
+    """Fit `formula` with each design column scaled to at most 1 in magnitude, then scaled
+    back (coefficients, standard errors and intervals divided by the column's scale; t, p
+    and R² are unchanged by it). Rank tolerances are relative to the largest singular value,
+    so unscaled, a column of parameter counts (1e11) hid the others: the rank check called
+    the design "collinear" and the fit dropped directions it needed."""
+    import statsmodels.api as sm
     import statsmodels.formula.api as smf
 
     if len(data) <= n_terms:
         raise ValueError(f"{len(data)} experiments are too few to estimate {n_terms} coefficients")
-    model = smf.ols(formula, data=data)
+    _check_numbers(data, numbers)
+    design = smf.ols(formula, data=data)
+    scale = np.abs(design.exog).max(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    model = sm.OLS(design.endog, design.exog / scale)
     rank = np.linalg.matrix_rank(model.exog)
     if rank < model.exog.shape[1]:
-        names = ", ".join(model.exog_names)
+        names = ", ".join(design.exog_names)
         raise ValueError(
             f"the regressors are collinear ({rank} independent of {model.exog.shape[1]}: "
             f"{names}); with few models, model features cannot be told apart — use fewer "
             "features or more models"
         )
     fit = model.fit()
-    ci = fit.conf_int()
+    ci = np.asarray(fit.conf_int()) / scale[:, None]
     table = pd.DataFrame(
         {
-            "term": fit.params.index,
-            "coef": fit.params.to_numpy(),
-            "std_err": fit.bse.to_numpy(),
-            "t": fit.tvalues.to_numpy(),
-            "p": fit.pvalues.to_numpy(),
-            "ci_low": ci.iloc[:, 0].to_numpy(),
-            "ci_high": ci.iloc[:, 1].to_numpy(),
+            "term": design.exog_names,
+            "coef": np.asarray(fit.params) / scale,
+            "std_err": np.asarray(fit.bse) / scale,
+            "t": np.asarray(fit.tvalues),
+            "p": np.asarray(fit.pvalues),
+            "ci_low": ci[:, 0],
+            "ci_high": ci[:, 1],
         }
     )
     return OlsResult(formula, int(fit.nobs), float(fit.rsquared), float(fit.rsquared_adj), table)
@@ -113,7 +141,8 @@ def experiment_ols(
     if not terms:
         raise ValueError("every experiment has the same bias, model, scenario and temperature")
     n_terms = 1 + sum(data[t[2:-1]].nunique() - 1 if t.startswith("C(") else 1 for t in terms)
-    result = _fit(f"{target} ~ {' + '.join(terms)}", data, n_terms)
+    numbers = [target] + (["temperature"] if "temperature" in terms else [])
+    result = _fit(f"{target} ~ {' + '.join(terms)}", data, n_terms, numbers)
     return OlsResult(**{**result.__dict__, "reference": reference})
 
 
@@ -177,4 +206,4 @@ def feature_ols(
         )
     data = frame.dropna(subset=usable)
     data = data[data[target].map(np.isfinite)]
-    return _fit(f"{target} ~ {' + '.join(usable)}", data, 1 + len(usable))
+    return _fit(f"{target} ~ {' + '.join(usable)}", data, 1 + len(usable), [target, *usable])

@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from cogbias.core.limits import name_problem
 from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance, decode_filled, stable_id
 from cogbias.core.templates import render_decision_text, substitute
@@ -110,7 +111,7 @@ def load_study(path: str | Path | None = None) -> Study:
     for i, entry in enumerate(check.array(data, "families")):
         where = f"families[{i}]"
         family = Family(
-            id=check.text(entry, "id", where),
+            id=check.name(entry, "id", where),
             kind=check.text(entry, "kind", where),
             sample=check.table(entry, "sample", where, default={}),
             derive=check.table(entry, "derive", where, default={}),
@@ -127,7 +128,7 @@ def load_study(path: str | Path | None = None) -> Study:
     for i, entry in enumerate(check.array(data, "hypotheses")):
         where = f"hypotheses[{i}]"
         hypothesis = Hypothesis(
-            id=check.text(entry, "id", where),
+            id=check.name(entry, "id", where),
             title=check.text(entry, "title", where),
             description=str(entry.get("description", "")),
             families=tuple(entry.get("families", ())),
@@ -162,6 +163,14 @@ class _Checker:
         value = entry.get(key)
         if not isinstance(value, str) or not value.strip():
             raise StudyError(self.path, f"{where}.{key}", "a non-empty text is required")
+        return value
+
+    def name(self, entry: Mapping[str, Any], key: str, where: str) -> str:
+        """An id (a family's, a hypothesis'): a name, `limits.name_problem`."""
+        value = self.text(entry, key, where)
+        problem = name_problem(value)
+        if problem:
+            raise StudyError(self.path, f"{where}.{key}", problem)
         return value
 
     def whole(self, entry: Mapping[str, Any], key: str, default: int, minimum: int = 0) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.limits import name_problem
 from cogbias.library.testcases import DATA_DIR
 
 HYPOTHESES_FILE = DATA_DIR / "tokenbias_hypotheses.toml"
@@ -122,6 +123,9 @@ def _hypothesis(where: str, entry: Any) -> PaperHypothesis:
             f"{where}.prompting: a list of [P method, P' method] pairs, e.g. "
             '[["one_shot", "one_shot@Bob"]]'
         )
+    problem = name_problem(text("id"))
+    if problem:  # the id is a row of every table and a test case's id
+        raise HypothesisTableError(f"{where}.id: {problem}")
     return PaperHypothesis(
         id=text("id"),
         title=text("title"),

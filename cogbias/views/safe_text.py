@@ -2,7 +2,8 @@
 
 A template, an imported field or an LLM answer is data, never markup: every page puts it
 through one of these before Streamlit's Markdown sees it, so `![x](http://host/p.png)` in an
-answer is shown as those characters and the browser fetches nothing.
+answer is shown as those characters and the browser fetches nothing, and a bare
+`http://host`, `www.host` or `name@host` is shown as text, never as a live link.
 """
 
 from __future__ import annotations
@@ -18,10 +19,25 @@ _MARKDOWN_ENTITIES = {c: f"&#{ord(c)};" for c in "\\`*_[]!$~:|#"}
 _MARKDOWN_CHARS = re.compile("[" + re.escape("".join(_MARKDOWN_ENTITIES)) + "]")
 
 
+# Streamlit's Markdown (GitHub's dialect) turns a bare "http://…", "https://…", "www.…" and
+# "name@host.tld" into a live link *after* escapes and entities are read back into text, so
+# neither a backslash nor an entity stops it. A WORD JOINER (U+2060: invisible, no width, no
+# line break) inside each trigger does: the text reads the same and no link is made. (A link
+# copied out of the page carries the joiner: untrusted addresses are not for following.)
+WORD_JOINER = "\u2060"
+_AUTOLINK = re.compile(r"(https?(?=:)|www(?=\.)|(?=@))", re.IGNORECASE)
+
+
+def unlinked(text: str) -> str:
+    """`text` with a word joiner inside every bare-link trigger (see `WORD_JOINER`)."""
+    return _AUTOLINK.sub(lambda m: m.group() + WORD_JOINER, text)
+
+
 def html_text(text: str) -> str:
-    """`text` safe inside HTML that goes through Markdown: HTML-escaped, and Markdown's
-    characters as entities, so `![x](http://host/p.png)` in an answer is shown, not fetched."""
-    escaped = html.escape(text, quote=False)  # quote=True would add "&#x27;" and its "#"
+    """`text` safe inside HTML that goes through Markdown: HTML-escaped, Markdown's
+    characters as entities, so `![x](http://host/p.png)` in an answer is shown, not fetched,
+    and bare addresses unlinked."""
+    escaped = html.escape(unlinked(text), quote=False)  # quote=True: "&#x27;" and its "#"
     return _MARKDOWN_CHARS.sub(lambda m: _MARKDOWN_ENTITIES[m.group()], escaped)
 
 
@@ -36,9 +52,10 @@ def escape_markdown(text: Any) -> str:
     caption, label or header: `![x](http://host/p.png)` then shows as those characters and
     the browser fetches nothing. Escaped: brackets (links, images, Streamlit's `:red[...]`),
     `<` `>` (HTML), emphasis and code marks, `$` (math), `:` (icon and emoji codes), `&`
-    (entities), and a block marker at the start. Newlines become spaces (a label is one line).
+    (entities), and a block marker at the start; bare addresses are unlinked (`unlinked`).
+    Newlines become spaces (a label is one line).
     """
-    flat = " ".join(str(text if text is not None else "").split())
+    flat = " ".join(unlinked(str(text if text is not None else "")).split())
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
     return _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), escaped)
 

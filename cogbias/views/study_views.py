@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from cogbias.core.redact import redactor
-from cogbias.library.testcases import LibraryError
+from cogbias.library.testcases import Problem
 from cogbias.llm.errors import LLMError
 from cogbias.llm.profiles import resolve
 from cogbias.store import Store
@@ -26,18 +26,16 @@ CONVERSATION_KEYS = ["test", "mitigation", "model", "temperature", "variant", "s
 SELFHELP_KEYS = ["test", "condition", "model", "temperature", "variant", "slot", "attempt"]
 
 
-def study_choices(store: Store) -> list[str]:
-    """Runnable studies: built-in and user studies, then imported datasets with prompts.
+def study_choices(store: Store) -> tuple[list[str], list[Problem]]:
+    """Runnable studies (built-in and user studies, then imported datasets with prompts) and
+    the problems of the study files left out (file:line:col), for the page to name.
 
-    A study file with problems raises LibraryError naming them (file:line:col), so the page
-    shows them; `studies.load_studies_report` gives the usable studies and the problems
-    apart, for a view that lists both."""
+    One broken file in the user's folder leaves out that file alone: the others, the
+    built-ins above all, stay runnable (the command line runs them too)."""
     usable, problems = load_studies_report()
-    if problems:
-        raise LibraryError(problems)
     names = list(usable)
     names += [d for d in store.study_prompt_datasets() if d not in names]
-    return names
+    return names, problems
 
 
 def presented_order(turns: pd.DataFrame, conversation: str) -> str:
