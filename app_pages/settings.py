@@ -98,7 +98,8 @@ if submitted:
             st.error(f"Could not write {settings.user_models_path()}: {friendly(exc)}")
         else:
             st.session_state["settings_flash"] = (
-                f"Added {model_id} to {written}. It is now offered on every page."
+                safe_text.escape_markdown(f"Added {model_id} to {written}.")
+                + " It is now offered on every page."
             )
             st.rerun()
 if "settings_flash" in st.session_state:

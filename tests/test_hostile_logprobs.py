@@ -476,3 +476,23 @@ def test_an_answer_body_past_the_bound_fails_that_call_unread(
         with pytest.raises(LLMError, match=r"larger than 200,000 bytes; it was not read"):
             client.complete_sync(request)
         assert client.complete_sync(request).text == "Option 1"
+
+
+def _completion(position: dict[str, Any]) -> dict[str, Any]:
+    message = {"content": position["token"]}
+    return {"choices": [{"message": message, "logprobs": {"content": [position]}}]}
+
+
+def test_one_text_listed_twice_with_two_values_adds_up_unless_it_is_a_label() -> None:
+    """Two byte pieces a tokenizer shows as one text ("\ufffd") are two tokens: their
+    probabilities add up (outside the options). A label with two values stays malformed:
+    which of them is the option's?"""
+    pieces = [("A", _log(0.5)), ("B", _log(0.3)), ("\ufffd", _log(0.05)), ("\ufffd", _log(0.1))]
+    encoded = logprobs.encode_answer(_completion(_position(pieces)), "m")
+    masses, listed, at = logprobs.option_masses(logprobs.decode_answer(encoded)[1], 2)
+    assert at == 0 and masses == pytest.approx([0.5, 0.3])
+    assert listed == pytest.approx(0.95)
+    doubled = [("A", _log(0.5)), ("B", _log(0.3)), ("B", _log(0.1))]
+    encoded = logprobs.encode_answer(_completion(_position(doubled)), "m")
+    with pytest.raises(NotADistribution, match="'B' is listed twice"):
+        logprobs.decode_answer(encoded)

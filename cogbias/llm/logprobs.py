@@ -139,17 +139,23 @@ def _stored_pair(item: Any) -> tuple[Any, Any]:
 def _listing(items: Iterable[Any], pair: Callable[[Any], tuple[Any, Any]]) -> Position:
     """Checked (token, logprob) pairs, the first (the sampled token) first, then the
     `TOP_LOGPROBS` most probable others; one linear pass. A token listed twice with one
-    value counts once; with two it is malformed."""
+    value counts once; a label listed with two values is malformed (which is its mass?),
+    any other text's two values add up."""
     listed: dict[str, float] = {}
     for item in items:
         raw_token, raw_logprob = pair(item)
         token, logprob = _token(raw_token), _logprob(raw_logprob)
         known = listed.setdefault(token, logprob)
-        if abs(known - logprob) > DUPLICATE_TOLERANCE:
+        if abs(known - logprob) <= DUPLICATE_TOLERANCE:
+            continue
+        if len(_core(token)) == 1 and _core(token) in LABELS:
             raise NotADistribution(
                 f"the token {token[:40]!r} is listed twice, with log-probabilities {known:g} and "
                 f"{logprob:g}"
             )
+        # Two tokens of one text (byte pieces a tokenizer shows as "\ufffd"): both are
+        # probability the model gives to something that is no option.
+        listed[token] = max(known, logprob) + math.log1p(math.exp(-abs(known - logprob)))
     if not listed:
         raise NotADistribution("a position lists no token")
     first, *others = listed.items()
