@@ -8,6 +8,7 @@ import streamlit as st
 from app_pages._common import chosen_gone, friendly, models, removed_here
 from cogbias.llm import registry, settings
 from cogbias.llm.keys import key_for_model
+from cogbias.llm.profiles import resolve
 from cogbias.views import safe_text
 from cogbias.views.numbers import number_or_dash
 
@@ -19,6 +20,14 @@ def _key_cell(model_id: str, api_base: str | None, api_key_env: str | None) -> s
     if name is None:
         return "not needed"
     return f"{name} {'✅' if os.environ.get(name, '').strip() else '— missing'}"
+
+
+def _json_schema(model_id: str, api_base: str | None, infos: list) -> str:
+    """What the model's profile says (an entry that does not state it keeps the default)."""
+    try:
+        return "yes" if resolve(model_id, api_base, registry=infos).json_schema else "no"
+    except (ValueError, KeyError):
+        return "—"
 
 
 st.subheader("Registry")
@@ -36,7 +45,7 @@ table = pd.DataFrame(
             "developer": m.developer,
             "parameters (B)": number_or_dash(m.params_b),
             "arena score": number_or_dash(m.arena_score),
-            "JSON schema": m.json_schema,
+            "JSON schema": _json_schema(m.id, m.api_base, infos),
             "key": _key_cell(m.id, m.api_base, m.api_key_env),
             "endpoint": m.api_base or "",
             "yours": m.id in user_ids,

@@ -2,9 +2,9 @@
 
 The probe: `arena_score = inf` was kept and reached the figures, and an entry without an id
 ended every command that names models in "unexpected TypeError". Now an entry without a
-usable id is left out, any other wrong field takes its default (the entry keeps its endpoint,
-so the model is never sent elsewhere), and the commands and the Models page say what was
-wrong where.
+usable id is left out, any other wrong field takes its default or, for a capability, is left
+unstated so the provider's holds (the entry keeps its endpoint, so the model is never sent
+elsewhere), and the commands and the Models page say what was wrong where.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_wrong_fields_take_their_defaults_and_entries_without_an_id_are_left_out
     odd = found["mine/odd"]
     assert odd.api_base == "http://127.0.0.1:9/v1"  # it keeps its endpoint
     assert (odd.name, odd.arena_score, odd.params_b) == ("mine/odd", None, None)
-    assert (odd.max_temperature, odd.json_schema) == (1.0, False)
+    assert (odd.max_temperature, odd.json_schema) == (None, None)  # the provider's (issue 31)
     problems = registry.registry_problems(path)
     assert f"{path}: entry 2: 'arena_score' must be a finite number >= 0" in problems[2]
     assert any("entry 3: 'id' is missing or no text; the entry is left out" in p for p in problems)

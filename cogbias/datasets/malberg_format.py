@@ -50,6 +50,7 @@ from cogbias.datasets.common import (
     parse_prompt,
     valid_name,
 )
+from cogbias.llm.providers import HIGHEST_TEMPERATURE
 from cogbias.store import Store
 
 KIND = "malberg2024"
@@ -208,18 +209,15 @@ def _insertions(*raw_templates: str) -> list[dict[str, str]]:
     return list(found.values())
 
 
-MAX_TEMPERATURE = 2.0  # what providers accept; more is damage
-
-
 def _optional_float(text: str, file: str, row: int, line: int) -> float | None:
-    """A temperature: empty, or a number in [0, MAX_TEMPERATURE]."""
+    """A temperature: empty, or a number in [0, HIGHEST_TEMPERATURE]."""
     text = (text or "").strip()
     if not text:
         return None
     value = parse_float(text, file, row, "temperature", line)
-    if not 0 <= value <= MAX_TEMPERATURE:
+    if not 0 <= value <= HIGHEST_TEMPERATURE:
         raise DatasetError(
-            file, f"{value} is outside [0, {MAX_TEMPERATURE:g}]", row, "temperature", line
+            file, f"{value} is outside [0, {HIGHEST_TEMPERATURE:g}]", row, "temperature", line
         )
     return value
 

@@ -58,6 +58,7 @@ from cogbias.datasets.common import (
     parse_float,
     valid_name,
 )
+from cogbias.llm.providers import HIGHEST_TEMPERATURE
 from cogbias.store import Store
 from cogbias.store.effects import CAPABILITY_COLUMNS
 
@@ -88,7 +89,6 @@ EXPERIMENT_COLUMNS = (
     "part",
     "parts_total",
 )
-MAX_TEMPERATURE = 2.0  # the widest temperature range any provider accepts
 # Cohen's d beyond this is no measurement (the thesis' largest is under 200); squaring it in the
 # aggregates would overflow a float.
 MAX_EFFECT = 1e6
@@ -204,10 +204,10 @@ def read_effects(path: Path, name: str, progress: Progress | None = None) -> Ite
         scenario = _name(record, "scenario")
         model = _name(record, "model")
         temperature = _float(record, "temperature")
-        if not 0 <= temperature <= MAX_TEMPERATURE:
+        if not 0 <= temperature <= HIGHEST_TEMPERATURE:
             raise record.fail(
                 "temperature",
-                f"must lie in [0, {MAX_TEMPERATURE:g}] (the widest range a provider accepts), "
+                f"must lie in [0, {HIGHEST_TEMPERATURE:g}] (the widest range a provider accepts), "
                 f"found {temperature:g}",
             )
         n1 = _whole(record, "sample_size_1", maximum=MAX_SAMPLE_SIZE)
@@ -344,7 +344,7 @@ def read_features(path: Path, name: str, progress: Progress | None = None) -> li
     seen: dict[tuple[str, float | None], int] = {}
     for record in CsvFile(path, MODEL_COLUMNS, progress).records():
         model = _name(record, "model")
-        temperature = _optional_float(record, "temperature", 0, MAX_TEMPERATURE)
+        temperature = _optional_float(record, "temperature", 0, HIGHEST_TEMPERATURE)
         key = (model, temperature)
         if key in seen:
             raise record.fail("model", f"repeats row {seen[key]} (same model and temperature)")

@@ -7,10 +7,11 @@ attempt and a whole call may take. So equal questions become equal requests, and
 requests share one cache entry, whichever page asked.
 
 Facts come from, in order: the built-ins (`random`, `local/...`), the model registry
-(`data/models.toml` and the user's own), and litellm's bundled price map, which we read as
-JSON *without importing litellm* (the import costs seconds, and a fully cached rerun or a
-plan's cost estimate must not pay for it). Nothing is guessed from a name's prefix beyond the
-provider part of the litellm string itself.
+(`data/models.toml` and the user's own), the provider's entry (`llm.providers`), and
+litellm's bundled price map, which we read as JSON *without importing litellm* (the import
+costs seconds, and a fully cached rerun or a plan's cost estimate must not pay for it). A
+registry entry overrides only the capabilities it states. Nothing is guessed from a name's
+prefix beyond the provider part of the litellm string itself.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ import hashlib
 import importlib.util
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from cogbias.llm.local import LOCAL_MODELS, LOCAL_PREFIX, LOCAL_TIMEOUT_S, smollm2_gguf_path
-from cogbias.llm.providers import DEFAULT_MAX_TEMPERATURE, provider_of
+from cogbias.llm.providers import provider_of
 from cogbias.llm.registry import check_key_variable, load_models
 
 RANDOM_MODEL = "random"
@@ -47,9 +48,10 @@ class ModelProfile:
     """How to call one model. `api_base` is the endpoint's identity (None for local models,
     whose port changes every process); prices are USD per token, None when unknown.
 
-    The capabilities (`json_schema`, `grammar`, `max_temperature`, `batchable`, `logprobs`,
-    `prefix_cache`, `writes_text`) are resolved here once, from the built-ins, the registry
-    and the provider part of the litellm string, so no caller tells models apart by name.
+    The capabilities (`registry.CAPABILITIES`: `json_schema`, `grammar`, `max_temperature`,
+    `batchable`, `logprobs`, `top_logprobs`, `prefix_cache`, `writes_text`) are resolved here
+    once, from the built-ins, the provider part of the litellm string and what a registry
+    entry states, so no caller tells models apart by name.
     """
 
     id: str
@@ -69,9 +71,10 @@ class ModelProfile:
     file_identity: str | None = None
     direct: bool = False  # sent by our lean OpenAI-compatible client rather than litellm
     batchable: bool = False  # the provider's batch API takes it (OpenAI and compatibles)
-    logprobs: bool = False  # answers can carry token log-probabilities
+    logprobs: bool = False  # answers can carry the sampled tokens' log-probabilities
+    top_logprobs: bool = False  # ... and the most probable alternatives at each position
     prefix_cache: bool = False  # the server reuses the last prompt's prefix: ask in sequence
-    writes_text: bool = True  # False for `random`, which only picks from an answer space
+    writes_text: bool = True  # False for `random`, which picks uniformly from an answer space
     # the variable named to hold this endpoint's key; None: a provider's key goes only to the
     # provider's own hosts (`llm.keys.key_for_model`). Never part of a cache key.
     api_key_env: str | None = None
@@ -120,9 +123,7 @@ def resolve(
     `registry` defaults to `registry.load_models()`; timeouts override the profile's defaults;
     `api_key_env` names the variable holding `api_base`'s key (`llm.keys`)."""
     if model == RANDOM_MODEL:
-        return _profile(
-            model, "random", None, None, True, False, 0, DEFAULT_MAX_TEMPERATURE, {}, 0.0, 0.0
-        )
+        return _profile(model, "random", None, None, True, False, 0, {}, 0.0, 0.0)
     if model.startswith(LOCAL_PREFIX):
         if model not in LOCAL_MODELS:
             from cogbias.llm.errors import FatalLLMError
@@ -139,7 +140,6 @@ def resolve(
             True,
             True,
             LOCAL_ANSWER_TOKENS,
-            2.0,
             {},
             timeout_s or LOCAL_TIMEOUT_S,
             deadline_s or LOCAL_DEADLINE_S,
@@ -153,32 +153,31 @@ def resolve(
         # litellm would send OpenAI models there on its own: the endpoint is the command's
         api_base = base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
     prices = price_entry(model)
-    if entry is not None:
-        json_schema = bool(entry.json_schema)
-    elif base is not None:
-        # Our own OpenAI-compatible servers (vLLM, llama.cpp, Ollama) take a JSON schema.
-        json_schema = True
-    else:
-        json_schema = bool(prices.get("supports_response_schema"))
-    grammar = bool(entry is not None and _flag(entry.extra.get("grammar")))
-    max_temperature = (
-        entry.max_temperature if entry is not None else provider_of(model).max_temperature
-    )
-    return _profile(
+    profile = _profile(
         model,
         "remote",
         model,
         base.rstrip("/") if base else None,
-        json_schema,
-        grammar,
+        # Our own OpenAI-compatible servers (vLLM, llama.cpp, Ollama) take a JSON schema.
+        base is not None or bool(prices.get("supports_response_schema")),
+        False,
         ANSWER_TOKENS,
-        max_temperature,
         prices,
         timeout_s or REMOTE_TIMEOUT_S,
         deadline_s or REMOTE_DEADLINE_S,
-        logprobs=_flag(entry.extra.get("logprobs")) if entry is not None else None,
         api_key_env=_named_key(model, entry, base, api_base, api_key_env),
     )
+    return profile if entry is None else _stated(profile, entry.stated())
+
+
+def _stated(profile: ModelProfile, stated: dict[str, Any]) -> ModelProfile:
+    """`profile` with the capabilities a registry entry states, and only those. Listed
+    alternatives come with log-probabilities: stating `top_logprobs = true` states
+    `logprobs` too, and a profile without `logprobs` has no `top_logprobs`."""
+    if stated.get("top_logprobs") and "logprobs" not in stated:
+        stated["logprobs"] = True
+    profile = replace(profile, **stated)
+    return replace(profile, top_logprobs=profile.top_logprobs and profile.logprobs)
 
 
 def _named_key(
@@ -210,14 +209,13 @@ def _profile(
     json_schema: bool,
     grammar: bool,
     answer_tokens: int,
-    max_temperature: float | None,
     prices: dict[str, Any],
     timeout_s: float,
     deadline_s: float,
     file_identity: str | None = None,
-    logprobs: bool | None = None,
     api_key_env: str | None = None,
 ) -> ModelProfile:
+    """The profile a model of `kind` gets from its provider, before any registry entry."""
     provider = provider_of(litellm_model)
     return ModelProfile(
         id=model,
@@ -227,7 +225,7 @@ def _profile(
         json_schema=json_schema,
         grammar=grammar,
         answer_tokens=answer_tokens,
-        max_temperature=max_temperature,
+        max_temperature=provider.max_temperature,
         input_price=_price(prices, "input_cost_per_token"),
         output_price=_price(prices, "output_cost_per_token"),
         batch_input_price=_price(prices, "input_cost_per_token_batches"),
@@ -237,7 +235,8 @@ def _profile(
         file_identity=file_identity,
         direct=_direct(kind, litellm_model, api_base),
         batchable=kind == "remote" and provider.batchable,
-        logprobs=(kind == "local" or provider.logprobs) if logprobs is None else logprobs,
+        logprobs=kind == "local" or provider.logprobs,
+        top_logprobs=kind == "local" or provider.top_logprobs,
         prefix_cache=kind == "local",
         writes_text=kind != "random",
         api_key_env=api_key_env,
@@ -255,10 +254,6 @@ def _direct(kind: ProfileKind, litellm_model: str | None, api_base: str | None) 
     if kind == "local":
         return True
     return kind == "remote" and bool(api_base) and str(litellm_model).startswith("openai/")
-
-
-def _flag(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
 
 
 def _price(entry: dict[str, Any], key: str) -> float | None:

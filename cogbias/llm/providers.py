@@ -1,8 +1,8 @@
 """What each provider's API accepts beyond what litellm tells us: one entry per provider.
 
-A model profile (`cogbias.llm.profiles`) reads its provider's entry for the capabilities a
-registry entry does not state. A new provider quirk is a field here and a value in the
-provider's entry; a new provider is one more entry.
+A model profile (`cogbias.llm.profiles`) reads its provider's entry for every capability a
+registry entry does not state (an entry overrides only what it states). A new provider quirk
+is a field here and a value in the provider's entry; a new provider is one more entry.
 """
 
 from __future__ import annotations
@@ -19,15 +19,18 @@ class Provider:
     prefixes: tuple[str, ...]
     max_temperature: float = DEFAULT_MAX_TEMPERATURE
     batchable: bool = False  # an OpenAI-style Batch API (files + batches) that we drive
-    logprobs: bool = False  # answers carry token log-probabilities when asked
+    logprobs: bool = False  # answers carry the sampled tokens' log-probabilities when asked
+    top_logprobs: bool = False  # ... and the most probable alternatives (what scoring reads)
 
 
 PROVIDERS: tuple[Provider, ...] = (
     # OpenAI and every OpenAI-compatible server (vLLM, llama.cpp, Ollama) through `openai/…`
-    Provider(("openai/",), batchable=True, logprobs=True),
+    Provider(("openai/",), batchable=True, logprobs=True, top_logprobs=True),
     Provider(("anthropic/", "claude"), max_temperature=1.0),
 )
 OTHER = Provider(())
+# The widest range any provider accepts: an imported temperature above it is damage.
+HIGHEST_TEMPERATURE = max(p.max_temperature for p in (*PROVIDERS, OTHER))
 
 
 def provider_of(litellm_model: str | None) -> Provider:

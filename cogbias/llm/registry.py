@@ -4,6 +4,9 @@ It lives in the llm layer because it says how to reach a model (endpoint, JSON s
 highest temperature an API takes) and `llm.profiles` resolves every model against it; the
 test case library below knows nothing about models. Display facts (name, developer, size,
 arena score) ride along for the pages and figures that label models.
+
+An entry overrides only what it states: a capability it leaves out (None here) is the
+provider's (`llm.providers`), as `llm.profiles` resolves it.
 """
 
 from __future__ import annotations
@@ -29,11 +32,37 @@ class ModelInfo:
     developer: str = ""
     params_b: float | None = None
     arena_score: float | None = None
-    json_schema: bool = False
-    max_temperature: float = 1.0
     api_base: str | None = None
     api_key_env: str | None = None  # the variable holding `api_base`'s key (llm.keys)
+    # Capabilities (see `CAPABILITIES`): None when the entry does not state one, so the
+    # profile keeps the provider's.
+    json_schema: bool | None = None
+    max_temperature: float | None = None
+    batchable: bool | None = None
+    logprobs: bool | None = None
+    top_logprobs: bool | None = None
+    grammar: bool | None = None
+    prefix_cache: bool | None = None
+    writes_text: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def stated(self) -> dict[str, Any]:
+        """The capabilities this entry states, by name (`llm.profiles` applies them)."""
+        return {k: getattr(self, k) for k in CAPABILITIES if getattr(self, k) is not None}
+
+
+# What a profile can do, each of which an entry may state (`ModelProfile` has the same names).
+CAPABILITIES = (
+    "json_schema",
+    "max_temperature",
+    "batchable",
+    "logprobs",
+    "top_logprobs",
+    "grammar",
+    "prefix_cache",
+    "writes_text",
+)
+_NUMBERS = ("params_b", "arena_score", "max_temperature")
 
 
 # A variable named to hold a key must say it is a secret, so the redactor (core.redact) keeps
@@ -93,13 +122,11 @@ def _read_all(path: Path | None) -> tuple[list[ModelInfo], list[str]]:
     return list(models.values()), problems
 
 
-_DEFAULTS = {"params_b": None, "arena_score": None, "max_temperature": 1.0}
-
-
 def _entry(entry: object) -> tuple[ModelInfo | None, list[str]]:
     """One `[[models]]` table as a ModelInfo and what was wrong in it. Without a usable id
-    the entry is left out; any other field that is wrong takes its default (a label falls
-    back to the id), so the model keeps its endpoint and is never sent elsewhere."""
+    the entry is left out; any other field that is wrong is left unstated (a label falls
+    back to the id, a capability to the provider's), so the model keeps its endpoint and is
+    never sent elsewhere."""
     from cogbias.core.limits import name_problem
 
     if not isinstance(entry, dict):
@@ -116,7 +143,7 @@ def _entry(entry: object) -> tuple[ModelInfo | None, list[str]]:
         if value is not None and (not isinstance(value, str) or name_problem(value, 2_000)):
             wrong.append(f"'{key}' is not one line of text")
             fields[key] = str(value) if key == "api_base" else None
-    for key, default in _DEFAULTS.items():
+    for key in _NUMBERS:
         value = fields.get(key)
         if value is not None and (
             isinstance(value, bool)
@@ -124,12 +151,13 @@ def _entry(entry: object) -> tuple[ModelInfo | None, list[str]]:
             or not math.isfinite(value)
             or value < 0
         ):
-            used = "it is left empty" if default is None else f"{default} is used"
+            used = "the provider's is used" if key in CAPABILITIES else "it is left empty"
             wrong.append(f"'{key}' must be a finite number >= 0; {used}")
-            fields[key] = default
-    if not isinstance(fields.get("json_schema", False), bool):
-        wrong.append("'json_schema' must be true or false; false is used")
-        fields["json_schema"] = False
+            fields[key] = None
+    for key in CAPABILITIES:
+        if key not in _NUMBERS and not isinstance(fields.get(key, False), bool):
+            wrong.append(f"'{key}' must be true or false; the provider's is used")
+            fields[key] = None
     fields["name"] = fields.get("name") or model_id
     fields["developer"] = fields.get("developer") or ""
     extra = {k: v for k, v in entry.items() if k not in ModelInfo.__dataclass_fields__}

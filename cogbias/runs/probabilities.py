@@ -5,9 +5,11 @@ expectation of the test case's metric over both distributions (`core.probabiliti
 One call per half, no extraction call, no sampling noise. The options are labelled A, B, C…
 (single tokens, unlike "Option 10"); the label position's `top_logprobs` are read merging the
 spellings of a label (`llm.logprobs`), renormalised over the options, and the probability
-left outside the options is stored beside them. The random baseline's distribution is uniform.
-What can use this mode is checked when a run is planned (`refusal`). Nothing here touches the
-database.
+left outside the options is stored beside them. A model that writes no text (the random
+baseline: its profile's `writes_text`) draws uniformly, so its distribution is uniform. What
+can use this mode is checked when a run is planned (`refusal`): a profile's `top_logprobs`,
+not only its `logprobs`, since a lone sampled token is no distribution. Nothing here touches
+the database.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from cogbias.core.reading import READ_ANSWER
 from cogbias.core.records import Instance
 from cogbias.core.templates import Filled
 from cogbias.llm import logprobs, random_provider
-from cogbias.llm.profiles import RANDOM_MODEL, resolve
+from cogbias.llm.profiles import resolve
 from cogbias.runs import decide
 from cogbias.runs.prompting import BASELINE
 
@@ -62,11 +64,20 @@ def refusal(
     if scoring != SCORING:
         return None
     for model in models:
-        if model != RANDOM_MODEL and not resolve(model, api_base).logprobs:
+        profile = resolve(model, api_base)
+        if not profile.writes_text or profile.top_logprobs:
+            continue
+        if profile.logprobs:
             return (
-                f"--scoring probabilities needs token log-probabilities, and {model} does not "
-                "expose them (its profile has no logprobs); use --scoring choice for it"
+                f"--scoring probabilities reads the most probable tokens beside the sampled "
+                f"one, and {model} does not list them (its profile has logprobs but no "
+                "top_logprobs; state top_logprobs = true in its registry entry if its server "
+                "lists them); use --scoring choice for it"
             )
+        return (
+            f"--scoring probabilities needs token log-probabilities, and {model} does not "
+            "expose them (its profile has no logprobs); use --scoring choice for it"
+        )
     if prompting != BASELINE:
         return (
             f"--scoring probabilities asks for the option's letter alone; the prompting method "
@@ -91,20 +102,21 @@ async def decide_half(
     draw: str = "",
 ) -> tuple[decide.HalfResult, probs.Distribution | None]:
     """Ask for the letter of one half; (the half as sampled, its distribution in original
-    option order). No option among the listed tokens is an unparseable half. `draw` seeds
-    the random baseline's sampled letter (`decide.random_draw`: per decision, not per text);
-    its distribution is uniform whatever it draws."""
+    option order). No option among the listed tokens is an unparseable half. A model that
+    writes no text (the random baseline) is asked nothing: `draw` seeds its sampled letter
+    (`decide.random_draw`: per decision, not per text), and its distribution is uniform
+    whatever it draws."""
     from cogbias.llm import LLMRequest
 
     n = len(filled.options)
     result = decide.HalfResult()
     task = render_labelled(filled, order)
-    if model == RANDOM_MODEL:
+    profile = client.profile(model)
+    if not profile.writes_text:
         presented = random_provider.choose_option(n, draw)
         result.answer = result.extraction = logprobs.LABELS[presented]
         result.choice = order[presented]
         return result, probs.uniform(n)
-    profile = client.profile(model)
     response = await client.complete(
         LLMRequest(
             model=model,
