@@ -257,7 +257,7 @@ def load_secrets_into_env() -> None:
 def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
     """What paired results can be shown: "all", each paired run ("run:ID") and each dataset
     ("dataset:NAME"), with a label function for a selectbox."""
-    runs = {r["id"]: r for r in store.runs() if kinds.kind_of(r["spec"]).results_page == "run"}
+    runs = {r["id"]: r for r in store.runs() if kinds.kind_of(r["spec"]).results == "decisions"}
     from cogbias.datasets.formats import results_page
 
     datasets = [d["name"] for d in store.datasets() if results_page(d["kind"]) == "explore"]
@@ -289,7 +289,7 @@ def studies_link(store: Store) -> None:
     """Point at the Studies page when the database holds study runs: their results are
     pivoted there (by mitigation, temperature, prompt variant or model), not in the paired
     heatmaps."""
-    count = sum(kinds.kind_of(r["spec"]).results_page == "studies" for r in store.runs())
+    count = sum(kinds.kind_of(r["spec"]).results == "study_calls" for r in store.runs())
     if count:
         st.page_link(
             "app_pages/studies.py",
@@ -371,13 +371,14 @@ def removed_here(key: str, value: Any) -> None:
 
 
 def scoring_choice(key: str) -> str:
-    """The scoring radio of Learn and Run: a sampled answer, or option probabilities."""
-    from cogbias.views.probability_bars import SCORING_LABELS
+    """The scoring radio of Learn and Run: the registered scorers (`runs.scorers`)."""
+    from cogbias.views.probability_bars import scoring_labels
 
+    labels = scoring_labels()
     return st.radio(
         "Scoring",
-        list(SCORING_LABELS),
-        format_func=SCORING_LABELS.get,
+        list(labels),
+        format_func=labels.get,
         horizontal=True,
         key=key,
         help="Option probabilities: each half's probability of every option, read from the "

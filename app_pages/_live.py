@@ -10,11 +10,10 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from app_pages._common import api_base_of, get_store
-from cogbias.core.probabilities import SCORING_CHOICE
 from cogbias.library.testcases import TestCase
 from cogbias.llm import LLMClient
 from cogbias.llm.registry import ModelInfo
-from cogbias.runs import live, pipeline, probabilities
+from cogbias.runs import live, pipeline, scorers
 from cogbias.runs.pipeline import Instance
 from cogbias.runs.prompting import BASELINE
 
@@ -56,8 +55,8 @@ def fill_pair(
 
 def probability_problem(instance: Instance, model: str, infos: list[ModelInfo]) -> str | None:
     """Why `model` cannot be asked for option probabilities on this pair (None: it can)."""
-    return probabilities.refusal(
-        probabilities.SCORING,
+    return scorers.refusal(
+        scorers.PROBABILITIES,
         [model],
         api_base_of(model, infos),
         BASELINE,
@@ -70,15 +69,21 @@ def decide(
     model: str,
     infos: list[ModelInfo],
     seed: int = 0,
-    scoring: str = SCORING_CHOICE,
+    scoring: str = scorers.DEFAULT,
 ) -> dict[str, Any]:
-    """Both halves answered by `model` and scored: one decisions row (not saved to a run).
-    With `scoring="probabilities"` the row carries both halves' distributions; a model
-    without log-probabilities is refused by name (ValueError)."""
-    if scoring == probabilities.SCORING:
-        problem = probability_problem(instance, model, infos)
-        if problem:
-            raise ValueError(problem)
-    ask = probabilities.decide_pair if scoring == probabilities.SCORING else pipeline.decide_pair
+    """Both halves answered by `model` and scored by the scorer `scoring` (`runs.scorers`):
+    one decisions row (not saved to a run). With `scoring="probabilities"` the row carries
+    both halves' distributions. A model the scorer cannot use is refused by name
+    (ValueError)."""
+    problem = scorers.refusal(
+        scoring,
+        [model],
+        api_base_of(model, infos),
+        BASELINE,
+        {instance.test_case: instance.n_options},
+    )
+    if problem:
+        raise ValueError(problem)
+    ask = scorers.get(scoring).decide_pair
     with _client(model, infos) as client:
         return pipeline.run_sync(ask(client, instance, model, seed=seed))

@@ -16,9 +16,9 @@ from app_pages._common import (
     scoring_choice,
     test_cases,
 )
-from cogbias.core.probabilities import SCORING_CHOICE
 from cogbias.library import examples
 from cogbias.llm.errors import MissingKeyError
+from cogbias.runs import scorers
 from cogbias.runs.pipeline import Instance
 from cogbias.views import highlight, safe_text, shown_pairs
 
@@ -163,7 +163,7 @@ if held and held[0] == chosen:
             _pair.show_pair(pair, html, with_error=scored)  # the warning below says why
             _pair.show_probabilities(pair, row)
         explained = shown_pairs.explain_score(instance, row)
-        if not scored and scoring == SCORING_CHOICE:
+        if not scored and scorers.get(scoring).needs == scorers.SAMPLED_TEXT:
             if _live.probability_problem(instance, model, infos) is None:
                 explained += " " + READ_PROBABILITIES
         (st.info if scored else st.warning)(safe_text.escape_markdown(explained))

@@ -34,12 +34,11 @@ from app_pages._common import (
     share_local_server,
     test_cases,
 )
-from cogbias.core.probabilities import SCORING_CHOICE
 from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.core.redact import redact
 from cogbias.library import examples
 from cogbias.llm.settings import check_api_base
-from cogbias.runs import executor, kinds, paired_plan
+from cogbias.runs import executor, kinds, paired_plan, scorers
 from cogbias.runs.paired_plan import RunSpec
 from cogbias.runs.summaries import run_summaries
 from cogbias.store import Store, now
@@ -164,7 +163,7 @@ reading = (
         "answer and takes its “Option N” unchecked (docs/runs.md, “How answers are read”). "
         "A run that reads the paper's way is a run of its own.",
     )
-    if scoring == SCORING_CHOICE
+    if scorers.get(scoring).reads_answers
     else READ_ANSWER
 )
 # "" is "each decision model reads its own answers": a selectbox whose value is None shows no
@@ -180,7 +179,7 @@ extractor = (
         if reading == READ_ANSWER
         else "The model that makes the extraction call for every answer.",
     )
-    if scoring == SCORING_CHOICE
+    if scorers.get(scoring).reads_answers
     else SELF_READER
 ) or None
 
@@ -328,7 +327,7 @@ if active is None:  # after a reload: pick up a run that is still going
         (
             r["id"]
             for r in summaries
-            if r["status"] in ACTIVE and kinds.kind_of(r["spec"]).results_page == "run"
+            if r["status"] in ACTIVE and kinds.kind_of(r["spec"]).results == "decisions"
         ),
         None,
     )
@@ -419,11 +418,12 @@ pick = st.selectbox(
 )
 picked = by_id[pick]
 b1, b2, b3, b4 = st.columns(4)
-if kinds.kind_of(picked["spec"]).results_page == "studies":  # shown on the Studies page
+shown_in = kinds.kind_of(picked["spec"]).results  # the table its results are read from
+if shown_in == "study_calls":  # shown on the Studies page
     if b1.button("Open in Studies", key="run_studies") and not gone:
         st.session_state["study_run"] = pick
         st.switch_page("app_pages/studies.py")
-elif b1.button("Open in Explore", key="run_explore") and not gone:
+elif shown_in == "decisions" and b1.button("Open in Explore", key="run_explore") and not gone:
     st.session_state["explore_source"] = f"run:{pick}"
     st.switch_page("app_pages/explore.py")
 retry = (

@@ -218,7 +218,7 @@ start_form()
 runs = {
     r["id"]: {**r, "study": StudySpec.from_stored(r["spec"]).study}
     for r in summaries.run_summaries(store)
-    if kinds.kind_of(r["spec"]).results_page == "studies"
+    if kinds.kind_of(r["spec"]).results == "study_calls"
 }
 
 

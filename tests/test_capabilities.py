@@ -20,7 +20,7 @@ from fake_llm_server import FakeLLMServer, default_responder
 from cogbias.core.probabilities import NotADistribution
 from cogbias.llm import logprobs, registry, settings
 from cogbias.llm.profiles import ModelProfile, resolve
-from cogbias.runs import executor, paired_plan, probabilities
+from cogbias.runs import executor, paired_plan, probabilities, scorers
 from cogbias.store import Store
 
 SERVER = "http://127.0.0.1:9/v1"
@@ -156,7 +156,7 @@ def test_the_random_baseline_is_recognised_by_its_profile_not_its_name(tmp_path:
     # uniformly, never called (no server at all), and scored by probabilities as uniform.
     _entries('[[models]]\nid = "mine/coin"\nname = "Coin"\nwrites_text = false\n')
     assert not resolve("mine/coin").writes_text
-    assert probabilities.refusal("probabilities", ["mine/coin"], None, "baseline", {}) is None
+    assert scorers.refusal("probabilities", ["mine/coin"], None, "baseline", {}) is None
     with Store(tmp_path / "coin.db") as store:
         asked = paired_plan.RunSpec(
             models=["mine/coin"], biases=["framing_effect"], scenarios=1,

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cogbias.library import testcases as library
+from cogbias.llm import LLMClient
 from cogbias.runs import paired_plan, pipeline, probabilities
 from cogbias.store import Store
 from tests.test_app_pages import assert_clean, open_page, shown_text, texts
@@ -28,12 +29,13 @@ def _probability_run(path: Path, bias: str = "framing_effect", instances: int = 
     )
     case = library.get_test_case(bias)
     scenario = library.load_scenarios()[0]
+    client = LLMClient(cache=None)  # the random model asks it only for the profile
     with Store(path) as store:
         store.create_run(spec.run_id, spec.canonical(), instances, name="probabilities")
         store.save_test_case(case.id, case.name, case.content_hash, library.to_toml(case))
         made = [pipeline.generate_offline(case, scenario.text, index=i) for i in range(instances)]
         rows = [
-            pipeline.run_sync(probabilities.decide_pair(None, inst, "random", run_id=spec.run_id))  # type: ignore[arg-type]
+            pipeline.run_sync(probabilities.decide_pair(client, inst, "random", run_id=spec.run_id))
             for inst in made
         ]
         with store.atomic():

@@ -186,4 +186,4 @@ def test_the_registry_alone_tells_kinds_apart():
         assert kinds.kind_of(_spec(kind, base).canonical()).name == kind  # as stored
     assert kinds.kind_of(None).name == "paired"  # a run stored without a spec
     assert {k.unit_name for k in kinds.registry()} == {"pairs", "units"}
-    assert kinds.get("study").results_page == "studies"
+    assert kinds.get("study").results == "study_calls"

@@ -324,11 +324,11 @@ def _pair(args: argparse.Namespace) -> int:
     scenarios = [_scenario(n) for n in numbers]
     generator = args.generator or examples.default_generator()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
-    from cogbias.runs import probabilities
+    from cogbias.runs import scorers
     from cogbias.runs.paired_plan import reading_refusal
     from cogbias.runs.prompting import BASELINE
 
-    problem = reading_refusal(args.reading, args.scoring) or probabilities.refusal(
+    problem = reading_refusal(args.reading, args.scoring) or scorers.refusal(
         args.scoring, models, args.api_base, BASELINE, {case.id: case.n_options}
     )
     if problem:
@@ -358,20 +358,13 @@ def _pair_scenario(
         pipeline.generate(gen_client, case, scenario.text, generator, seed=args.seed)
     )
     from cogbias.core.probabilities import Distribution
-    from cogbias.runs import probabilities
+    from cogbias.runs import scorers
 
+    decide_pair = scorers.get(args.scoring).decide_pair
     for model in models:
-        if args.scoring == probabilities.SCORING:
-            ask = probabilities.decide_pair(client, instance, model, seed=args.seed)
-        else:
-            ask = pipeline.decide_pair(
-                client,
-                instance,
-                model,
-                seed=args.seed,
-                extractor=args.extractor,
-                reading=args.reading,
-            )
+        ask = decide_pair(
+            client, instance, model, seed=args.seed, extractor=args.extractor, reading=args.reading
+        )
         row = pipeline.run_sync(ask)
         print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
         for half in ("control", "treatment"):

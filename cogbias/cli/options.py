@@ -46,14 +46,15 @@ def add_reading(p: argparse.ArgumentParser) -> None:
 
 
 def add_scoring(p: argparse.ArgumentParser) -> None:
-    """`--scoring`; study modes take it too, to refuse it by name rather than as unknown."""
+    """`--scoring`, offering the scorers registered when the parser is built
+    (`runs.scorers`); study modes take it too, to refuse it by name rather than as unknown."""
+    from cogbias.runs import scorers
+
     p.add_argument(
         "--scoring",
-        choices=["choice", "probabilities"],
-        default="choice",
-        help="choice: a sampled answer, read and scored (the paper's); probabilities: each "
-        "half's option probabilities from the model's token log-probabilities, scored by the "
-        "exact expectation (models with log-probabilities only; docs/runs.md)",
+        choices=scorers.names(),
+        default=scorers.DEFAULT,
+        help="; ".join(f"{s.name}: {s.help}" for s in scorers.all_scorers()),
     )
 
 

@@ -32,6 +32,7 @@ from cogbias.cli.options import (
 from cogbias.core.metrics import OPTION_ORDERS
 from cogbias.core.reading import READ_ANSWER
 from cogbias.library import examples
+from cogbias.runs import scorers
 
 RUN_MODES = ("pairs", "dataset", "study")
 RESULTS_MODES = ("pairs", "dataset", "run", "study", "hypotheses")
@@ -54,7 +55,7 @@ _RUN_DEFAULTS: dict[str, Any] = dict(
     tests=None,
     max_attempts=None,
     prompting="baseline",
-    scoring="choice",
+    scoring=scorers.DEFAULT,
     extractor=None,
     option_order=None,
     reading=READ_ANSWER,

@@ -25,12 +25,12 @@ def _split(text: str | None) -> list[str]:
 
 def _run(args: argparse.Namespace) -> int:
     """One run per prompting method (the method is part of each run's identity)."""
-    from cogbias.runs import prompting
+    from cogbias.runs import prompting, scorers
 
     if args.study and args.study != "tokenbias":
         from cogbias.cli import studies as cli_studies
 
-        if args.scoring != "choice":
+        if args.scoring != scorers.DEFAULT:
             raise ValueError(
                 f"--scoring {args.scoring} does not apply to the study '{args.study}': its "
                 "answers are numbers or conversations, not one option of a pair"
@@ -93,7 +93,7 @@ def _materialise_study(args: argparse.Namespace, store: Store | None = None) -> 
 
 
 def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
-    from cogbias.runs import paired_plan
+    from cogbias.runs import executor, paired_plan
     from cogbias.store import Store
 
     spec = paired_plan.RunSpec(
@@ -121,7 +121,7 @@ def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
         if args.dry_run:
             return 0
         if args.plan_only:
-            paired_plan.create_run(plan, opened, args.name)
+            executor.create(plan, opened, args.name)
             print(plan.spec.run_id)  # its option order chosen: the id the run is stored under
             return 0
         return _execute(plan, opened, args, name=args.name)
@@ -132,23 +132,29 @@ def _resume(args: argparse.Namespace) -> int:
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        run = store.run(args.run_id)
-        if run is not None and kinds.kind_of(run["spec"]).results_page == "studies":
+        run, kind = kinds.stored(store, args.run_id)
+        if kind.name == "study":  # its own summary: units, and where its figures are
             from cogbias.cli import studies as cli_studies
 
             return cli_studies.resume(store, run, args)
-        plan = kinds.replan(store, args.run_id)
+        plan = kinds.replan_run(store, run)
         print(plan.describe(), file=sys.stderr)
         return _execute(plan, store, args)
 
 
 def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
-    from cogbias.runs import executor
+    from cogbias.runs import executor, kinds
 
+    kind = kinds.kind_of(plan.spec)
+    if getattr(args, "batch", False) and not kind.batchable:
+        raise ValueError(
+            f"--batch hands the calls of paired, dataset and token-bias runs to a batch "
+            f"engine; a {kind.name} run is asked directly: leave --batch out"
+        )
     args.exit_at_once = True  # see cli._exit_at_once
     options = execution_options(args, name)
     try:
-        if args.batch:
+        if getattr(args, "batch", False):
             from cogbias.runs import batch_provider
 
             outcome = batch_provider.execute(
@@ -166,7 +172,7 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
     saved = outcome.get("cost_saved") or 0.0
     print(
         f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} "
-        f"pairs, {outcome['failed']} failed; cost {costs.run_cost_text(outcome)}"
+        f"{kind.unit_name}, {outcome['failed']} failed; cost {costs.run_cost_text(outcome)}"
         + (f" (${saved:.4f} saved by the cache)" if saved else ""),
         file=sys.stderr,
     )
@@ -180,20 +186,21 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
 
 
 def _batch_export(args: argparse.Namespace) -> int:
-    """Paired, dataset and token-bias runs only: a study's conversations are asked turn by
-    turn, each turn depending on the answer before it, so there is no round to hand over."""
+    """Kinds that are `batchable` only (paired, dataset and token-bias runs): a study's
+    conversations are asked turn by turn, each turn depending on the answer before it, so
+    there is no round to hand over."""
     from cogbias.runs import batch, kinds
     from cogbias.store import Store
 
     with Store(args.db) as store:
         run, kind = kinds.stored(store, args.run_id)
-        if kind.name == "study":
+        if not kind.batchable:
             raise ValueError(
                 f"run {args.run_id} is {kinds.described(run)}: batch export writes the calls "
-                "of paired, dataset and token-bias runs; a study asks its conversations "
-                f"directly, turn by turn: `cogbias resume {args.run_id}` finishes it"
+                f"of paired, dataset and token-bias runs; a {kind.name} run asks its units "
+                f"directly (a study turn by turn): `cogbias resume {args.run_id}` finishes it"
             )
-        plan = kind.replan(store, run)
+        plan = kinds.replan_run(store, run)
         counts = batch.export_requests(plan, store, args.output, args.round, args.force)
     total = sum(counts.values())
     detail = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
@@ -306,7 +313,7 @@ def _results(args: argparse.Namespace) -> int:
         run = store.run(args.run) if args.run else None
         if args.run and run is None:
             raise KeyError(f"no run {args.run} in {store.path}; see `cogbias runs`")
-        if (run and kinds.kind_of(run["spec"]).results_page == "studies") or (
+        if (run and kinds.kind_of(run["spec"]).results == "study_calls") or (
             args.study and not is_token_bias(args.study, store)
         ):
             return cli_studies.results(args, store)

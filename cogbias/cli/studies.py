@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 def resume(store: Any, run: dict[str, Any], args: argparse.Namespace) -> int:
     from cogbias.runs import kinds
 
-    plan = kinds.kind_of(run["spec"]).replan(store, run)
+    plan = kinds.replan_run(store, run)
     print(plan.describe(), file=sys.stderr)
     return execute(plan, store, args)
 

@@ -1,4 +1,5 @@
-"""Option probabilities and the exact expected score of a pair (the `probabilities` scoring).
+"""Option probabilities and the exact expected score of a pair (the `probabilities` scorer,
+`runs/probabilities.py`).
 
 In that scoring mode a half is not one sampled answer but a distribution over the options,
 read from the model's token log-probabilities (`cogbias.llm.logprobs`). A pair's score is then
@@ -15,9 +16,6 @@ from dataclasses import dataclass
 
 from cogbias.core.metrics import MetricParams, score_pair
 
-SCORING_CHOICE = "choice"  # the paper's: a sampled answer, read, then scored
-SCORING_PROBABILITIES = "probabilities"  # option probabilities, the expected score
-SCORINGS = (SCORING_CHOICE, SCORING_PROBABILITIES)
 EXPECTATION_DIGITS = 12
 # Below this share of the model's probability on the options, the renormalised distribution
 # would be noise blown up to a certainty (a letter at 0.25% next to "Hello" at 99% read as

@@ -31,7 +31,7 @@ from cogbias.llm.direct import close_sessions
 from cogbias.llm.errors import CacheMiss
 from cogbias.llm.factory import open_client
 from cogbias.llm.profiles import ModelProfile, resolve
-from cogbias.runs import paired, pipeline
+from cogbias.runs import paired, pipeline, scorers
 from cogbias.runs.paired_plan import Plan
 from cogbias.store import Store
 from cogbias.store.buffered_cache import BufferedCache
@@ -64,9 +64,10 @@ def pending_requests(plan: Plan, store: Store) -> dict[str, tuple[LLMRequest, Mo
 
 def collect_pending(plan: Plan, store: Store, collect: Collect) -> None:
     """Hand each call the run would make next, not answerable from the cache, to `collect`."""
-    if plan.spec.scoring != "choice":
+    if not scorers.get(plan.spec.scoring).batchable:
+        can = " or ".join(s.name for s in scorers.all_scorers() if s.batchable)
         raise ValueError(
-            f"batches take --scoring choice only, not {plan.spec.scoring} (batch answers carry "
+            f"batches take --scoring {can} only, not {plan.spec.scoring} (batch answers carry "
             "no log-probabilities here): run it interactively"
         )
     client = open_client(BufferedCache(store), api_base=plan.spec.api_base, on_miss=collect)
@@ -98,7 +99,7 @@ async def _collect(plan: Plan, store: Store, client: LLMClient) -> None:
         if instance.status != "ok":
             continue
         try:
-            await pipeline.decide_pair(
+            await scorers.get(spec.scoring).decide_pair(
                 client, instance, model, run_id=spec.run_id, temperature=spec.temperature,
                 repeat=repeat, seed=spec.seed, prompting=spec.prompting, extractor=spec.extractor,
                 option_order=plan.option_order, reading=spec.reading,

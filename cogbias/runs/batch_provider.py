@@ -74,7 +74,7 @@ def execute(
 ) -> dict[str, Any]:
     """Run a plan through batches, then score it from the cache; returns the run row."""
     check_batchable(plan)
-    run_id = paired_plan.create_run(plan, store)
+    run_id = executor.create(plan, store)
     owner = lease_owner(os.getpid(), "batch")
     holder = store.claim_run(run_id, owner, os.getpid(), LEASE_STALE_S)
     if holder is not None:

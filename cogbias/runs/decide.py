@@ -7,8 +7,9 @@ where results go. Nothing here touches the database.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogbias.core import metrics
@@ -241,11 +242,8 @@ async def decide_pair(
     `decide_half`.
     Raises `FatalLLMError` (the run must stop); any other failed call becomes a failed row
     whose `failure_kind` says whether resuming should retry it, and so does an answer that
-    raised while it was read (`unreadable_half`).
+    raised while it was read (`settled`).
     """
-    from cogbias.llm import FatalLLMError, LLMError
-    from cogbias.llm.errors import CacheMiss
-
     order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
     halves: dict[str, HalfResult] = {}
     asks = [
@@ -271,16 +269,8 @@ async def decide_pair(
     else:
         outcomes = await asyncio.gather(*asks, return_exceptions=True)
     for name, outcome in zip(("control", "treatment"), outcomes, strict=True):
-        if isinstance(outcome, FatalLLMError | CacheMiss):  # CacheMiss: a batch collecting
-            raise outcome
-        if isinstance(outcome, LLMError):
-            outcome = HalfResult(error=str(outcome), failure_kind=outcome.failure_kind)
-        elif isinstance(outcome, Exception):  # reading one answer never stops the run
-            outcome = unreadable_half(outcome)
-        elif isinstance(outcome, BaseException):
-            raise outcome
-        halves[name] = outcome
-    return _decision_row(
+        halves[name] = settled(outcome)
+    return decision_row(
         instance,
         model,
         run_id,
@@ -291,6 +281,26 @@ async def decide_pair(
         halves["treatment"],
         prompting,
     )
+
+
+def settled(outcome: T | BaseException) -> T | HalfResult:
+    """One half's outcome as `gather(..., return_exceptions=True)` hands it over: what the
+    half returned, or a failed `HalfResult` for a failed call (its `failure_kind` says whether
+    resuming retries it) or for an answer that raised while it was read (`unreadable_half`).
+    Raised again when the run must stop: `FatalLLMError`, or `CacheMiss` (a batch collecting
+    its requests)."""
+    from cogbias.llm import FatalLLMError, LLMError
+    from cogbias.llm.errors import CacheMiss
+
+    if isinstance(outcome, FatalLLMError | CacheMiss):
+        raise outcome
+    if isinstance(outcome, LLMError):
+        return HalfResult(error=str(outcome), failure_kind=outcome.failure_kind)
+    if isinstance(outcome, Exception):  # reading one answer never stops the run
+        return unreadable_half(outcome)
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
 
 
 def unreadable_half(exc: Exception) -> HalfResult:
@@ -323,7 +333,7 @@ def failed_decision(
     """A decisions row for a pair that could not be asked (e.g. its generation failed)."""
     order = list(range(instance.n_options))
     failed = HalfResult(error=error, failure_kind=failure_kind)
-    return _decision_row(
+    return decision_row(
         instance, model, run_id, temperature, repeat, order, failed, HalfResult(), prompting
     )
 
@@ -332,7 +342,7 @@ def failed_decision(
 _KIND_RANK = {kind: i for i, kind in enumerate(("transient", "invalid", "unparseable", "fatal"))}
 
 
-def _decision_row(
+def decision_row(
     instance: Instance,
     model: str,
     run_id: str,
@@ -342,11 +352,16 @@ def _decision_row(
     c: HalfResult,
     t: HalfResult,
     prompting: str = BASELINE,
+    score: Callable[[HalfResult, HalfResult], float | None] | None = None,
 ) -> dict[str, Any]:
+    """One decisions row from both halves, whatever the scorer (`runs.scorers`): the pair
+    fails when a half failed, and is scored otherwise by `score(control, treatment)`
+    (default `choice_score`: the test case's metric on both choices). A scorer that stores
+    more of each half adds its own columns to the row it gets back."""
     failed = [(name, h) for name, h in (("control", c), ("treatment", t)) if h.error]
-    score = None
-    if not failed and c.choice is not None and t.choice is not None:
-        score = score_instance(instance, c.choice, t.choice)
+    scored = None
+    if not failed:
+        scored = (score or partial(choice_score, instance))(c, t)
     kinds = sorted((h.failure_kind or "invalid" for _, h in failed), key=_KIND_RANK.__getitem__)
     control_answer, cut_c = cap_text(c.answer)
     treatment_answer, cut_t = cap_text(t.answer)
@@ -367,7 +382,7 @@ def _decision_row(
         "treatment_extraction": t.extraction[:200],
         "control_choice": c.choice,
         "treatment_choice": t.choice,
-        "score": score,
+        "score": scored,
         "status": "failed" if failed else "ok",
         "error": "; ".join(f"{name}: {h.error}" for name, h in failed) or None,
         "failure_kind": kinds[0] if kinds else None,
@@ -378,6 +393,13 @@ def _decision_row(
         "cost_saved": c.cost_saved + t.cost_saved,
         "created_at": None,
     }
+
+
+def choice_score(instance: Instance, c: HalfResult, t: HalfResult) -> float | None:
+    """The pair's score from its sampled choices (None when a half chose no option)."""
+    if c.choice is None or t.choice is None:
+        return None
+    return score_instance(instance, c.choice, t.choice)
 
 
 def score_instance(instance: Instance, control_choice: int, treatment_choice: int) -> float:

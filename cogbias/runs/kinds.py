@@ -3,13 +3,20 @@
 Every run is a plan of units worked by one executor (`cogbias.runs.executor`); a kind says
 what is particular to it: how a spec becomes a plan of units, how a unit is asked (one or
 more model turns), how the answers become rows and how those rows are stored. A caller that
-must treat kinds differently (which page shows a run's results, what a unit is called) asks
-the kind's capabilities here; nothing else looks inside a spec to guess its kind.
+must treat kinds differently asks the kind (its `name`, `unit_name`, `results`, `batchable`)
+here; nothing else looks inside a spec to guess its kind.
 
-To add a kind: write a module with a class satisfying `RunKind` (`cogbias.runs.work`), and
-add it to `_kinds()`.
-A stored spec names its kind by its fields (a study spec has `"kind": "study"`; a paired
-spec has no kind key, so run ids made before kinds existed stay the same).
+To add a kind: write a module with a class satisfying `RunKind` (`cogbias.runs.work`) whose
+spec's `canonical()` starts with `"kind": <its name>`, and add it to `_kinds()` (or
+`register` it, as a test or a plugin does). Planning (`plan`), starting
+(`executor.execute`, `executor.launch`), cancelling and resuming (`cogbias resume`, the Run
+page) then work for it unchanged.
+
+A stored spec names its kind (`read_stored` reads it and hands the kind its own fields):
+a new kind's `canonical()` carries it, as a study's always has (`"kind": "study"`, part of
+its run id); a paired spec's is added when stored, not hashed (`paired_plan.create_run`), so
+run ids made before kinds existed stay the same. A spec stored without the key is owned by
+the first kind whose `owns` says so.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ def _kinds() -> list[RunKind]:
     from cogbias.runs.paired import DatasetKind, PairedKind, TokenBiasKind
     from cogbias.runs.study import StudyKind
 
-    # asked in order: the first that owns a spec is its kind
+    # asked in order: the first that owns a spec without a kind key is its kind
     return [StudyKind(), TokenBiasKind(), DatasetKind(), PairedKind()]
 
 
@@ -42,6 +49,20 @@ def registry() -> list[RunKind]:
     return _KINDS
 
 
+def register(kind: RunKind) -> RunKind:
+    """Add a kind in this process (first in the registry); ValueError when its name is taken.
+    A worker process (`executor.launch`) knows only the kinds its imports register."""
+    if any(k.name == kind.name for k in registry()):
+        raise ValueError(f"a run kind named '{kind.name}' is already registered")
+    registry().insert(0, kind)
+    return kind
+
+
+def unregister(name: str) -> None:
+    """Remove a kind added by `register` (a test's toy kind)."""
+    registry()[:] = [k for k in registry() if k.name != name]
+
+
 def spec_dict(spec: Any) -> dict[str, Any]:
     """A spec as the dict it is stored as: from JSON text, a dict, or a spec object."""
     if spec is None or spec == "":
@@ -53,20 +74,40 @@ def spec_dict(spec: Any) -> dict[str, Any]:
     return spec.canonical()
 
 
+def _named(name: Any) -> RunKind | None:
+    return next((k for k in registry() if k.name == name), None)
+
+
 def kind_of(spec: Any) -> RunKind:
-    """The kind of a run's spec (stored JSON, a dict, or a spec object)."""
+    """The kind of a run's spec (stored JSON, a dict, or a spec object): the kind it names,
+    else the first kind that owns it."""
     data = spec_dict(spec)
-    # A kind this version does not know is read as a paired run, as before kinds were
-    # registered: its spec then says, when resumed, that a newer cogbias made it.
-    return next((k for k in registry() if k.owns(data)), get("paired"))
+    if "kind" in data and (named := _named(data["kind"])) is not None:
+        return named
+    # A kind this version does not know is shown as a paired run; `read_stored` refuses to
+    # resume it, saying that a newer cogbias made it.
+    return next((k for k in registry() if "kind" not in data and k.owns(data)), get("paired"))
 
 
 def get(name: str) -> RunKind:
     """A kind by its name."""
-    for kind in registry():
-        if kind.name == name:
-            return kind
+    if (kind := _named(name)) is not None:
+        return kind
     raise KeyError(f"no run kind '{name}'; kinds: {', '.join(k.name for k in registry())}")
+
+
+def read_stored(spec: Any) -> tuple[RunKind, dict[str, Any]]:
+    """A stored spec's kind and its own fields: the spec without its "kind" key, as the
+    kind's spec class reads it. ValueError when this cogbias does not know the kind named."""
+    data = spec_dict(spec)
+    name = data.pop("kind", None)
+    if name is not None and _named(name) is None:
+        raise ValueError(
+            f"this run is of a kind this cogbias does not know ('{name}'; kinds: "
+            f"{', '.join(k.name for k in registry())}): it was made by a newer cogbias or "
+            "with a plugin that is not installed here; upgrade cogbias to resume it"
+        )
+    return (_named(name) if name is not None else kind_of(data)) or get("paired"), data
 
 
 def plan(spec: Any, store: Store) -> Any:
@@ -90,7 +131,15 @@ def described(run: Mapping[str, Any]) -> str:
     return f"a {kind.name} run ({kind.target(spec_dict(run['spec']))})"
 
 
+def replan_run(store: Store, run: Mapping[str, Any]) -> Any:
+    """The plan of a stored run (to resume it), by the kind its spec names; the kind's
+    `replan` gets the run with its spec's own fields. ValueError when this cogbias does not
+    know that kind."""
+    kind, fields = read_stored(run["spec"])
+    return kind.replan(store, {**run, "spec": fields})
+
+
 def replan(store: Store, run_id: str) -> Any:
     """The plan of a stored run, to resume it; KeyError when there is no such run."""
-    run, kind = stored(store, run_id)
-    return kind.replan(store, run)
+    run, _ = stored(store, run_id)
+    return replan_run(store, run)

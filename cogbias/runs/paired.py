@@ -19,7 +19,7 @@ from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance
 from cogbias.core.templates import Filled
 from cogbias.library import testcases as library
-from cogbias.runs import pipeline, probabilities
+from cogbias.runs import pipeline, scorers
 from cogbias.runs.paired_plan import (
     InstanceJob,
     Plan,
@@ -36,7 +36,8 @@ class PairedKind:
 
     name = "paired"
     unit_name = "pairs"
-    results_page = "run"
+    results = "decisions"
+    batchable = True
 
     def owns(self, spec: Mapping[str, Any]) -> bool:
         return "kind" not in spec
@@ -59,7 +60,7 @@ class PairedKind:
         return planned
 
     def create(self, plan: Plan, store: Store, name: str) -> str:
-        return create_run(plan, store, name)
+        return create_run(plan, store, name, kind=self.name)
 
     def prepare(self, plan: Plan, store: Store, retry_failed: bool) -> dict[str, Any]:
         for case in plan.cases.values():
@@ -242,12 +243,7 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
             )
         else:
             asked_before = retried.get(key) not in (None, "transient")
-            ask = (
-                probabilities.decide_pair
-                if spec.scoring == probabilities.SCORING
-                else pipeline.decide_pair
-            )
-            row = await ask(
+            row = await scorers.get(spec.scoring).decide_pair(
                 job.fresh if asked_before else job.client,
                 instance,
                 model,

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from cogbias.core import metrics, probabilities, records
+from cogbias.core import metrics, records
 from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.library import examples
 from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
 from cogbias.llm.profiles import resolve
-from cogbias.runs import pipeline
+from cogbias.runs import pipeline, scorers
 from cogbias.runs import prompting as prompting_methods
 from cogbias.store import Store
 from cogbias.studies.tokenbias_hypotheses import holds_token_bias_pairs
@@ -47,7 +47,7 @@ class RunSpec:
     dataset: str | None = None
     per_bias: int | None = None
     prompting: str = prompting_methods.BASELINE  # see cogbias.runs.prompting: one method per run
-    scoring: str = probabilities.SCORING_CHOICE  # or "probabilities": see runs/probabilities.py
+    scoring: str = scorers.DEFAULT  # a name in runs/scorers.py
     extractor: str | None = None  # who reads unclear answers (default: each decision model)
     # how each pair's options are ordered (core.metrics.OPTION_ORDERS); None: the dataset's
     # own, chosen when planned (`default_option_order`), so read `Plan.spec.run_id`
@@ -163,8 +163,10 @@ class Plan:
         return {
             "generate": gen,
             "decide": per_model * len(llm_models),
-            # the probability scoring reads options from log-probabilities: nothing to extract
-            "extract": 0 if self.spec.scoring != "choice" else per_model * len(llm_models),
+            # a scorer that reads no sampled answer (log-probabilities) extracts nothing
+            "extract": (
+                per_model * len(llm_models) if scorers.get(self.spec.scoring).reads_answers else 0
+            ),
         }
 
     def estimated_cost(self, batch: bool = False) -> float | None:
@@ -370,19 +372,21 @@ def reading_refusal(reading: str, scoring: str) -> str | None:
     """Why a run cannot read its answers by `reading`, or None (the CLI's `pair` asks too)."""
     if reading not in READINGS:
         return f"unknown reading {str(reading)[:40]!r}: use {' or '.join(READINGS)}"
-    if reading == READ_EXTRACTION and scoring != probabilities.SCORING_CHOICE:
+    if problem := scorers.unknown(scoring):
+        return problem
+    if reading == READ_EXTRACTION and not scorers.get(scoring).reads_answers:
         return (
             f"--reading {reading} reads a sampled answer, and --scoring {scoring} samples "
-            "none: use --scoring choice with it"
+            f"none: use --scoring {scorers.DEFAULT} with it"
         )
     return None
 
 
 def _check_scoring(spec: RunSpec, option_counts: Mapping[str, int]) -> None:
     """Refuse a scoring the run's models or test cases cannot have, before any work."""
-    from cogbias.runs.probabilities import refusal
-
-    problem = refusal(spec.scoring, spec.models, spec.api_base, spec.prompting, option_counts)
+    problem = scorers.refusal(
+        spec.scoring, spec.models, spec.api_base, spec.prompting, option_counts
+    )
     if problem:
         raise ValueError(problem)
 
@@ -415,9 +419,10 @@ def dataset_instance_ids(
     return ids
 
 
-def create_run(plan: Plan, store: Store, name: str = "") -> str:
-    """Store the run (id and canonical spec) unless it exists; returns its id."""
-    store.create_run(
-        plan.spec.run_id, plan.spec.canonical(), plan.planned, name=name, spec_version=SPEC_VERSION
-    )
+def create_run(plan: Plan, store: Store, name: str = "", kind: str | None = None) -> str:
+    """Store the run (id and canonical spec, led by its `kind`'s name: not hashed, so ids
+    made before kinds were stored stay) unless it exists; returns its id. Callers go through
+    `executor.create`, which names the kind; a spec stored without one loads as before."""
+    spec = {"kind": kind, **plan.spec.canonical()} if kind else plan.spec.canonical()
+    store.create_run(plan.spec.run_id, spec, plan.planned, name=name, spec_version=SPEC_VERSION)
     return plan.spec.run_id

@@ -32,7 +32,7 @@ from cogbias.runs.prompting import BASELINE
 if TYPE_CHECKING:
     from cogbias.llm import LLMClient
 
-SCORING = probs.SCORING_PROBABILITIES
+SCORING = "probabilities"  # its name in `runs.scorers` and in stored specs
 
 LABEL_PROMPT = """Here is a decision-making task with several answer options.
 
@@ -51,18 +51,13 @@ def render_labelled(filled: Filled, order: Sequence[int]) -> str:
 
 
 def refusal(
-    scoring: str,
     models: Sequence[str],
     api_base: str | None,
     prompting: str,
     option_counts: Mapping[str, int],
 ) -> str | None:
-    """Why a run cannot use `scoring`, or None. `option_counts` maps each test case to its
-    number of options (checked against the single-token labels A–K)."""
-    if scoring not in probs.SCORINGS:
-        return f"unknown scoring '{scoring}' (choose {' or '.join(probs.SCORINGS)})"
-    if scoring != SCORING:
-        return None
+    """Why a run cannot be scored by probabilities, or None. `option_counts` maps each test
+    case to its number of options (checked against the single-token labels A–K)."""
     for model in models:
         profile = resolve(model, api_base)
         if not profile.writes_text or profile.top_logprobs:
@@ -187,12 +182,9 @@ async def decide_pair(
     reading: str = READ_ANSWER,
 ) -> dict[str, Any]:
     """Both halves' distributions and the expected score: one decisions row (the columns of
-    `decide.decide_pair`'s, plus `control_distribution` and `treatment_distribution`).
-    `extractor` and `reading` are taken for `decide_pair`'s sake and unused: nothing is
-    extracted here."""
-    from cogbias.llm import FatalLLMError, LLMError
-    from cogbias.llm.errors import CacheMiss
-
+    `decide.decision_row`, plus `control_distribution` and `treatment_distribution`).
+    `extractor` and `reading` are taken for the scorers' common signature and unused:
+    nothing is extracted here."""
     order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
     asks = [
         decide_half(
@@ -213,26 +205,29 @@ async def decide_pair(
     halves: list[decide.HalfResult] = []
     dists: list[probs.Distribution | None] = []
     for outcome in outcomes:
-        if isinstance(outcome, FatalLLMError | CacheMiss):
-            raise outcome
-        if isinstance(outcome, LLMError):
-            outcome = (
-                decide.HalfResult(error=str(outcome), failure_kind=outcome.failure_kind),
-                None,
-            )
-        elif isinstance(outcome, Exception):  # reading one answer never stops the run
-            outcome = (decide.unreadable_half(outcome), None)
-        elif isinstance(outcome, BaseException):
-            raise outcome
-        halves.append(outcome[0])
-        dists.append(outcome[1])
-    row = decide._decision_row(
-        instance, model, run_id, temperature, repeat, order, halves[0], halves[1], prompting
-    )
+        got = decide.settled(outcome)
+        half, dist = (got, None) if isinstance(got, decide.HalfResult) else got
+        halves.append(half)
+        dists.append(dist)
     control, treatment = dists
-    row["score"] = None
-    if row["status"] == "ok" and control is not None and treatment is not None:
-        row["score"] = probs.expected_score(control, treatment, instance.metric, instance.n_options)
+
+    def expected(_c: decide.HalfResult, _t: decide.HalfResult) -> float | None:
+        if control is None or treatment is None:
+            return None
+        return probs.expected_score(control, treatment, instance.metric, instance.n_options)
+
+    row = decide.decision_row(
+        instance,
+        model,
+        run_id,
+        temperature,
+        repeat,
+        order,
+        halves[0],
+        halves[1],
+        prompting,
+        score=expected,
+    )
     row["control_distribution"] = control.to_json() if control else None
     row["treatment_distribution"] = treatment.to_json() if treatment else None
     return row

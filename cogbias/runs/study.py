@@ -45,7 +45,8 @@ class StudyKind:
 
     name = "study"
     unit_name = "units"
-    results_page = "studies"
+    results = "study_calls"
+    batchable = False  # each turn depends on the answer before it: no round to hand over
 
     def owns(self, spec: Mapping[str, Any]) -> bool:
         return spec.get("kind") == "study"

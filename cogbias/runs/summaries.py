@@ -35,8 +35,8 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
 
 
 def spec_of(run: dict[str, Any]) -> RunSpec:
-    """The spec of a stored paired run."""
-    return RunSpec.from_stored(run["spec"] or "{}")
+    """The spec of a stored paired run (its fields, read by `kinds.read_stored`)."""
+    return RunSpec.from_stored(kinds.read_stored(run["spec"])[1])
 
 
 def _duration(start: str | None, end: str | None) -> float | None:

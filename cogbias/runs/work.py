@@ -209,12 +209,16 @@ class Job:
 class RunKind(Protocol):
     """What the executor asks of a kind of run."""
 
-    name: str  # "paired" | "dataset" | "tokenbias" | "study"
+    name: str  # "paired" | "dataset" | "tokenbias" | "study": what a stored spec's "kind" says
     unit_name: str  # what a unit is called in progress and summaries ("pairs", "units")
-    results_page: str  # the app page that shows the results ("run", "studies")
+    # the table its results are read from: "decisions" (paired results: Explore shows them),
+    # "study_calls" (the Studies page); another name: no page shows them yet
+    results: str
+    batchable: bool  # whether `cogbias batch` and `--batch` can hand its requests over
 
     def owns(self, spec: Mapping[str, Any]) -> bool:
-        """Whether a stored spec (as a dict) is of this kind."""
+        """Whether a spec without a "kind" key (a paired spec object, or a spec stored
+        before kinds were named) is of this kind; a kind whose specs name it says False."""
 
     def target(self, spec: Mapping[str, Any]) -> str:
         """What the run covers, in a few words (the runs table's "biases" column)."""

@@ -192,7 +192,7 @@ def runs_behind(
         if not isinstance(spec, dict):
             continue
         on = spec.get("dataset")
-        if kinds.kind_of(spec).results_page == "run" and on not in elsewhere:
+        if kinds.kind_of(spec).results == "decisions" and on not in elsewhere:
             if dataset is None or on == dataset:
                 shown.append(run)
     return shown

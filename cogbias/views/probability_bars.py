@@ -13,15 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cogbias.core.probabilities import SCORING_CHOICE, SCORING_PROBABILITIES, Distribution
+from cogbias.core.probabilities import Distribution
 from cogbias.llm.logprobs import LABELS
+from cogbias.runs import scorers
 from cogbias.views.shown_pairs import ShownHalf, ShownPair
 
-# The scoring modes as the Run and Learn pages offer them.
-SCORING_LABELS = {
-    SCORING_CHOICE: "Sampled answer (read, then scored)",
-    SCORING_PROBABILITIES: "Option probabilities (expected score)",
-}
+
+def scoring_labels() -> dict[str, str]:
+    """The scorers as the Run and Learn pages offer them (name -> label), default first."""
+    return {s.name: s.label for s in scorers.all_scorers()}
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,12 @@ def probability_scored(run: Mapping[str, Any]) -> bool:
         spec = json.loads(run.get("spec") or "{}")
     except ValueError:
         return False
-    return isinstance(spec, dict) and spec.get("scoring") == SCORING_PROBABILITIES
+    name = spec.get("scoring") if isinstance(spec, dict) else None
+    return (
+        isinstance(name, str)
+        and scorers.unknown(name) is None
+        and scorers.get(name).needs == scorers.OPTION_PROBABILITIES
+    )
 
 
 PROBABILITY_SCORES = (
