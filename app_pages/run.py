@@ -346,7 +346,7 @@ def progress(run_id: str) -> None:
         st.info(escape_markdown(f"Starting run {run_id}…"))  # an id read back from the database
         if waited > 60:
             st.error("The run has not started after a minute. Its log says:")
-            st.code(_log_tail(run_id) or "(empty)")
+            st.code(_log_tail(run_id) or "(empty)", language=None)
         return
     assert run is not None
     st.markdown(f"**{run_label(run)}**")

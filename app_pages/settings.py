@@ -36,7 +36,8 @@ path = settings.user_models_path()
 user_ids = {m.id for m in registry.load_models(path)} if path.is_file() else set()
 if wrong := registry.registry_problems():
     st.warning("Some entries of the model registry are not as they should be:")
-    st.code("\n".join(wrong[:20]) + (f"\n… and {len(wrong) - 20} more" if len(wrong) > 20 else ""))
+    more = [f"… and {len(wrong) - 20} more"] if len(wrong) > 20 else []
+    st.code("\n".join([*wrong[:20], *more]), language=None)
 table = pd.DataFrame(
     [
         {

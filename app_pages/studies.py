@@ -288,7 +288,10 @@ stalled = picked["status"] == "planned" and not working(picked)  # its worker ne
 if stalled:
     log = db_path().parent / f"{pick}.log"
     st.warning("This run's worker stopped before it began. The end of its log:")
-    st.code(redact(log.read_text(errors="replace")[-1500:]) if log.is_file() else "(no log)")
+    st.code(
+        redact(log.read_text(errors="replace")[-1500:]) if log.is_file() else "(no log)",
+        language=None,
+    )
 b1, b2, _ = st.columns([1, 1, 4])
 resume = (picked["status"] in RESUMABLE or stalled) and b1.button("Resume", key="study_resume")
 if resume and not gone:
