@@ -254,24 +254,10 @@ def study_from_prompts(
             suffix = "" if len(parts) == 2 else f"__part{treatment['part']}"
             test_id = _unique(base + suffix, used)
             origins[test_id] = where
-            test = tomlkit.table()
-            test["bias"] = bias
-            test["name"] = f"{control['bias_name']} ({scenario})" + (
+            label = f"{control['bias_name']} ({scenario})" + (
                 f", part {treatment['part']}" if suffix else ""
             )
-            test["design"] = "conditions"
-            test["metric"] = "cohens_d"
-            test["system"] = template.system_for(scenario)
-            coded = dict(control)
-            lettered = re.fullmatch(
-                "[a-z]", (control.get("target_response") or "").strip("().: ").lower()
-            )
-            if coding.coded_1 and control["response_type"] == "choice" and lettered:
-                coded["target_response"] = coding.coded_1
-            for key, value in _answer_format(coded, where).items():
-                test[key] = value
-            if coding.undirected:
-                test["undirected"] = True
+            test = _thesis_test(template, coding, label, scenario, control, where)
             test["conditions"] = {
                 "control": {"prompt": texts[control["part"]]},
                 "treatment": {"prompt": texts[treatment["part"]]},
@@ -283,6 +269,33 @@ def study_from_prompts(
         return parse_study(tomlkit.dumps(doc), f"<dataset {name}>")
     except LibraryError as exc:
         raise ValueError(_located(exc, tomlkit.dumps(doc), origins, name)) from None
+
+
+def _thesis_test(
+    template: Any,
+    coding: Any,
+    label: str,
+    scenario: str,
+    control: Mapping[str, Any],
+    where: str,
+) -> Any:
+    """One test's table without its prompts: bias, name, design, metric, the thesis' system
+    message for `scenario` and the answer format as §3.4.1 codes it."""
+    test = tomlkit.table()
+    test["bias"] = control["bias"]
+    test["name"] = label
+    test["design"] = "conditions"
+    test["metric"] = "cohens_d"
+    test["system"] = template.system_for(scenario)
+    coded = dict(control)
+    lettered = re.fullmatch("[a-z]", (control.get("target_response") or "").strip("().: ").lower())
+    if coding.coded_1 and control["response_type"] == "choice" and lettered:
+        coded["target_response"] = coding.coded_1
+    for key, value in _answer_format(coded, where).items():
+        test[key] = value
+    if coding.undirected:
+        test["undirected"] = True
+    return test
 
 
 def _part_texts(
