@@ -372,10 +372,11 @@ def removed_here(key: str, value: Any) -> None:
 
 def scoring_choice(key: str) -> str:
     """The scoring radio of Learn and Run: the registered scorers (`runs.scorers`)."""
+    from cogbias.runs import scorers
     from cogbias.views.probability_bars import scoring_labels
 
     labels = scoring_labels()
-    return st.radio(
+    picked = st.radio(
         "Scoring",
         list(labels),
         format_func=labels.get,
@@ -383,6 +384,13 @@ def scoring_choice(key: str) -> str:
         key=key,
         help="Option probabilities: each half's probability of every option, read from the "
         "model's token log-probabilities (it is asked for an option's letter); the score is "
-        "the exact expected score. Models with log-probabilities only, e.g. the local model "
-        "(docs/runs.md).",
+        "the exact expected score. Models with log-probabilities only, e.g. the local model. "
+        "Self-consistency: each half asked N times at a temperature above 0, the option "
+        "named most often scored (docs/runs.md).",
     )
+    family = next(s for s in scorers.all_scorers() if s.spelling == picked)
+    if not family.argument:
+        return picked
+    low, default, high = family.argument_range
+    n = st.number_input(family.argument_label, low, high, default, key=f"{key}_argument")
+    return f"{family.name}:{int(n)}"

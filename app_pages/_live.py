@@ -70,6 +70,7 @@ def decide(
     infos: list[ModelInfo],
     seed: int = 0,
     scoring: str = scorers.DEFAULT,
+    temperature: float = 0.0,
 ) -> dict[str, Any]:
     """Both halves answered by `model` and scored by the scorer `scoring` (`runs.scorers`):
     one decisions row (not saved to a run). With `scoring="probabilities"` the row carries
@@ -86,4 +87,4 @@ def decide(
         raise ValueError(problem)
     ask = scorers.get(scoring).decide_pair
     with _client(model, infos) as client:
-        return pipeline.run_sync(ask(client, instance, model, seed=seed))
+        return pipeline.run_sync(ask(client, instance, model, seed=seed, temperature=temperature))

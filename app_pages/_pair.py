@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from cogbias.views import highlight, probability_bars, safe_text, shown_pairs
+from cogbias.views import highlight, probability_bars, safe_text, sample_tables, shown_pairs
 
 SHOWN_CHARS = 600  # a longer text shows its start; the rest sits in a collapsed expander
 MAX_CHARS = 20_000  # more than this is never laid out on a page (exports hold it all)
@@ -144,3 +144,19 @@ def show_probabilities(pair: shown_pairs.ShownPair, row: Mapping[str, Any]) -> N
             if note:
                 safe_caption(note)
     safe_caption(sentence)
+
+
+def show_samples(pair: shown_pairs.ShownPair, row: Mapping[str, Any]) -> None:
+    """Each half's samples and how they split (pairs of `--scoring consistency:N` runs only;
+    nothing for the others). Answers are shown in a table: text, never markup."""
+    tables = [sample_tables.sample_table(half, row) for half in pair.halves]
+    if all(t is None for t in tables):
+        return
+    st.markdown("**Samples**")
+    for column, half, table in zip(st.columns(2), pair.halves, tables, strict=True):
+        with column:
+            st.caption(half.name.capitalize())
+            if table is not None:
+                st.dataframe(table, hide_index=True, width="stretch")
+            if sentence := sample_tables.tally_sentence(half, row):
+                safe_caption(sentence)

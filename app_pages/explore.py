@@ -17,7 +17,7 @@ from app_pages._common import (
     studies_link,
     test_cases,
 )
-from cogbias.core.records import pair_record
+from cogbias.core.export_columns import pair_record
 from cogbias.core.redact import redactor
 from cogbias.store import Store
 from cogbias.studies.analysis import CI_METHOD
@@ -237,6 +237,7 @@ for i, raw in enumerate(rows_page):
         else:
             _pair.show_pair(shown)
             _pair.show_probabilities(shown, raw)
+            _pair.show_samples(shown, raw)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)

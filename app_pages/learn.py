@@ -119,6 +119,12 @@ generator = c2.selectbox(
 )
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="learn_seed"))
 scoring = scoring_choice("learn_scoring")
+# a scorer that samples each half several times needs a temperature at which samples differ
+temperature = (
+    st.slider("Temperature of the samples", 0.1, 1.5, 0.7, 0.1, key="learn_temperature")
+    if scorers.get(scoring).samples > 1
+    else 0.0
+)
 scenario = scenarios()[seed % len(scenarios())]
 st.caption(f"Scenario: {safe_text.escape_markdown(scenario.text)}")
 
@@ -129,7 +135,7 @@ def _run_pair() -> tuple[Instance, dict] | str:
     try:
         instance = _live.fill_pair(case, scenario.text, generator, seed, infos)
         step = "Asking the model"
-        return instance, _live.decide(instance, model, infos, seed, scoring)
+        return instance, _live.decide(instance, model, infos, seed, scoring, temperature)
     except MissingKeyError as exc:  # says what to set: no advice on servers after it
         return f"{step} failed: {friendly(exc)}"
     except Exception as exc:
@@ -137,7 +143,7 @@ def _run_pair() -> tuple[Instance, dict] | str:
 
 
 # A result belongs to exactly these choices: switching the bias, a model or the seed hides it.
-chosen = (case.content_hash, generator, model, seed, scoring)
+chosen = (case.content_hash, generator, model, seed, scoring, temperature)
 if st.button("Run this pair", type="primary", key="learn_run") and not gone:
     who = f"Filling the gaps with {label(generator)}, then asking {label(model)}…"
     with st.spinner(safe_text.escape_markdown(who)):
@@ -162,6 +168,7 @@ if held and held[0] == chosen:
         if pair is not None:
             _pair.show_pair(pair, html, with_error=scored)  # the warning below says why
             _pair.show_probabilities(pair, row)
+            _pair.show_samples(pair, row)
         explained = shown_pairs.explain_score(instance, row)
         if not scored and scorers.get(scoring).needs == scorers.SAMPLED_TEXT:
             if _live.probability_problem(instance, model, infos) is None:

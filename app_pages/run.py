@@ -77,6 +77,7 @@ keep(
     "run_repeats",
     "run_seed",
     "run_scoring",
+    "run_scoring_argument",
     "run_reading",
 )
 keep("run_biases", allowed=cases)

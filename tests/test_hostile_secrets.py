@@ -179,7 +179,7 @@ def test_the_migration_scrubs_study_turns_stored_by_an_older_version(
     # as an older version stored them: the key (split by a newline, upper-cased, reversed) in
     # the prompt, the value, the response, the error, and escaped in the cached request
     echoed = f"My key: {FORMS['split by a newline']} and {KEY.upper()} and {KEY[::-1]}"
-    before = migrations.SCHEMA_VERSION - 1
+    before = 9  # the version before migration 10
     conn = sqlite3.connect(db)
     with conn:
         conn.execute(
@@ -224,7 +224,7 @@ def test_the_migration_without_the_key_in_the_environment_scrubs_what_it_can(
     conn = sqlite3.connect(db)
     with conn:
         conn.execute("update study_calls set response = ?, value = ?", (echoed, json.dumps(echoed)))
-        before = migrations.SCHEMA_VERSION - 1
+        before = 9  # the version before migration 10
         conn.execute("update meta set value = ? where key = 'schema_version'", (str(before),))
     conn.close()
     with Store(db) as store:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fake_llm_server import FakeLLMServer
 
-from cogbias.core import records
+from cogbias.core import export_columns, records
 from cogbias.library import testcases as library
 from cogbias.runs import executor, paired_plan, pipeline, summaries
 from cogbias.store import Store
@@ -56,7 +56,7 @@ def test_the_app_download_and_cogbias_export_agree_column_for_column(tmp_path):
         run = executor.execute(paired_plan.plan(spec(server.base_url), store), store, concurrency=8)
         # the Explore page's download: the pairs it shows, through the export's columns
         shown = store.pairs(run_id=run["id"], limit=10_000)
-        app = csv_bytes(records.pair_record(r) for r in shown).decode()
+        app = csv_bytes(export_columns.pair_record(r) for r in shown).decode()
     out = tmp_path / "pairs.csv"
     cli = subprocess.run(
         [sys.executable, "-m", "cogbias", "export", "--db", str(db), "--run", run["id"], "-o", str(out)],
@@ -65,7 +65,7 @@ def test_the_app_download_and_cogbias_export_agree_column_for_column(tmp_path):
     assert cli.returncode == 0, cli.stderr
     app_rows = list(csv.DictReader(io.StringIO(app)))
     cli_rows = list(csv.DictReader(out.open(encoding="utf-8")))
-    assert list(app_rows[0]) == list(cli_rows[0]) == list(records.PAIR_COLUMNS)
+    assert list(app_rows[0]) == list(cli_rows[0]) == list(export_columns.PAIR_COLUMNS)
     by_id = {r["decision_id"]: r for r in cli_rows}
     assert len(app_rows) == len(cli_rows) == 8
     for row in app_rows:

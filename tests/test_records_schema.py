@@ -7,16 +7,15 @@ from dataclasses import fields
 
 import pytest
 
+from cogbias.core.export_columns import TURN_COLUMNS, pair_record
 from cogbias.core.records import (
     DECISION_COLUMNS,
     INSTANCE_COLUMNS,
-    TURN_COLUMNS,
     TURN_EXPORT_NAMES,
     TURN_FIELDS,
     Decision,
     Pair,
     Turn,
-    pair_record,
 )
 from cogbias.store import Store
 

@@ -125,7 +125,9 @@ def test_batches_take_only_batchable_scorers_by_name(toy, tmp_path):
             planned = paired_plan.plan(
                 paired_plan.RunSpec(models=["random"], biases=["anchoring"], scoring=name), store
             )
-            with pytest.raises(ValueError, match=f"batches take --scoring choice only, not {name}"):
+            with pytest.raises(
+                ValueError, match=f"batches take --scoring choice or consistency:N only, not {name}"
+            ):
                 batch.pending_requests(planned, store)
 
 

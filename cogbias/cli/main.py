@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import sys
@@ -175,6 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--generator", help="what fills [[gaps]] (default: 'examples', offline)")
     p.add_argument("--models", default="local/smollm2", help="comma-separated decision models")
+    p.add_argument("--temperature", type=temperature, default=0.0, help="the decision temperature")
     p.add_argument("--api-base", help=API_BASE_HELP)
     add_api_key_env(p)
     add_reading(p)
@@ -328,8 +330,10 @@ def _pair(args: argparse.Namespace) -> int:
     from cogbias.runs.paired_plan import reading_refusal
     from cogbias.runs.prompting import BASELINE
 
-    problem = reading_refusal(args.reading, args.scoring) or scorers.refusal(
-        args.scoring, models, args.api_base, BASELINE, {case.id: case.n_options}
+    problem = (
+        reading_refusal(args.reading, args.scoring)
+        or scorers.refusal(args.scoring, models, args.api_base, BASELINE, {case.id: case.n_options})
+        or scorers.temperature_refusal(args.scoring, args.temperature)
     )
     if problem:
         raise ValueError(problem)
@@ -363,8 +367,9 @@ def _pair_scenario(
     decide_pair = scorers.get(args.scoring).decide_pair
     for model in models:
         ask = decide_pair(
-            client, instance, model, seed=args.seed, extractor=args.extractor, reading=args.reading
-        )
+            client, instance, model, seed=args.seed, extractor=args.extractor,
+            reading=args.reading, temperature=args.temperature,
+        )  # fmt: skip
         row = pipeline.run_sync(ask)
         print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
         for half in ("control", "treatment"):
@@ -378,6 +383,10 @@ def _pair_scenario(
             if dist is not None:
                 listed = ", ".join(f"{i + 1}: {p:.0%}" for i, p in enumerate(dist.p))
                 print(f"{half}: option probabilities {listed}")
+            if row.get(f"{half}_samples"):
+                named = [s["choice"] for s in json.loads(row[f"{half}_samples"])]
+                said = ", ".join("none" if c is None else str(c + 1) for c in named)
+                print(f"{half}: the samples chose {said}")
         error = f"  error: {clean(row['error'])}" if row["error"] else ""
         print(f"score: {row['score']}{error}")
     print(f"pair time: {time.perf_counter() - start:.1f} s (scenario {scenario.id})")

@@ -50,11 +50,17 @@ def add_scoring(p: argparse.ArgumentParser) -> None:
     (`runs.scorers`); study modes take it too, to refuse it by name rather than as unknown."""
     from cogbias.runs import scorers
 
+    def scoring(text: str) -> str:
+        if problem := scorers.unknown(text):
+            raise argparse.ArgumentTypeError(problem)
+        return text
+
     p.add_argument(
         "--scoring",
-        choices=scorers.names(),
+        type=scoring,
+        metavar="{" + ",".join(scorers.names()) + "}",
         default=scorers.DEFAULT,
-        help="; ".join(f"{s.name}: {s.help}" for s in scorers.all_scorers()),
+        help="; ".join(f"{s.spelling}: {s.help}" for s in scorers.all_scorers()),
     )
 
 

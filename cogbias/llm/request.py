@@ -60,6 +60,17 @@ class LLMRequest:
         object.__setattr__(self, "messages", _normalize_messages(self.messages))
         object.__setattr__(self, "temperature", float(self.temperature))
 
+    @property
+    def sent_seed(self) -> int | None:
+        """The seed the provider gets: the run's for the first sample, one drawn from (seed,
+        repeat) for every other. A seeded server (llama.cpp, OpenAI's `seed`) samples the same
+        answer for the same seed, so repeats sent with one seed would be one draw counted n
+        times. The cache key keeps `seed` and `repeat` as asked, so stored answers keep theirs."""
+        if self.seed is None or self.repeat == 0:
+            return self.seed
+        digest = hashlib.sha256(f"{self.seed}:{self.repeat}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
     def message_dicts(self) -> list[dict[str, str]]:
         """Messages in the OpenAI wire format."""
         return [{"role": role, "content": content} for role, content in self.messages]
@@ -73,7 +84,7 @@ class LLMRequest:
             "temperature": self.temperature,
         }
         if self.seed is not None:
-            body["seed"] = self.seed
+            body["seed"] = self.sent_seed
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
         if self.response_format is not None:

@@ -65,7 +65,7 @@ def pending_requests(plan: Plan, store: Store) -> dict[str, tuple[LLMRequest, Mo
 def collect_pending(plan: Plan, store: Store, collect: Collect) -> None:
     """Hand each call the run would make next, not answerable from the cache, to `collect`."""
     if not scorers.get(plan.spec.scoring).batchable:
-        can = " or ".join(s.name for s in scorers.all_scorers() if s.batchable)
+        can = " or ".join(s.spelling for s in scorers.all_scorers() if s.batchable)
         raise ValueError(
             f"batches take --scoring {can} only, not {plan.spec.scoring} (batch answers carry "
             "no log-probabilities here): run it interactively"

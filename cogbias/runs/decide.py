@@ -262,12 +262,7 @@ async def decide_pair(
         )
         for h in ("control", "treatment")
     ]
-    if client is not None and client.profile(model).prefix_cache:
-        # One after the other, so the local server reuses the control's prompt prefix (kept
-        # in its KV cache) for the treatment: the halves differ in a few words only.
-        outcomes = [await _settle(ask) for ask in asks]
-    else:
-        outcomes = await asyncio.gather(*asks, return_exceptions=True)
+    outcomes = await ask_all(asks, client is not None and client.profile(model).prefix_cache)
     for name, outcome in zip(("control", "treatment"), outcomes, strict=True):
         halves[name] = settled(outcome)
     return decision_row(
@@ -312,12 +307,19 @@ def unreadable_half(exc: Exception) -> HalfResult:
     )
 
 
-async def _settle(ask: Awaitable[T]) -> T | BaseException:
-    """Await like `gather(..., return_exceptions=True)` does for one awaitable."""
-    try:
-        return await ask
-    except Exception as exc:
-        return exc
+async def ask_all(asks: Sequence[Awaitable[T]], one_by_one: bool) -> list[T | BaseException]:
+    """Await every ask like `gather(..., return_exceptions=True)`; `one_by_one` for a server
+    that keeps the last prompt's prefix (a local model's KV cache): the halves of a pair, and
+    the samples of a half, differ in a few words or none, so asking them in turn reuses it."""
+    if not one_by_one:
+        return await asyncio.gather(*asks, return_exceptions=True)
+    outcomes: list[T | BaseException] = []
+    for ask in asks:
+        try:
+            outcomes.append(await ask)
+        except Exception as exc:
+            outcomes.append(exc)
+    return outcomes
 
 
 def failed_decision(
@@ -339,7 +341,7 @@ def failed_decision(
 
 
 # A pair fails with its most retryable half's kind: a transient half must be asked again.
-_KIND_RANK = {kind: i for i, kind in enumerate(("transient", "invalid", "unparseable", "fatal"))}
+KIND_RANK = {kind: i for i, kind in enumerate(("transient", "invalid", "unparseable", "fatal"))}
 
 
 def decision_row(
@@ -362,7 +364,7 @@ def decision_row(
     scored = None
     if not failed:
         scored = (score or partial(choice_score, instance))(c, t)
-    kinds = sorted((h.failure_kind or "invalid" for _, h in failed), key=_KIND_RANK.__getitem__)
+    kinds = sorted((h.failure_kind or "invalid" for _, h in failed), key=KIND_RANK.__getitem__)
     control_answer, cut_c = cap_text(c.answer)
     treatment_answer, cut_t = cap_text(t.answer)
     return {

@@ -159,15 +159,10 @@ class Plan:
                 2 for j in self.jobs if j.case.control.llm_gaps() or j.case.treatment.llm_gaps()
             )
         llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
-        per_model = len(self.instance_ids) * self.spec.repeats * 2
-        return {
-            "generate": gen,
-            "decide": per_model * len(llm_models),
-            # a scorer that reads no sampled answer (log-probabilities) extracts nothing
-            "extract": (
-                per_model * len(llm_models) if scorers.get(self.spec.scoring).reads_answers else 0
-            ),
-        }
+        scorer = scorers.get(self.spec.scoring)
+        asked = len(self.instance_ids) * self.spec.repeats * 2 * scorer.samples * len(llm_models)
+        # a scorer that reads no sampled answer (log-probabilities) extracts nothing
+        return {"generate": gen, "decide": asked, "extract": asked if scorer.reads_answers else 0}
 
     def estimated_cost(self, batch: bool = False) -> float | None:
         """USD for priced models (computed once per model); None when a price is unknown.
@@ -387,6 +382,7 @@ def _check_scoring(spec: RunSpec, option_counts: Mapping[str, int]) -> None:
     problem = scorers.refusal(
         spec.scoring, spec.models, spec.api_base, spec.prompting, option_counts
     )
+    problem = problem or scorers.temperature_refusal(spec.scoring, spec.temperature)
     if problem:
         raise ValueError(problem)
 

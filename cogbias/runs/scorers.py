@@ -13,12 +13,13 @@ callers ask `get(name)` instead of comparing names. A new scorer is one module w
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cogbias.core import metrics
 from cogbias.core.reading import READ_ANSWER
-from cogbias.runs import decide, probabilities
+from cogbias.runs import consistency, decide, probabilities
 from cogbias.runs.prompting import BASELINE
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 CHOICE = "choice"  # the names of the built-in scorers, as stored in specs
 PROBABILITIES = probabilities.SCORING
+CONSISTENCY = consistency.SCORING
 DEFAULT = CHOICE
 
 SAMPLED_TEXT = "sampled text"  # an answer is sampled and read (extraction calls possible)
@@ -76,6 +78,19 @@ class Scorer:
     # Whether a batch can ask its calls: collected on a cache miss and answered from the
     # cache (runs/batch.py), which holds no log-probabilities.
     batchable: bool = False
+    # A scorer named with an argument ("consistency:5") says what the argument is ("N") and
+    # how it makes the scorer of that name (ValueError naming the bounds otherwise).
+    argument: str = ""
+    bind: Callable[[Scorer, str], Scorer] | None = None
+    # how the pages ask for a whole-number argument: its label and (lowest, default, highest)
+    argument_label: str = ""
+    argument_range: tuple[int, int, int] = (1, 1, 1)
+    samples: int = 1  # answers asked of each half (plan estimates; above 1, a temperature)
+
+    @property
+    def spelling(self) -> str:
+        """How `--scoring` spells it: its name, with its argument's placeholder if any."""
+        return f"{self.name}:{self.argument}" if self.argument else self.name
 
     @property
     def reads_answers(self) -> bool:
@@ -98,32 +113,49 @@ def register(scorer: Scorer) -> Scorer:
 
 def unregister(name: str) -> None:
     """Remove a scorer registered in-process (tests); the built-ins stay."""
-    if name in (CHOICE, PROBABILITIES):
+    if name in (CHOICE, PROBABILITIES, consistency.SCORING):
         raise ValueError(f"the built-in scorer '{name}' cannot be removed")
     _SCORERS.pop(name, None)
 
 
 def names() -> tuple[str, ...]:
-    return tuple(_SCORERS)
+    """How `--scoring` spells each scorer ("consistency:N"), default first."""
+    return tuple(s.spelling for s in _SCORERS.values())
 
 
 def all_scorers() -> tuple[Scorer, ...]:
+    """The registered scorers, default first (one with an argument stands for all of its)."""
     return tuple(_SCORERS.values())
+
+
+def _lookup(name: str) -> Scorer | str:
+    """The scorer `name` names, or why it names none."""
+    base, colon, argument = str(name).partition(":")
+    scorer = _SCORERS.get(base)
+    choices = " or ".join(s.spelling for s in _SCORERS.values())
+    if scorer is None or bool(colon) != bool(scorer.argument):
+        return f"unknown scoring {str(name)[:40]!r} (choose {choices})"
+    if scorer.bind is None:
+        return scorer
+    try:
+        return scorer.bind(scorer, argument)
+    except ValueError as exc:
+        return str(exc)
 
 
 def unknown(name: str) -> str | None:
     """Why `name` names no scorer, or None."""
-    if name in _SCORERS:
-        return None
-    return f"unknown scoring {str(name)[:40]!r} (choose {' or '.join(_SCORERS)})"
+    found = _lookup(name)
+    return found if isinstance(found, str) else None
 
 
 def get(name: str) -> Scorer:
-    """The scorer called `name`; ValueError naming the choices otherwise."""
-    problem = unknown(name)
-    if problem:
-        raise ValueError(problem)
-    return _SCORERS[name]
+    """The scorer called `name` ("consistency:5" made from its family); ValueError naming
+    the choices otherwise."""
+    found = _lookup(name)
+    if isinstance(found, str):
+        raise ValueError(found)
+    return found
 
 
 def refusal(
@@ -135,7 +167,32 @@ def refusal(
 ) -> str | None:
     """Why a run cannot be scored by `name` (unknown, or its models or test cases cannot
     give what it needs), or None."""
-    return unknown(name) or _SCORERS[name].refusal(models, api_base, prompting, option_counts)
+    return unknown(name) or get(name).refusal(models, api_base, prompting, option_counts)
+
+
+def temperature_refusal(name: str, temperature: float) -> str | None:
+    """Why `name` cannot sample at `temperature`: several samples at 0 are one answer."""
+    samples = get(name).samples
+    if samples == 1 or temperature > 0:
+        return None
+    return (
+        f"--scoring {name} samples each half {samples} times, and at --temperature 0 every "
+        "sample is the most probable answer again: set a temperature above 0 (e.g. "
+        "--temperature 0.7)"
+    )
+
+
+def _consistency(family: Scorer, argument: str) -> Scorer:
+    n = consistency.sample_count(argument)
+    return replace(
+        family,
+        name=f"{family.name}:{n}",
+        argument="",
+        argument_label="",
+        bind=None,
+        samples=n,
+        decide_pair=partial(consistency.decide_pair, samples=n),
+    )
 
 
 register(
@@ -157,5 +214,21 @@ register(
         "scored by the exact expectation (models with log-probabilities only; docs/runs.md)",
         decide_pair=probabilities.decide_pair,
         refusal=probabilities.refusal,
+    )
+)
+register(
+    Scorer(
+        name=consistency.SCORING,
+        needs=SAMPLED_TEXT,
+        label="Self-consistency (N samples, modal answer scored)",
+        help=f"each half sampled N times (1 to {consistency.MAX_SAMPLES}) at the run's "
+        "--temperature, read as choice reads one answer, and the option named most often "
+        "scored; ties go to the option named first; every sample is stored (docs/runs.md)",
+        decide_pair=consistency.decide_pair,
+        batchable=True,
+        argument="N",
+        bind=_consistency,
+        argument_label="Samples per half",
+        argument_range=(2, 5, consistency.MAX_SAMPLES),
     )
 )

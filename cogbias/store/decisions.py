@@ -9,6 +9,7 @@ from cogbias.core.records import Pair
 from cogbias.core.redact import redact_row, redactor
 from cogbias.store.connection import StoreBase, now
 
+_PROVIDER_JSON = ("control_samples", "treatment_samples")  # answers inside JSON lists
 _PROVIDER_TEXTS = (
     "error",
     "control_answer",
@@ -82,7 +83,10 @@ class DecisionsRepo(StoreBase):
             if rows:
                 self.db["decisions"].insert_all(
                     [
-                        {**r, **{k: clean(r.get(k)) for k in _PROVIDER_TEXTS}, "created_at": now()}
+                        {
+                            **redact_row(r, clean, _PROVIDER_TEXTS, _PROVIDER_JSON),
+                            "created_at": now(),
+                        }
                         for r in rows
                     ],
                     pk="id",

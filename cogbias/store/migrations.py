@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # The texts of a study turn (`study_calls`), every one redacted when stored (`store.turns`; a
 # self-help rewrite becomes the next prompt and its value): as texts, and JSON texts inside
@@ -298,6 +298,16 @@ def _schema_v10(db: sqlite_utils.Database) -> None:
                 )
 
 
+def _schema_v11(db: sqlite_utils.Database) -> None:
+    """`--scoring consistency:N`: every sample of each half beside the decision, whose
+    answer is the modal one (`cogbias.runs.consistency`: a JSON list; NULL otherwise).
+    Columns already there are kept (a file whose version was set back by hand)."""
+    have = db["decisions"].columns_dict
+    for column in ("control_samples", "treatment_samples"):
+        if column not in have:
+            db.execute(f"alter table decisions add column {column} text")
+
+
 def _chunks(items: list[Any], size: int = 200) -> Iterator[list[Any]]:
     """Lists of at most `size` items: SQLite binds at most 999 parameters a statement."""
     for start in range(0, len(items), size):
@@ -315,4 +325,5 @@ MIGRATIONS = {
     8: _schema_v8,
     9: _schema_v9,
     10: _schema_v10,
+    11: _schema_v11,
 }

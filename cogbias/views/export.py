@@ -15,16 +15,16 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from cogbias.core.outputs import check_output, replacing
-from cogbias.core.records import (
+from cogbias.core.export_columns import (
     INSTANCE_EXPORT_COLUMNS,
     PAIR_COLUMNS,
     TURN_COLUMNS,
-    Turn,
     half_fields,
     metric_fields,
     pair_record,
 )
+from cogbias.core.outputs import check_output, replacing
+from cogbias.core.records import Turn
 from cogbias.core.safetext import csv_cell
 from cogbias.runs import kinds
 from cogbias.store import Store

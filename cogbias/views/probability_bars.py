@@ -21,7 +21,7 @@ from cogbias.views.shown_pairs import ShownHalf, ShownPair
 
 def scoring_labels() -> dict[str, str]:
     """The scorers as the Run and Learn pages offer them (name -> label), default first."""
-    return {s.name: s.label for s in scorers.all_scorers()}
+    return {s.spelling: s.label for s in scorers.all_scorers()}
 
 
 @dataclass(frozen=True)

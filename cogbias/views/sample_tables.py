@@ -1,0 +1,79 @@
+"""What the pages show of a self-consistency pair (`--scoring consistency:N`): each half's
+samples as the model answered them, and how many named the modal option the score used.
+
+Only such pairs carry samples (`decisions.*_samples`); for the others every function here
+returns None, so a page can ask any pair. Stored samples are read defensively: a list that
+is not one, or a choice outside the options, is shown as no choice, never raised.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from cogbias.views.shown_pairs import ShownHalf
+
+ANSWER_SHOWN = 300  # characters of each sample's answer in the table (the export has all)
+
+
+def samples_of(half: ShownHalf, row: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The half's stored samples (dicts with "answer", "choice", "error"), or None."""
+    try:
+        data = json.loads(row.get(f"{half.name}_samples") or "null")
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(data, list) or not data:
+        return None
+    samples = [s for s in data if isinstance(s, dict)]
+    for s in samples:
+        choice = s.get("choice")
+        ok = isinstance(choice, int) and 0 <= choice < len(half.canonical_options)
+        s["choice"] = choice if ok else None
+    return samples or None
+
+
+def _named(half: ShownHalf, choice: int | None) -> str:
+    """The option as the model saw it ("Option 2: Keep it"), or what stands for none."""
+    if choice is None:
+        return "(no option)"
+    presented = half.order.index(choice) if choice in half.order else choice
+    return f"{half.mark(presented)}: {half.canonical_options[choice]}"
+
+
+def sample_table(half: ShownHalf, row: Mapping[str, Any]) -> pd.DataFrame | None:
+    """One line per sample: its number, the option it named, the start of its answer."""
+    samples = samples_of(half, row)
+    if samples is None:
+        return None
+    return pd.DataFrame(
+        {
+            "sample": range(1, len(samples) + 1),
+            "chose": [_named(half, s["choice"]) for s in samples],
+            "answer": [
+                str(s.get("answer") or s.get("error") or "")[:ANSWER_SHOWN] for s in samples
+            ],
+        }
+    )
+
+
+def tally_sentence(half: ShownHalf, row: Mapping[str, Any]) -> str | None:
+    """How the samples split and which option was scored (ties go to the first named)."""
+    samples = samples_of(half, row)
+    if samples is None:
+        return None
+    named = [s["choice"] for s in samples if s["choice"] is not None]
+    n = len(samples)
+    if not named or half.choice is None:
+        return f"None of the {n} samples named an option."
+    top = named.count(half.choice)
+    tie = sum(1 for c in set(named) if named.count(c) == top) > 1
+    said = (
+        f"{top} of {n} samples chose {_named(half, half.choice)}, the modal answer the score uses"
+    )
+    said += " (a tie, which goes to the option named first)" if tie else ""
+    if len(named) < n:
+        said += f"; {n - len(named)} named no option"
+    return said + "."
