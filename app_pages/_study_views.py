@@ -11,11 +11,12 @@ import streamlit as st
 
 from app_pages._common import attempt, db_path, db_version
 from app_pages._pair import long_text, safe_caption
-from cogbias.runs import study_results
+from cogbias.runs import study_references, study_results
 from cogbias.runs.study_plan import MITIGATION_ORDER
 from cogbias.store import Store
 from cogbias.studies.definitions import Study
-from cogbias.views import charts_studies, safe_text, study_views
+from cogbias.studies.references import load_references_report, reference_dirs
+from cogbias.views import charts_studies, references_view, safe_text, study_views
 from cogbias.views.export import export_bytes, frame_csv
 from cogbias.views.safe_text import escape_markdown
 
@@ -80,6 +81,95 @@ def results(run_id: str) -> None:
         mime="text/csv",
         key="study_download_turns",
         help="One row per model call, as `cogbias export --run RUN -o turns.csv` writes it.",
+    )
+    humans(run_id)
+
+
+def human_results(study_id: str) -> None:
+    """Before a run: the human results this study's tests will be shown beside."""
+    loaded = attempt("Reading the human reference results", load_references_report)
+    table = references_view.human_table(loaded[0], study_id) if loaded else None
+    if table is None or table.empty:
+        return
+    with st.expander(f"What people answered in the original experiments ({len(table)} rows)"):
+        st.dataframe(table, hide_index=True, width="stretch")
+        st.caption(
+            "Every result of a run of this study is shown beside these (docs/references.md)."
+        )
+
+
+def _references_stamp() -> tuple[tuple[str, float], ...]:
+    """Changes when a reference file is added, edited or removed (the comparison's cache key)."""
+    paths = [p for d in reference_dirs() if d.is_dir() for p in sorted(d.glob("*.toml"))[:1000]]
+    return tuple((str(p), p.stat().st_mtime) for p in paths if p.is_file())
+
+
+@st.cache_data(show_spinner="Comparing with the humans…", max_entries=16)
+def _compared(
+    path: str, version: tuple[float, ...], run_id: str, stamp: tuple[tuple[str, float], ...]
+) -> pd.DataFrame:
+    del stamp  # only the cache key: a changed reference file is read again
+    with Store(path) as own:  # cached work may run in any session's thread: its own connection
+        return study_references.comparison(own, run_id)
+
+
+def humans(run_id: str) -> None:
+    """The run's cells beside the original experiments' human results, where a test asks an
+    original's question: one cell at a time (chart and table), every cell in the download."""
+    path = str(db_path())
+    loaded = attempt("Reading the human reference results", load_references_report)
+    problems = loaded[1] if loaded else []
+    if problems:
+        st.warning(
+            f"{len(problems)} problem(s) in reference files; those files are left out. Fix or "
+            "remove them:"
+        )
+        st.code("\n".join(str(p) for p in problems[:20]), language=None)
+    frame = attempt(
+        "Comparing with the humans",
+        lambda: _compared(path, db_version(path), run_id, _references_stamp()),
+    )
+    if frame is None or frame.empty:
+        return
+    st.subheader("Beside the humans")
+    st.caption(
+        "What people answered in the original experiments, beside this run's answers to the "
+        "same question: the share choosing the option named (or the median of a number) per "
+        "condition, with 95% intervals (Wilson for shares), the difference model − humans and "
+        "Cohen's h (0.2 small, 0.5 medium, 0.8 large). An *effect* row is the first condition "
+        "minus the second, as the original reports it. Sources are listed below the table."
+    )
+    cells = list(dict.fromkeys(references_view.cell_label(r) for r in frame.itertuples()))
+    key = f"study_humans_cell:{run_id}"
+    _keep_valid(key, cells)
+    cell = st.selectbox("Cell", cells, key=key) if len(cells) > 1 else cells[0]
+    shown = frame[[references_view.cell_label(r) == cell for r in frame.itertuples()]]
+    chart = references_view.share_chart(shown)
+    if chart is not None:
+        st.altair_chart(chart)
+    st.dataframe(
+        references_view.shown_comparison(shown),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "Experiment": st.column_config.TextColumn(width="small"),
+            "Condition": st.column_config.TextColumn(width="medium"),
+        },
+    )
+    known = loaded[0] if loaded else {}
+    with st.expander("Sources of the human results"):
+        for ref_id, first in shown.groupby("reference", sort=False).first().iterrows():
+            st.text(f"{first['experiment']}: {first['citation']}")
+            reference = known.get(ref_id)
+            if reference is not None and (reference.participants or reference.checked):
+                safe_caption(f"{reference.participants} Checked: {reference.checked}".strip())
+    st.download_button(
+        "Download beside the humans (CSV)",
+        (frame_csv(frame) or "").encode("utf-8"),
+        file_name=f"{run_id}-humans.csv",
+        mime="text/csv",
+        key="study_download_humans",
+        help="Every cell, as `cogbias results run RUN --humans --format csv` writes it.",
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages import _delete, _effects, _import_sources, _pair, _progress
+from app_pages import _delete, _effects, _import_sources, _pair, _paper_models, _progress
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
@@ -48,7 +48,7 @@ UI_TERMS = (
     ("--name", "another dataset name"),
 )  # fmt: skip
 BROWSING = ("ds_bias", "ds_search", "ds_page", "ds_pick", "ds_pair")
-TABS = ["Imported", "Import", "Browse", "Run", "Export", "Analysis"]
+TABS = ["Imported", "Import", "Browse", "Run", "Export", "Analysis", "Reference results"]
 
 
 def _reset_browsing() -> None:
@@ -197,7 +197,8 @@ with tabs[0]:
         st.info(
             "No datasets yet. In the Import tab, fetch the paper's benchmark from the Hugging "
             "Face Hub, or import a published file or folder from this machine (the Malberg "
-            "results, the Mohr thesis' data, the token-bias items)."
+            "results, the Mohr thesis' data, the token-bias items). The seed papers' own model "
+            "results are built in: see the Reference results tab."
         )
     else:
         contents = store.dataset_contents()  # counted in each kind's own tables
@@ -470,3 +471,7 @@ with tabs[5]:
                 st.caption("None of these models has a capability score in the registry.")
             with st.expander("The numbers: mean, 95% CI, p-values, failures"):
                 st.dataframe(explore.numbers_table(summary), hide_index=True)
+
+# ------------------------------------------------------------------ reference results
+with tabs[6]:
+    _paper_models.browse()  # built in and cited: readable with no dataset imported

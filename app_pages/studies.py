@@ -7,7 +7,7 @@ mitigations × repeats (`cogbias.runs.study_plan`); it runs in its own process l
 
 import streamlit as st
 
-from app_pages import _pair, _study_views
+from app_pages import _pair, _paper_models, _study_views
 from app_pages._common import (
     RANDOM_MODEL,
     api_base_of,
@@ -38,8 +38,9 @@ RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
 st.title("Studies")
 st.caption(
     "Whole studies from the literature (BiasBuster's admissions tests, Mohr's eight classic "
-    "problems, or an imported thesis dataset), crossed with models, temperatures, prompt "
-    "variants and mitigations. The random baseline needs no key and finishes in seconds."
+    "problems, the classic experiments shown beside their human results, or an imported thesis "
+    "dataset), crossed with models, temperatures, prompt variants and mitigations. The random "
+    "baseline needs no key and finishes in seconds."
 )
 store = open_store_or_stop()
 infos = models()
@@ -108,6 +109,7 @@ def start_form() -> None:
     if study is None:
         return
     _pair.long_prose(f"{study.name}. {study.description}".strip(), caption=True)
+    _study_views.human_results(study.id)
     variants = list(study.variants) or ["default"]
     keep(f"study_tests:{name}", allowed=study.tests)
     keep(f"study_temperatures:{name}", allowed=study.temperatures)
@@ -316,6 +318,7 @@ if study_of_run is None:
 table_tab, chat_tab, selfhelp_tab = st.tabs(["Results", "Conversations", "Self-help rewrites"])
 with table_tab:
     _study_views.results(pick)
+    _paper_models.beside_study_run(pick, picked["study"])  # the paper's own models, if printed
 with chat_tab:
     _study_views.conversation_viewer(store, pick, study_of_run)
 with selfhelp_tab:

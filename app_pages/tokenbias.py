@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages import _paper_models
 from app_pages._common import attempt, db_path, keep, open_store_or_stop
 from cogbias.runs import executor, paired_plan
 from cogbias.runs.summaries import run_summaries
@@ -128,11 +129,13 @@ st.dataframe(
     },
 )
 
-bars, heat = st.tabs(["n12 vs n21", "Rejections"])
+bars, heat, paper = st.tabs(["n12 vs n21", "Rejections", "The paper's models"])
 with bars:
     st.altair_chart(charts_tokenbias.discordant_bars(table))
 with heat:
     st.altair_chart(charts_tokenbias.rejection_heatmap(table))
+with paper:
+    _paper_models.beside_tokenbias(table)  # Appendix D for the same hypotheses
 
 st.subheader("P and P′ side by side")
 a, b = st.columns(2)

@@ -178,7 +178,7 @@ def test_a_broken_study_file_leaves_the_other_studies_runnable(db: Path) -> None
     path = broken_study_file()
     at = open_page("studies")
     assert_clean(at)
-    assert at.selectbox(key="study_name").options == ["biasbuster", "mohr8"]
+    assert at.selectbox(key="study_name").options == ["biasbuster", "classics", "mohr8"]
     assert "No study can be loaded" not in texts(at)
     assert any("1 study file(s) have problems" in w.value for w in at.warning)
     assert f"{path}:2:9: this is not valid TOML" in at.code[0].value  # named, as text

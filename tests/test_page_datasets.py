@@ -84,7 +84,7 @@ def test_browse_run_results_analysis_and_export(db):
     assert len(at.dataframe) >= 4  # datasets, test cases, pairs, runs
     shown = texts(at)
     assert "Figure 7" in shown and "Figure 6" in shown and "Figure 5" in shown
-    assert len(at.get("vega_lite_chart")) == 3  # heatmap, dendrogram, bubbles
+    assert len(at.get("vega_lite_chart")) == 4  # heatmap, dendrogram, bubbles; Table 3
     at.selectbox(key="ds_bias").set_value("anchoring").run()
     assert set(at.dataframe[1].value["bias"]) == {"anchoring"}
     button(at, "Prepare the file").click().run()

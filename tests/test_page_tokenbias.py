@@ -44,7 +44,7 @@ def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(db):
     frame = at.dataframe[0].value
     assert len(frame) == 6 and set(frame["model"]) == {"random"}
     assert list(frame.columns[:6]) == ["hypothesis", "model", "prompting", "n", "n12", "n21"]
-    assert len(at.get("vega_lite_chart")) == 2  # bars and heatmap
+    assert len(at.get("vega_lite_chart")) == 3  # bars, heatmap, the paper's Appendix D
     # P and P' side by side, texts as plain text exactly as stored
     with Store(db) as store:
         first = store.pairs(bias=frame["hypothesis"].min(), model="random", dataset="tokenbias")[0]

@@ -30,8 +30,17 @@ def add_commands(commands: Any) -> None:
         _common_import_args(p, fmt.default_name)
         p.set_defaults(handler=functools.partial(_import, fmt))
 
-    p = commands.add_parser("datasets", help="list imported datasets")
+    p = commands.add_parser(
+        "datasets", help="list imported datasets and the built-in reference results"
+    )
     add_db(p)
+    p.add_argument(
+        "--reference",
+        metavar="ID",
+        help="print one built-in reference result (a seed paper's printed model results), "
+        "its citation first on stderr",
+    )
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.set_defaults(handler=_datasets)
 
     p = commands.add_parser("export", help="export pairs of a run or dataset (CSV, JSONL, Parquet)")
@@ -172,19 +181,33 @@ def _datasets(args: argparse.Namespace) -> int:
     from cogbias.cli.options import _table
     from cogbias.datasets.formats import holds
     from cogbias.store import Store
+    from cogbias.studies import paper_results
 
+    if args.reference:
+        result = paper_results.paper_result(args.reference)
+        print(f"{result.title}\nSource: {result.cited}", file=sys.stderr)
+        _print_frame(result.rows if args.format == "json" else result.printed(), args.format)
+        return 0
     with Store(args.db) as store:
         rows = store.datasets()
         contents = store.dataset_contents()
     if not rows:
         print("no datasets yet: import one with `cogbias import`", file=sys.stderr)
-        return 0
     for row in rows:
         meta = row["meta"]
         row["holds"] = holds(row["kind"], contents.get(row["name"], {}))  # each kind its units
         row["models"] = len(meta.get("models", []))
         row["biases"] = len(meta.get("biases", []))
-    _table(rows, ["name", "kind", "holds", "biases", "models", "imported_at", "source"])
+    if rows:
+        _table(rows, ["name", "kind", "holds", "biases", "models", "imported_at", "source"])
+        print()
+    print("built in, no import needed (`cogbias datasets --reference ID` prints one):")
+    references = [
+        {"name": r.id, "kind": "reference results", "holds": r.holds(), "study": r.study,
+         "source": r.source}
+        for r in paper_results.paper_results().values()
+    ]  # fmt: skip
+    _table(references, ["name", "kind", "holds", "study", "source"])
     return 0
 
 

@@ -64,7 +64,14 @@ _RUN_DEFAULTS: dict[str, Any] = dict(
     poll_seconds=30.0,
 )
 _RESULTS_DEFAULTS: dict[str, Any] = dict(
-    run=None, dataset=None, study=None, by=None, alpha=0.05, normal_above=24, format="table"
+    run=None,
+    dataset=None,
+    study=None,
+    by=None,
+    alpha=0.05,
+    normal_above=24,
+    format="table",
+    humans=False,
 )
 
 
@@ -298,6 +305,12 @@ def add_results(commands: Any) -> None:
         "--by",
         choices=["mitigation", "temperature", "variant", "model"],
         help="study runs: one column per mitigation, temperature, ...",
+    )
+    by.add_argument(
+        "--humans",
+        action="store_true",
+        help="study runs: only the cells beside the original experiments' human results "
+        "(share or median per condition, difference, Cohen's h, 95%% intervals, citation)",
     )
     parsers = {}
     p = modes.add_parser(

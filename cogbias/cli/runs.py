@@ -317,11 +317,11 @@ def _results(args: argparse.Namespace) -> int:
             args.study and not is_token_bias(args.study, store)
         ):
             return cli_studies.results(args, store)
-    if args.by:  # a paired run's table has no study dimensions to pivot on
+    if args.by or getattr(args, "humans", False):  # a paired run has no study dimensions
         what = f"run {args.run} is a paired run" if args.run else "these are paired runs"
+        flag = "--by pivots" if args.by else "--humans compares"
         raise ValueError(
-            f"--by pivots study runs; {what}: leave --by out "
-            "(see `cogbias results study NAME --by ...`)"
+            f"{flag} study runs; {what}: leave it out (see `cogbias results study NAME --by ...`)"
         )
     if args.study:
         from cogbias.cli.hypotheses import _study_results

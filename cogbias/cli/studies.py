@@ -130,6 +130,8 @@ def results(args: argparse.Namespace, store: Any) -> int:
                 file=sys.stderr,
             )
             return 0
+    if getattr(args, "humans", False):
+        return humans(args, store, run_ids)
     table = pd.concat([study_results.results(store, r) for r in run_ids], ignore_index=True)
     if args.format == "json":
         print(table.to_json(orient="records", indent=1))
@@ -144,6 +146,7 @@ def results(args: argparse.Namespace, store: Any) -> int:
         shown = study_results.pivot(table, args.by).round(4)
         print(f"headline value per test, one column per {args.by} (cogbias.runs.study_results):")
         print(shown_frame(shown).to_string())
+        print_humans(store, run_ids)
         return 0
     columns = ["test", "model", "temperature", "variant", "mitigation", "metric", "value", "n"]
     columns += ["a", "b", "neutral_share", "p_value", "degenerate", "unreadable", "failed"]
@@ -151,4 +154,59 @@ def results(args: argparse.Namespace, store: Any) -> int:
     if table["run_id"].nunique() > 1:  # several runs: each row says which run it is
         columns.insert(0, "run_id")
     print(shown_frame(table[columns].round(4)).to_string(index=False))
+    print_humans(store, run_ids)
+    return 0
+
+
+def comparisons(store: Any, run_ids: list[str]) -> Any:
+    """The runs' cells beside the original experiments' human results."""
+    import pandas as pd
+
+    from cogbias.runs import study_references
+
+    frames = [study_references.comparison(store, r) for r in run_ids]
+    return pd.concat([f for f in frames if not f.empty] or frames[:1], ignore_index=True)
+
+
+def print_humans(store: Any, run_ids: list[str]) -> None:
+    """Below a study run's figures: the humans of the original experiments beside the model,
+    where the study asks an original's question (nothing otherwise)."""
+    from cogbias.cli.terminal import shown_frame
+    from cogbias.studies.references import load_references_report
+    from cogbias.views import references_view
+
+    for problem in load_references_report()[1]:  # a broken file of the user's is named
+        print(f"note: reference file left out: {problem}", file=sys.stderr)
+    frame = comparisons(store, run_ids)
+    if frame.empty:
+        return
+    print()
+    print(
+        "beside the humans: the original experiments' results (share of the option named, or "
+        "the median), 95% intervals in brackets, Cohen's h of the model against the humans "
+        "(docs/references.md):"
+    )
+    print(shown_frame(references_view.shown_comparison(frame)).to_string(index=False))
+    print("sources:")
+    for line in references_view.citations(frame):
+        print(f"  {line}")
+
+
+def humans(args: argparse.Namespace, store: Any, run_ids: list[str]) -> int:
+    """`--humans`: only the comparison with the humans, as a table, CSV or JSON."""
+    from cogbias.views.export import frame_csv
+
+    frame = comparisons(store, run_ids)
+    if args.format == "json":
+        print(frame.to_json(orient="records", indent=1))
+    elif args.format == "csv":
+        frame_csv(frame, sys.stdout)
+    elif frame.empty:
+        print(
+            "no test of this study asks an original experiment's question, or no answers are "
+            "stored yet (references: docs/references.md)",
+            file=sys.stderr,
+        )
+    else:
+        print_humans(store, run_ids)
     return 0

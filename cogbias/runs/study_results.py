@@ -11,6 +11,7 @@ decisions of its units (the last attempt of each), scored by the test's metric
 | status_quo_share | the status-quo share minus 1/k |
 | primacy | the choice share of the first half of positions minus the second half |
 | anchoring_distance | the anchoring distance (with self-help: of the revised decisions) |
+| share | one condition: the target answer's share minus chance (1/number of choices) |
 
 `conversations` and `selfhelp_pairs` give the app its conversation and side-by-side views.
 """
@@ -37,6 +38,7 @@ HEADLINE = {
     "status_quo_share": "excess",
     "primacy": "difference",
     "anchoring_distance": "distance",
+    "share": "excess",
 }
 RESULT_COLUMNS = ["run_id", "study", "test", "bias", "metric", *DIMENSIONS, "value", "n"]
 RESULT_COLUMNS += ["unreadable", "failed", "change_rate", "degenerate"]
@@ -51,6 +53,7 @@ CONDITION_FIGURES = {
     "status_quo_share": ("share", "neutral_share"),
     "primacy": ("early", "late"),
     "anchoring_distance": ("admit_rate", None),
+    "share": ("share", None),
 }
 # How a headline value reads as "more biased": +1 when a larger value is more biased, -1
 # when a smaller one is (the anchoring distance is the decisions' independence from order).

@@ -41,6 +41,8 @@ METRICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "framing_difference": (("conditions",), ("admit_reject", "yes_no")),
     "group_attribution_difference": (("conditions",), ("admit_reject", "yes_no")),
     "cohens_d": (("conditions",), ("number", "letter", "yes_no", "admit_reject")),
+    # one condition (the Linda problem, the ski trip): the share of the target answer
+    "share": (("conditions",), ("letter", "yes_no", "admit_reject")),
     "status_quo_share": (("options",), ("letter",)),
     "primacy": (("options",), ("letter",)),
     "anchoring_distance": (("sequence",), ("admit_reject", "yes_no")),

@@ -5,7 +5,8 @@ A run collects, per test (× model × temperature × variant × mitigation), the
 a flat dict of named figures, ready to be stored as one result row:
 
 - conditions tests → Cohen's d (`d`, `bias_detected`, `capped`, group sizes) or a rate
-  difference (`a`, `b`, `delta`, `degenerate`);
+  difference (`a`, `b`, `delta`, `degenerate`); one condition: the target's share (`share`,
+  `excess` over chance);
 - options tests → status-quo share against 1/k or primacy (first vs second half);
 - sequence tests → the anchoring distance, and the self-help change rate when the model was
   allowed to revise its decisions.
@@ -27,6 +28,8 @@ def score_conditions(test: StudyTest, answers: Mapping[str, Sequence[Any]]) -> d
     """The metric of a two-condition test from each condition's parsed answer values."""
     if test.design != "conditions":
         raise ValueError(f"test '{test.id}' has design '{test.design}', not conditions")
+    if test.metric == "share":
+        return score_share(test, answers)
     names = [c.name for c in test.conditions]
     missing = [n for n in names if not answers.get(n)]
     if missing:
@@ -59,6 +62,25 @@ def score_conditions(test: StudyTest, answers: Mapping[str, Sequence[Any]]) -> d
         "n_a": len(first),
         "n_b": len(second),
         **rate_difference_interval(result.a, len(first), result.b, len(second)),
+    }
+
+
+def score_share(test: StudyTest, answers: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+    """A one-condition test (the Linda problem, the ski trip): the share of the target answer,
+    its excess over the share a blind guess gives (1/number of choices), with the Wald CI of
+    the excess and the z-test of the share against chance."""
+    condition = test.conditions[0].name
+    coded = [code_answer(test, v) for v in answers.get(condition, [])]
+    if not coded:
+        raise ValueError(f"test '{test.id}': no valid answers for condition '{condition}'")
+    chance = 1 / len(test.letters) if test.answer == "letter" else 0.5
+    share = sum(coded) / len(coded)
+    return {
+        "share": share,
+        "expected": chance,
+        "excess": share - chance,
+        "n": len(coded),
+        **share_interval(share, chance, len(coded)),
     }
 
 

@@ -90,6 +90,7 @@ _TEST = {
     "conditions": (dict, True),
     "examples": (dict, False),
 }
+METRIC_WORDS = {"cohens_d": "Cohen's d", "share": "a share"}
 _CONDITION = {"prompt": (str, True), "status_quo": (int, False), "status_quo_label": (str, False)}
 _EXAMPLES = {"contrastive": (str, False), "counterfactual": (str, False)}
 
@@ -250,7 +251,7 @@ def _test(
     if "min" in table and "max" in table and table["min"] > table["max"]:
         check.add((*path, "min"), f"min ({table['min']}) is greater than max ({table['max']})")
     target = table.get("target")
-    if metric == "cohens_d" and answer != "number":
+    if metric in ("cohens_d", "share") and answer != "number":
         choices = {
             "letter": list(letters),
             "yes_no": ["yes", "no"],
@@ -259,7 +260,8 @@ def _test(
         if target not in choices:
             check.add(
                 (*path, "target" if target else "metric"),
-                f"Cohen's d on {answer} answers needs target = one of {', '.join(choices)} (the answer coded 1)",
+                f"{METRIC_WORDS.get(metric, metric)} on {answer} answers needs target = one "
+                f"of {', '.join(choices)} (the answer coded 1)",
             )
     conditions = _conditions(table["conditions"], (*path, "conditions"), check)
     pairwise = ("framing_difference", "group_attribution_difference", "cohens_d")
@@ -267,6 +269,11 @@ def _test(
         check.add(
             (*path, "conditions"),
             f"metric '{metric}' compares exactly 2 conditions, found {len(conditions)}",
+        )
+    elif metric == "share" and len(conditions) != 1:
+        check.add(
+            (*path, "conditions"),
+            f"metric 'share' reads exactly 1 condition, found {len(conditions)}",
         )
     elif not table["conditions"]:
         check.add((*path, "conditions"), "a test needs at least one condition")
