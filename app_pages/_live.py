@@ -7,9 +7,9 @@ and costs nothing.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any
 
 from app_pages._common import api_base_of, get_store
+from cogbias.core.records import Decision
 from cogbias.library.testcases import TestCase
 from cogbias.llm import LLMClient
 from cogbias.llm.registry import ModelInfo
@@ -71,10 +71,10 @@ def decide(
     seed: int = 0,
     scoring: str = scorers.DEFAULT,
     temperature: float = 0.0,
-) -> dict[str, Any]:
+) -> Decision:
     """Both halves answered by `model` and scored by the scorer `scoring` (`runs.scorers`):
-    one decisions row (not saved to a run). With `scoring="probabilities"` the row carries
-    both halves' distributions. A model the scorer cannot use is refused by name
+    one decision (not saved to a run). With `scoring="probabilities"` it carries both
+    halves' distributions. A model the scorer cannot use is refused by name
     (ValueError)."""
     problem = scorers.refusal(
         scoring,

@@ -155,7 +155,8 @@ if held and held[0] == chosen:
     if isinstance(outcome, str):
         st.error(outcome, icon=":material/error:")
     else:
-        instance, row = outcome
+        instance, decision = outcome
+        row = decision.to_row()  # what the pair views read, as they read a stored pair
         pair = shown_pairs.shown_pair(instance.control, instance.treatment, row)
         html = highlight.filled_halves_html(case, instance)
         st.caption(

@@ -42,14 +42,14 @@ def make_results_db(
                 inst.scenario_id = scenario.id
                 instance_rows.append(inst.to_row())
                 for model in models:
-                    row = pipeline.run_sync(
+                    decision = pipeline.run_sync(
                         pipeline.decide_pair(
                             client, inst, "random", run_id=run_id, seed=models.index(model)
                         )
                     )
-                    row["model"] = model
-                    row["id"] = pipeline.stable_id("decision", run_id, inst.id, model)
-                    decision_rows.append(row)
+                    decision.model = model
+                    decision.id = pipeline.stable_id("decision", run_id, inst.id, model)
+                    decision_rows.append(decision)
         with store.atomic():
             store.save_instances(instance_rows)
             store.save_decisions(decision_rows)

@@ -1,7 +1,7 @@
 """The shape docs/architecture.md describes, held against the code.
 
 Imports point down the layers and never in a circle; no module is over 500 lines; only the
-store package speaks SQL; one function builds the LLM client. Each rule, broken, names the
+store package speaks SQL; one function builds the LLM client; decisions and turns travel as records. Each rule, broken, names the
 file and line that breaks it.
 """
 
@@ -165,3 +165,38 @@ def test_one_place_builds_the_llm_client() -> None:
         and getattr(node.func, "id", getattr(node.func, "attr", "")) == "LLMClient"
     ]
     assert not built, built
+
+
+# A decisions row spelled as a dict has these keys, a study turn these: outside the store a
+# decision is a `Decision` and a turn a `Turn` (records.py), so one row has one shape.
+ROW_SIGNATURES = {
+    "decision": {"instance_id", "control_choice"},
+    "turn": {"conversation", "turn", "role"},
+}
+POSITIONAL_ROW = 20  # a tuple literal this long is a row spelled by position
+
+
+def _literal_keys(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Dict):
+        return {
+            k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        }
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "dict":
+        return {k.arg for k in node.keywords if k.arg}
+    return set()
+
+
+def test_decisions_and_turns_travel_as_records_outside_the_store() -> None:
+    store = ROOT / "cogbias" / "store"
+    found = []
+    for path in sources():
+        if store in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+            keys = _literal_keys(node)
+            found += [f"{where}: a {kind} row built as a dict" for kind, signature
+                      in ROW_SIGNATURES.items() if signature <= keys]  # fmt: skip
+            if isinstance(node, ast.Tuple) and len(node.elts) >= POSITIONAL_ROW:
+                found.append(f"{where}: a row of {len(node.elts)} values by position")
+    assert not found, "\n".join(found)

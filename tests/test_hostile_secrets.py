@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from fake_llm_server import FakeLLMServer, _last_user_text, default_responder
 
+from cogbias.core.records import Turn
 from cogbias.core.redact import redactor, secret_values
 from cogbias.runs import executor, paired_plan
 from cogbias.runs.study_plan import StudySpec
@@ -218,8 +219,8 @@ def test_the_migration_without_the_key_in_the_environment_scrubs_what_it_can(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     db = tmp_path / "old.db"
     with Store(db) as store:
-        store.save_study_calls([{"id": "t1", "run_id": "r", "conversation": "c", "turn": 0,
-                                 "role": "rewrite", "test": "framing"}])  # fmt: skip
+        store.save_study_calls([Turn(id="t1", run_id="r", conversation="c", turn=0,
+                                     role="rewrite", test="framing")])  # fmt: skip
     echoed = f"plain {KEY} upper {KEY.upper()} reversed {KEY[::-1]}"
     conn = sqlite3.connect(db)
     with conn:

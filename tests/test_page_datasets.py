@@ -8,11 +8,13 @@ import json
 import os
 import re
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from cogbias.core.records import Decision
 from cogbias.datasets import import_hub, import_malberg
 from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
@@ -74,7 +76,7 @@ def test_browse_run_results_analysis_and_export(db):
         run = executor.execute(paired_plan.plan(spec, store), store)
         # a second, registered model: the same answers under another name and key
         copies = [
-            {**row, "id": row["id"] + "-gpt", "model": "openai/gpt-4o-2024-08-06"}
+            replace(Decision.from_row(row), id=row["id"] + "-gpt", model="openai/gpt-4o-2024-08-06")
             for row in store.query("select * from decisions where run_id = ?", (run["id"],))
         ]
         store.save_decisions(copies)

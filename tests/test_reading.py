@@ -216,7 +216,7 @@ def test_hard_cases_are_never_misread_whatever_the_extractor(extractor: str) -> 
                         client, _instance(name, options), "openai/decider", seed=seed,
                         extractor=extractor,
                     )
-                )  # fmt: skip
+                ).to_row()  # fmt: skip
                 order = json.loads(row["control_order"])
                 presented = [options[j] for j in order]
                 want = expected(presented)
@@ -270,7 +270,7 @@ def test_random_draws_independently_for_identical_questions() -> None:
 
     async def decide_all() -> list[dict[str, Any]]:
         return [
-            await pipeline.decide_pair(client, _identical(i), "random", run_id="run-x")
+            (await pipeline.decide_pair(client, _identical(i), "random", run_id="run-x")).to_row()
             for i in range(1000)
         ]
 
@@ -285,7 +285,7 @@ def test_random_draws_independently_for_identical_questions() -> None:
     assert len(client.asked) == 2000 and all(r.answer_space for r in client.asked)
     assert len({r.answer_space.seed for r in client.asked}) == 2000  # type: ignore[union-attr]
     again = pipeline.run_sync(pipeline.decide_pair(client, _identical(7), "random", run_id="run-x"))
-    assert again["control_choice"] == rows[7]["control_choice"]  # a resumed run draws the same
+    assert again.control_choice == rows[7]["control_choice"]  # a resumed run draws the same
 
 
 def test_random_repeats_of_one_pair_draw_independently() -> None:
@@ -294,7 +294,7 @@ def test_random_repeats_of_one_pair_draw_independently() -> None:
     async def repeats() -> list[dict[str, Any]]:
         instance = _identical(0, 2)
         return [
-            await pipeline.decide_pair(client, instance, "random", run_id="r", repeat=k)
+            (await pipeline.decide_pair(client, instance, "random", run_id="r", repeat=k)).to_row()
             for k in range(400)
         ]
 
@@ -304,10 +304,10 @@ def test_random_repeats_of_one_pair_draw_independently() -> None:
 
 def test_the_random_answer_is_the_one_its_space_draws() -> None:
     client = RecordingClient()
-    row = pipeline.run_sync(pipeline.decide_pair(client, _identical(3), "random", run_id="r"))
+    decision = pipeline.run_sync(pipeline.decide_pair(client, _identical(3), "random", run_id="r"))
     space = client.asked[0].answer_space
     assert space is not None
-    assert row["control_answer"] == random_answer(space)
+    assert decision.control_answer == random_answer(space)
 
 
 # --------------------------------------------------------------------------- --extractor
@@ -354,7 +354,9 @@ def test_random_in_probability_mode_is_uniform_and_draws_per_decision() -> None:
 
     async def decide_all() -> list[dict[str, Any]]:
         return [
-            await probabilities.decide_pair(client, _identical(i), "random", run_id="run-p")
+            (
+                await probabilities.decide_pair(client, _identical(i), "random", run_id="run-p")
+            ).to_row()
             for i in range(1000)
         ]
 

@@ -1,22 +1,24 @@
 import sqlite3
+from dataclasses import replace
 
 import pytest
 
 from cogbias import store as store_module
+from cogbias.core.records import Decision
 from cogbias.store import SCHEMA_VERSION, SchemaError, Store
 
 
-def decision(i: int, run: str = "r1", status: str = "ok") -> dict:
-    return {
-        "id": f"d{i}",
-        "run_id": run,
-        "instance_id": f"i{i}",
-        "test_case": "anchoring",
-        "model": "random",
-        "status": status,
-        "score": 0.5 if status == "ok" else None,
-        "error": None if status == "ok" else "no option",
-    }
+def decision(i: int, run: str = "r1", status: str = "ok") -> Decision:
+    return Decision(
+        id=f"d{i}",
+        run_id=run,
+        instance_id=f"i{i}",
+        test_case="anchoring",
+        model="random",
+        status=status,
+        score=0.5 if status == "ok" else None,
+        error=None if status == "ok" else "no option",
+    )
 
 
 def test_new_store_has_schema_wal_and_version(tmp_path):
@@ -58,11 +60,22 @@ def test_a_write_that_fails_midway_leaves_no_partial_rows(tmp_path):
 
 def test_a_failing_statement_inside_a_batch_rolls_back_the_batch(tmp_path):
     with Store(tmp_path / "x.db") as store:
-        bad = {**decision(2), "no_such_column": 1}
-        with pytest.raises(Exception):  # noqa: B017 - whatever sqlite raises
+        bad = replace(decision(2), control_order=[object()])  # cannot be written
+        with pytest.raises(TypeError):
             with store.atomic():
                 store.save_decisions([decision(1)])
                 store.save_decisions([bad])
+        assert store.counts()["decisions"] == 0
+
+
+def test_the_one_door_of_each_table_takes_its_records_only(tmp_path):
+    """A dict (or a tuple) would pass the record's codec by: refused, naming where."""
+    with Store(tmp_path / "x.db") as store:
+        as_dict = decision(2).to_row()
+        with pytest.raises(TypeError, match="Decision records only: item 1 is a dict"):
+            store.save_decisions([decision(1), as_dict])
+        with pytest.raises(TypeError, match="Turn records only: item 0 is a tuple"):
+            store.save_study_calls([("t1", "r1")])
         assert store.counts()["decisions"] == 0
 
 
@@ -84,7 +97,9 @@ def test_results_aggregate_mean_n_and_failures(tmp_path):
 def test_secrets_are_redacted_before_writing(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SENTINEL-0123456789")
     with Store(tmp_path / "x.db") as store:
-        row = {**decision(1, status="failed"), "error": "401: bad key sk-test-SENTINEL-0123456789"}
+        row = replace(
+            decision(1, status="failed"), error="401: bad key sk-test-SENTINEL-0123456789"
+        )
         store.save_decisions([row])
         stored = store.query("select error from decisions")[0]["error"]
         assert "SENTINEL" not in stored and "***" in stored

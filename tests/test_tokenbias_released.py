@@ -82,7 +82,7 @@ def _null_rejections(instances: list[Instance], alternatives: dict[str, str], se
 
     async def answer_all() -> list[dict]:
         return [
-            await decide_pair(client, i, "random", run_id=f"null-{seed}", seed=seed)
+            (await decide_pair(client, i, "random", run_id=f"null-{seed}", seed=seed)).to_row()
             for i in instances
         ]
 

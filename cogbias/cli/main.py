@@ -370,7 +370,7 @@ def _pair_scenario(
             client, instance, model, seed=args.seed, extractor=args.extractor,
             reading=args.reading, temperature=args.temperature,
         )  # fmt: skip
-        row = pipeline.run_sync(ask)
+        row = pipeline.run_sync(ask).to_row()
         print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
         for half in ("control", "treatment"):
             choice = row[f"{half}_choice"]

@@ -221,7 +221,7 @@ class Decision:
 
     `*_order` is the option order the model saw, `*_answer` its raw text, `*_extraction` how the
     answer was read and `*_choice` the chosen option (0-based, original order). The field
-    order is the column order of `DECISION_COLUMNS` (importers build tuples in it).
+    order is the column order of `DECISION_COLUMNS`.
     """
 
     id: str
@@ -358,13 +358,6 @@ class Turn:
 
 TURN_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Turn))
 
-
-_NOT_IMPORTED = ("failure_kind", "truncated", "cached", "cost_saved")
-_NOT_IMPORTED += ("control_distribution", "treatment_distribution", "control_samples")
-_NOT_IMPORTED += ("treatment_samples",)
-IMPORTED_DECISION_COLUMNS: tuple[str, ...] = tuple(
-    c for c in DECISION_COLUMNS if c not in _NOT_IMPORTED
-)
 
 # A study run's turns are exported under their field names but these (core/export_columns.py)
 TURN_EXPORT_NAMES = {"slot": "repeat", "ord": "order"}

@@ -21,7 +21,7 @@ from typing import Any
 from cogbias.core import metrics
 from cogbias.core.limits import MAX_NAME_CHARS, MAX_OPTION_CHARS
 from cogbias.core.metrics import MetricParams, param_problem
-from cogbias.core.records import Instance, decision_id, dumps, stable_id
+from cogbias.core.records import Decision, Instance, decision_id, dumps, stable_id
 from cogbias.core.redact import redact
 from cogbias.core.templates import Filled
 from cogbias.datasets import importing
@@ -277,7 +277,7 @@ def import_generic(
     answers = mapping.has("control_answer")
     seen: dict[str, tuple[str, int]] = {}  # instance id -> (content key, first row)
     repeats: dict[tuple[str, str], int] = {}
-    decisions: list[tuple[Any, ...]] = []
+    decisions: list[Decision] = []
 
     def instances() -> Iterator[tuple[Instance, bool]]:
         for row_number, line, record in read_table(path, list(mapping.columns.values()), progress):
@@ -344,7 +344,7 @@ def _instance(row: _Row, name: str) -> Instance:
 
 def _decision(
     row: _Row, instance: Instance, run_id: str, repeats: dict[tuple[str, str], int]
-) -> tuple[Any, ...]:
+) -> Decision:
     model = valid_name(row.text("model").strip(), "model", row.fail)
     n = instance.n_options
     control, treatment = _answer(row, "control", n), _answer(row, "treatment", n)
@@ -364,29 +364,23 @@ def _decision(
         error = "no answer" if status is not False else "failed (as published)"
     repeat = repeats.get((instance.id, model), 0)
     repeats[(instance.id, model)] = repeat + 1
-    return (
-        decision_id(run_id, instance.id, model, repeat, None),
-        run_id,
-        instance.id,
-        instance.test_case,
-        model,
-        None,
-        repeat,
-        0,
-        None,
-        None,
-        row.text("control_raw_answer") or None,
-        row.text("treatment_raw_answer") or None,
-        None,
-        None,
-        control,
-        treatment,
-        score,
-        "ok" if ok else "failed",
-        None if ok else error,
-        0,
-        0.0,
-        None,
+    return Decision(
+        id=decision_id(run_id, instance.id, model, repeat, None),
+        run_id=run_id,
+        instance_id=instance.id,
+        test_case=instance.test_case,
+        model=model,
+        repeat=repeat,
+        reversed=False,
+        control_answer=row.text("control_raw_answer") or None,
+        treatment_answer=row.text("treatment_raw_answer") or None,
+        control_choice=control,
+        treatment_choice=treatment,
+        score=score,
+        status="ok" if ok else "failed",
+        error=None if ok else error,
+        tokens=0,
+        cost=0.0,
     )
 
 

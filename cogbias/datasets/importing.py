@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core.limits import name_problem
-from cogbias.core.records import IMPORTED_DECISION_COLUMNS, INSTANCE_COLUMNS, Instance, cap_text
+from cogbias.core.records import INSTANCE_COLUMNS, Decision, Instance
 from cogbias.datasets.common import DatasetError, ImportSummary, chunked, file_digest
 from cogbias.store import Store, now
 
 BATCH = 2000
-# Published decisions carry no run-only columns (failure kind, cache flag, saved cost).
-DECISION_COLUMNS = IMPORTED_DECISION_COLUMNS
-_ANSWERS = tuple(DECISION_COLUMNS.index(c) for c in ("control_answer", "treatment_answer"))
 
 
 def import_run_id(dataset: str) -> str:
@@ -109,20 +106,12 @@ class Import:
             self.store.insert_rows("instances", INSTANCE_COLUMNS, rows)
             self.summary.instances += len(batch)
 
-    def add_decisions(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        """Decision tuples in DECISION_COLUMNS order (created_at may be None)."""
-        model_at = DECISION_COLUMNS.index("model")
-        created_at = DECISION_COLUMNS.index("created_at")
-        for batch in chunked(rows, BATCH * 5):
-            for row in batch:
-                self.models.add(row[model_at])
-            fixed = [
-                _capped(row if row[created_at] else (*row[:created_at], self.created_at))
-                for row in batch
-            ]
-            self.store.insert_rows(
-                "decisions", (*DECISION_COLUMNS, "truncated"), fixed, replace=True
-            )
+    def add_decisions(self, decisions: Iterable[Decision]) -> None:
+        """Published decisions, stamped with the import's time unless they carry their own;
+        through the store's one door (`save_decisions`: redacted, answers capped)."""
+        for batch in chunked(decisions, BATCH * 5):
+            self.models.update(d.model for d in batch)
+            self.store.save_decisions(batch, created_at=self.created_at)
             self.summary.decisions += len(batch)
 
     def finish(self, source: str, **meta: Any) -> None:
@@ -147,15 +136,6 @@ class Import:
                 **meta,
             },
         )
-
-
-def _capped(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The row with over-long published answers cut (see `records.MAX_ANSWER_CHARS`)."""
-    values, cut = list(row), False
-    for at in _ANSWERS:
-        values[at], was_cut = cap_text(values[at])
-        cut = cut or was_cut
-    return (*values, int(cut))
 
 
 def _digest_of(meta: str) -> str | None:

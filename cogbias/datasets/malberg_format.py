@@ -28,7 +28,7 @@ from typing import Any
 
 from cogbias.core.limits import MAX_NAME_CHARS, MAX_OPTION_CHARS, MAX_PROMPT_CHARS
 from cogbias.core.metrics import MetricParams, params_problem
-from cogbias.core.records import Instance, decision_id, dumps, stable_id
+from cogbias.core.records import Decision, Instance, decision_id, dumps, stable_id
 from cogbias.core.redact import redact
 from cogbias.core.templates import Filled
 from cogbias.datasets import importing
@@ -256,8 +256,8 @@ def read_decisions(
     cases: dict[str, _Case],
     progress: Progress | None = None,
     seen: FirstSeen | None = None,
-) -> Iterator[tuple[Any, ...]]:
-    """Decision tuples (importing.DECISION_COLUMNS order) of one model's results file."""
+) -> Iterator[Decision]:
+    """The published decisions of one model's results file."""
     csv_file = CsvFile(path, DECISION_REQUIRED, progress)
     run_id = importing.import_run_id(name)
     seen = seen or FirstSeen(len(cases))
@@ -324,29 +324,28 @@ def read_decisions(
             error = _redact(message) or "ERROR (no message published)"
         temperature = _optional_float(values.get("temperature", ""), file, row, line)
         control_order, treatment_order = orders
-        yield (
-            decision_id(run_id, case.instance_id, model, 0, temperature),
-            run_id,
-            case.instance_id,
-            case.bias,
-            model,
-            temperature,
-            0,
-            int(control_order[0] != sorted(control_order[0])) if control_order else 0,
-            control_order[1] if control_order else None,
-            treatment_order[1] if treatment_order else None,
-            values.get("control_answer"),
-            values.get("treatment_answer"),
-            _extraction(values, "control", fail),
-            _extraction(values, "treatment", fail),
-            choices[0],
-            choices[1],
-            score,
-            "ok" if status == "OK" else "failed",
-            error,
-            0,
-            0.0,
-            None,
+        yield Decision(
+            id=decision_id(run_id, case.instance_id, model, 0, temperature),
+            run_id=run_id,
+            instance_id=case.instance_id,
+            test_case=case.bias,
+            model=model,
+            temperature=temperature,
+            repeat=0,
+            reversed=bool(control_order) and control_order[0] != sorted(control_order[0]),
+            control_order=control_order[0] if control_order else None,
+            treatment_order=treatment_order[0] if treatment_order else None,
+            control_answer=values.get("control_answer"),
+            treatment_answer=values.get("treatment_answer"),
+            control_extraction=_extraction(values, "control", fail),
+            treatment_extraction=_extraction(values, "treatment", fail),
+            control_choice=choices[0],
+            treatment_choice=choices[1],
+            score=score,
+            status="ok" if status == "OK" else "failed",
+            error=error,
+            tokens=0,
+            cost=0.0,
         )
 
 

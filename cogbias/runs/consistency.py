@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from cogbias.core import metrics
 from cogbias.core.reading import READ_ANSWER
-from cogbias.core.records import Instance, cap_text, dumps
+from cogbias.core.records import Decision, Instance, cap_text, dumps
 from cogbias.core.templates import Filled
 from cogbias.runs import decide
 from cogbias.runs.prompting import BASELINE
@@ -141,9 +141,9 @@ async def decide_pair(
     reading: str = READ_ANSWER,
     *,
     samples: int = 1,
-) -> dict[str, Any]:
-    """Both halves sampled `samples` times and their modal answers scored: one decisions
-    row (the columns of `decide.decision_row`, plus `control_samples`, `treatment_samples`)."""
+) -> Decision:
+    """Both halves sampled `samples` times and their modal answers scored: one decision
+    (with its `control_samples` and `treatment_samples`)."""
     order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
     ask = dict(temperature=temperature, seed=seed, repeat=repeat, prompting=prompting)
     ask |= dict(extractor=extractor, reading=reading)
@@ -170,6 +170,6 @@ async def decide_pair(
         half_of(halves["treatment"]),
         prompting,
     )
-    for name, kept in halves.items():
-        row[f"{name}_samples"] = stored_samples(kept, repeat * samples)
+    row.control_samples = stored_samples(halves["control"], repeat * samples)
+    row.treatment_samples = stored_samples(halves["treatment"], repeat * samples)
     return row

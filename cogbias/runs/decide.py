@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from cogbias.core import metrics
 from cogbias.core.limits import extraction_input
@@ -21,7 +21,7 @@ from cogbias.core.reading import (
     read_extraction,
     read_option,
 )
-from cogbias.core.records import Instance, cap_text, decision_id, dumps, stable_id
+from cogbias.core.records import Decision, Instance, cap_text, decision_id, stable_id
 from cogbias.core.templates import (
     SECTIONS,
     Filled,
@@ -234,8 +234,8 @@ async def decide_pair(
     extractor: str | None = None,
     option_order: str = metrics.HALF_REVERSED,
     reading: str = READ_ANSWER,
-) -> dict[str, Any]:
-    """Answer both halves (same option order for both) and score: one decisions row.
+) -> Decision:
+    """Answer both halves (same option order for both) and score: one decision.
 
     `option_order` is the run's (`RunSpec.option_order`): the options as written, or reversed
     in a seeded half of the pairs. `reading` is the run's (`RunSpec.reading`): see
@@ -331,8 +331,8 @@ def failed_decision(
     error: str,
     failure_kind: str,
     prompting: str = BASELINE,
-) -> dict[str, Any]:
-    """A decisions row for a pair that could not be asked (e.g. its generation failed)."""
+) -> Decision:
+    """The decision of a pair that could not be asked (e.g. its generation failed)."""
     order = list(range(instance.n_options))
     failed = HalfResult(error=error, failure_kind=failure_kind)
     return decision_row(
@@ -355,11 +355,11 @@ def decision_row(
     t: HalfResult,
     prompting: str = BASELINE,
     score: Callable[[HalfResult, HalfResult], float | None] | None = None,
-) -> dict[str, Any]:
-    """One decisions row from both halves, whatever the scorer (`runs.scorers`): the pair
-    fails when a half failed, and is scored otherwise by `score(control, treatment)`
-    (default `choice_score`: the test case's metric on both choices). A scorer that stores
-    more of each half adds its own columns to the row it gets back."""
+) -> Decision:
+    """One decision from both halves, whatever the scorer (`runs.scorers`): the pair fails
+    when a half failed, and is scored otherwise by `score(control, treatment)` (default
+    `choice_score`: the test case's metric on both choices). A scorer that keeps more of each
+    half sets its own fields on the decision it gets back."""
     failed = [(name, h) for name, h in (("control", c), ("treatment", t)) if h.error]
     scored = None
     if not failed:
@@ -367,34 +367,33 @@ def decision_row(
     kinds = sorted((h.failure_kind or "invalid" for _, h in failed), key=KIND_RANK.__getitem__)
     control_answer, cut_c = cap_text(c.answer)
     treatment_answer, cut_t = cap_text(t.answer)
-    return {
-        "id": decision_id(run_id, instance.id, model, repeat, temperature, prompting),
-        "run_id": run_id,
-        "instance_id": instance.id,
-        "test_case": instance.test_case,
-        "model": model,
-        "temperature": temperature,
-        "repeat": repeat,
-        "reversed": int(list(order) != sorted(order)),
-        "control_order": dumps(list(order)),
-        "treatment_order": dumps(list(order)),
-        "control_answer": control_answer,
-        "treatment_answer": treatment_answer,
-        "control_extraction": c.extraction[:200],
-        "treatment_extraction": t.extraction[:200],
-        "control_choice": c.choice,
-        "treatment_choice": t.choice,
-        "score": scored,
-        "status": "failed" if failed else "ok",
-        "error": "; ".join(f"{name}: {h.error}" for name, h in failed) or None,
-        "failure_kind": kinds[0] if kinds else None,
-        "truncated": int(cut_c or cut_t),
-        "cached": int(c.cached and t.cached),
-        "tokens": c.tokens + t.tokens,
-        "cost": c.cost + t.cost,
-        "cost_saved": c.cost_saved + t.cost_saved,
-        "created_at": None,
-    }
+    return Decision(
+        id=decision_id(run_id, instance.id, model, repeat, temperature, prompting),
+        run_id=run_id,
+        instance_id=instance.id,
+        test_case=instance.test_case,
+        model=model,
+        temperature=temperature,
+        repeat=repeat,
+        reversed=list(order) != sorted(order),
+        control_order=list(order),
+        treatment_order=list(order),
+        control_answer=control_answer,
+        treatment_answer=treatment_answer,
+        control_extraction=c.extraction[:200],
+        treatment_extraction=t.extraction[:200],
+        control_choice=c.choice,
+        treatment_choice=t.choice,
+        score=scored,
+        status="failed" if failed else "ok",
+        error="; ".join(f"{name}: {h.error}" for name, h in failed) or None,
+        failure_kind=kinds[0] if kinds else None,
+        truncated=cut_c or cut_t,
+        cached=c.cached and t.cached,
+        tokens=c.tokens + t.tokens,
+        cost=c.cost + t.cost,
+        cost_saved=c.cost_saved + t.cost_saved,
+    )
 
 
 def choice_score(instance: Instance, c: HalfResult, t: HalfResult) -> float | None:

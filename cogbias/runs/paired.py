@@ -16,7 +16,7 @@ from typing import Any
 
 from cogbias.core import expressions, metrics, records
 from cogbias.core.metrics import MetricParams
-from cogbias.core.records import Instance
+from cogbias.core.records import Decision, Instance
 from cogbias.core.templates import Filled
 from cogbias.library import testcases as library
 from cogbias.runs import pipeline, scorers
@@ -80,7 +80,7 @@ class PairedKind:
         instances = await _instances(job)
         await _decisions(job, instances, retried)
 
-    def save(self, store: Store, rows: Mapping[str, list[dict[str, Any]]]) -> None:
+    def save(self, store: Store, rows: Mapping[str, list[Any]]) -> None:
         store.save_instances(rows.get("instances", []))
         store.save_decisions(rows.get("decisions", []))
 
@@ -261,11 +261,11 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
     await pool(decision_jobs(plan, instances, skip), decide, job.concurrency)
 
 
-def _add_decision(writer: Writer, retried: dict[str, str], row: dict[str, Any]) -> None:
+def _add_decision(writer: Writer, retried: dict[str, str], decision: Decision) -> None:
     """Count a finished pair (a retried one replaces its failure) and hand it to the writer."""
-    if retried.pop(row["id"], None) is None:
+    if retried.pop(decision.id, None) is None:
         writer.run["done"] += 1
     else:
         writer.run["failed"] -= 1
-    writer.run["failed"] += row["status"] == "failed"
-    writer.add("decisions", row)
+    writer.run["failed"] += decision.status == "failed"
+    writer.add("decisions", decision)

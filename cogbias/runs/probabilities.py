@@ -17,12 +17,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cogbias.core import metrics
 from cogbias.core import probabilities as probs
 from cogbias.core.reading import READ_ANSWER
-from cogbias.core.records import Instance
+from cogbias.core.records import Decision, Instance
 from cogbias.core.templates import Filled
 from cogbias.llm import logprobs, random_provider
 from cogbias.llm.profiles import resolve
@@ -180,9 +180,9 @@ async def decide_pair(
     extractor: str | None = None,
     option_order: str = metrics.HALF_REVERSED,
     reading: str = READ_ANSWER,
-) -> dict[str, Any]:
-    """Both halves' distributions and the expected score: one decisions row (the columns of
-    `decide.decision_row`, plus `control_distribution` and `treatment_distribution`).
+) -> Decision:
+    """Both halves' distributions and the expected score: one decision (with its
+    `control_distribution` and `treatment_distribution`).
     `extractor` and `reading` are taken for the scorers' common signature and unused:
     nothing is extracted here."""
     order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
@@ -228,6 +228,6 @@ async def decide_pair(
         prompting,
         score=expected,
     )
-    row["control_distribution"] = control.to_json() if control else None
-    row["treatment_distribution"] = treatment.to_json() if treatment else None
+    row.control_distribution = control.to_json() if control else None
+    row.treatment_distribution = treatment.to_json() if treatment else None
     return row

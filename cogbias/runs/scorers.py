@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cogbias.core import metrics
 from cogbias.core.reading import READ_ANSWER
@@ -23,7 +23,7 @@ from cogbias.runs import consistency, decide, probabilities
 from cogbias.runs.prompting import BASELINE
 
 if TYPE_CHECKING:
-    from cogbias.core.records import Instance
+    from cogbias.core.records import Decision, Instance
     from cogbias.llm import LLMClient
 
 CHOICE = "choice"  # the names of the built-in scorers, as stored in specs
@@ -52,7 +52,7 @@ class DecidePair(Protocol):
         extractor: str | None = None,
         option_order: str = metrics.HALF_REVERSED,
         reading: str = READ_ANSWER,
-    ) -> Awaitable[dict[str, Any]]: ...
+    ) -> Awaitable[Decision]: ...
 
 
 # Why a run's models (with its api_base), prompting method and test cases (name -> number of

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cogbias.core import records
+from cogbias.core.records import Turn
 from cogbias.core.redact import redactor
 from cogbias.llm.profiles import resolve as resolve_model
 from cogbias.runs import study_plan
@@ -73,7 +74,7 @@ class StudyKind:
         conversations = _Conversations(job.plan, job.client, job.writer, stored)
         await pool(iter(job.plan.units), conversations.unit, job.concurrency)
 
-    def save(self, store: Store, rows: Mapping[str, list[dict[str, Any]]]) -> None:
+    def save(self, store: Store, rows: Mapping[str, list[Any]]) -> None:
         store.save_study_calls(rows.get("study_calls", []))
 
     def incomplete(self, job: Job) -> str | None:
@@ -99,16 +100,17 @@ def create(plan: StudyPlan, store: Store, name: str = "") -> str:
     return spec.run_id
 
 
-def stored_turns(store: Store, run_id: str, retry_failed: bool) -> dict[str, dict[int, dict]]:
-    """The turns a resumed run keeps, by conversation and turn. Turns that failed on a
-    transient error are asked again; with `retry_failed`, every failed turn is."""
-    kept: dict[str, dict[int, dict]] = {}
-    for row in store.turn_values(
-        run_id, ["conversation", "turn", "status", "failure_kind", "response"]
-    ):
-        if row["status"] == "failed" and (retry_failed or row["failure_kind"] == "transient"):
+def stored_turns(store: Store, run_id: str, retry_failed: bool) -> dict[str, dict[int, Turn]]:
+    """The turns a resumed run keeps (what a resume reads of them), by conversation and turn.
+    Turns that failed on a transient error are asked again; with `retry_failed`, every
+    failed turn is."""
+    kept: dict[str, dict[int, Turn]] = {}
+    columns = ["id", "run_id", "conversation", "turn", "role", "test", "status"]
+    for row in store.turn_values(run_id, [*columns, "failure_kind", "response"]):
+        turn = Turn.from_row(row)
+        if turn.status == "failed" and (retry_failed or turn.failure_kind == "transient"):
             continue
-        kept.setdefault(row["conversation"], {})[row["turn"]] = row
+        kept.setdefault(turn.conversation, {})[turn.turn] = turn
     return kept
 
 
@@ -120,7 +122,7 @@ class _Conversations:
         plan: StudyPlan,
         client: Any,
         writer: Writer,
-        stored: dict[str, dict[int, dict]],
+        stored: dict[str, dict[int, Turn]],
     ) -> None:
         self.plan, self.study, self.spec = plan, plan.study, plan.spec
         self.client, self.writer, self.stored = client, writer, stored
@@ -156,16 +158,16 @@ class _Conversations:
                 row = rows.get(0) or await self._ask(
                     unit, test, script, conversation, attempt, 0, "rewrite", [script.rewrite]
                 )
-                if row["status"] == "failed":
+                if row.status == "failed":
                     return False
-                if row["status"] != "ok":
+                if row.status != "ok":
                     continue
-                asked, turn = rewritten(row["response"]), 1
+                asked, turn = rewritten(row.response or ""), 1
             row = rows.get(turn) or await self._ask(
                 unit, test, script, conversation, attempt, turn, "decide", [asked]
             )
-            if row["status"] in ("ok", "failed"):
-                return row["status"] == "ok"
+            if row.status in ("ok", "failed"):
+                return row.status == "ok"
         return False
 
     async def _sequence(self, unit: Unit, test: StudyTest, script: Script) -> bool:
@@ -181,16 +183,16 @@ class _Conversations:
             row = rows.get(turn) or await self._ask(
                 unit, test, script, conversation, 0, turn, role, said
             )
-            if row["status"] == "failed":
+            if row.status == "failed":
                 return False
             # An empty answer goes back as a visible mark: providers refuse empty turns.
-            said.append(row["response"] or NO_ANSWER)
+            said.append(row.response or NO_ANSWER)
         return True
 
     def _invalid(self, unit: Unit, test: StudyTest, error: str) -> None:
         conversation = unit.conversation(self.run_id)
         row = self._row(unit, test, Script([], ""), conversation, 0, 0, "decide", "")
-        row.update(status="failed", error=error, failure_kind="invalid")
+        row.status, row.error, row.failure_kind = "failed", error, "invalid"
         self.writer.add("study_calls", row)
         self.writer.run["done"] += 1
         self.writer.run["failed"] += 1
@@ -205,37 +207,31 @@ class _Conversations:
         turn: int,
         role: str,
         prompt: str,
-    ) -> dict[str, Any]:
+    ) -> Turn:
         """A turn's record before it is asked."""
-        return {
-            "id": records.stable_id(conversation, turn),
-            "run_id": self.run_id,
-            "conversation": conversation,
-            "turn": turn,
-            "role": role,
-            "test": unit.test,
-            "bias": test.bias,
-            "condition": unit.condition,
-            "model": unit.model,
-            "temperature": unit.temperature,
-            "variant": unit.variant,
-            "mitigation": unit.mitigation,
-            "slot": unit.slot,
-            "ord": unit.order,
-            "attempt": attempt,
-            "presented": json.dumps(script.order),
-            "status_quo_at": script.status_quo_at,
-            "prompt": prompt,
-            "original": script.original
-            if role == "decide" and (turn == 0 or script.rewrite is not None)
-            else None,
-            "response": None,
-            "value": None,
-            "status": "ok",
-            "error": None,
-            "failure_kind": None,
-            "cache_key": None,
-        }
+        first_decision = role == "decide" and (turn == 0 or script.rewrite is not None)
+        return Turn(
+            id=records.stable_id(conversation, turn),
+            run_id=self.run_id,
+            conversation=conversation,
+            turn=turn,
+            role=role,
+            test=unit.test,
+            bias=test.bias,
+            condition=unit.condition,
+            model=unit.model,
+            temperature=unit.temperature,
+            variant=unit.variant,
+            mitigation=unit.mitigation,
+            slot=unit.slot,
+            ord=unit.order,
+            attempt=attempt,
+            presented=json.dumps(script.order),
+            status_quo_at=script.status_quo_at,
+            prompt=prompt,
+            original=script.original if first_decision else None,
+            status="ok",
+        )
 
     async def _ask(
         self,
@@ -247,7 +243,7 @@ class _Conversations:
         turn: int,
         role: str,
         said: list[str],
-    ) -> dict[str, Any]:
+    ) -> Turn:
         """Ask one turn (`said` alternates user and assistant texts, ending with the user's)
         and record it: read, unreadable, or failed with the failure's kind."""
         from cogbias.llm import FatalLLMError, LLMError, LLMRequest
@@ -276,13 +272,13 @@ class _Conversations:
         except LLMError as exc:
             # an empty answer is an answer that cannot be read: asked again like one
             status = "unparseable" if exc.failure_kind == "unparseable" else "failed"
-            row.update(status=status, error=str(exc), failure_kind=exc.failure_kind)
+            row.status, row.error, row.failure_kind = status, str(exc), exc.failure_kind
             self.writer.add("study_calls", row)
             return row
         # Redacted before anything reads it: a rewrite becomes the next prompt and its value,
         # an answer the next turns' history, as they are stored (and as a resume reads them).
-        text, row["cache_key"] = self.clean(response.text) or "", response.key or None
-        row["response"] = records.cap_text(text)[0]
+        text, row.cache_key = self.clean(response.text) or "", response.key or None
+        row.response = records.cap_text(text)[0]
         _read(test, role, text, row)
         self.writer.add("study_calls", row)
         return row

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from cogbias.core.answers import Answer
+from cogbias.core.records import Turn
 from cogbias.llm.random_provider import AnswerSpace
 from cogbias.runs.study_plan import REWRITE_MARKER, REWRITE_TOKENS, Script, rewritten
 from cogbias.studies.definitions import MAX_NUMBER, StudyTest
@@ -37,8 +37,8 @@ def answer_grammar(test: StudyTest, role: str) -> str | None:
     return "root ::= " + one
 
 
-def _read(test: StudyTest, role: str, text: str, row: dict[str, Any]) -> None:
-    """Read a turn's answer into the row (value, or status 'unparseable' with the reason).
+def _read(test: StudyTest, role: str, text: str, turn: Turn) -> None:
+    """Read a turn's answer into it (value, or status 'unparseable' with the reason).
     An answer that raises while it is read (one no reader foresaw) is unparseable too: that
     turn fails, never the run."""
     try:
@@ -48,9 +48,9 @@ def _read(test: StudyTest, role: str, text: str, row: dict[str, Any]) -> None:
         why = f"the answer could not be read ({type(exc).__name__}: {str(exc)[:200]})"
         answer, value = Answer(text, error=why), None
     if value is not None:
-        row["value"] = value
+        turn.value = value
     else:
-        row.update(status="unparseable", error=answer.error, failure_kind="unparseable")
+        turn.status, turn.error, turn.failure_kind = "unparseable", answer.error, "unparseable"
 
 
 def _answer(test: StudyTest, role: str, text: str) -> Answer:

@@ -48,12 +48,12 @@ class Writer:
         caches: list[BufferedCache],
         clients: list[LLMClient],
         progress: Progress | None,
-        save: Callable[[Store, dict[str, list[dict[str, Any]]]], None],
+        save: Callable[[Store, dict[str, list[Any]]], None],
     ) -> None:
         self.store, self.run, self.owner = store, run, owner
         self.caches, self.clients, self.progress = caches, clients, progress
         self.save = save
-        self.rows: dict[str, list[dict[str, Any]]] = {}
+        self.rows: dict[str, list[Any]] = {}
         self.stop_reason: str | None = None  # "cancel" | "lease" | "error"
         self.error: str | None = None
         self.last = time.monotonic()
@@ -61,8 +61,9 @@ class Writer:
         self.db_wait_since: float | None = None
         self.on_stop: Callable[[], None] = lambda: None
 
-    def add(self, table: str, row: dict[str, Any]) -> None:
-        """A finished row, committed with the next flush.
+    def add(self, table: str, row: Any) -> None:
+        """A finished row of `table` (its record: a `Decision`, a `Turn`), committed with the
+        next flush.
 
         Once the run is stopping (the store failed, a cancel, the lease lost) the row is kept
         for the last commit and the caller's work is stopped here: answers read from the cache
@@ -239,8 +240,8 @@ class RunKind(Protocol):
     async def work(self, job: Job) -> None:
         """Ask every unit not yet stored; hand the rows to `job.writer`."""
 
-    def save(self, store: Store, rows: Mapping[str, list[dict[str, Any]]]) -> None:
-        """Store a batch of rows (by table), inside the writer's transaction."""
+    def save(self, store: Store, rows: Mapping[str, list[Any]]) -> None:
+        """Store a batch of records (by table), inside the writer's transaction."""
 
     def incomplete(self, job: Job) -> str | None:
         """Why a run whose work finished is not done (transient failures left), or None."""

@@ -62,6 +62,16 @@ def parse_time(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
+def record_rows(records: Sequence[Any], kind: type) -> list[dict[str, Any]]:
+    """The stored rows of `records` (their `to_row()`), refusing anything but `kind` records:
+    a dict or a tuple would pass the record's codec by (its types, its field names), which is
+    how one row came to have three shapes. TypeError names the first stranger and where."""
+    for at, record in enumerate(records):
+        if not isinstance(record, kind):
+            raise TypeError(f"{kind.__name__} records only: item {at} is a {type(record).__name__}")
+    return [record.to_row() for record in records]
+
+
 class StoreBase:
     """A cogbias database file. Cheap to open; safe to use from one thread at a time.
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from cogbias.core.records import Pair
+from cogbias.core.records import DECISION_COLUMNS, Decision, Pair, cap_text
 from cogbias.core.redact import redact_row, redactor
-from cogbias.store.connection import StoreBase, now
+from cogbias.store.connection import StoreBase, now, record_rows
 
 _PROVIDER_JSON = ("control_samples", "treatment_samples")  # answers inside JSON lists
 _PROVIDER_TEXTS = (
@@ -73,25 +73,30 @@ class DecisionsRepo(StoreBase):
                     ignore=True,
                 )
 
-    def save_decisions(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Upsert decisions by id: a resumed run fills the gaps and never duplicates.
+    def save_decisions(self, decisions: Sequence[Decision], created_at: str | None = None) -> None:
+        """Upsert decisions by id: the one door of `decisions`, for runs and importers alike
+        (a resumed run fills the gaps and never duplicates; a replaced import rewrites).
 
-        Texts that came from a provider are redacted too: a careless endpoint may echo a key.
-        """
-        clean = redactor()
+        Only `Decision` records pass (TypeError otherwise). Every text that came from a model
+        or a file is redacted here, whoever wrote it: a careless endpoint may echo a key, a
+        published file may hold one; answers are capped (`records.cap_text`, marked
+        `truncated`). A decision without a `created_at` is stamped `created_at` or now."""
+        rows = record_rows(decisions, Decision)
+        if not rows:
+            return
+        clean, stamp = redactor(), created_at or now()
+        for row in rows:
+            row.update(redact_row(row, clean, _PROVIDER_TEXTS, _PROVIDER_JSON))
+            for half in ("control_answer", "treatment_answer"):
+                row[half], cut = cap_text(row[half])
+                row["truncated"] = int(bool(row["truncated"]) or cut)
+            row["created_at"] = row["created_at"] or stamp
+        sql = (
+            f"insert or replace into decisions ({', '.join(DECISION_COLUMNS)}) "
+            f"values ({', '.join('?' * len(DECISION_COLUMNS))})"
+        )
         with self.atomic():
-            if rows:
-                self.db["decisions"].insert_all(
-                    [
-                        {
-                            **redact_row(r, clean, _PROVIDER_TEXTS, _PROVIDER_JSON),
-                            "created_at": now(),
-                        }
-                        for r in rows
-                    ],
-                    pk="id",
-                    replace=True,
-                )
+            self.db.conn.executemany(sql, [tuple(r.values()) for r in rows])
 
     def forget_failed_instances(self, ids: Sequence[str]) -> None:
         """Delete failed instances among `ids`, so that a retry generates them afresh."""

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from cogbias.core.records import TURN_FIELDS, Turn
 from cogbias.core.redact import redact_row, redactor
-from cogbias.store.connection import StoreBase, now
+from cogbias.store.connection import StoreBase, now, record_rows
 from cogbias.store.migrations import TURN_JSON, TURN_TEXTS
 
 
 class TurnsRepo(StoreBase):
     """`study_calls` and `study_sources`."""
 
-    def save_study_calls(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Turns of study conversations; a turn asked again replaces its earlier row.
-        Every text is redacted (`TURN_TEXTS`, `TURN_JSON`), as in `save_decisions`: a
-        provider's answer becomes the next turn's prompt and its value (a self-help rewrite)."""
+    def save_study_calls(self, turns: Sequence[Turn]) -> None:
+        """Turns of study conversations, the one door of `study_calls`; a turn asked again
+        replaces its earlier row. Only `Turn` records pass (TypeError otherwise), and every
+        text is redacted (`TURN_TEXTS`, `TURN_JSON`), as in `save_decisions`: a provider's
+        answer becomes the next turn's prompt and its value (a self-help rewrite)."""
+        rows = record_rows(turns, Turn)
         if rows:
             clean, stamp = redactor(), now()
             self.db["study_calls"].insert_all(
