@@ -8,7 +8,7 @@ and what to do, never a traceback.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,11 +16,11 @@ import pandas as pd
 import streamlit as st
 
 from cogbias.core.redact import redact
+from cogbias.core.run_record import Run
 from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError, TestCase
 from cogbias.llm import registry
 from cogbias.llm.registry import ModelInfo
-from cogbias.runs import kinds
 from cogbias.store import SchemaError, Store, default_path
 from cogbias.views import safe_text
 
@@ -233,6 +233,31 @@ def run_option(run: dict[str, Any]) -> str:
     return " · ".join(str(p) for p in parts if p)
 
 
+def pick_run(
+    label: str,
+    runs: dict[str, dict[str, Any]],
+    key: str,
+    default: str,
+    columns: list[str],
+    column_config: dict[str, Any] | None = None,
+) -> tuple[str, bool]:
+    """`columns` of `runs` as a table, and the id picked below it in the select box `key`,
+    with whether the run picked before was deleted elsewhere since the page was drawn (said
+    above the box by `chosen_gone`; the page then acts on no click of this run)."""
+    st.dataframe(
+        runs_table(runs.values(), columns),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "created_at": st.column_config.TextColumn("created"),
+            **(column_config or {}),
+        },
+    )
+    gone = chosen_gone(key, runs, "Run", default)
+    pick = st.selectbox(label, list(runs), format_func=lambda r: run_option(runs[r]), key=key)
+    return pick, gone
+
+
 def share_local_server() -> None:
     """Let worker processes reuse this process's local model server, if one is running:
     two llama.cpp servers competing for two cores are each many times slower than one."""
@@ -254,42 +279,45 @@ def load_secrets_into_env() -> None:
             os.environ.setdefault(name, value)
 
 
-def result_sources(store: Store) -> tuple[list[str], Callable[[str], str]]:
+def result_sources(
+    runs: Sequence[Run], datasets: Iterable[Mapping[str, Any]]
+) -> tuple[list[str], Callable[[str], str]]:
     """What paired results can be shown: "all", each paired run ("run:ID") and each dataset
-    ("dataset:NAME"), with a label function for a selectbox."""
-    runs = {r["id"]: r for r in store.runs() if kinds.kind_of(r["spec"]).results == "decisions"}
+    ("dataset:NAME"), with a label function for a selectbox; of `runs` (`kinds.records`) and
+    `datasets` (`Store.datasets`) as the page read them, once per rerun."""
+    paired = {r.id: r for r in runs if r.kind and r.kind.results == "decisions"}
     from cogbias.datasets.formats import results_page
 
-    datasets = [d["name"] for d in store.datasets() if results_page(d["kind"]) == "explore"]
-    sources = ["all"] + [f"run:{r}" for r in runs] + [f"dataset:{d}" for d in datasets]
+    names = [d["name"] for d in datasets if results_page(d["kind"]) == "explore"]
+    sources = ["all"] + [f"run:{r}" for r in paired] + [f"dataset:{d}" for d in names]
 
     def label(source: str) -> str:
         if source == "all":
             return "All results in this database"
         kind, _, name = source.partition(":")
         # options are plain text: a Markdown-escaped label would show its backslashes
-        return f"Run {run_option(runs[name])}" if kind == "run" else f"Dataset {name}"
+        return f"Run {run_option(vars(paired[name]))}" if kind == "run" else f"Dataset {name}"
 
     return sources, label
 
 
-def other_pages_datasets(store: Store) -> list[str]:
-    """Datasets whose results another page shows, each with where to find them."""
+def other_pages_datasets(datasets: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Datasets (`Store.datasets`) whose results another page shows, each with where."""
     from cogbias.datasets.formats import results_page
 
     pages = {"datasets": "the Datasets page (effect sizes)", "tokenbias": "the Token bias page"}
     return [
         f"{d['name']} is on {pages[page]}"
-        for d in store.datasets()
+        for d in datasets
         if (page := results_page(d["kind"])) in pages
     ]
 
 
-def studies_link(store: Store) -> None:
-    """Point at the Studies page when the database holds study runs: their results are
-    pivoted there (by mitigation, temperature, prompt variant or model), not in the paired
-    heatmaps."""
-    count = sum(kinds.kind_of(r["spec"]).results == "study_calls" for r in store.runs())
+def studies_link(runs: Sequence[Run]) -> None:
+    """Point at the Studies page when `runs` (`kinds.records`) hold study runs: their results
+    are pivoted there (by mitigation, temperature, prompt variant or model), not in the
+    paired heatmaps."""
+    count = sum(bool(r.kind and r.kind.results == "study_calls") for r in runs)
     if count:
         st.page_link(
             "app_pages/studies.py",

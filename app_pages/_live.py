@@ -85,6 +85,7 @@ def decide(
     )
     if problem:
         raise ValueError(problem)
-    ask = scorers.get(scoring).decide_pair
+    decide_pair = scorers.get(scoring).decide_pair
+    ask = pipeline.PairAsk(seed=seed, temperature=temperature)
     with _client(model, infos) as client:
-        return pipeline.run_sync(ask(client, instance, model, seed=seed, temperature=temperature))
+        return pipeline.run_sync(decide_pair(client, instance, model, ask))

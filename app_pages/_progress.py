@@ -11,30 +11,29 @@ from typing import Any
 
 import streamlit as st
 
-from cogbias.llm.costs import run_cost_text
-from cogbias.runs import kinds
+from cogbias.core.run_record import ACTIVE
 from cogbias.views import safe_text
 
-ACTIVE = ("planned", "running", "cancelling")
+__all__ = ["ACTIVE", "bars", "counted", "totals"]  # ACTIVE: the pages' name for it
 
 
 def counted(run: dict[str, Any]) -> str:
-    """What a run's counts count: pairs, or a study run's units."""
-    return kinds.kind_of(run.get("spec")).unit_name
+    """What a run's counts count (a `run_summaries` row says it): pairs, or a study's units."""
+    return str(run["unit"])
 
 
 def totals(run: dict[str, Any]) -> str:
     """Tokens, cost (with what the cache saved) and duration, in one line."""
     saved = run.get("cost_saved") or 0.0
     return (
-        f"{run['tokens'] or 0:,} tokens · cost {run_cost_text(run)}"
+        f"{run['tokens'] or 0:,} tokens · cost {run['cost_text']}"
         + (f" (${saved:.4f} saved by the cache)" if saved else "")
         + (f" · {run['duration_s']:.0f} s" if run.get("duration_s") is not None else "")
     )
 
 
 def bars(run: dict[str, Any], prefix: str = "") -> None:
-    """The run's bars and its failures line; `prefix` names the run in the bar's text where
+    """A `run_summaries` row's bars and its failures line; `prefix` names the run in the bar's text where
     a page shows several runs at once."""
     planned = max(run["planned"] or 0, 1)
     generated, to_generate = run.get("generated") or 0, run.get("to_generate") or 0

@@ -11,6 +11,7 @@ from app_pages._common import (
     test_cases,
 )
 from cogbias.core.redact import redactor
+from cogbias.runs import kinds
 from cogbias.studies import analysis
 from cogbias.views import charts, explore, pair_tables, safe_text, shown_pairs
 from cogbias.views.numbers import signed
@@ -23,7 +24,7 @@ st.caption(
     "and a Wilcoxon signed-rank test, Benjamini–Hochberg adjusted across biases."
 )
 store = open_store_or_stop()
-sources, source_label = result_sources(store)
+sources, source_label = result_sources(kinds.records(store), store.datasets())
 keep("cmp_source", allowed=sources)
 if st.session_state.get("cmp_source") not in sources:
     st.session_state["cmp_source"] = "all"

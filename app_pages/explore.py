@@ -19,7 +19,8 @@ from app_pages._common import (
 )
 from cogbias.core.export_columns import pair_record
 from cogbias.core.redact import redactor
-from cogbias.store import Store
+from cogbias.runs import kinds
+from cogbias.store import PairFilter, Store
 from cogbias.studies.analysis import CI_METHOD
 from cogbias.views import (
     charts_explore,
@@ -47,9 +48,11 @@ def summary(
         return explore.with_uniform_null(own, table, run_id=run_id, dataset=dataset)
 
 
-studies_link(store)
-sources, _source_label = result_sources(store)
-elsewhere = other_pages_datasets(store)
+# What the page shows is read once per rerun and passed down.
+runs, datasets = kinds.records(store), store.datasets()
+studies_link(runs)
+sources, _source_label = result_sources(runs, datasets)
+elsewhere = other_pages_datasets(datasets)
 if elsewhere:
     st.caption(
         "Not shown here, because this page's scores mean something else for them: "
@@ -135,7 +138,7 @@ event = st.altair_chart(
     selection_mode=[charts_explore.SELECTION],
 )
 st.caption(CAPTIONS[view])
-scored_by = probability_bars.heatmap_note(explore.runs_behind(store, run_id, dataset))
+scored_by = probability_bars.heatmap_note(explore.runs_behind(runs, datasets, run_id, dataset))
 if scored_by:
     st.caption(scored_by)
 st.caption(
@@ -214,7 +217,7 @@ if not cell.empty:
             else ", not significant after the BH correction over all cells"
         )
     )
-total = store.pair_count(bias, model, run_id, dataset, search or None)
+total = store.pair_count(PairFilter(bias, model, run_id, dataset, search or None))
 pages = max(1, -(-total // PAGE_SIZE))
 c1, c2 = st.columns([1, 3])
 page = int(c1.number_input("Page", 1, pages, key="explore_page") if pages > 1 else 1)

@@ -140,7 +140,9 @@ model = c1.selectbox(
 if c2.button("Decide", key="pv_decide") and not gone:
     with st.spinner(safe_text.escape_markdown(f"Asking {model} both versions…")):
         row = attempt(
-            "Asking the model", lambda: _live.decide(instance, model, infos), _live.FAILURE_HINT
+            "Asking the model",
+            lambda: _live.decide(instance, model, infos).to_row(),  # as a stored pair reads
+            _live.FAILURE_HINT,
         )
     if row is not None:
         st.session_state["pv_decision"] = (instance.id, model, row)

@@ -2,19 +2,20 @@
 
 A run executes in its own process (`python -m cogbias run`), so reloading the page or closing
 the browser does not stop it; this page only reads its progress from the database.
+The page is `main`, at the bottom: what to run, its plan, the run watched, the runs.
 """
 
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from app_pages import _progress
+from app_pages import _launch, _progress
 from app_pages._common import (
     RANDOM_MODEL,
-    api_base_of,
     case_label,
     chosen_gone,
     db_path,
@@ -25,20 +26,18 @@ from app_pages._common import (
     model_names,
     models,
     open_store_or_stop,
-    refuse_missing_keys,
+    pick_run,
     run_label,
-    run_option,
-    runs_table,
     scenarios,
     scoring_choice,
-    share_local_server,
     test_cases,
 )
+from cogbias.core import run_record
 from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.core.redact import redact
 from cogbias.library import examples
 from cogbias.llm.settings import check_api_base
-from cogbias.runs import executor, kinds, paired_plan, scorers
+from cogbias.runs import paired_plan, scorers
 from cogbias.runs.paired_plan import RunSpec
 from cogbias.runs.summaries import run_summaries
 from cogbias.store import Store, now
@@ -46,8 +45,18 @@ from cogbias.views.safe_text import escape_markdown
 
 ACTIVE = _progress.ACTIVE
 counted, totals = _progress.counted, _progress.totals
-RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
+RESUMABLE = run_record.RESUMABLE
 SELF_READER = ""  # the extractor choice "each decision model itself", as in the paper
+READING_LABELS = {
+    READ_ANSWER: "cogbias reads each answer",
+    READ_EXTRACTION: "an extraction call for every answer (the paper's)",
+}
+# What a run is set up with outlives a look at another page (the Models page, say).
+KEPT = (
+    "run_source run_all run_scenarios run_instances run_per_bias run_base run_custom_model "
+    "run_temperature run_repeats run_seed run_scoring run_scoring_argument run_reading"
+).split()
+
 st.title("Run a batch")
 st.page_link(
     "app_pages/studies.py",
@@ -61,54 +70,88 @@ infos = models()
 label = model_names(infos)
 ids = [m.id for m in infos]
 
+
 # ------------------------------------------------------------------ what to run
-datasets = [d["name"] for d in store.datasets()]
-generators = examples.generator_choices(ids)  # the default first
-# What a run is set up with outlives a look at another page (the Models page, say).
-keep(
-    "run_source",
-    "run_all",
-    "run_scenarios",
-    "run_instances",
-    "run_per_bias",
-    "run_base",
-    "run_custom_model",
-    "run_temperature",
-    "run_repeats",
-    "run_seed",
-    "run_scoring",
-    "run_scoring_argument",
-    "run_reading",
-)
-keep("run_biases", allowed=cases)
-keep("run_dataset", allowed=datasets)
-keep("run_models", allowed=ids)
-keep("run_generator", allowed=generators)
-keep("run_extractor", allowed=[SELF_READER, *ids])
-# A choice deleted elsewhere (another tab, the command line) since this page was drawn is
-# named, and the click that brought the news starts nothing.
-stale = any(
-    [
-        chosen_gone("run_biases", cases, "Test case"),
-        chosen_gone("run_dataset", datasets, "Dataset"),
-        chosen_gone("run_models", ids, "Model"),
-        chosen_gone("run_generator", generators, "Model"),
-        chosen_gone("run_extractor", [SELF_READER, *ids], "Model"),
-    ]
-)
-source = "library"
-if datasets:
-    source = st.radio(
-        "Instances from",
-        ["library", "dataset"],
-        format_func=lambda s: (
-            "generate from test cases" if s == "library" else "an imported dataset"
-        ),
-        horizontal=True,
-        key="run_source",
+def what_to_run() -> tuple[RunSpec | None, bool]:
+    """The run the widgets ask for (None after saying what is missing or refused), and
+    whether a choice went stale: deleted elsewhere since the page was drawn."""
+    datasets = [d["name"] for d in store.datasets()]
+    generators = examples.generator_choices(ids)  # the default first
+    stale = kept_choices(datasets, generators)
+    every, instances = instances_asked(datasets)
+    decision_models, generator = models_asked(instances["dataset"] is not None, generators)
+    custom_base = custom_endpoint(decision_models)
+    c1, c2, c3 = st.columns(3)
+    temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_temperature")
+    repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
+    seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
+    scoring = scoring_choice("run_scoring")
+    reading, extractor = reading_asked(scoring)
+    asked = [*decision_models, generator, *([extractor] if extractor else [])]
+    bases = endpoints(asked, custom_base)
+    if not decision_models:
+        st.info("Choose at least one decision model.")
+        return None, stale
+    if not every and not instances["biases"]:
+        st.info("Choose the test cases to run, or tick “All test cases”.")
+        return None, stale
+    if _launch.refused(asked, infos, bases):
+        return None, stale
+    spec = RunSpec(
+        models=decision_models,
+        generator=generator,
+        temperature=float(temperature),
+        repeats=repeats,
+        seed=seed,
+        api_base=next(iter(bases), None),
+        scoring=scoring,
+        extractor=extractor,
+        reading=reading,
+        **instances,
     )
-c1, c2, c3 = st.columns([3, 1, 1])
-if source == "library":
+    return spec, stale
+
+
+def kept_choices(datasets: list[str], generators: list[str]) -> bool:
+    """Keep the run's set-up across pages; True when a choice was deleted elsewhere (another
+    tab, the command line) since this page was drawn: it is named, and the click that
+    brought the news starts nothing."""
+    keep(*KEPT)
+    keep("run_biases", allowed=cases)
+    keep("run_dataset", allowed=datasets)
+    keep("run_models", allowed=ids)
+    keep("run_generator", allowed=generators)
+    keep("run_extractor", allowed=[SELF_READER, *ids])
+    return any(
+        [
+            chosen_gone("run_biases", cases, "Test case"),
+            chosen_gone("run_dataset", datasets, "Dataset"),
+            chosen_gone("run_models", ids, "Model"),
+            chosen_gone("run_generator", generators, "Model"),
+            chosen_gone("run_extractor", [SELF_READER, *ids], "Model"),
+        ]
+    )
+
+
+def instances_asked(datasets: list[str]) -> tuple[bool, dict[str, Any]]:
+    """Whether every test case is asked for, and the `RunSpec` fields that say which
+    instances: generated from test cases, or drawn from an imported dataset."""
+    source = "library"
+    if datasets:
+        source = st.radio(
+            "Instances from",
+            ["library", "dataset"],
+            format_func=lambda s: (
+                "generate from test cases" if s == "library" else "an imported dataset"
+            ),
+            horizontal=True,
+            key="run_source",
+        )
+    c1, c2, c3 = st.columns([3, 1, 1])
+    if source == "dataset":
+        dataset = c1.selectbox("Dataset", datasets, key="run_dataset")
+        per_bias = int(c2.number_input("Instances per bias", 1, 100000, 10, key="run_per_bias"))
+        return True, dict(biases=[], scenarios=1, instances=1, dataset=dataset, per_bias=per_bias)
     every = c1.checkbox(f"All {len(cases)} test cases", value=False, key="run_all")
     biases = (
         []
@@ -119,41 +162,53 @@ if source == "library":
     )
     n_scenarios = int(c2.number_input("Scenarios", 1, len(scenarios()), 1, key="run_scenarios"))
     n_instances = int(c3.number_input("Instances each", 1, 100, 1, key="run_instances"))
-    dataset, per_bias = None, None
-else:
-    dataset = c1.selectbox("Dataset", datasets, key="run_dataset")
-    per_bias = int(c2.number_input("Instances per bias", 1, 100000, 10, key="run_per_bias"))
-    every, biases, n_scenarios, n_instances = True, [], 1, 1
-
-c1, c2 = st.columns(2)
-chosen = c1.multiselect(
-    "Decision models", ids, default=[RANDOM_MODEL], format_func=label, key="run_models"
-)
-generator = c2.selectbox(
-    "Generator (fills [[gaps]])",
-    generators,
-    format_func=generator_label(label),
-    key="run_generator",
-    disabled=source == "dataset",
-)
-with st.expander("Custom OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp server, …)"):
-    custom_base = st.text_input("Base URL", placeholder="http://127.0.0.1:8000/v1", key="run_base")
-    custom_name = st.text_input("Model name on that server", key="run_custom_model")
-    st.caption(
-        "Keys are read from the environment (e.g. OPENAI_API_KEY), never typed here. "
-        "To keep an endpoint for later, add it on the Models page."
+    return every, dict(
+        biases=list(biases),
+        scenarios=n_scenarios,
+        instances=n_instances,
+        dataset=None,
+        per_bias=None,
     )
-c1, c2, c3 = st.columns(3)
-temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_temperature")
-repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
-seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
-scoring = scoring_choice("run_scoring")
-READING_LABELS = {
-    READ_ANSWER: "cogbias reads each answer",
-    READ_EXTRACTION: "an extraction call for every answer (the paper's)",
-}
-reading = (
-    st.radio(
+
+
+def models_asked(from_dataset: bool, generators: list[str]) -> tuple[list[str], str]:
+    """The decision models chosen and the generator that fills gaps (unused on a dataset)."""
+    c1, c2 = st.columns(2)
+    chosen = c1.multiselect(
+        "Decision models", ids, default=[RANDOM_MODEL], format_func=label, key="run_models"
+    )
+    generator = c2.selectbox(
+        "Generator (fills [[gaps]])",
+        generators,
+        format_func=generator_label(label),
+        key="run_generator",
+        disabled=from_dataset,
+    )
+    return list(chosen), generator
+
+
+def custom_endpoint(decision_models: list[str]) -> str:
+    """The base URL of a custom endpoint typed here, its model added to `decision_models`."""
+    with st.expander("Custom OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp server, …)"):
+        custom_base = st.text_input(
+            "Base URL", placeholder="http://127.0.0.1:8000/v1", key="run_base"
+        )
+        custom_name = st.text_input("Model name on that server", key="run_custom_model")
+        st.caption(
+            "Keys are read from the environment (e.g. OPENAI_API_KEY), never typed here. "
+            "To keep an endpoint for later, add it on the Models page."
+        )
+    if custom_name.strip():
+        decision_models.append(f"openai/{custom_name.strip()}")
+    return custom_base
+
+
+def reading_asked(scoring: str) -> tuple[str, str | None]:
+    """How answers are read and who reads the unclear ones (None: each decision model its
+    own), asked only of a scoring that reads answers."""
+    if not scorers.get(scoring).reads_answers:
+        return READ_ANSWER, None
+    reading = st.radio(
         "How answers are read",
         list(READINGS),
         format_func=READING_LABELS.get,
@@ -164,13 +219,9 @@ reading = (
         "answer and takes its “Option N” unchecked (docs/runs.md, “How answers are read”). "
         "A run that reads the paper's way is a run of its own.",
     )
-    if scorers.get(scoring).reads_answers
-    else READ_ANSWER
-)
-# "" is "each decision model reads its own answers": a selectbox whose value is None shows no
-# choice at all ("Choose an option"), which a value put back by `keep` would be.
-extractor = (
-    st.selectbox(
+    # "" is "each decision model reads its own answers": a selectbox whose value is None
+    # shows no choice at all ("Choose an option"), which a value put back by `keep` would be.
+    extractor = st.selectbox(
         "Reader of unclear answers" if reading == READ_ANSWER else "Extraction model",
         [SELF_READER, *ids],
         format_func=lambda m: label(m) if m else "each decision model itself (as in the paper)",
@@ -180,77 +231,23 @@ extractor = (
         if reading == READ_ANSWER
         else "The model that makes the extraction call for every answer.",
     )
-    if scorers.get(scoring).reads_answers
-    else SELF_READER
-) or None
-
-decision_models = list(chosen)
-if custom_name.strip():
-    decision_models.append(f"openai/{custom_name.strip()}")
-readers = [extractor] if extractor else []
-bases = {b for b in (api_base_of(m, infos) for m in [*decision_models, generator, *readers]) if b}
-if custom_base.strip():
-    try:
-        bases.add(check_api_base(custom_base))
-    except ValueError as exc:
-        st.error(f"Base URL: {friendly(exc)}")
-        st.stop()
+    return reading, extractor or None
 
 
-def _spec() -> RunSpec | None:
-    if not decision_models:
-        st.info("Choose at least one decision model.")
-        return None
-    if source == "library" and not every and not biases:
-        st.info("Choose the test cases to run, or tick “All test cases”.")
-        return None
-    if len(bases) > 1:
-        st.error(
-            "These models live on different endpoints "
-            f"({escape_markdown(', '.join(sorted(bases)))}); one run can use one custom endpoint. "
-            "Split them into separate runs."
-        )
-        return None
-    if refuse_missing_keys([*decision_models, generator, *readers], infos):
-        return None
-    return RunSpec(
-        models=decision_models,
-        biases=list(biases),
-        scenarios=n_scenarios,
-        instances=n_instances,
-        generator=generator,
-        temperature=float(temperature),
-        repeats=repeats,
-        seed=seed,
-        api_base=next(iter(bases), None),
-        dataset=dataset,
-        per_bias=per_bias,
-        scoring=scoring,
-        extractor=extractor,
-        reading=reading,
-    )
+def endpoints(asked: list[str], custom_base: str) -> set[str]:
+    """The custom endpoints of the models asked for and the one typed here; a typed base URL
+    that is not one stops the page with what is wrong."""
+    bases = _launch.endpoints(asked, infos)
+    if custom_base.strip():
+        try:
+            bases.add(check_api_base(custom_base))
+        except ValueError as exc:
+            st.error(f"Base URL: {friendly(exc)}")
+            st.stop()
+    return bases
 
 
-def _mark_started(run_id: str) -> None:
-    st.session_state["run_active"] = run_id
-    st.session_state.pop("run_pick", None)  # show the new run in the list below
-    st.session_state["run_started_at"] = time.monotonic()
-    st.session_state["run_started_wall"] = now()
-
-
-def _starting(run: dict | None) -> bool:
-    """True while a just (re)started worker has not yet taken over its run row: until then
-    the row still shows how the previous attempt ended (or does not exist)."""
-    if run is None:
-        return True
-    since = st.session_state.get("run_started_wall")
-    if since is None or run["status"] in ACTIVE:
-        return False
-    return (run["finished_at"] or "") < since and time.monotonic() - st.session_state.get(
-        "run_started_at", 0
-    ) < 120
-
-
+# ------------------------------------------------------------------ plan and start
 @st.cache_data(show_spinner="Planning…", max_entries=64)
 def _plan(fields: dict, db: str, version: object) -> dict:
     """What a run would do; cached because every widget change replans (a plan of 30 biases x
@@ -266,9 +263,8 @@ def _plan(fields: dict, db: str, version: object) -> dict:
         }
 
 
-spec = _spec()
-plan = None
-if spec is not None:
+def plan_of(spec: RunSpec) -> dict | None:
+    """The cached plan of `spec`; None after saying why it cannot be planned."""
     # Library runs depend on the test case files; dataset runs on the database's contents.
     files = [Path(f"{db_path()}{suffix}") for suffix in ("", "-wal")]
     version = (
@@ -277,10 +273,14 @@ if spec is not None:
         else tuple(f.stat().st_mtime_ns for f in files if f.exists())
     )
     try:
-        plan = _plan(asdict(spec), str(db_path()), version)
+        return _plan(asdict(spec), str(db_path()), version)
     except (KeyError, ValueError) as exc:
         st.error(f"This run cannot be planned: {friendly(exc)}")
-if plan is not None:
+        return None
+
+
+def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
+    """The plan's size and cost, what is known of this exact run, and the Start button."""
     calls, cost = plan["calls"], plan["cost"]
     m1, m2, m3 = st.columns(3)
     m1.metric("Pairs to decide", f"{plan['planned']:,}")
@@ -309,29 +309,31 @@ if plan is not None:
         "answers arrive within hours. The run polls its batches and can be resumed.",
     )
     if st.button("Start run", type="primary", key="run_start", disabled=busy) and not stale:
-        share_local_server()
-        try:
-            run_id = executor.launch(spec, db_path(), batch=use_batch)
-        except (OSError, executor.RunBusy, KeyError, ValueError) as exc:
-            st.error(f"The run could not be started: {friendly(exc)}")
-        else:
+        run_id = _launch.launch("run", spec, batch=use_batch)
+        if run_id is not None:
             _mark_started(run_id)
             st.rerun()
 
+
+def _mark_started(run_id: str) -> None:
+    st.session_state["run_active"] = run_id
+    st.session_state.pop("run_pick", None)  # show the new run in the list below
+    st.session_state["run_started_at"] = time.monotonic()
+    st.session_state["run_started_wall"] = now()
+
+
 # ------------------------------------------------------------------ progress
-st.divider()
-summaries = run_summaries(store)
-by_id = {r["id"]: r for r in summaries}
-active = st.session_state.get("run_active")
-if active is None:  # after a reload: pick up a run that is still going
-    active = next(
-        (
-            r["id"]
-            for r in summaries
-            if r["status"] in ACTIVE and kinds.kind_of(r["spec"]).results == "decisions"
-        ),
-        None,
-    )
+def _starting(run: dict | None) -> bool:
+    """True while a just (re)started worker has not yet taken over its run row: until then
+    the row still shows how the previous attempt ended (or does not exist)."""
+    if run is None:
+        return True
+    since = st.session_state.get("run_started_wall")
+    if since is None or run["status"] in ACTIVE:
+        return False
+    return (run["finished_at"] or "") < since and time.monotonic() - st.session_state.get(
+        "run_started_at", 0
+    ) < 120
 
 
 def _log_tail(run_id: str) -> str:
@@ -370,95 +372,126 @@ def shown(text: str) -> str:
     return escape_markdown(redact(text))
 
 
-current = by_id.get(active) if active else None
-if active and (_starting(current) or (current and current["status"] in ACTIVE)):
-    st.subheader("Progress")
-    progress(active)
-elif current:
+def progress_section(by_id: dict[str, dict]) -> str | None:
+    """The run started here (or, after a reload, one still going): its progress while it
+    runs, how it ended once it has. Returns its id."""
+    active = st.session_state.get("run_active")
+    if active is None:  # after a reload: pick up a run that is still going
+        active = next(
+            (
+                r["id"]
+                for r in by_id.values()
+                if r["status"] in ACTIVE and r["results"] == "decisions"
+            ),
+            None,
+        )
+    current = by_id.get(active) if active else None
+    if active and (_starting(current) or (current and current["status"] in ACTIVE)):
+        st.subheader("Progress")
+        progress(active)
+    elif current:
+        last_run(active, current)
+    return active
+
+
+def last_run(run_id: str, run: dict) -> None:
+    """How the run started here ended, and a way to its results."""
     st.subheader("Last run")
     text = (
-        f"{run_label(current)}: {current['done']:,} of {current['planned']:,} {counted(current)}, "
-        f"{current['failed']:,} failed · {totals(current)}."
+        f"{run_label(run)}: {run['done']:,} of {run['planned']:,} {counted(run)}, "
+        f"{run['failed']:,} failed · {totals(run)}."
     )
-    if current["status"] == "done":
+    if run["status"] == "done":
         st.success(text)
     else:
-        st.warning(text + (f" {shown(current['error'])}" if current.get("error") else ""))
-    if current["done"] and st.button("Open this run in Explore", key="run_last_explore"):
-        st.session_state["explore_source"] = f"run:{active}"
+        st.warning(text + (f" {shown(run['error'])}" if run.get("error") else ""))
+    if run["done"] and st.button("Open this run in Explore", key="run_last_explore"):
+        st.session_state["explore_source"] = f"run:{run_id}"
         st.switch_page("app_pages/explore.py")
 
+
 # ------------------------------------------------------------------ past runs
-st.subheader("Runs")
-if not summaries:
-    st.info("No runs yet. Choose what to run above and press **Start run**.")
-    st.stop()
-table = runs_table(  # when a run was made beside its name: a laptop shows both
-    summaries,
-    ["id", "name", "status", "created_at", "planned", "done", "failed", "cost", "cost_saved"]
-    + ["duration_s", "models", "biases"],
-)
-st.dataframe(
-    table,
-    hide_index=True,
-    width="stretch",
-    column_config={  # fixed digits, as `cost_text` writes a cost, not a float's own "0.0001"
-        "cost": st.column_config.NumberColumn(format="$%.4f"),
-        "cost_saved": st.column_config.NumberColumn("saved by the cache", format="$%.4f"),
-        "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
-        "created_at": st.column_config.TextColumn("created"),
-    },
-)
-# A run deleted elsewhere since the last run of this page: say so, and act on no click.
-gone = chosen_gone("run_pick", by_id, "Run", active if active in by_id else next(iter(by_id)))
-pick = st.selectbox(
-    "Run",
-    list(by_id),
-    format_func=lambda r: run_option(by_id[r]),
-    key="run_pick",
-)
-picked = by_id[pick]
-b1, b2, b3, b4 = st.columns(4)
-shown_in = kinds.kind_of(picked["spec"]).results  # the table its results are read from
-if shown_in == "study_calls":  # shown on the Studies page
-    if b1.button("Open in Studies", key="run_studies") and not gone:
-        st.session_state["study_run"] = pick
-        st.switch_page("app_pages/studies.py")
-elif shown_in == "decisions" and b1.button("Open in Explore", key="run_explore") and not gone:
-    st.session_state["explore_source"] = f"run:{pick}"
-    st.switch_page("app_pages/explore.py")
-retry = (
-    b3.button(
-        "Retry failed pairs",
-        key="run_retry",
-        disabled=picked["status"] in ACTIVE or not picked["failed"],
-        help="Ask again for every failed pair, also those whose answer could not be read.",
+def past_runs(by_id: dict[str, dict], active: str | None) -> None:
+    """Every run, one picked: open, resume, retry or cancel it, and its provider batches."""
+    st.subheader("Runs")
+    if not by_id:
+        st.info("No runs yet. Choose what to run above and press **Start run**.")
+        st.stop()
+    pick, gone = pick_run(  # when a run was made beside its name: a laptop shows both
+        "Run",
+        by_id,
+        "run_pick",
+        active if active in by_id else next(iter(by_id)),
+        ["id", "name", "status", "created_at", "planned", "done", "failed", "cost", "cost_saved"]
+        + ["duration_s", "models", "biases"],
+        {  # fixed digits, as `cost_text` writes a cost, not a float's own "0.0001"
+            "cost": st.column_config.NumberColumn(format="$%.4f"),
+            "cost_saved": st.column_config.NumberColumn("saved by the cache", format="$%.4f"),
+            "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
+        },
     )
-    and not gone
-)
-resume = picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume") and not gone
-if resume or retry:
-    share_local_server()
-    try:
-        executor.start_background(pick, db_path(), retry_failed=retry)
-    except OSError as exc:
-        st.error(f"The run could not be resumed: {friendly(exc)}")
-    else:
+    run_buttons(pick, by_id[pick], gone)
+    if by_id[pick].get("error"):
+        st.caption(f"Error: {shown(by_id[pick]['error'])}")
+    provider_batches(pick)
+
+
+def run_buttons(pick: str, picked: dict, gone: bool) -> None:
+    """Open, Resume, Retry failed pairs and Cancel for the picked run; no click acts on a
+    run deleted elsewhere (`gone`)."""
+    b1, b2, b3, b4 = st.columns(4)
+    shown_in = picked["results"]  # the table its results are read from
+    if shown_in == "study_calls":  # shown on the Studies page
+        if b1.button("Open in Studies", key="run_studies") and not gone:
+            st.session_state["study_run"] = pick
+            st.switch_page("app_pages/studies.py")
+    elif shown_in == "decisions" and b1.button("Open in Explore", key="run_explore") and not gone:
+        st.session_state["explore_source"] = f"run:{pick}"
+        st.switch_page("app_pages/explore.py")
+    retry = (
+        b3.button(
+            "Retry failed pairs",
+            key="run_retry",
+            disabled=picked["status"] in ACTIVE or not picked["failed"],
+            help="Ask again for every failed pair, also those whose answer could not be read.",
+        )
+        and not gone
+    )
+    resume = picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume") and not gone
+    if (resume or retry) and _launch.resume("run", pick, retry_failed=retry):
         _mark_started(pick)
         st.rerun()
-cancel = picked["status"] in ("planned", "running") and b4.button("Cancel", key="run_cancel_pick")
-if cancel and not gone:
-    store.request_cancel(pick)
-    st.rerun()
-if picked.get("error"):
-    st.caption(f"Error: {shown(picked['error'])}")
-batches = store.batches(pick)
-if batches:
-    st.markdown("**Provider batches**")
-    st.dataframe(
-        pd.DataFrame(batches)[
-            ["id", "model", "round", "status", "total", "completed", "failed", "expected_at"]
-        ].fillna({"expected_at": ""}),  # not known yet: nothing, never "None"
-        hide_index=True,
-        width="stretch",
+    cancel = picked["status"] in ACTIVE - {run_record.RunStatus.CANCELLING} and b4.button(
+        "Cancel", key="run_cancel_pick"
     )
+    if cancel and not gone:
+        store.request_cancel(pick)
+        st.rerun()
+
+
+def provider_batches(run_id: str) -> None:
+    """The provider batches of a run sent through a Batch API, if any."""
+    batches = store.batches(run_id)
+    if batches:
+        st.markdown("**Provider batches**")
+        st.dataframe(
+            pd.DataFrame(batches)[
+                ["id", "model", "round", "status", "total", "completed", "failed", "expected_at"]
+            ].fillna({"expected_at": ""}),  # not known yet: nothing, never "None"
+            hide_index=True,
+            width="stretch",
+        )
+
+
+def main() -> None:
+    spec, stale = what_to_run()
+    plan = plan_of(spec) if spec is not None else None
+    if spec is not None and plan is not None:
+        offer_start(spec, plan, stale)
+    st.divider()
+    by_id = {r["id"]: r for r in run_summaries(store)}
+    active = progress_section(by_id)
+    past_runs(by_id, active)
+
+
+main()

@@ -5,12 +5,13 @@ mitigations × repeats (`cogbias.runs.study_plan`); it runs in its own process l
 (`cogbias resume RUN`), so this page only plans, starts and reads the database.
 """
 
+from dataclasses import replace
+
 import streamlit as st
 
-from app_pages import _pair, _paper_models, _study_views
+from app_pages import _launch, _pair, _paper_models, _study_views
 from app_pages._common import (
     RANDOM_MODEL,
-    api_base_of,
     attempt,
     chosen_gone,
     db_path,
@@ -19,22 +20,20 @@ from app_pages._common import (
     model_names,
     models,
     open_store_or_stop,
-    refuse_missing_keys,
+    pick_run,
     run_label,
-    run_option,
-    runs_table,
-    share_local_server,
 )
+from cogbias.core import run_record
 from cogbias.core.limits import name_problem
 from cogbias.core.redact import redact
-from cogbias.runs import executor, kinds, study_plan, study_results, summaries
-from cogbias.runs.study_plan import MITIGATION_ORDER, StudySpec
+from cogbias.runs import study_plan, study_results, summaries
+from cogbias.runs.study_plan import MITIGATION_ORDER, StudyPlan, StudySpec
 from cogbias.store import pid_alive
 from cogbias.studies.definitions import MAX_REPEATS, Study
 from cogbias.views import study_views
 from cogbias.views.safe_text import escape_markdown
 
-RESUMABLE = ("cancelled", "interrupted", "failed", "incomplete")
+RESUMABLE = run_record.RESUMABLE
 st.title("Studies")
 st.caption(
     "Whole studies from the literature (BiasBuster's admissions tests, Mohr's eight classic "
@@ -87,21 +86,13 @@ def start_form() -> None:
     if not choices:
         st.info("No study can be loaded; fix or remove the broken study files named above.")
         return
-    ids = [m.id for m in infos]
-    keep("study_name", allowed=choices)
-    keep("study_models", allowed=ids)
-    keep("study_mitigations", allowed=MITIGATION_ORDER)
-    keep("study_run_name", "study_repeats")  # before repeats_box sets a new plan's default
-    # A study or model deleted elsewhere since this page was drawn: named; Start does nothing.
-    stale = any(
-        [chosen_gone("study_name", choices, "Study"), chosen_gone("study_models", ids, "Model")]
-    )
+    stale = kept_choices(choices)
     c1, c2 = st.columns(2)
     name = c1.selectbox("Study", choices, key="study_name")
     study = attempt(f"Loading the study {name}", lambda: study_plan.load_study(name, store))
     chosen = c2.multiselect(
         "Models",
-        ids,
+        [m.id for m in infos],
         default=[RANDOM_MODEL],
         format_func=label,
         key="study_models",
@@ -110,6 +101,28 @@ def start_form() -> None:
         return
     _pair.long_prose(f"{study.name}. {study.description}".strip(), caption=True)
     _study_views.human_results(study.id)
+    asked, run_name = conditions(study, name, chosen)
+    planned = plan_of(asked, study, run_name)
+    if planned is not None:
+        offer_start(*planned, run_name, stale)
+
+
+def kept_choices(choices: list[str]) -> bool:
+    """Keep the form's choices across a visit to another page; True when a study or model
+    chosen before was deleted elsewhere since this page was drawn (named; Start does nothing)."""
+    ids = [m.id for m in infos]
+    keep("study_name", allowed=choices)
+    keep("study_models", allowed=ids)
+    keep("study_mitigations", allowed=MITIGATION_ORDER)
+    keep("study_run_name", "study_repeats")  # before repeats_box sets a new plan's default
+    return any(
+        [chosen_gone("study_name", choices, "Study"), chosen_gone("study_models", ids, "Model")]
+    )
+
+
+def conditions(study: Study, name: str, chosen: list[str]) -> tuple[StudySpec, str]:
+    """The study run asked for by the form's widgets (their keys carry the study's name, so
+    each study keeps its own tests, temperatures and variants), and the run's name."""
     variants = list(study.variants) or ["default"]
     keep(f"study_tests:{name}", allowed=study.tests)
     keep(f"study_temperatures:{name}", allowed=study.temperatures)
@@ -135,83 +148,79 @@ def start_form() -> None:
     chosen_variants = c2.multiselect(
         "Prompt variants", variants, default=variants, key=f"study_variants:{name}"
     )
-    repeats = int(
-        c3.number_input(
-            "Repeats",
-            1,
-            MAX_REPEATS,
-            key=repeats_box(study, chosen),
-            help=f"Valid answers wanted per condition. The study asks {study.repeats:,}; a run "
-            f"on the local model alone starts at {study_plan.LOCAL_REPEATS} (a miniature).",
-        )
+    repeats = c3.number_input(
+        "Repeats",
+        1,
+        MAX_REPEATS,
+        key=repeats_box(study, chosen),
+        help=f"Valid answers wanted per condition. The study asks {study.repeats:,}; a run "
+        f"on the local model alone starts at {study_plan.LOCAL_REPEATS} (a miniature).",
     )
     run_name = c4.text_input("Name (optional)", key="study_run_name").strip()
-    label_problem = name_problem(run_name) if run_name else None
+    asked = StudySpec(
+        name,
+        list(chosen),
+        tests=list(tests),
+        temperatures=[float(t) for t in temperatures],
+        variants=list(chosen_variants),
+        mitigations=list(mitigations) or ["none"],
+        repeats=int(repeats),
+    )
+    return asked, run_name
+
+
+def plan_of(asked: StudySpec, study: Study, run_name: str) -> tuple[StudySpec, StudyPlan] | None:
+    """The run resolved with the study's defaults and its plan; None after saying what is
+    missing or wrong (a choice left empty, a bad name, the shared launch checks, a plan the
+    study refuses)."""
     missing = [
         what
         for what, picked in (
-            ("a model", chosen),
-            ("a test", tests),
-            ("a temperature", temperatures),
-            ("a prompt variant", chosen_variants),
+            ("a model", asked.models),
+            ("a test", asked.tests),
+            ("a temperature", asked.temperatures),
+            ("a prompt variant", asked.variants),
         )
         if not picked
     ]
-    bases = {b for b in (api_base_of(m, infos) for m in chosen) if b}
-    resolved = the_plan = None
+    label_problem = name_problem(run_name) if run_name else None
+    bases = _launch.endpoints(asked.models, infos)
     if missing:
         st.info(f"Choose at least {', '.join(missing)}.")
     elif label_problem:
         st.error(f"The name {escape_markdown(label_problem)}.")
-    elif len(bases) > 1:
-        st.error(
-            "These models live on different endpoints "
-            f"({escape_markdown(', '.join(sorted(bases)))}); one run can use one custom "
-            "endpoint. Split them into separate runs."
-        )
-    elif refuse_missing_keys(chosen, infos):
-        pass  # said above the plan; nothing starts
-    else:
-        asked = StudySpec(
-            name,
-            list(chosen),
-            tests=list(tests),
-            temperatures=[float(t) for t in temperatures],
-            variants=list(chosen_variants),
-            mitigations=list(mitigations) or ["none"],
-            repeats=repeats,
-            api_base=next(iter(bases), None),
-        )
+    elif not _launch.refused(asked.models, infos, bases):  # refused: said above the plan
         try:
-            resolved = study_plan.resolve(asked, study)
-            the_plan = study_plan.plan(resolved, study)
+            resolved = study_plan.resolve(replace(asked, api_base=next(iter(bases), None)), study)
+            return resolved, study_plan.plan(resolved, study)
         except (KeyError, ValueError) as exc:  # StudyPlanError is a ValueError
             st.error(f"This study run cannot be planned: {friendly(exc)}")
-    if the_plan is not None and resolved is not None:
-        m1, m2 = st.columns(2)
-        m1.metric("Units", f"{the_plan.planned:,}")
-        m2.metric("Model calls (at least)", f"{the_plan.calls():,}")
-        st.text(the_plan.describe())
-        existing = store.run(resolved.run_id)
-        busy = existing is not None and existing["status"] in ("running", "cancelling")
-        if busy:
-            st.info("This exact study run is running now: watch it below.")
-        elif existing is not None and existing["status"] == "done":
-            st.info(
-                "This exact study run already finished. Starting it again only asks what is "
-                "missing; change the repeats or the models for new results."
-            )
-        start = st.button("Start study run", type="primary", key="study_start", disabled=busy)
-        if start and not stale:
-            share_local_server()
-            try:
-                run_id = executor.launch(the_plan, db_path(), run_name)
-            except (OSError, executor.RunBusy, KeyError, ValueError) as exc:
-                st.error(f"The study run could not be started: {friendly(exc)}")
-            else:
-                st.session_state["study_active"] = run_id
-                st.session_state["study_run"] = run_id
-                st.rerun()
+    return None
+
+
+def offer_start(resolved: StudySpec, the_plan: StudyPlan, run_name: str, stale: bool) -> None:
+    """The plan's size and the Start button; a click starts the run in the background,
+    unless a choice went stale (deleted elsewhere) since the page was drawn."""
+    m1, m2 = st.columns(2)
+    m1.metric("Units", f"{the_plan.planned:,}")
+    m2.metric("Model calls (at least)", f"{the_plan.calls():,}")
+    st.text(the_plan.describe())
+    existing = store.run(resolved.run_id)
+    busy = existing is not None and existing["status"] in run_record.WORKING
+    if busy:
+        st.info("This exact study run is running now: watch it below.")
+    elif existing is not None and existing["status"] == "done":
+        st.info(
+            "This exact study run already finished. Starting it again only asks what is "
+            "missing; change the repeats or the models for new results."
+        )
+    start = st.button("Start study run", type="primary", key="study_start", disabled=busy)
+    if start and not stale:
+        run_id = _launch.launch("study run", the_plan, run_name)
+        if run_id is not None:
+            st.session_state["study_active"] = run_id
+            st.session_state["study_run"] = run_id
+            st.rerun()
 
 
 start_form()
@@ -220,14 +229,14 @@ start_form()
 runs = {
     r["id"]: {**r, "study": StudySpec.from_stored(r["spec"]).study}
     for r in summaries.run_summaries(store)
-    if kinds.kind_of(r["spec"]).results == "study_calls"
+    if r["results"] == "study_calls"
 }
 
 
 def working(run: dict) -> bool:
     """A worker is on it: the run says so (`run_summaries` calls a running run whose worker
     died interrupted), or a worker process started for it has not claimed it yet."""
-    if run["status"] in ("running", "cancelling"):
+    if run["status"] in run_record.WORKING:
         return True
     starting = run["status"] == "planned" or run["id"] == st.session_state.get("study_active")
     return starting and pid_alive(run.get("pid"))
@@ -267,23 +276,13 @@ if not runs:
         "press **Start study run** (the random baseline needs no key)."
     )
     st.stop()
-st.dataframe(
-    runs_table(
-        runs.values(),
-        ["id", "name", "study", "status", "created_at", "planned", "done", "failed", "cost"]
-        + ["models"],
-    ),
-    hide_index=True,
-    width="stretch",
-    column_config={"created_at": st.column_config.TextColumn("created")},
-)
-# A run deleted elsewhere since the last run of this page: say so, and act on no click.
-gone = chosen_gone("study_run", runs, "Run", next(iter(runs)))
-pick = st.selectbox(
+# A run deleted elsewhere since the last run of this page: said, and no click acts on it.
+pick, gone = pick_run(
     "Study run",
-    list(runs),
-    format_func=lambda r: run_option(runs[r]),
-    key="study_run",
+    runs,
+    "study_run",
+    next(iter(runs)),
+    ["id", "name", "study", "status", "created_at", "planned", "done", "failed", "cost", "models"],
 )
 picked = runs[pick]
 stalled = picked["status"] == "planned" and not working(picked)  # its worker never began
@@ -296,15 +295,9 @@ if stalled:
     )
 b1, b2, _ = st.columns([1, 1, 4])
 resume = (picked["status"] in RESUMABLE or stalled) and b1.button("Resume", key="study_resume")
-if resume and not gone:
-    share_local_server()
-    try:
-        executor.start_background(pick, db_path())
-    except OSError as exc:
-        st.error(f"The study run could not be resumed: {friendly(exc)}")
-    else:
-        st.session_state["study_active"] = pick
-        st.rerun()
+if resume and not gone and _launch.resume("study run", pick):
+    st.session_state["study_active"] = pick
+    st.rerun()
 if working(picked) and b2.button("Cancel", key="study_cancel_pick") and not gone:
     store.request_cancel(pick)
     st.rerun()

@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages import _paper_models
 from app_pages._common import attempt, db_path, keep, open_store_or_stop
+from app_pages._progress import ACTIVE
 from cogbias.runs import executor, paired_plan
 from cogbias.runs.summaries import run_summaries
 from cogbias.studies import analysis, tokenbias
@@ -57,7 +58,7 @@ def progress(run_id: str) -> None:
     if run is None:
         st.info(f"Starting run {run_id}…")
         return
-    if run["status"] not in ("planned", "running", "cancelling"):
+    if run["status"] not in ACTIVE:
         st.session_state.pop("tb_run", None)
         if run["status"] == "done":
             st.rerun()  # redraw the whole page with the baseline's tables

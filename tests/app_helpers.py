@@ -44,7 +44,10 @@ def make_results_db(
                 for model in models:
                     decision = pipeline.run_sync(
                         pipeline.decide_pair(
-                            client, inst, "random", run_id=run_id, seed=models.index(model)
+                            client,
+                            inst,
+                            "random",
+                            pipeline.PairAsk(run_id=run_id, seed=models.index(model)),
                         )
                     )
                     decision.model = model

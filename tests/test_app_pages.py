@@ -165,6 +165,28 @@ def test_explore_views_filters_and_row_order(results: str, db: Path) -> None:
     assert chart_specs(at)
 
 
+def test_explore_reads_the_runs_and_the_datasets_once_per_rerun(
+    results: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page read `store.runs()` up to 3 times and `store.datasets()` up to 4 times per
+    rerun (sources, other pages' datasets, the studies link, the runs behind the heatmap);
+    it reads each once and passes it down."""
+    at = open_page("explore")
+    at.selectbox(key="explore_source").set_value(f"run:{results}").run()  # summary cached
+    calls = {"runs": 0, "datasets": 0}
+    for name in calls:
+        read = getattr(Store, name)
+
+        def counted(self: Store, *args: object, _read=read, _name=name, **kw: object) -> object:
+            calls[_name] += 1
+            return _read(self, *args, **kw)
+
+        monkeypatch.setattr(Store, name, counted)
+    at.run()
+    assert_clean(at)
+    assert calls == {"runs": 1, "datasets": 1}
+
+
 def test_explore_cell_lists_paired_responses_paginated_searchable_and_downloadable(
     results: str,
 ) -> None:
@@ -706,7 +728,8 @@ def test_a_runs_cost_line_is_text_not_latex() -> None:
 
         _progress.bars(
             {"status": "done", "planned": 4, "done": 4, "failed": 1, "tokens": 120,
-             "cost": 0.0, "cost_saved": 0.01, "duration_s": 3.0, "spec": "{}",
+             "cost": 0.0, "cost_saved": 0.01, "duration_s": 3.0, "unit": "pairs",
+             "cost_text": "$0.0000",
              "waiting": 2, "wait_reason": "rate *limit* $1 $2"}
         )  # fmt: skip
 

@@ -137,6 +137,14 @@ def test_results_modes(tmp_path, capsys):
     assert "one column per temperature" in capsys.readouterr().out
     assert main(["results", "run", study_run, "--by", "model", "--db", str(db)]) == 0
     assert "one column per model" in capsys.readouterr().out
+    # as data, the same way in each mode (`terminal.print_data`): JSON records, CSV rows
+    for mode, name in (("hypotheses", "tokenbias"), ("study", "mohr8")):
+        assert main(["results", mode, name, "--db", str(db), "--format", "json"]) == 0
+        rows = json.loads(capsys.readouterr().out)
+        assert rows and {"model", "p_value"} <= set(rows[0])
+        assert main(["results", mode, name, "--db", str(db), "--format", "csv"]) == 0
+        header, *lines = capsys.readouterr().out.splitlines()
+        assert {"model", "p_value"} <= set(header.split(",")) and len(lines) == len(rows)
     # the old `results --study` meant both: each spelling now points to the other
     assert main(["results", "study", "tokenbias", "--db", str(db)]) == 2
     assert "`cogbias results hypotheses tokenbias`" in capsys.readouterr().err

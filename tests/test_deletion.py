@@ -12,6 +12,7 @@ import pytest
 
 from cogbias.datasets import import_hub
 from cogbias.runs import deletion, executor, paired_plan
+from cogbias.runs.summaries import run_summaries
 from cogbias.store import Store
 from tests.app_helpers import make_results_db
 from tests.dataset_helpers import HUB_CSV
@@ -85,6 +86,19 @@ def test_a_running_run_or_an_unknown_one_is_refused(two_runs) -> None:
             deletion.plan_run(store, "nope")
         with pytest.raises(KeyError, match="no dataset 'nope'"):
             deletion.plan_dataset(store, "nope")
+
+
+def test_a_run_being_cancelled_is_still_running_and_is_refused(two_runs) -> None:
+    """A running run whose cancel was asked reads "cancelling" while its worker stops and
+    still writes: deletion called only "planned" and "running" active, so it let such a run
+    be deleted under its worker. One definition of active (`RunStatus`) refuses it, as the
+    pages do."""
+    db, a, _, _ = two_runs
+    with Store(db) as store:
+        store.update_run(a, status="running", pid=os.getpid(), cancel_requested=1)
+        assert next(r for r in run_summaries(store) if r["id"] == a)["status"] == "cancelling"
+        with pytest.raises(ValueError, match="still running"):
+            deletion.plan_run(store, a)
 
 
 @pytest.mark.skipif(not HUB_CSV.is_file(), reason=f"dataset fixture missing: {HUB_CSV}")

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cogbias.store import SCHEMA_VERSION, Store
+from cogbias.runs import kinds
+from cogbias.store import SCHEMA_VERSION, PairFilter, Store
 from cogbias.studies import analysis
 from cogbias.views import charts_explore, explore
 from tests.app_helpers import make_results_db
@@ -98,7 +99,8 @@ def test_pair_count_matches_pairs(tmp_path: Path) -> None:
     with Store(db) as store:
         for search in (None, "Energy", "no such text"):
             rows = store.pairs("anchoring", "random", run_id, None, search, 1000)
-            assert store.pair_count("anchoring", "random", run_id, None, search) == len(rows)
+            which = PairFilter("anchoring", "random", run_id, None, search)
+            assert store.pair_count(which) == len(rows)
         assert store.pair_count() == 3 * 7 * 2
 
 
@@ -277,6 +279,8 @@ def test_runs_behind_a_heatmap_skip_other_pages_and_unreadable_specs(tmp_path) -
         store.db.execute("update runs set spec = 'not json' where id = 'r-broken'")
         store.create_run("r-data", {"models": ["random"], "dataset": "mine"}, 1)
         store.create_run("r-tokens", {"models": ["random"], "dataset": "tokenbias"}, 1)
-        assert {r["id"] for r in explore.runs_behind(store)} == {"r-prob", "r-data"}
-        assert [r["id"] for r in explore.runs_behind(store, dataset="mine")] == ["r-data"]
-        assert [r["id"] for r in explore.runs_behind(store, run_id="r-prob")] == ["r-prob"]
+        runs, datasets = kinds.records(store), store.datasets()
+        assert {r.id for r in explore.runs_behind(runs, datasets)} == {"r-prob", "r-data"}
+        assert [r.id for r in explore.runs_behind(runs, datasets, dataset="mine")] == ["r-data"]
+        picked = explore.runs_behind(runs, datasets, run_id="r-prob")
+        assert [r.id for r in picked] == ["r-prob"]

@@ -414,13 +414,20 @@ def test_capabilities_are_resolved_on_the_profile() -> None:
 
 
 def test_a_run_that_used_an_unpriced_model_shows_its_cost_as_unknown_or_a_lower_bound() -> None:
+    from cogbias.core.run_record import Run
     from cogbias.llm import costs
+    from cogbias.runs.summaries import cost_text
+
+    def text(cost: float | None, spec: str | None) -> str:  # a stored row's cost, as shown
+        return cost_text(Run.from_row({"id": "r", "cost": cost, "spec": spec}))
 
     spec = json.dumps({"models": ["random", MODEL], "generator": "examples"})
-    assert costs.run_cost_text({"cost": 0.0, "spec": spec}) == "unknown"
-    assert costs.run_cost_text({"cost": 0.0123, "spec": spec}) == "≥ $0.0123, some unknown"
-    assert costs.run_cost_cell({"cost": 0.0123, "spec": spec}) == "≥ $0.0123, some unknown"
+    assert text(0.0, spec) == "unknown"
+    assert text(0.0123, spec) == "≥ $0.0123, some unknown"
+    assert costs.cost_cell(0.0123, text(0.0123, spec)) == "≥ $0.0123, some unknown"
     priced = json.dumps({"models": ["random", "openai/gpt-4o-mini"], "generator": "examples"})
-    assert costs.run_cost_text({"cost": 0.0123, "spec": priced}) == "$0.0123"
-    assert costs.run_cost_cell({"cost": 0.0123, "spec": priced}) == 0.0123
-    assert costs.run_cost_text({"cost": None, "spec": None}) == "$0.0000"
+    assert text(0.0123, priced) == "$0.0123"
+    assert costs.cost_cell(0.0123, text(0.0123, priced)) == 0.0123
+    assert text(None, None) == "$0.0000"
+    generator = json.dumps({"models": ["random"], "generator": MODEL})  # it asked one too
+    assert text(0.0, generator) == "unknown"

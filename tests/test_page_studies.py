@@ -90,6 +90,20 @@ def test_the_plan_is_described_before_starting(db: Path) -> None:
     assert any("cannot be planned" in e.value and "contrastive" in e.value for e in at.error)
 
 
+def test_models_on_two_endpoints_are_refused_as_on_the_run_page(db: Path) -> None:
+    # the launch checks the Run page makes (`_launch.refused`): one custom endpoint a run
+    settings.add_custom_model("openai/one", "One", "http://127.0.0.1:8/v1")
+    settings.add_custom_model("openai/two", "Two", "http://127.0.0.1:9/v1")
+    at = open_page("studies")
+    at.multiselect(key="study_models").set_value(["openai/one", "openai/two"]).run()
+    assert_clean(at)
+    (error,) = [e.value for e in at.error]
+    assert "different endpoints" in error and "Split them into separate runs" in error
+    assert not [b for b in at.button if b.key == "study_start"]
+    at.multiselect(key="study_models").set_value(["openai/one"]).run()
+    assert not at.error and [b for b in at.button if b.key == "study_start"]
+
+
 def plan_repeats(at: AppTest) -> int:
     """The repeats the plan on the page names ("… × N repeats; …")."""
     plan_text = "\n".join(str(t.value) for t in at.text)

@@ -1,14 +1,15 @@
 """The seed papers' printed model results (data/paper_results/): every number held to the paper.
 
 Three holds, each of which fails on a changed digit: the papers' own text re-read and compared
-cell by cell (where ../shared/papers is present, as in the project's working copy; a clone
-skips only that), an independent transcription of Appendix D kept with the token-bias tests,
+cell by cell (where COGBIAS_PAPERS names the folder of the papers' text, as CI's copy of the
+shared folder does; without it only that hold is skipped), an independent transcription of Appendix D kept with the token-bias tests,
 and cells hard-coded here from the paper. Then the reader's checks (a slip in a file is named
 by file, row and column), the command's listing and the views.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -22,13 +23,13 @@ from cogbias.studies.paper_results import PaperResultError, load_paper_result
 from cogbias.views import paper_results as shown
 
 ROOT = Path(__file__).resolve().parent.parent
-PAPERS = ROOT.parent / "shared" / "papers"
+PAPERS = Path(os.environ.get("COGBIAS_PAPERS") or "/nonexistent")  # the papers' plain text
 BIASBUSTER = PAPERS / "echterhoff2024-biasbuster.txt"
 TOKEN_BIAS = PAPERS / "token-bias-peek-2024.txt"
 FIXTURE = Path(__file__).parent / "fixtures" / "tokenbias-tables" / "appendix_d.tsv"
 needs_papers = pytest.mark.skipif(
     not (BIASBUSTER.is_file() and TOKEN_BIAS.is_file()),
-    reason="the seed papers' text (../shared/papers) is not beside this checkout",
+    reason="the seed papers' text is not in the repository: set COGBIAS_PAPERS to its folder",
 )
 
 
@@ -132,7 +133,7 @@ def test_table_3_cells_from_the_paper(model, mitigation, column, value) -> None:
 
 def test_every_figure_is_held_by_its_columns_sums_taken_from_the_paper() -> None:
     """Sums of each column as printed (taken once from the papers' text): a changed digit
-    anywhere changes one, in a clone without ../shared as well."""
+    anywhere changes one, in a clone without the papers' text as well."""
     sums = table3().select_dtypes("float").sum().round(3).to_dict()
     assert sums == {
         "framing_admit": 8.023, "framing_reject": 9.938, "framing_delta": -1.915,

@@ -50,7 +50,9 @@ def scripted(request: dict[str, Any]) -> str:
 
 def _decide(instance: pipeline.Instance, seed: int, base_url: str) -> dict[str, Any]:
     client = LLMClient(concurrency=2, max_retries=0, timeout=10, api_base=base_url)
-    return pipeline.run_sync(pipeline.decide_pair(client, instance, MODEL, seed=seed)).to_row()
+    return pipeline.run_sync(
+        pipeline.decide_pair(client, instance, MODEL, pipeline.PairAsk(seed=seed))
+    ).to_row()
 
 
 def test_shown_options_raw_answer_and_choice_agree_reversed_or_not() -> None:

@@ -10,6 +10,7 @@ import pytest
 from cogbias.library import testcases as library
 from cogbias.llm import LLMClient
 from cogbias.runs import paired_plan, pipeline, probabilities
+from cogbias.runs.decide import PairAsk
 from cogbias.store import Store
 from tests.test_app_pages import assert_clean, open_page, shown_text, texts
 
@@ -35,7 +36,9 @@ def _probability_run(path: Path, bias: str = "framing_effect", instances: int = 
         store.save_test_case(case.id, case.name, case.content_hash, library.to_toml(case))
         made = [pipeline.generate_offline(case, scenario.text, index=i) for i in range(instances)]
         rows = [
-            pipeline.run_sync(probabilities.decide_pair(client, inst, "random", run_id=spec.run_id))
+            pipeline.run_sync(
+                probabilities.decide_pair(client, inst, "random", PairAsk(run_id=spec.run_id))
+            )
             for inst in made
         ]
         with store.atomic():

@@ -25,7 +25,7 @@ from cogbias.core.templates import Filled
 from cogbias.llm import LLMClient, LLMRequest
 from cogbias.llm.random_provider import answer as random_answer
 from cogbias.runs import paired_plan, pipeline, probabilities
-from cogbias.runs.decide import option_grammar
+from cogbias.runs.decide import PairAsk, option_grammar
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
 PERCENT = [f"{10 * i}%" for i in range(11)]
@@ -213,8 +213,8 @@ def test_hard_cases_are_never_misread_whatever_the_extractor(extractor: str) -> 
             for seed in range(2):  # both option orders
                 row = pipeline.run_sync(
                     pipeline.decide_pair(
-                        client, _instance(name, options), "openai/decider", seed=seed,
-                        extractor=extractor,
+                        client, _instance(name, options), "openai/decider",
+                        PairAsk(seed=seed, extractor=extractor),
                     )
                 ).to_row()  # fmt: skip
                 order = json.loads(row["control_order"])
@@ -268,9 +268,11 @@ class RecordingClient(LLMClient):
 def test_random_draws_independently_for_identical_questions() -> None:
     client = RecordingClient()
 
+    ask = PairAsk(run_id="run-x")
+
     async def decide_all() -> list[dict[str, Any]]:
         return [
-            (await pipeline.decide_pair(client, _identical(i), "random", run_id="run-x")).to_row()
+            (await pipeline.decide_pair(client, _identical(i), "random", ask)).to_row()
             for i in range(1000)
         ]
 
@@ -284,7 +286,7 @@ def test_random_draws_independently_for_identical_questions() -> None:
     # every answer came through the client, each seeded by its decision, not by its text
     assert len(client.asked) == 2000 and all(r.answer_space for r in client.asked)
     assert len({r.answer_space.seed for r in client.asked}) == 2000  # type: ignore[union-attr]
-    again = pipeline.run_sync(pipeline.decide_pair(client, _identical(7), "random", run_id="run-x"))
+    again = pipeline.run_sync(pipeline.decide_pair(client, _identical(7), "random", ask))
     assert again.control_choice == rows[7]["control_choice"]  # a resumed run draws the same
 
 
@@ -294,8 +296,8 @@ def test_random_repeats_of_one_pair_draw_independently() -> None:
     async def repeats() -> list[dict[str, Any]]:
         instance = _identical(0, 2)
         return [
-            (await pipeline.decide_pair(client, instance, "random", run_id="r", repeat=k)).to_row()
-            for k in range(400)
+            (await pipeline.decide_pair(client, instance, "random", ask)).to_row()
+            for ask in (PairAsk(run_id="r", repeat=k) for k in range(400))
         ]
 
     counts = Counter(r["control_choice"] for r in pipeline.run_sync(repeats()))
@@ -304,7 +306,9 @@ def test_random_repeats_of_one_pair_draw_independently() -> None:
 
 def test_the_random_answer_is_the_one_its_space_draws() -> None:
     client = RecordingClient()
-    decision = pipeline.run_sync(pipeline.decide_pair(client, _identical(3), "random", run_id="r"))
+    decision = pipeline.run_sync(
+        pipeline.decide_pair(client, _identical(3), "random", PairAsk(run_id="r"))
+    )
     space = client.asked[0].answer_space
     assert space is not None
     assert decision.control_answer == random_answer(space)
@@ -351,12 +355,11 @@ def test_random_in_probability_mode_is_uniform_and_draws_per_decision() -> None:
     # the distribution (what is scored) is uniform; the letter it also samples, shown beside
     # it, is drawn per decision like the text mode's, never seeded by the question's text
     client = LLMClient(cache=None)
+    ask = PairAsk(run_id="run-p")
 
     async def decide_all() -> list[dict[str, Any]]:
         return [
-            (
-                await probabilities.decide_pair(client, _identical(i), "random", run_id="run-p")
-            ).to_row()
+            (await probabilities.decide_pair(client, _identical(i), "random", ask)).to_row()
             for i in range(1000)
         ]
 

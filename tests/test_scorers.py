@@ -12,9 +12,10 @@ from collections.abc import Iterator
 import pytest
 
 from cogbias.cli.main import main
-from cogbias.core.metrics import HALF_REVERSED
-from cogbias.core.reading import READ_ANSWER
-from cogbias.runs import batch, decide, paired_plan, scorers
+from cogbias.core.records import decision_id
+from cogbias.library import testcases as library
+from cogbias.llm import LLMClient
+from cogbias.runs import batch, decide, paired_plan, pipeline, scorers
 from cogbias.runs.prompting import BASELINE
 from cogbias.store import Store
 from cogbias.views.probability_bars import probability_scored, scoring_labels
@@ -22,26 +23,12 @@ from cogbias.views.probability_bars import probability_scored, scoring_labels
 TOY = "first"
 
 
-async def _first_option(
-    client,
-    instance,
-    model,
-    run_id="",
-    temperature=0.0,
-    repeat=0,
-    seed=0,
-    prompting=BASELINE,
-    extractor=None,
-    option_order=HALF_REVERSED,
-    reading=READ_ANSWER,
-):
+async def _first_option(client, instance, model, ask):
     """A toy scorer: both halves choose the first option as written, nobody is asked."""
     order = list(range(instance.n_options))
     control = decide.HalfResult(answer="(the first option)", choice=0)
     treatment = decide.HalfResult(answer="(the first option)", choice=0)
-    return decide.decision_row(
-        instance, model, run_id, temperature, repeat, order, control, treatment, prompting
-    )
+    return decide.decision_row(instance, model, ask, order, control, treatment)
 
 
 def _baseline_only(models, api_base, prompting, option_counts):
@@ -135,3 +122,18 @@ def test_reading_by_extraction_needs_a_scorer_that_reads_answers():
     assert paired_plan.reading_refusal("extraction", "choice") is None
     said = paired_plan.reading_refusal("extraction", "probabilities")
     assert said and "samples none: use --scoring choice" in said
+
+
+def test_every_scorer_takes_the_run_s_settings_as_one_ask(toy):
+    """Every registered scorer is `decide_pair(client, instance, model, ask)`: the run's
+    settings for a pair travel as one `decide.PairAsk`, and each decision is made of them
+    (its id as `records.decision_id` makes it, so stored runs keep their ids)."""
+    case = library.get_test_case("anchoring")
+    instance = pipeline.generate_offline(case, library.load_scenarios()[0].text)
+    ask = decide.PairAsk(run_id="run-s", temperature=0.7, repeat=2, seed=3)
+    client = LLMClient(cache=None)  # the random model asks it only for the profile
+    for scorer in (*scorers.all_scorers()[:2], scorers.get("consistency:2"), toy):
+        decision = pipeline.run_sync(scorer.decide_pair(client, instance, "random", ask))
+        assert decision.id == decision_id("run-s", instance.id, "random", 2, 0.7), scorer.name
+        assert (decision.run_id, decision.repeat, decision.temperature) == ("run-s", 2, 0.7)
+        assert decision.status == "ok", (scorer.name, decision.error)

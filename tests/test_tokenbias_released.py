@@ -14,7 +14,7 @@ import pandas as pd
 from cogbias.cli.main import main
 from cogbias.core.records import Instance
 from cogbias.llm.factory import open_client
-from cogbias.runs.decide import decide_pair
+from cogbias.runs.decide import PairAsk, decide_pair
 from cogbias.store import Store
 from cogbias.studies import analysis, tokenbias
 from cogbias.studies.tokenbias_hypotheses import load_hypotheses
@@ -79,12 +79,10 @@ def test_math_numbers_has_93_true_pairs_its_seven_horse_race_twins_read_the_same
 
 def _null_rejections(instances: list[Instance], alternatives: dict[str, str], seed: int) -> list:
     client = open_client(None)  # the random baseline answers through the client, uncached
+    ask = PairAsk(run_id=f"null-{seed}", seed=seed)
 
     async def answer_all() -> list[dict]:
-        return [
-            (await decide_pair(client, i, "random", run_id=f"null-{seed}", seed=seed)).to_row()
-            for i in instances
-        ]
+        return [(await decide_pair(client, i, "random", ask)).to_row() for i in instances]
 
     rows = asyncio.run(answer_all())
     frame = pd.DataFrame(

@@ -16,9 +16,15 @@ from cogbias.datasets.common import Format
 
 
 def add_commands(commands: Any) -> None:
+    """The dataset commands: import, datasets, export, analyze, effects."""
+    for add in (_add_import, _add_datasets, _add_export, _add_analyze, _add_effects):
+        add(commands)
+
+
+def _add_import(commands: Any) -> None:
+    """`cogbias import FORMAT`: one subcommand per published format (`datasets.formats`)."""
     imp = commands.add_parser("import", help="import a published dataset (one transaction)")
     kinds = imp.add_subparsers(metavar="FORMAT")
-
     for fmt in formats.FORMATS:
         p = kinds.add_parser(
             fmt.name,
@@ -30,6 +36,9 @@ def add_commands(commands: Any) -> None:
         _common_import_args(p, fmt.default_name)
         p.set_defaults(handler=functools.partial(_import, fmt))
 
+
+def _add_datasets(commands: Any) -> None:
+    """`cogbias datasets`: the imported datasets, or one built-in reference result."""
     p = commands.add_parser(
         "datasets", help="list imported datasets and the built-in reference results"
     )
@@ -43,6 +52,9 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.set_defaults(handler=_datasets)
 
+
+def _add_export(commands: Any) -> None:
+    """`cogbias export`: the pairs (or test cases) of a run or dataset to a file."""
     p = commands.add_parser("export", help="export pairs of a run or dataset (CSV, JSONL, Parquet)")
     add_db(p)
     p.add_argument("--dataset", help="all pairs on this dataset (published and run)")
@@ -56,6 +68,9 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.set_defaults(handler=_export)
 
+
+def _add_analyze(commands: Any) -> None:
+    """`cogbias analyze`: bias x model statistics of a run or dataset."""
     p = commands.add_parser(
         "analyze", help="bias x model statistics, the paper's table, clusters, capability"
     )
@@ -72,6 +87,9 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.set_defaults(handler=_analyze)
 
+
+def _add_effects(commands: Any) -> None:
+    """`cogbias effects`: the published effect sizes' tables, homogeneity and regressions."""
     p = commands.add_parser(
         "effects", help="published effect sizes (mohr2025): tables, homogeneity, regressions"
     )

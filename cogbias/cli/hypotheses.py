@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from cogbias.cli.options import _table
+from cogbias.cli.terminal import print_data
 
 STUDY_COLUMNS = [
     "hypothesis",
@@ -42,13 +43,7 @@ def _study_results(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
-    if args.format == "json":
-        print(table.to_json(orient="records", indent=1))
-        return 0
-    if args.format == "csv":
-        from cogbias.views.export import frame_csv
-
-        frame_csv(table, sys.stdout)
+    if print_data(table, args.format):
         return 0
     shown = table[STUDY_COLUMNS].copy()
     shown["z"] = shown["z"].map(lambda v: "" if v != v else f"{v:.6f}")

@@ -365,12 +365,11 @@ def _pair_scenario(
     from cogbias.runs import scorers
 
     decide_pair = scorers.get(args.scoring).decide_pair
+    ask = pipeline.PairAsk(
+        temperature=args.temperature, seed=args.seed, extractor=args.extractor, reading=args.reading
+    )
     for model in models:
-        ask = decide_pair(
-            client, instance, model, seed=args.seed, extractor=args.extractor,
-            reading=args.reading, temperature=args.temperature,
-        )  # fmt: skip
-        row = pipeline.run_sync(ask).to_row()
+        row = pipeline.run_sync(decide_pair(client, instance, model, ask)).to_row()
         print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
         for half in ("control", "treatment"):
             choice = row[f"{half}_choice"]

@@ -139,13 +139,17 @@ def _resume(args: argparse.Namespace) -> int:
             return cli_studies.resume(store, run, args)
         plan = kinds.replan_run(store, run)
         print(plan.describe(), file=sys.stderr)
-        return _execute(plan, store, args)
+        return _execute(plan, store, args, kind=kind)
 
 
-def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
-    from cogbias.runs import executor, kinds
+def _execute(
+    plan: Any, store: Any, args: argparse.Namespace, name: str = "", kind: Any = None
+) -> int:
+    """Work on `plan` (of `kind`, when the caller has resolved it) and say how it ended."""
+    from cogbias.core.run_record import Run, RunStatus
+    from cogbias.runs import executor, kinds, summaries
 
-    kind = kinds.kind_of(plan.spec)
+    kind = kind or kinds.kind_of(plan.spec)
     if getattr(args, "batch", False) and not kind.batchable:
         raise ValueError(
             f"--batch hands the calls of paired, dataset and token-bias runs to a batch "
@@ -165,20 +169,20 @@ def _execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") ->
                 **options,
             )
         else:
-            outcome = executor.execute(plan, store, **options)
+            outcome = executor.execute(plan, store, kind=kind, **options)
     except executor.RunBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     saved = outcome.get("cost_saved") or 0.0
     print(
         f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} "
-        f"{kind.unit_name}, {outcome['failed']} failed; cost {costs.run_cost_text(outcome)}"
+        f"{kind.unit_name}, {outcome['failed']} failed; cost {summaries.cost_text(Run.from_row(outcome))}"
         + (f" (${saved:.4f} saved by the cache)" if saved else ""),
         file=sys.stderr,
     )
-    if outcome["status"] in ("failed", "incomplete"):
+    if outcome["status"] in (RunStatus.FAILED, RunStatus.INCOMPLETE):
         print(
-            f"{'error' if outcome['status'] == 'failed' else 'note'}: {outcome['error']}",
+            f"{'error' if outcome['status'] == RunStatus.FAILED else 'note'}: {outcome['error']}",
             file=sys.stderr,
         )
         return 1
@@ -278,7 +282,9 @@ def _runs(args: argparse.Namespace) -> int:
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        rows = [{**r, "cost": costs.run_cost_cell(r)} for r in run_summaries(store)]
+        rows = [
+            {**r, "cost": costs.cost_cell(r["cost"], r["cost_text"])} for r in run_summaries(store)
+        ]
         batches = store.batches()
     if not rows:
         print("no runs yet: start one with `cogbias run pairs|dataset|study`", file=sys.stderr)

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from cogbias.cli.options import execution_options, is_token_bias
+from cogbias.cli.terminal import print_data
 
 
 def _split(text: str | None, flag: str = "") -> list[str]:
@@ -111,7 +112,6 @@ def results(args: argparse.Namespace, store: Any) -> int:
 
     from cogbias.cli.terminal import shown_frame
     from cogbias.runs import study_results
-    from cogbias.views.export import frame_csv
 
     if args.run:
         run_ids = [args.run]
@@ -133,11 +133,7 @@ def results(args: argparse.Namespace, store: Any) -> int:
     if getattr(args, "humans", False):
         return humans(args, store, run_ids)
     table = pd.concat([study_results.results(store, r) for r in run_ids], ignore_index=True)
-    if args.format == "json":
-        print(table.to_json(orient="records", indent=1))
-        return 0
-    if args.format == "csv":
-        frame_csv(table, sys.stdout)
+    if print_data(table, args.format):
         return 0
     if table.empty:
         print("no answers stored yet", file=sys.stderr)
@@ -194,14 +190,10 @@ def print_humans(store: Any, run_ids: list[str]) -> None:
 
 def humans(args: argparse.Namespace, store: Any, run_ids: list[str]) -> int:
     """`--humans`: only the comparison with the humans, as a table, CSV or JSON."""
-    from cogbias.views.export import frame_csv
-
     frame = comparisons(store, run_ids)
-    if args.format == "json":
-        print(frame.to_json(orient="records", indent=1))
-    elif args.format == "csv":
-        frame_csv(frame, sys.stdout)
-    elif frame.empty:
+    if print_data(frame, args.format):
+        return 0
+    if frame.empty:
         print(
             "no test of this study asks an original experiment's question, or no answers are "
             "stored yet (references: docs/references.md)",

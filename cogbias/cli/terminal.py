@@ -50,6 +50,20 @@ def safe_streams() -> Iterator[None]:
         sys.stdout, sys.stderr = saved
 
 
+def print_data(frame: Any, fmt: str) -> bool:
+    """Print a table (pandas) as JSON records or as CSV (formulas neutralised) when `fmt`
+    asks for one; False for the text layout, which each command draws its own way."""
+    if fmt == "json":
+        print(frame.to_json(orient="records", indent=1))
+        return True
+    if fmt == "csv":
+        from cogbias.views.export import frame_csv
+
+        frame_csv(frame, sys.stdout)
+        return True
+    return False
+
+
 def cell(value: Any) -> str:
     """A value for one table cell: every control character escaped, newlines included."""
     return "" if value is None else terminal(value)

@@ -35,6 +35,7 @@ from cogbias.datasets import importing
 from cogbias.datasets.common import (
     MAX_OPTIONS,
     CsvFile,
+    CsvRecord,
     DatasetError,
     Format,
     ImportSummary,
@@ -67,6 +68,7 @@ DECISION_REQUIRED = (
 _INSERTION = re.compile(r'<insertion origin="([^"]*)" instruction="([^"]*)">')
 _INSERTION_END = "</insertion>"
 _redact = functools.lru_cache(maxsize=4096)(redact)  # published error messages repeat a lot
+HALVES = ("control", "treatment")
 SCORE_SLACK = 1e-6  # published scores carry the card's 1e-8 guard; anything past ±1 is damage
 # A raw template with its <insertion> tags (the fixture's are 4.5 times its prompt): read with
 # a regex whose cost grows with the unclosed tags times the length, so bounded.
@@ -264,66 +266,32 @@ def read_decisions(
     biases: dict[str, str] = {}
     models: set[str] = set()  # names already checked (a file holds one or a few)
     order_cache: dict[tuple[str, int], Order] = {}
-    file = csv_file.name
-    file_index = seen.add_file(file)
+    file_index = seen.add_file(csv_file.name)
     for record in csv_file.records():
-        values, row, line = record.values, record.row, record.line
-
-        fail = record.fail
+        values, fail = record.values, record.fail
         test_id = values["id"].strip()
         case = cases.get(test_id)
         if case is None:
             raise fail("id", f"test case id {test_id!r} is not in full_dataset.csv")
-        model = values["model"].strip() or path.stem
-        if model not in models:
-            valid_name(model, "model" if values["model"].strip() else "model (the file name)", fail)
-            models.add(model)
-        first = seen.first(model, case.row, file_index, row)
+        model = _model(values, path, models, fail)
+        first = seen.first(model, case.row, file_index, record.row)
         if first:
             raise fail(
                 "id", f"a second decision of {model!r} on test case {test_id!r} (first: {first})"
             )
-        published_bias = values.get("bias", "").strip()
-        if published_bias:
-            if published_bias not in biases:
-                biases[published_bias] = bias_id(published_bias)
-            if biases[published_bias] != case.bias:
-                raise fail(
-                    "bias",
-                    f"{published_bias!r} does not match the test case's bias {case.bias!r} "
-                    f"(full_dataset.csv row {case.row})",
-                )
+        _check_bias(values.get("bias", "").strip(), case, biases, fail)
         status = values["status"].strip().upper()
         if status not in ("OK", "ERROR"):
             raise fail("status", f"expected OK or ERROR, found {values['status']!r}")
-        orders = [
+        control_order, treatment_order = (
             _order(values.get(f"{h}_option_order", ""), case.n_options, fail, h, order_cache)
-            for h in ("control", "treatment")
-        ]
-        choices: list[int | None] = []
-        for half in ("control", "treatment"):
-            column = f"{half}_decision"
-            text = values[column].strip()
-            if status == "ERROR" and (not text or text.lower() == "nan"):
-                choices.append(None)
-                continue
-            choice = parse_index(text, file, row, column, line)
-            if not 0 <= choice < case.n_options:
-                raise fail(column, f"option index {choice} is outside 0..{case.n_options - 1}")
-            choices.append(choice)
-        score: float | None = None
-        error: str | None = None
-        if status == "OK":
-            score = parse_float(
-                values["individual_score"].strip(), file, row, "individual_score", line
-            )
-            if abs(score) > 1 + SCORE_SLACK:
-                raise fail("individual_score", f"{score} is outside [-1, 1]")
-        else:
-            message = bounded(values.get("error_message", "").strip(), "error_message", fail)
-            error = _redact(message) or "ERROR (no message published)"
-        temperature = _optional_float(values.get("temperature", ""), file, row, line)
-        control_order, treatment_order = orders
+            for h in HALVES
+        )
+        control_choice, treatment_choice = (_choice(record, h, case, status) for h in HALVES)
+        score, error = _outcome(record, status)
+        temperature = _optional_float(
+            values.get("temperature", ""), record.file, record.row, record.line
+        )
         yield Decision(
             id=decision_id(run_id, case.instance_id, model, 0, temperature),
             run_id=run_id,
@@ -339,14 +307,65 @@ def read_decisions(
             treatment_answer=values.get("treatment_answer"),
             control_extraction=_extraction(values, "control", fail),
             treatment_extraction=_extraction(values, "treatment", fail),
-            control_choice=choices[0],
-            treatment_choice=choices[1],
+            control_choice=control_choice,
+            treatment_choice=treatment_choice,
             score=score,
             status="ok" if status == "OK" else "failed",
             error=error,
             tokens=0,
             cost=0.0,
         )
+
+
+def _model(values: dict[str, str], path: Path, checked: set[str], fail: Any) -> str:
+    """The row's model (the file's name when the column is empty), its name checked once."""
+    model = values["model"].strip() or path.stem
+    if model not in checked:
+        valid_name(model, "model" if values["model"].strip() else "model (the file name)", fail)
+        checked.add(model)
+    return model
+
+
+def _check_bias(published: str, case: _Case, biases: dict[str, str], fail: Any) -> None:
+    """A published bias name ("LossAversion") must be the test case's; each name is
+    resolved once (`biases` remembers them)."""
+    if not published:
+        return
+    if published not in biases:
+        biases[published] = bias_id(published)
+    if biases[published] != case.bias:
+        raise fail(
+            "bias",
+            f"{published!r} does not match the test case's bias {case.bias!r} "
+            f"(full_dataset.csv row {case.row})",
+        )
+
+
+def _choice(record: CsvRecord, half: str, case: _Case, status: str) -> int | None:
+    """The half's published decision: a 0-based option index in the original order (None
+    only in an ERROR row that published none)."""
+    column = f"{half}_decision"
+    text = record.values[column].strip()
+    if status == "ERROR" and (not text or text.lower() == "nan"):
+        return None
+    choice = parse_index(text, record.file, record.row, column, record.line)
+    if not 0 <= choice < case.n_options:
+        raise record.fail(column, f"option index {choice} is outside 0..{case.n_options - 1}")
+    return choice
+
+
+def _outcome(record: CsvRecord, status: str) -> tuple[float | None, str | None]:
+    """(score, error): the published score of an OK row, kept exactly; the published error
+    message of an ERROR row (redacted; a placeholder when none was published)."""
+    values = record.values
+    if status == "OK":
+        text = values["individual_score"].strip()
+        score = parse_float(text, record.file, record.row, "individual_score", record.line)
+        if abs(score) > 1 + SCORE_SLACK:
+            raise record.fail("individual_score", f"{score} is outside [-1, 1]")
+        return score, None
+    message = bounded(values.get("error_message", "").strip(), "error_message", record.fail)
+    return None, _redact(message) or "ERROR (no message published)"
 
 
 def _extraction(values: dict[str, str], half: str, fail: Any) -> str | None:

@@ -99,11 +99,8 @@ async def _collect(plan: Plan, store: Store, client: LLMClient) -> None:
         if instance.status != "ok":
             continue
         try:
-            await scorers.get(spec.scoring).decide_pair(
-                client, instance, model, run_id=spec.run_id, temperature=spec.temperature,
-                repeat=repeat, seed=spec.seed, prompting=spec.prompting, extractor=spec.extractor,
-                option_order=plan.option_order, reading=spec.reading,
-            )  # fmt: skip
+            ask = paired.pair_ask(plan, repeat)
+            await scorers.get(spec.scoring).decide_pair(client, instance, model, ask)
         except CacheMiss:
             continue
     await close_sessions()
@@ -167,6 +164,10 @@ class ImportSummary:
     tokens: int = 0
 
 
+Answer = tuple[str, int, int]  # text, prompt tokens, completion tokens
+Given = tuple[int, str, Answer | str]  # line number, custom_id, the answer or why none
+
+
 def import_results(store: Store, path: str | Path, charged: bool = False) -> ImportSummary:
     """Store an engine's answers in the response cache (one transaction).
 
@@ -178,8 +179,26 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
     path = Path(path)
     problems: list[str] = []
     summary = ImportSummary()
-    answers: list[tuple[int, str, str, int, int]] = []
-    given: list[tuple[int, str, tuple[str, int, int] | str]] = []
+    given = _given(path, problems)
+    known = store.batch_requests([custom_id for _, custom_id, _ in given])
+    answers = _exported(path, given, known, problems, summary)
+    if problems:
+        shown = problems[:MAX_PROBLEMS_SHOWN]
+        more = len(problems) - len(shown)
+        raise BatchError(
+            "\n".join(shown) + (f"\n… and {more} more" if more else "") + "\nnothing was imported"
+        )
+    rows = _new_calls(store, path, answers, known, charged, summary)
+    if rows:  # nothing new: the database is not written at all
+        store.put_llm_calls(rows)
+    summary.answers = len(rows)
+    return summary
+
+
+def _given(path: Path, problems: list[str]) -> list[Given]:
+    """Every answered line of the file, once per `custom_id`; what is wrong with the others
+    goes to `problems`."""
+    given: list[Given] = []
     seen: set[str] = set()
     for number, line in _lines(path, problems):
         where = f"{path.name}, line {number}"
@@ -197,7 +216,19 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
             continue
         seen.add(custom_id)
         given.append((number, custom_id, _answer_of(item)))
-    known = store.batch_requests([custom_id for _, custom_id, _ in given])
+    return given
+
+
+def _exported(
+    path: Path,
+    given: list[Given],
+    known: dict[str, dict[str, Any]],
+    problems: list[str],
+    summary: ImportSummary,
+) -> list[tuple[int, str, Answer]]:
+    """The answers to exported requests; an answer to none is a problem, a request the engine
+    could not answer is listed in `summary.errors`."""
+    answers: list[tuple[int, str, Answer]] = []
     for number, custom_id, answer in given:
         where = f"{path.name}, line {number}"
         if custom_id not in known:
@@ -208,18 +239,26 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
         elif isinstance(answer, str):
             summary.errors.append(f"{where}: {answer}")
         else:
-            answers.append((number, custom_id, *answer))
-    if problems:
-        shown = problems[:MAX_PROBLEMS_SHOWN]
-        more = len(problems) - len(shown)
-        raise BatchError(
-            "\n".join(shown) + (f"\n… and {more} more" if more else "") + "\nnothing was imported"
-        )
+            answers.append((number, custom_id, answer))
+    return answers
+
+
+def _new_calls(
+    store: Store,
+    path: Path,
+    answers: list[tuple[int, str, Answer]],
+    known: dict[str, dict[str, Any]],
+    charged: bool,
+    summary: ImportSummary,
+) -> list[dict[str, Any]]:
+    """The response-cache rows of the answers not in the cache yet, redacted and capped as
+    the cache stores them and priced at the batch price when `charged`; an answer already
+    stored is counted as kept, or listed as a conflict when it differs."""
     profiles: dict[tuple[str, str | None], ModelProfile] = {}
     rows = []
     clean = redactor()
-    stored = store.llm_call_responses([custom_id for _, custom_id, *_ in answers])
-    for number, custom_id, text, prompt_tokens, completion_tokens in answers:
+    stored = store.llm_call_responses([custom_id for _, custom_id, _ in answers])
+    for number, custom_id, (text, prompt_tokens, completion_tokens) in answers:
         asked = known[custom_id]
         text = redact_json(records.cap_text(text)[0], clean) or ""  # as the cache stores it
         if custom_id in stored:
@@ -253,10 +292,7 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
         )
         summary.cost += cost or 0.0  # an unknown price is stored as NULL, counted as nothing
         summary.tokens += prompt_tokens + completion_tokens
-    if rows:  # nothing new: the database is not written at all
-        store.put_llm_calls(rows)
-    summary.answers = len(rows)
-    return summary
+    return rows
 
 
 def _lines(path: Path, problems: list[str]) -> Iterator[tuple[int, str]]:
@@ -301,7 +337,7 @@ def _shown(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _answer_of(item: dict[str, Any]) -> tuple[str, int, int] | str:
+def _answer_of(item: dict[str, Any]) -> Answer | str:
     """(text, prompt tokens, completion tokens), or why the engine gave no answer."""
     if item.get("error"):
         error = item["error"]

@@ -22,20 +22,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from cogbias.core import metrics
-from cogbias.core.reading import READ_ANSWER
 from cogbias.core.records import Decision, Instance, cap_text, dumps
-from cogbias.core.templates import Filled
 from cogbias.runs import decide
-from cogbias.runs.prompting import BASELINE
 
 if TYPE_CHECKING:
     from cogbias.llm import LLMClient
 
 SCORING = "consistency"  # stored in specs as "consistency:N"
-HALVES = ("control", "treatment")
 MAX_SAMPLES = 20  # per half: 20 answers of 20,000 characters at most stay a small row
 
 
@@ -101,25 +98,24 @@ def stored_samples(samples: Sequence[decide.HalfResult], first_repeat: int) -> s
 
 async def decide_half(
     client: LLMClient,
-    filled: Filled,
+    instance: Instance,
+    half: str,
     order: Sequence[int],
     model: str,
+    ask: decide.PairAsk,
     n: int,
-    ask: dict[str, Any],
-    draw: tuple[str, str, str, int],
 ) -> list[decide.HalfResult]:
-    """The n samples of one half (`ask`: `decide.decide_half`'s keyword arguments but
-    `repeat` and `draw`; `draw`: run, instance, half and seed of the random model's draws)."""
-    first = ask["repeat"] * n
-    run_id, instance_id, name, seed = draw
+    """The n samples of the half `half` of `instance`: sample k of the pair's repeat r is
+    asked as repeat r·n + k, with its own draw of the random model."""
+    first = ask.repeat * n
     asks = [
         decide.decide_half(
             client,
-            filled,
+            instance.half(half),
             order,
             model,
-            **{**ask, "repeat": first + k},
-            draw=decide.random_draw(run_id, instance_id, name, first + k, seed),
+            replace(ask, repeat=first + k),
+            draw=decide.random_draw(ask.run_id, instance.id, half, first + k, ask.seed),
         )
         for k in range(n)
     ]
@@ -131,45 +127,22 @@ async def decide_pair(
     client: LLMClient,
     instance: Instance,
     model: str,
-    run_id: str = "",
-    temperature: float = 0.0,
-    repeat: int = 0,
-    seed: int = 0,
-    prompting: str = BASELINE,
-    extractor: str | None = None,
-    option_order: str = metrics.HALF_REVERSED,
-    reading: str = READ_ANSWER,
+    ask: decide.PairAsk,
     *,
     samples: int = 1,
 ) -> Decision:
     """Both halves sampled `samples` times and their modal answers scored: one decision
     (with its `control_samples` and `treatment_samples`)."""
-    order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
-    ask = dict(temperature=temperature, seed=seed, repeat=repeat, prompting=prompting)
-    ask |= dict(extractor=extractor, reading=reading)
-    asks = [
-        decide_half(
-            client, instance.half(h), order, model, samples, ask, (run_id, instance.id, h, seed)
-        )
-        for h in HALVES
-    ]
+    order = metrics.presented_order(instance.n_options, ask.option_order, instance.id, ask.seed)
+    asks = [decide_half(client, instance, h, order, model, ask, samples) for h in decide.HALVES]
     outcomes = await decide.ask_all(asks, client.profile(model).prefix_cache)
     halves: dict[str, list[decide.HalfResult]] = {}
-    for name, outcome in zip(HALVES, outcomes, strict=True):
+    for name, outcome in zip(decide.HALVES, outcomes, strict=True):
         if isinstance(outcome, BaseException):  # the run must stop, or a batch collects
             raise outcome
         halves[name] = outcome
-    row = decide.decision_row(
-        instance,
-        model,
-        run_id,
-        temperature,
-        repeat,
-        order,
-        half_of(halves["control"]),
-        half_of(halves["treatment"]),
-        prompting,
-    )
-    row.control_samples = stored_samples(halves["control"], repeat * samples)
-    row.treatment_samples = stored_samples(halves["treatment"], repeat * samples)
+    control, treatment = (half_of(halves[h]) for h in decide.HALVES)
+    row = decide.decision_row(instance, model, ask, order, control, treatment)
+    row.control_samples = stored_samples(halves["control"], ask.repeat * samples)
+    row.treatment_samples = stored_samples(halves["treatment"], ask.repeat * samples)
     return row

@@ -32,9 +32,11 @@ from cogbias.llm.random_provider import option_space
 from cogbias.runs.prompting import BASELINE, decision_messages, item_kind, question_for
 
 if TYPE_CHECKING:
-    from cogbias.llm import LLMClient, LLMResponse
+    from cogbias.llm import LLMClient, LLMRequest, LLMResponse
+    from cogbias.llm.profiles import ModelProfile
 
 T = TypeVar("T")
+HALVES = ("control", "treatment")
 
 
 # --------------------------------------------------------------------------- decide
@@ -97,78 +99,123 @@ def random_draw(run_id: str, instance_id: str, half: str, repeat: int, seed: int
     return stable_id("random", run_id, instance_id, half, repeat, seed)
 
 
+@dataclass(frozen=True)
+class PairAsk:
+    """How a run asks one pair, the same for every scorer (`scorers.DecidePair`): the run's
+    settings and the pair's repeat. A run makes one per repeat (`paired.pair_ask`), so a new
+    setting is one field here and not one more parameter of every scorer and caller. The
+    decision's id is made of `run_id`, `repeat`, `temperature` and `prompting`
+    (`records.decision_id`), each request's cache key of what it sends."""
+
+    run_id: str = ""
+    temperature: float = 0.0
+    repeat: int = 0
+    seed: int = 0
+    prompting: str = BASELINE  # see `cogbias.runs.prompting`; shapes only the first question
+    extractor: str | None = None  # who reads an answer when it must be read (default: model)
+    option_order: str = metrics.HALF_REVERSED  # the run's (`RunSpec.option_order`)
+    reading: str = READ_ANSWER  # the run's (`RunSpec.reading`); see `decide_half`
+
+
+def random_draw_of(ask: PairAsk, instance: Instance, half: str) -> str:
+    """`random_draw` for one half of the pair `ask` asks."""
+    return random_draw(ask.run_id, instance.id, half, ask.repeat, ask.seed)
+
+
 async def decide_half(
     client: LLMClient,
     filled: Filled,
     order: Sequence[int],
     model: str,
-    temperature: float,
-    seed: int,
-    repeat: int,
-    prompting: str = BASELINE,
-    extractor: str | None = None,
+    ask: PairAsk,
     draw: str = "",
-    reading: str = READ_ANSWER,
 ) -> HalfResult:
-    """Free answer, read by `core.reading`; an extraction by `extractor` (default: `model`)
-    only where the answer leaves a choice it could confirm. Mapped back to the original order.
+    """Free answer, read by `core.reading`; an extraction by `ask.extractor` (default:
+    `model`) only where the answer leaves a choice it could confirm. Mapped back to the
+    original order.
 
-    With `reading` READ_EXTRACTION (the Malberg paper's reading) every answer goes to the
+    With `ask.reading` READ_EXTRACTION (the Malberg paper's reading) every answer goes to the
     extraction call and its first "Option N" is the choice, unchecked; a model that writes no
     text (the `random` baseline) has already answered with an option and is not extracted.
-    `prompting` (see `cogbias.runs.prompting`) shapes only the first question; the extraction
-    step is the same for every method. `draw` seeds the `random` model's answer (see
-    `random_draw`); other models ignore it.
+    `ask.prompting` shapes only the first question; the extraction step is the same for every
+    method. `draw` seeds the `random` model's answer (see `random_draw`); other models
+    ignore it.
     """
-    from cogbias.llm import LLMRequest
-
-    n = len(filled.options)
     result = HalfResult()
     profile = client.profile(model)
-    task = render_decision_text(filled, order)
-    local = profile.kind == "local"
-    first = await client.complete(
-        LLMRequest(
-            model=model,
-            messages=decision_messages(
-                task,
-                prompting,
-                question_for(filled.layout) + LOCAL_DEC_SUFFIX * (local and prompting == BASELINE),
-                filled.layout,
-                item_kind(filled.options),
-            ),
-            temperature=temperature,
-            seed=seed,
-            max_tokens=profile.answer_tokens,
-            repeat=repeat,
-            answer_space=option_space(n, draw),
-        )
-    )
+    first = await client.complete(_decision_request(filled, order, model, ask, draw, profile))
     result.account(first)
     result.answer = first.text
-    reader = extractor or model
-    if reading == READ_EXTRACTION and profile.writes_text:
-        # the paper's extraction asks at the decision's temperature, so it is asked so here
-        reply = await _extract(client, result, filled, order, reader, temperature, seed, repeat)
-        picked = first_option(reply, n)
-        if picked is not None:
-            result.choice = order[picked]
-            return result
+    reader = ask.extractor or model
+    if ask.reading != READ_EXTRACTION or not profile.writes_text:
+        await _read_answer(client, result, filled, order, reader, ask)
+        return result
+    # the paper's reading: the extraction's first "Option N" is the choice, unchecked; the
+    # paper's extraction asks at the decision's temperature, so it is asked so here
+    reply = await _extract(client, result, filled, order, reader, ask.temperature, ask)
+    picked = first_option(reply, len(filled.options))
+    if picked is None:
         result.error = f"the extraction by {reader} named no option ({_said(reply)})"
         result.failure_kind = "unparseable"
-        return result
-    read = read_option(first.text, [filled.options[j] for j in order])
+    else:
+        result.choice = order[picked]
+    return result
+
+
+def _decision_request(
+    filled: Filled,
+    order: Sequence[int],
+    model: str,
+    ask: PairAsk,
+    draw: str,
+    profile: ModelProfile,
+) -> LLMRequest:
+    """The first question of a half: the task in `ask.prompting`'s words (a local model is
+    asked for one sentence, see `LOCAL_DEC_SUFFIX`)."""
+    from cogbias.llm import LLMRequest
+
+    short = profile.kind == "local" and ask.prompting == BASELINE
+    question = question_for(filled.layout) + (LOCAL_DEC_SUFFIX if short else "")
+    return LLMRequest(
+        model=model,
+        messages=decision_messages(
+            render_decision_text(filled, order),
+            ask.prompting,
+            question,
+            filled.layout,
+            item_kind(filled.options),
+        ),
+        temperature=ask.temperature,
+        seed=ask.seed,
+        max_tokens=profile.answer_tokens,
+        repeat=ask.repeat,
+        answer_space=option_space(len(filled.options), draw),
+    )
+
+
+async def _read_answer(
+    client: LLMClient,
+    result: HalfResult,
+    filled: Filled,
+    order: Sequence[int],
+    reader: str,
+    ask: PairAsk,
+) -> None:
+    """Read the answer itself (`core.reading`); ask `reader` (at temperature 0) only where
+    the answer leaves a choice it could confirm, and take its reply only if the answer
+    confirms it."""
+    read = read_option(result.answer, [filled.options[j] for j in order])
     if read.choice is not None:
         result.extraction = f"Option {read.choice + 1}"  # as the extraction prompt asks
         result.choice = order[read.choice]
-        return result
+        return
     why = f"no option could be extracted from the answer: {read.problem}"
     if read.extraction_could_confirm:
-        reply = await _extract(client, result, filled, order, reader, 0.0, seed, repeat)
-        picked = read_extraction(reply, n)
+        reply = await _extract(client, result, filled, order, reader, 0.0, ask)
+        picked = read_extraction(reply, len(filled.options))
         if picked is not None and read.confirms(picked):
             result.choice = order[picked]
-            return result
+            return
         why += (
             f"; the extraction by {reader} found no option ({_said(reply)})"
             if picked is None
@@ -177,7 +224,6 @@ async def decide_half(
         )
     result.error = why
     result.failure_kind = "unparseable"
-    return result
 
 
 async def _extract(
@@ -187,11 +233,10 @@ async def _extract(
     order: Sequence[int],
     reader: str,
     temperature: float,
-    seed: int,
-    repeat: int,
+    ask: PairAsk,
 ) -> str:
-    """Ask `reader` which option `result.answer` chose (the paper's second call); the reply
-    is recorded in `result.extraction` and returned."""
+    """Ask `reader` at `temperature` which option `result.answer` chose (the paper's second
+    call); the reply is recorded in `result.extraction` and returned."""
     from cogbias.llm import LLMRequest
 
     second = await client.complete(
@@ -207,10 +252,10 @@ async def _extract(
                 ),
             ),
             temperature=temperature,
-            seed=seed,
+            seed=ask.seed,
             max_tokens=12,
             grammar=option_grammar(len(filled.options)) if client.profile(reader).grammar else None,
-            repeat=repeat,
+            repeat=ask.repeat,
         )
     )
     result.account(second)
@@ -222,60 +267,25 @@ def _said(reply: str) -> str:
     return repr(" ".join(reply.split())[:40])
 
 
-async def decide_pair(
-    client: LLMClient,
-    instance: Instance,
-    model: str,
-    run_id: str = "",
-    temperature: float = 0.0,
-    repeat: int = 0,
-    seed: int = 0,
-    prompting: str = BASELINE,
-    extractor: str | None = None,
-    option_order: str = metrics.HALF_REVERSED,
-    reading: str = READ_ANSWER,
-) -> Decision:
+async def decide_pair(client: LLMClient, instance: Instance, model: str, ask: PairAsk) -> Decision:
     """Answer both halves (same option order for both) and score: one decision.
 
-    `option_order` is the run's (`RunSpec.option_order`): the options as written, or reversed
-    in a seeded half of the pairs. `reading` is the run's (`RunSpec.reading`): see
-    `decide_half`.
+    `ask.option_order` is the run's: the options as written, or reversed in a seeded half of
+    the pairs; `ask.reading` is the run's: see `decide_half`.
     Raises `FatalLLMError` (the run must stop); any other failed call becomes a failed row
     whose `failure_kind` says whether resuming should retry it, and so does an answer that
     raised while it was read (`settled`).
     """
-    order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
-    halves: dict[str, HalfResult] = {}
+    order = metrics.presented_order(instance.n_options, ask.option_order, instance.id, ask.seed)
     asks = [
         decide_half(
-            client,
-            instance.half(h),
-            order,
-            model,
-            temperature,
-            seed,
-            repeat,
-            prompting,
-            extractor,
-            draw=random_draw(run_id, instance.id, h, repeat, seed),
-            reading=reading,
+            client, instance.half(h), order, model, ask, draw=random_draw_of(ask, instance, h)
         )
-        for h in ("control", "treatment")
+        for h in HALVES
     ]
     outcomes = await ask_all(asks, client is not None and client.profile(model).prefix_cache)
-    for name, outcome in zip(("control", "treatment"), outcomes, strict=True):
-        halves[name] = settled(outcome)
-    return decision_row(
-        instance,
-        model,
-        run_id,
-        temperature,
-        repeat,
-        order,
-        halves["control"],
-        halves["treatment"],
-        prompting,
-    )
+    control, treatment = (settled(outcome) for outcome in outcomes)
+    return decision_row(instance, model, ask, order, control, treatment)
 
 
 def settled(outcome: T | BaseException) -> T | HalfResult:
@@ -323,21 +333,12 @@ async def ask_all(asks: Sequence[Awaitable[T]], one_by_one: bool) -> list[T | Ba
 
 
 def failed_decision(
-    instance: Instance,
-    model: str,
-    run_id: str,
-    temperature: float,
-    repeat: int,
-    error: str,
-    failure_kind: str,
-    prompting: str = BASELINE,
+    instance: Instance, model: str, ask: PairAsk, error: str, failure_kind: str
 ) -> Decision:
     """The decision of a pair that could not be asked (e.g. its generation failed)."""
     order = list(range(instance.n_options))
     failed = HalfResult(error=error, failure_kind=failure_kind)
-    return decision_row(
-        instance, model, run_id, temperature, repeat, order, failed, HalfResult(), prompting
-    )
+    return decision_row(instance, model, ask, order, failed, HalfResult())
 
 
 # A pair fails with its most retryable half's kind: a transient half must be asked again.
@@ -347,13 +348,10 @@ KIND_RANK = {kind: i for i, kind in enumerate(("transient", "invalid", "unparsea
 def decision_row(
     instance: Instance,
     model: str,
-    run_id: str,
-    temperature: float,
-    repeat: int,
+    ask: PairAsk,
     order: Sequence[int],
     c: HalfResult,
     t: HalfResult,
-    prompting: str = BASELINE,
     score: Callable[[HalfResult, HalfResult], float | None] | None = None,
 ) -> Decision:
     """One decision from both halves, whatever the scorer (`runs.scorers`): the pair fails
@@ -368,13 +366,13 @@ def decision_row(
     control_answer, cut_c = cap_text(c.answer)
     treatment_answer, cut_t = cap_text(t.answer)
     return Decision(
-        id=decision_id(run_id, instance.id, model, repeat, temperature, prompting),
-        run_id=run_id,
+        id=decision_id(ask.run_id, instance.id, model, ask.repeat, ask.temperature, ask.prompting),
+        run_id=ask.run_id,
         instance_id=instance.id,
         test_case=instance.test_case,
         model=model,
-        temperature=temperature,
-        repeat=repeat,
+        temperature=ask.temperature,
+        repeat=ask.repeat,
         reversed=list(order) != sorted(order),
         control_order=list(order),
         treatment_order=list(order),

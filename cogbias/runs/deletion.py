@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cogbias.core.run_record import ACTIVE
 from cogbias.runs.summaries import run_summaries
 from cogbias.store import Store
-
-ACTIVE = ("planned", "running")
 
 
 @dataclass(frozen=True)

@@ -27,19 +27,15 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cogbias.core.run_record import RunStatus
 from cogbias.llm.direct import close_sessions
 from cogbias.llm.factory import open_client
 from cogbias.runs import kinds
 from cogbias.runs.work import DB_WAIT_LIMIT_S, Job, Progress, RunKind, Writer, busy
 from cogbias.store import LEASE_STALE_S, Store, lease_alive, lease_owner, now
 from cogbias.store.buffered_cache import BufferedCache
-
-if TYPE_CHECKING:
-    pass
-
-ACTIVE = ("planned", "running")
 
 
 class RunBusy(RuntimeError):
@@ -67,12 +63,14 @@ def execute(
     deadline: float | None = None,
     max_retries: int = 6,
     api_key_env: str | None = None,
+    kind: RunKind | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) a plan of any kind to completion, cancellation or a fatal error;
     returns the run row. Raises `RunBusy` when another live worker holds the run.
     `api_key_env` names the variable holding the key of the run's `api_base` (never stored:
-    a key variable changes no answer)."""
-    kind = kinds.kind_of(plan.spec)
+    a key variable changes no answer). `kind` is the plan's kind when the caller has
+    resolved it already (a resumed run's record)."""
+    kind = kind or kinds.kind_of(plan.spec)
     if concurrency < 1:  # no slot would ever be free: the run would wait forever
         raise ValueError(f"concurrency must be at least 1, not {concurrency}")
     tuning = dict(
@@ -141,14 +139,14 @@ async def _work(
     spec = plan.spec
     run_id = spec.run_id
     if (store.run(run_id) or {}).get("cancel_requested"):  # cancelled while this worker started
-        store.update_run(run_id, status="cancelled", cancel_requested=0, finished_at=now())
+        store.update_run(run_id, status=RunStatus.CANCELLED, cancel_requested=0, finished_at=now())
         return store.run(run_id) or {}
     with store.atomic():
         counts = kind.prepare(plan, store, retry_failed)
         previous = store.run(run_id) or {}
         store.update_run(
             run_id,
-            status="running",
+            status=RunStatus.RUNNING,
             started_at=previous.get("started_at") or now(),
             finished_at=None,
             error=None,
@@ -156,7 +154,8 @@ async def _work(
             wait_reason=None,
         )
     store.set_busy_timeout(0.2)  # never block the event loop on another process's writes
-    run = {"id": run_id, "planned": plan.planned, "status": "running", "done": 0, "failed": 0}
+    run = {"id": run_id, "planned": plan.planned, "status": RunStatus.RUNNING}
+    run.update(done=0, failed=0)
     run.update(generated=0, to_generate=0, unit=kind.unit_name, **counts)
     cache = BufferedCache(store)
     options = dict(api_base=spec.api_base, concurrency=concurrency, **tuning)
@@ -167,9 +166,9 @@ async def _work(
     writer = Writer(store, run, owner, [cache], clients, progress, kind.save)
     job = Job(plan, store, client, fresh, writer, concurrency, retry_failed)
     status, error = await until_stopped(asyncio.create_task(kind.work(job)), writer)
-    if status == "done":
+    if status == RunStatus.DONE:
         error = kind.incomplete(job)
-        status = "incomplete" if error else status
+        status = RunStatus.INCOMPLETE if error else status
     return end_run(store, run, status, error, progress, **kind.end_fields(job))
 
 
@@ -180,26 +179,26 @@ async def until_stopped(work: asyncio.Task[Any], writer: Writer) -> tuple[str, s
 
     writer.on_stop = work.cancel
     ticker = asyncio.create_task(writer.ticker())
-    status, error = "done", None
+    status, error = RunStatus.DONE, None
     try:
         await work
     except FatalLLMError as exc:
-        status, error = "failed", str(exc)
+        status, error = RunStatus.FAILED, str(exc)
     except asyncio.CancelledError:
-        status = {"cancel": "cancelled", "lease": "interrupted"}.get(
-            writer.stop_reason or "", "failed"
+        status = {"cancel": RunStatus.CANCELLED, "lease": RunStatus.INTERRUPTED}.get(
+            writer.stop_reason or "", RunStatus.FAILED
         )
         if writer.stop_reason is None:  # cancelled from outside (Ctrl-C)
-            status = "cancelled"
+            status = RunStatus.CANCELLED
     except KeyboardInterrupt:
-        status = "cancelled"
+        status = RunStatus.CANCELLED
     finally:
         ticker.cancel()
         await close_sessions()
     writer.store.set_busy_timeout(30)
     _retrying(writer.flush, until=lambda: writer.db_wait_since is None)
     if writer.stop_reason == "error":
-        status, error = "failed", writer.error
+        status, error = RunStatus.FAILED, writer.error
     return status, error
 
 
@@ -217,7 +216,7 @@ def end_run(
     returned row carries the ending anyway: the stored row still says `running`, which reads
     as `interrupted` once this process has ended, and `cogbias resume` takes it over."""
     recorded = True
-    if status != "interrupted":
+    if status != RunStatus.INTERRUPTED:
         try:
             _retrying(
                 lambda: store.update_run(
@@ -297,8 +296,9 @@ def launch(spec: Any, db: str | Path, name: str = "", batch: bool = False) -> st
     """Plan and store a run of any kind (a spec or a ready plan), then work on it in a worker
     process (the app's Start). Raises `RunBusy` when a live worker already holds it."""
     with Store(db) as store:
-        plan = spec if hasattr(spec, "planned") else kinds.plan(spec, store)
-        run_id = create(plan, store, name)
+        kind = kinds.kind_of(spec.spec if hasattr(spec, "planned") else spec)  # once
+        plan = spec if hasattr(spec, "planned") else kind.plan(spec, store)
+        run_id = kind.create(plan, store, name)
     return launch_stored(run_id, db, batch)
 
 

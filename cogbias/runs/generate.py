@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cogbias.core.errors import UserError
 from cogbias.core.records import Instance, instance_id, stable_id
 from cogbias.core.templates import (
+    Filled,
     LLMGap,
     Template,
     fill,
@@ -135,24 +136,12 @@ async def generate(
     """
     values = _sample(case, scenario, seed, index)
     fills: dict[str, str] = {}
-    insertions = _value_insertions(case, values)
+    insertions = _value_insertions(case, values)  # before the fills name their values
     filler = examples.ExampleFiller(case, scenario, seed, index)
     offline = generator == examples.EXAMPLES_GENERATOR
     missing = filler.prefill(values, fills, everything=offline)
-    if offline and missing:
-        raise GenerationError(
-            f"{case.id} has no example fills for the gap '{missing[0].instruction}': add them "
-            "under [examples] in its file, or choose a model as generator"
-        )
+    _check_generator(client, case, generator, offline, missing)
     json_schema = offline or client.profile(generator).json_schema
-    if not offline and not client.profile(generator).writes_text:
-        gaps = list(
-            dict.fromkeys(
-                g.instruction for g in case.control.llm_gaps() + case.treatment.llm_gaps()
-            )
-        )
-        if gaps:
-            raise GenerationError(random_generator_refusal(case.id, gaps))
     for template in (case.control, case.treatment):
         await _fill_template(
             client,
@@ -171,25 +160,15 @@ async def generate(
         return fills[gap.resolve(values)]
 
     raw_control = examples.fix_role(fill(case.control, values, from_fills), scenario)
-    control = examples.fix_articles(raw_control)  # `a/an` was still marked in raw_control
-    for gap in case.control.llm_gaps() + case.treatment.llm_gaps():
-        key = gap.resolve(values)
-        if not any(i["gap"] == key for i in insertions):
-            text = fills[key]
-            if gap.instruction == examples.ARTICLE_GAP:  # the article the text really has
-                text = examples.first_article(raw_control) or "a"
-            extra = filler.sources.get(key, {"source": "llm"})
-            insertions.append({"gap": key, **extra, "text": text})
-
+    raw_treatment = examples.fix_role(fill(case.treatment, values, from_fills), scenario)
+    _add_llm_insertions(case, values, fills, filler.sources, raw_control, insertions)
     return Instance(
         id=instance_id(case.content_hash, scenario, index, generator, seed, temperature),
         test_case=case.id,
         test_case_hash=case.content_hash,
         scenario=scenario,
-        control=control,
-        treatment=examples.fix_articles(
-            examples.fix_role(fill(case.treatment, values, from_fills), scenario)
-        ),
+        control=examples.fix_articles(raw_control),  # `a/an` is still marked in raw_control
+        treatment=examples.fix_articles(raw_treatment),
         metric=case.metric_params(values),
         scenario_id=scenario_id,
         instance_index=index,
@@ -200,6 +179,46 @@ async def generate(
         values=values,
         insertions=insertions,
     )
+
+
+def _check_generator(
+    client: LLMClient, case: TestCase, generator: str, offline: bool, missing: list[LLMGap]
+) -> None:
+    """Refuse, naming the gap, what `generator` cannot fill: a gap without example fills
+    for the offline examples, any LLM gap for a model that writes no text (the random
+    baseline)."""
+    if offline and missing:
+        raise GenerationError(
+            f"{case.id} has no example fills for the gap '{missing[0].instruction}': add them "
+            "under [examples] in its file, or choose a model as generator"
+        )
+    if offline or client.profile(generator).writes_text:
+        return
+    llm_gaps = case.control.llm_gaps() + case.treatment.llm_gaps()
+    gaps = list(dict.fromkeys(g.instruction for g in llm_gaps))
+    if gaps:
+        raise GenerationError(random_generator_refusal(case.id, gaps))
+
+
+def _add_llm_insertions(
+    case: TestCase,
+    values: Mapping[str, Any],
+    fills: Mapping[str, str],
+    sources: Mapping[str, dict[str, str]],
+    raw_control: Filled,
+    insertions: list[dict[str, str]],
+) -> None:
+    """Add each filled LLM gap, once, to `insertions` (its source: the model, or an example
+    fill that replaced a rejected one); an `a/an` gap records the article the control's text
+    really has."""
+    for gap in case.control.llm_gaps() + case.treatment.llm_gaps():
+        key = gap.resolve(values)
+        if not any(i["gap"] == key for i in insertions):
+            text = fills[key]
+            if gap.instruction == examples.ARTICLE_GAP:  # the article the text really has
+                text = examples.first_article(raw_control) or "a"
+            extra = sources.get(key, {"source": "llm"})
+            insertions.append({"gap": key, **extra, "text": text})
 
 
 async def _fill_template(

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from cogbias.core.run_record import Run
 from cogbias.runs.work import RunKind
 
 if TYPE_CHECKING:
@@ -125,10 +127,23 @@ def stored(store: Store, run_id: str) -> tuple[dict[str, Any], RunKind]:
     return run, kind_of(run["spec"])
 
 
+def record(row: Mapping[str, Any]) -> Run:
+    """A stored run's row as a `Run`: its spec parsed and its kind resolved, once, so its
+    readers ask the record instead of parsing the spec again."""
+    run = Run.from_row(row)
+    return replace(run, kind=kind_of(run.spec))
+
+
+def records(store: Store) -> list[Run]:
+    """Every stored run as a `Run` (newest first), each kind resolved once."""
+    return [record(row) for row in store.runs()]
+
+
 def described(run: Mapping[str, Any]) -> str:
     """What a stored run is, in words a refusal can use: 'a study run (study mohr8)'."""
-    kind = kind_of(run["spec"])
-    return f"a {kind.name} run ({kind.target(spec_dict(run['spec']))})"
+    spec = spec_dict(run["spec"])  # parsed once, for its kind and its target
+    kind = kind_of(spec)
+    return f"a {kind.name} run ({kind.target(spec)})"
 
 
 def replan_run(store: Store, run: Mapping[str, Any]) -> Any:

@@ -20,6 +20,7 @@ from cogbias.core.records import Decision, Instance
 from cogbias.core.templates import Filled
 from cogbias.library import testcases as library
 from cogbias.runs import pipeline, scorers
+from cogbias.runs.decide import PairAsk
 from cogbias.runs.paired_plan import (
     InstanceJob,
     Plan,
@@ -222,6 +223,22 @@ def _failed_instance(job: InstanceJob, spec: RunSpec, error: str, kind: str) -> 
     )
 
 
+def pair_ask(plan: Plan, repeat: int) -> PairAsk:
+    """How `plan`'s run asks its pairs of `repeat` (the run's settings, its option order as
+    planned): what every scorer's `decide_pair` is handed."""
+    spec = plan.spec
+    return PairAsk(
+        run_id=spec.run_id,
+        temperature=spec.temperature,
+        repeat=repeat,
+        seed=spec.seed,
+        prompting=spec.prompting,
+        extractor=spec.extractor,
+        option_order=plan.option_order,
+        reading=spec.reading,
+    )
+
+
 async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str, str]) -> None:
     plan, writer = job.plan, job.writer
     spec = plan.spec
@@ -230,32 +247,15 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
 
     async def decide(pair: tuple[Instance, str, int, str]) -> None:
         instance, model, repeat, key = pair
+        ask = pair_ask(plan, repeat)
         if instance.status != "ok":
-            row = pipeline.failed_decision(
-                instance,
-                model,
-                spec.run_id,
-                spec.temperature,
-                repeat,
-                instance.error or "instance failed",
-                instance.failure_kind or "invalid",
-                spec.prompting,
-            )
+            error = instance.error or "instance failed"
+            kind = instance.failure_kind or "invalid"
+            row = pipeline.failed_decision(instance, model, ask, error, kind)
         else:
             asked_before = retried.get(key) not in (None, "transient")
-            row = await scorers.get(spec.scoring).decide_pair(
-                job.fresh if asked_before else job.client,
-                instance,
-                model,
-                run_id=spec.run_id,
-                temperature=spec.temperature,
-                repeat=repeat,
-                seed=spec.seed,
-                prompting=spec.prompting,
-                extractor=spec.extractor,
-                option_order=plan.option_order,
-                reading=spec.reading,
-            )
+            client = job.fresh if asked_before else job.client
+            row = await scorers.get(spec.scoring).decide_pair(client, instance, model, ask)
         _add_decision(writer, uncounted, row)
 
     await pool(decision_jobs(plan, instances, skip), decide, job.concurrency)

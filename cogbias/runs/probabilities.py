@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from cogbias.core import metrics
 from cogbias.core import probabilities as probs
-from cogbias.core.reading import READ_ANSWER
 from cogbias.core.records import Decision, Instance
 from cogbias.core.templates import Filled
 from cogbias.llm import logprobs, random_provider
@@ -91,9 +90,7 @@ async def decide_half(
     filled: Filled,
     order: Sequence[int],
     model: str,
-    temperature: float,
-    seed: int,
-    repeat: int,
+    ask: decide.PairAsk,
     draw: str = "",
 ) -> tuple[decide.HalfResult, probs.Distribution | None]:
     """Ask for the letter of one half; (the half as sampled, its distribution in original
@@ -116,11 +113,11 @@ async def decide_half(
         LLMRequest(
             model=model,
             messages=(("user", LABEL_PROMPT.format(task=task)),),
-            temperature=temperature,
-            seed=seed,
+            temperature=ask.temperature,
+            seed=ask.seed,
             max_tokens=1 if profile.grammar else 4,
             grammar=logprobs.label_grammar(n) if profile.grammar else None,
-            repeat=repeat,
+            repeat=ask.repeat,
             top_logprobs=logprobs.TOP_LOGPROBS,
         )
     )
@@ -169,35 +166,17 @@ def _text_of(text: str) -> str:
 
 
 async def decide_pair(
-    client: LLMClient,
-    instance: Instance,
-    model: str,
-    run_id: str = "",
-    temperature: float = 0.0,
-    repeat: int = 0,
-    seed: int = 0,
-    prompting: str = BASELINE,
-    extractor: str | None = None,
-    option_order: str = metrics.HALF_REVERSED,
-    reading: str = READ_ANSWER,
+    client: LLMClient, instance: Instance, model: str, ask: decide.PairAsk
 ) -> Decision:
     """Both halves' distributions and the expected score: one decision (with its
-    `control_distribution` and `treatment_distribution`).
-    `extractor` and `reading` are taken for the scorers' common signature and unused:
-    nothing is extracted here."""
-    order = metrics.presented_order(instance.n_options, option_order, instance.id, seed)
+    `control_distribution` and `treatment_distribution`). `ask.extractor` and `ask.reading`
+    are unused: nothing is extracted here."""
+    order = metrics.presented_order(instance.n_options, ask.option_order, instance.id, ask.seed)
     asks = [
         decide_half(
-            client,
-            instance.half(h),
-            order,
-            model,
-            temperature,
-            seed,
-            repeat,
-            decide.random_draw(run_id, instance.id, h, repeat, seed),
+            client, instance.half(h), order, model, ask, decide.random_draw_of(ask, instance, h)
         )
-        for h in ("control", "treatment")
+        for h in decide.HALVES
     ]
     # at once: the local server does not reuse a cached prefix for these requests (see
     # LLMClient._call), so asking the halves one after the other would gain nothing
@@ -216,18 +195,7 @@ async def decide_pair(
             return None
         return probs.expected_score(control, treatment, instance.metric, instance.n_options)
 
-    row = decide.decision_row(
-        instance,
-        model,
-        run_id,
-        temperature,
-        repeat,
-        order,
-        halves[0],
-        halves[1],
-        prompting,
-        score=expected,
-    )
+    row = decide.decision_row(instance, model, ask, order, halves[0], halves[1], score=expected)
     row.control_distribution = control.to_json() if control else None
     row.treatment_distribution = treatment.to_json() if treatment else None
     return row

@@ -4,10 +4,11 @@ A scorer has a name (stored in the run's spec as `scoring`, so it is part of the
 when it is not the default), what it needs of a model (`SAMPLED_TEXT` or
 `OPTION_PROBABILITIES`), a check of the run's models and test cases (`refusal`, a sentence
 naming what is missing) and the function that asks both halves of a pair and returns its
-decisions row (`decide_pair`, built on `decide.decision_row`). Every list of scoring names
-(the command's `--scoring`, the pages' radios, batches, plan estimates) reads this registry;
-callers ask `get(name)` instead of comparing names. A new scorer is one module with its
-`decide_pair` and one `register` call below (docs/architecture.md, "Add a scorer").
+decision (`decide_pair(client, instance, model, ask)`, `ask` a `decide.PairAsk`, built on
+`decide.decision_row`). Every list of scoring names (the command's `--scoring`, the pages'
+radios, batches, plan estimates) reads this registry; callers ask `get(name)` instead of
+comparing names. A new scorer is one module with its `decide_pair` and one `register` call
+below (docs/architecture.md, "Add a scorer").
 """
 
 from __future__ import annotations
@@ -17,10 +18,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
-from cogbias.core import metrics
-from cogbias.core.reading import READ_ANSWER
 from cogbias.runs import consistency, decide, probabilities
-from cogbias.runs.prompting import BASELINE
 
 if TYPE_CHECKING:
     from cogbias.core.records import Decision, Instance
@@ -36,22 +34,12 @@ OPTION_PROBABILITIES = "option probabilities"  # read from the answer's top_logp
 
 
 class DecidePair(Protocol):
-    """Ask both halves of `instance` and score them: one decisions row. Raises
-    `FatalLLMError` (the run must stop) and, in a batch's collecting round, `CacheMiss`."""
+    """Ask both halves of `instance` as `ask` says (the run's settings and the pair's repeat,
+    `decide.PairAsk`) and score them: one decision. Raises `FatalLLMError` (the run must
+    stop) and, in a batch's collecting round, `CacheMiss`."""
 
     def __call__(
-        self,
-        client: LLMClient,
-        instance: Instance,
-        model: str,
-        run_id: str = "",
-        temperature: float = 0.0,
-        repeat: int = 0,
-        seed: int = 0,
-        prompting: str = BASELINE,
-        extractor: str | None = None,
-        option_order: str = metrics.HALF_REVERSED,
-        reading: str = READ_ANSWER,
+        self, client: LLMClient, instance: Instance, model: str, ask: decide.PairAsk
     ) -> Awaitable[Decision]: ...
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cogbias.core import records
@@ -114,6 +115,17 @@ def stored_turns(store: Store, run_id: str, retry_failed: bool) -> dict[str, dic
     return kept
 
 
+@dataclass(frozen=True)
+class _Talk:
+    """One conversation of a unit: what each of its turns is asked in and stored under."""
+
+    unit: Unit
+    test: StudyTest
+    script: Script
+    conversation: str
+    attempt: int = 0  # of a single decision asked again while unreadable
+
+
 class _Conversations:
     """Asks the turns of units and hands finished turns to the writer."""
 
@@ -151,38 +163,32 @@ class _Conversations:
     async def _single(self, unit: Unit, test: StudyTest, script: Script) -> bool:
         """One decision, after a self-help rewrite when asked; again while unreadable."""
         for attempt in range(self.spec.max_attempts):
-            conversation = unit.conversation(self.run_id, attempt)
-            rows = self.stored.get(conversation, {})
+            talk = _Talk(unit, test, script, unit.conversation(self.run_id, attempt), attempt)
+            rows = self.stored.get(talk.conversation, {})
             asked, turn = script.turns[0], 0
             if script.rewrite is not None:
-                row = rows.get(0) or await self._ask(
-                    unit, test, script, conversation, attempt, 0, "rewrite", [script.rewrite]
-                )
+                row = rows.get(0) or await self._ask(talk, 0, "rewrite", [script.rewrite])
                 if row.status == "failed":
                     return False
                 if row.status != "ok":
                     continue
                 asked, turn = rewritten(row.response or ""), 1
-            row = rows.get(turn) or await self._ask(
-                unit, test, script, conversation, attempt, turn, "decide", [asked]
-            )
+            row = rows.get(turn) or await self._ask(talk, turn, "decide", [asked])
             if row.status in ("ok", "failed"):
                 return row.status == "ok"
         return False
 
     async def _sequence(self, unit: Unit, test: StudyTest, script: Script) -> bool:
         """One conversation; each turn sees the earlier turns and answers."""
-        conversation = unit.conversation(self.run_id)
-        rows = self.stored.get(conversation, {})
+        talk = _Talk(unit, test, script, unit.conversation(self.run_id))
+        rows = self.stored.get(talk.conversation, {})
         said: list[str] = []
         role_turns = [("decide", t) for t in script.turns]
         if script.revise is not None:
             role_turns.append(("revise", script.revise))
         for turn, (role, text) in enumerate(role_turns):
             said.append(text)
-            row = rows.get(turn) or await self._ask(
-                unit, test, script, conversation, 0, turn, role, said
-            )
+            row = rows.get(turn) or await self._ask(talk, turn, role, said)
             if row.status == "failed":
                 return False
             # An empty answer goes back as a visible mark: providers refuse empty turns.
@@ -190,34 +196,25 @@ class _Conversations:
         return True
 
     def _invalid(self, unit: Unit, test: StudyTest, error: str) -> None:
-        conversation = unit.conversation(self.run_id)
-        row = self._row(unit, test, Script([], ""), conversation, 0, 0, "decide", "")
+        talk = _Talk(unit, test, Script([], ""), unit.conversation(self.run_id))
+        row = self._row(talk, 0, "decide", "")
         row.status, row.error, row.failure_kind = "failed", error, "invalid"
         self.writer.add("study_calls", row)
         self.writer.run["done"] += 1
         self.writer.run["failed"] += 1
 
-    def _row(
-        self,
-        unit: Unit,
-        test: StudyTest,
-        script: Script,
-        conversation: str,
-        attempt: int,
-        turn: int,
-        role: str,
-        prompt: str,
-    ) -> Turn:
+    def _row(self, talk: _Talk, turn: int, role: str, prompt: str) -> Turn:
         """A turn's record before it is asked."""
+        unit, script = talk.unit, talk.script
         first_decision = role == "decide" and (turn == 0 or script.rewrite is not None)
         return Turn(
-            id=records.stable_id(conversation, turn),
+            id=records.stable_id(talk.conversation, turn),
             run_id=self.run_id,
-            conversation=conversation,
+            conversation=talk.conversation,
             turn=turn,
             role=role,
             test=unit.test,
-            bias=test.bias,
+            bias=talk.test.bias,
             condition=unit.condition,
             model=unit.model,
             temperature=unit.temperature,
@@ -225,7 +222,7 @@ class _Conversations:
             mitigation=unit.mitigation,
             slot=unit.slot,
             ord=unit.order,
-            attempt=attempt,
+            attempt=talk.attempt,
             presented=json.dumps(script.order),
             status_quo_at=script.status_quo_at,
             prompt=prompt,
@@ -233,22 +230,13 @@ class _Conversations:
             status="ok",
         )
 
-    async def _ask(
-        self,
-        unit: Unit,
-        test: StudyTest,
-        script: Script,
-        conversation: str,
-        attempt: int,
-        turn: int,
-        role: str,
-        said: list[str],
-    ) -> Turn:
+    async def _ask(self, talk: _Talk, turn: int, role: str, said: list[str]) -> Turn:
         """Ask one turn (`said` alternates user and assistant texts, ending with the user's)
         and record it: read, unreadable, or failed with the failure's kind."""
         from cogbias.llm import FatalLLMError, LLMError, LLMRequest
 
-        row = self._row(unit, test, script, conversation, attempt, turn, role, said[-1])
+        unit, test, script = talk.unit, talk.test, talk.script
+        row = self._row(talk, turn, role, said[-1])
         variant = self.study.variants.get(unit.variant)
         system = system_message(self.study, test, variant)
         messages = ([("system", system)] if system else []) + [
@@ -261,9 +249,9 @@ class _Conversations:
             temperature=unit.temperature,
             max_tokens=self._tokens(profile, test, role, script),
             grammar=answer_grammar(test, role) if profile.grammar else None,
-            repeat=unit.slot * self.spec.max_attempts + attempt,
+            repeat=unit.slot * self.spec.max_attempts + talk.attempt,
             # what the `random` model draws from, seeded by the turn (real models ignore it)
-            answer_space=random_space(test, role, script, records.stable_id(conversation, turn)),
+            answer_space=random_space(test, role, script, row.id),
         )
         try:
             response = await self.client.complete(request)

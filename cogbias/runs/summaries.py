@@ -3,25 +3,33 @@ and a status that tells a running run from one whose worker died."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from cogbias.core.run_record import Run, RunStatus
+from cogbias.llm import costs
 from cogbias.runs import kinds
 from cogbias.runs.paired_plan import RunSpec
 from cogbias.store import Store, parse_time, pid_alive
 
+OFFLINE_GENERATORS = ("examples", "random")  # fill gaps without a model call
+
 
 def run_summaries(store: Store) -> list[dict[str, Any]]:
-    """Runs with duration, models and biases; a 'running' run whose worker died is 'interrupted'."""
+    """Runs with duration, models, biases, what a unit is called (`unit`), the table their
+    results are in (`results`) and their cost as text (`cost_text`); a 'running' run whose
+    worker died is 'interrupted'. Each run's spec is parsed and its kind resolved once."""
     rows = []
     for run in store.runs():
-        spec = json.loads(run["spec"]) if run["spec"] else {}
-        if run["status"] == "running" and not pid_alive(run["pid"]):
-            run["status"] = "interrupted"
-        if run["status"] == "running" and run["cancel_requested"]:
-            run["status"] = "cancelling"
+        record = kinds.record(run)
+        kind, spec = record.kind, record.spec
+        assert kind is not None  # `kinds.record` resolves it
+        if run["status"] == RunStatus.RUNNING and not pid_alive(run["pid"]):
+            run["status"] = RunStatus.INTERRUPTED
+        if run["status"] == RunStatus.RUNNING and run["cancel_requested"]:
+            run["status"] = RunStatus.CANCELLING
         run["models"] = ",".join(spec.get("models", []))
-        run["biases"] = kinds.kind_of(spec).target(spec)
+        run["biases"] = kind.target(spec)
+        run["unit"], run["results"] = kind.unit_name, kind.results
         if run.get("duration_s") is None:  # made before durations accumulated
             run["duration_s"] = _duration(
                 run["started_at"], run["finished_at"] or run["heartbeat_at"]
@@ -30,8 +38,24 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
             run["duration_s"] = round(run["duration_s"], 1)
         run["cost"] = round(run["cost"] or 0.0, 6)
         run["cost_saved"] = round(run.get("cost_saved") or 0.0, 6)
+        run["cost_text"] = costs.spent_text(run["cost"], run_models(record), spec.get("api_base"))
         rows.append(run)
     return rows
+
+
+def run_models(run: Run) -> list[str]:
+    """Every model a stored run asks: its decision models and its gap-filling generator."""
+    models = list(run.spec.get("models") or [])
+    generator = run.spec.get("generator")
+    if generator and generator not in OFFLINE_GENERATORS:
+        models.append(generator)
+    return [str(m) for m in models]
+
+
+def cost_text(run: Run) -> str:
+    """A stored run's spent cost as text: "≥ $0.0120, some unknown" when a model it asked
+    has no price (see `cogbias.llm.costs.cost_text`)."""
+    return costs.spent_text(run.cost, run_models(run), run.spec.get("api_base"))
 
 
 def spec_of(run: dict[str, Any]) -> RunSpec:

@@ -32,7 +32,7 @@ from cogbias.store.connection import (
     sqlite_utils,
 )
 from cogbias.store.datasets import DatasetsRepo
-from cogbias.store.decisions import DecisionsRepo
+from cogbias.store.decisions import DecisionsRepo, PairFilter
 from cogbias.store.effects import EffectsRepo
 from cogbias.store.migrations import MIGRATIONS, SCHEMA_VERSION, _schema_v1
 from cogbias.store.runs import HOST, LEASE_STALE_S, RunsRepo, lease_alive, lease_owner, pid_alive
@@ -44,6 +44,7 @@ __all__ = [
     "LOCK_TIMEOUT",
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "PairFilter",
     "SchemaError",
     "Store",
     "StoreBase",

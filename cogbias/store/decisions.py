@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cogbias.core.records import DECISION_COLUMNS, Decision, Pair, cap_text
@@ -19,6 +20,18 @@ _PROVIDER_TEXTS = (
 )
 
 _INSTANCE_JSON = ("control", "treatment", "insertions", "values_json")  # inside strings only
+
+
+@dataclass(frozen=True)
+class PairFilter:
+    """Which stored pairs a page reads (None: any): `DecisionsRepo.pairs` pages through them
+    and `pair_count` counts them with one WHERE clause, so a page's count and rows agree."""
+
+    bias: str | None = None
+    model: str | None = None
+    run_id: str | None = None
+    dataset: str | None = None
+    search: str | None = None
 
 
 class DecisionsRepo(StoreBase):
@@ -164,8 +177,9 @@ class DecisionsRepo(StoreBase):
         limit: int = 50,
         offset: int = 0,
     ) -> list[dict[str, Any]]:
-        """Paired responses with their instance texts, for reading what a model actually said."""
-        where, params = self._pair_filter(bias, model, run_id, dataset, search)
+        """Paired responses with their instance texts, for reading what a model actually said
+        (`pair_count` counts them: `PairFilter(bias, model, run_id, dataset, search)`)."""
+        where, params = self._pair_filter(PairFilter(bias, model, run_id, dataset, search))
         sql = (
             "select d.*, i.scenario, i.variant, i.control as control_template, "
             "i.treatment as treatment_template, i.control as control_half, "
@@ -175,27 +189,28 @@ class DecisionsRepo(StoreBase):
         )
         return self.query(sql, [*params, limit, offset])
 
-    def _pair_filter(
-        self,
-        bias: str | None,
-        model: str | None,
-        run_id: str | None,
-        dataset: str | None,
-        search: str | None,
-    ) -> tuple[str, list[Any]]:
+    def pair_count(self, which: PairFilter | None = None) -> int:
+        """How many rows `pairs` would return for `which` without a limit (for paging)."""
+        which = which or PairFilter()
+        where, params = self._pair_filter(which)
+        join = " join instances i on i.id = d.instance_id" if which.search else ""
+        sql = f"select count(*) from decisions d{join}{where}"
+        return int(self.db.execute(sql, params).fetchone()[0])
+
+    def _pair_filter(self, which: PairFilter) -> tuple[str, list[Any]]:
         """The WHERE clause shared by `pairs` and `pair_count` (search needs `i` joined)."""
-        where, params = self._filter(run_id, dataset)
+        where, params = self._filter(which.run_id, which.dataset)
         clauses = [where.removeprefix("where ")] if where else []
-        for column, value in (("d.test_case", bias), ("d.model", model)):
+        for column, value in (("d.test_case", which.bias), ("d.model", which.model)):
             if value:
                 clauses.append(f"{column} = ?")
                 params.append(value)
-        if search:
+        if which.search:
             clauses.append(
                 "(i.control like ? or i.treatment like ? or d.control_answer like ? "
                 "or d.treatment_answer like ? or i.scenario like ?)"
             )
-            params += [f"%{search}%"] * 5
+            params += [f"%{which.search}%"] * 5
         return (" where " + " and ".join(clauses) if clauses else ""), params
 
     @staticmethod
@@ -277,20 +292,6 @@ class DecisionsRepo(StoreBase):
             f"{where} group by d.test_case, d.model, i.metric, i.n_options",
             params,
         )
-
-    def pair_count(
-        self,
-        bias: str | None = None,
-        model: str | None = None,
-        run_id: str | None = None,
-        dataset: str | None = None,
-        search: str | None = None,
-    ) -> int:
-        """How many rows `pairs` would return without a limit (for paging)."""
-        where, params = self._pair_filter(bias, model, run_id, dataset, search)
-        join = " join instances i on i.id = d.instance_id" if search else ""
-        sql = f"select count(*) from decisions d{join}{where}"
-        return int(self.db.execute(sql, params).fetchone()[0])
 
     # ---- comparing two models on the same instances (`analysis.compare_models`)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from cogbias.core.records import dumps
 from cogbias.core.redact import redact
+from cogbias.core.run_record import ACTIVE, RunStatus
 from cogbias.store.connection import StoreBase, now, parse_time
 
 LEASE_STALE_S = 60.0  # a worker beats every ~0.5 s; a minute of silence means it is gone
@@ -72,7 +73,7 @@ class RunsRepo(StoreBase):
                     "name": name,
                     "spec": dumps(spec),
                     "spec_version": spec_version,
-                    "status": "planned",
+                    "status": RunStatus.PLANNED,
                     "planned": planned,
                     "done": 0,
                     "failed": 0,
@@ -195,17 +196,18 @@ class RunsRepo(StoreBase):
                 return None
             holder = row.get("lease_owner")
             held = bool(holder) and lease_alive(holder, row.get("heartbeat_at"), LEASE_STALE_S)
-            ended = row["status"] not in ("planned", "running") and (
-                row.get("finished_at") or ""
-            ) >= (row.get("heartbeat_at") or "")
+            ended = row["status"] not in ACTIVE and (row.get("finished_at") or "") >= (
+                row.get("heartbeat_at") or ""
+            )
             working = held and not ended
-            starting = not held and row["status"] != "running" and pid_alive(row.get("pid"))
+            starting = not held and row["status"] != RunStatus.RUNNING and pid_alive(row.get("pid"))
             if working or starting:
                 self.db["runs"].update(run_id, {"cancel_requested": 1})
                 return "requested"
-            if row["status"] in ("planned", "running"):
+            if row["status"] in ACTIVE:
                 self.db["runs"].update(
-                    run_id, {"status": "cancelled", "lease_owner": None, "finished_at": now()}
+                    run_id,
+                    {"status": RunStatus.CANCELLED, "lease_owner": None, "finished_at": now()},
                 )
                 return "marked"
             return str(row["status"])
@@ -233,7 +235,7 @@ class RunsRepo(StoreBase):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             run = self.run(run_id)
-            if run and run["status"] not in ("planned", "running"):
+            if run and run["status"] not in ACTIVE:
                 return run
             time.sleep(0.1)
         return self.run(run_id)

@@ -10,7 +10,7 @@ the two agree). Multiple-testing correction reuses `analysis.with_significance`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from scipy import stats
 
 from cogbias.core import probabilities
 from cogbias.core.metrics import MetricParams, params_problem
+from cogbias.core.run_record import Run
 from cogbias.store import Store
 from cogbias.studies.analysis import ALPHA, SCORE_RANGE, identical_interval, with_significance
 from cogbias.views.numbers import interval, p_text, signed_or_dash
@@ -172,28 +173,25 @@ def token_bias_test_cases(store: Store) -> set[str]:
 
 
 def runs_behind(
-    store: Store, run_id: str | None = None, dataset: str | None = None
-) -> list[dict[str, Any]]:
-    """The runs whose pairs a heatmap of `run_id` / `dataset` (or of everything) shows: paired
-    runs, not those on a dataset another page reads (token-bias, effect sizes)."""
+    runs: Sequence[Run],
+    datasets: Iterable[Mapping[str, Any]],
+    run_id: str | None = None,
+    dataset: str | None = None,
+) -> list[Run]:
+    """The runs whose pairs a heatmap of `run_id` / `dataset` (or of everything) shows, of
+    `runs` (`kinds.records`) and `datasets` (`Store.datasets`) as the page read them: paired
+    runs, not those on a dataset another page reads (token-bias, effect sizes), nor a run
+    whose stored spec cannot be read (it cannot be placed, so it is not named)."""
     from cogbias.datasets.formats import results_page
-    from cogbias.runs import kinds
 
     if run_id is not None:
-        run = store.run(run_id)
-        return [run] if run else []
-    elsewhere = {d["name"] for d in store.datasets() if results_page(d["kind"]) != "explore"}
+        return [r for r in runs if r.id == run_id]
+    elsewhere = {d["name"] for d in datasets if results_page(d["kind"]) != "explore"}
     shown = []
-    for run in store.runs():
-        try:
-            spec = kinds.spec_dict(run["spec"])
-        except ValueError:
-            continue  # an unreadable spec: the run cannot be placed, so it is not named
-        if not isinstance(spec, dict):
-            continue
-        on = spec.get("dataset")
-        if kinds.kind_of(spec).results == "decisions" and on not in elsewhere:
-            if dataset is None or on == dataset:
+    for run in runs:
+        on = run.spec.get("dataset")
+        if run.spec_readable and run.kind and run.kind.results == "decisions":
+            if on not in elsewhere and (dataset is None or on == dataset):
                 shown.append(run)
     return shown
 

@@ -8,12 +8,12 @@ Option texts are untrusted: pages show them as text.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cogbias.core.probabilities import Distribution
+from cogbias.core.run_record import Run, parsed_spec
 from cogbias.llm.logprobs import LABELS
 from cogbias.runs import scorers
 from cogbias.views.shown_pairs import ShownHalf, ShownPair
@@ -88,12 +88,13 @@ def compare_sentence(pair: ShownPair, row: Mapping[str, Any]) -> str | None:
 
 
 def probability_scored(run: Mapping[str, Any]) -> bool:
-    """Whether a stored run was scored by option probabilities (its spec says so)."""
-    try:
-        spec = json.loads(run.get("spec") or "{}")
-    except ValueError:
-        return False
-    name = spec.get("scoring") if isinstance(spec, dict) else None
+    """Whether a stored run's row was scored by option probabilities (its spec says so)."""
+    return scored_by_probabilities(parsed_spec(run.get("spec"))[0])
+
+
+def scored_by_probabilities(spec: Mapping[str, Any]) -> bool:
+    """Whether a run's (parsed) spec asks for scoring by option probabilities."""
+    name = spec.get("scoring")
     return (
         isinstance(name, str)
         and scorers.unknown(name) is None
@@ -108,18 +109,18 @@ PROBABILITY_SCORES = (
 )
 
 
-def heatmap_note(runs: Sequence[Mapping[str, Any]]) -> str | None:
+def heatmap_note(runs: Sequence[Run]) -> str | None:
     """What a heatmap over `runs` says about how they were scored; None when none of them was
     probability-scored. "All results" mixes runs, so a teacher showing the demo (scored by
     probabilities) learns it as one who picked its run does."""
-    scored = [r for r in runs if probability_scored(r)]
+    scored = [r for r in runs if scored_by_probabilities(r.spec)]
     if not scored:
         return None
     if len(scored) == len(runs) == 1:
         return f"This run is scored by option probabilities: {PROBABILITY_SCORES}."
     if len(scored) == len(runs):
         return f"These runs are all scored by option probabilities: {PROBABILITY_SCORES}."
-    named = ", ".join(str(r["id"]) for r in scored)
+    named = ", ".join(r.id for r in scored)
     return (
         f"{len(scored)} of the {len(runs)} runs shown are scored by option probabilities "
         f"({named}): {PROBABILITY_SCORES}. The others' scores are read from sampled answers."

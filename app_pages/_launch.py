@@ -1,0 +1,67 @@
+"""The checks before a worker starts and the start itself, shared by the Run and Studies pages.
+
+Both pages start runs the same way: one run talks to one custom endpoint, every chosen model
+must have its key before the first call, and a worker is started beside the app (reusing its
+local model server) with any failure said in a sentence. One place keeps the two pages from
+drifting apart on what is refused and how.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import streamlit as st
+
+from app_pages._common import (
+    api_base_of,
+    db_path,
+    friendly,
+    refuse_missing_keys,
+    share_local_server,
+)
+from cogbias.llm.registry import ModelInfo
+from cogbias.runs import executor
+from cogbias.views.safe_text import escape_markdown
+
+
+def endpoints(model_ids: Iterable[str], infos: list[ModelInfo]) -> set[str]:
+    """The custom endpoints the chosen models live on (none for the built-in providers)."""
+    return {b for b in (api_base_of(m, infos) for m in model_ids) if b}
+
+
+def refused(model_ids: Iterable[str], infos: list[ModelInfo], bases: set[str]) -> bool:
+    """Say why these models cannot run together, before anything starts; True when refused:
+    more than one custom endpoint (a run has one `api_base`), or a model without its key (a
+    run would only fail on its first call)."""
+    if len(bases) > 1:
+        st.error(
+            "These models live on different endpoints "
+            f"({escape_markdown(', '.join(sorted(bases)))}); one run can use one custom "
+            "endpoint. Split them into separate runs."
+        )
+        return True
+    return refuse_missing_keys(model_ids, infos)
+
+
+def launch(what: str, spec: Any, name: str = "", batch: bool = False) -> str | None:
+    """Plan, store and start a run in a worker process (`executor.launch`); its id, or None
+    after saying why it could not start (`what` names it: "run", "study run")."""
+    share_local_server()
+    try:
+        return executor.launch(spec, db_path(), name, batch=batch)
+    except (OSError, executor.RunBusy, KeyError, ValueError) as exc:
+        st.error(f"The {what} could not be started: {friendly(exc)}")
+        return None
+
+
+def resume(what: str, run_id: str, retry_failed: bool = False) -> bool:
+    """Start a worker on a stored run (`executor.start_background`); False after saying why
+    it could not (`what` names the run as `launch` does)."""
+    share_local_server()
+    try:
+        executor.start_background(run_id, db_path(), retry_failed=retry_failed)
+    except OSError as exc:
+        st.error(f"The {what} could not be resumed: {friendly(exc)}")
+        return False
+    return True
