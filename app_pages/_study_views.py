@@ -87,7 +87,7 @@ def results(run_id: str) -> None:
 
 def human_results(study_id: str) -> None:
     """Before a run: the human results this study's tests will be shown beside."""
-    loaded = attempt("Reading the human reference results", load_references_report)
+    loaded = _loaded_references()
     table = references_view.human_table(loaded[0], study_id) if loaded else None
     if table is None or table.empty:
         return
@@ -104,20 +104,33 @@ def _references_stamp() -> tuple[tuple[str, float], ...]:
     return tuple((str(p), p.stat().st_mtime) for p in paths if p.is_file())
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def _references_report(stamp: tuple[tuple[str, float], ...]) -> tuple[dict, list]:
+    """The reference files, read once until one is added, edited or removed (`stamp`)."""
+    del stamp  # only the cache key
+    return load_references_report()
+
+
+def _loaded_references() -> tuple[dict, list] | None:
+    return attempt(
+        "Reading the human reference results", lambda: _references_report(_references_stamp())
+    )
+
+
 @st.cache_data(show_spinner="Comparing with the humans…", max_entries=16)
 def _compared(
     path: str, version: tuple[float, ...], run_id: str, stamp: tuple[tuple[str, float], ...]
 ) -> pd.DataFrame:
-    del stamp  # only the cache key: a changed reference file is read again
+    references = _references_report(stamp)[0]
     with Store(path) as own:  # cached work may run in any session's thread: its own connection
-        return study_references.comparison(own, run_id)
+        return study_references.comparison(own, run_id, references)
 
 
 def humans(run_id: str) -> None:
     """The run's cells beside the original experiments' human results, where a test asks an
     original's question: one cell at a time (chart and table), every cell in the download."""
     path = str(db_path())
-    loaded = attempt("Reading the human reference results", load_references_report)
+    loaded = _loaded_references()
     problems = loaded[1] if loaded else []
     if problems:
         st.warning(

@@ -91,7 +91,7 @@ for number, item in enumerate(top.itertuples(), start=1):
             left, right = st.columns(2)
             for column, half in ((left, first.control), (right, first.treatment)):
                 with column:  # a long imported text shows its start, the rest collapsed
-                    st.markdown(f"**{half.name.capitalize()}, as written**")
+                    st.markdown(_pair.HALF_TITLES[half.name] + ", as written")  # a fixed title
                     _pair.long_text(half.situation + "\n\n" + half.prompt)
         for column, model, score in zip(
             st.columns(2), (model_a, model_b), (item.score_a, item.score_b), strict=True

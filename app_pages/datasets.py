@@ -322,7 +322,7 @@ with tabs[2]:
             control, treatment = st.columns(2)
             for column, half in ((control, "control"), (treatment, "treatment")):
                 with column:  # a long imported text shows its start, the rest collapsed
-                    st.markdown(f"**{half.capitalize()}**")
+                    st.markdown(_pair.HALF_TITLES[half])  # a fixed title
                     _pair.long_text(pair_tables.half_text(picked[half]))
         st.subheader("Paired responses")
         pairs = store.pairs(dataset=current, bias=chosen_bias, search=search, limit=PAGE)

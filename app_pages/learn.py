@@ -51,7 +51,8 @@ if case.references:
         refs = [safe_text.preview_text(ref)[0] for ref in case.references[:MAX_REFERENCES]]
         st.markdown("\n".join(f"- {safe_text.escape_markdown(ref)}" for ref in refs))
         if len(case.references) > MAX_REFERENCES:
-            st.caption(f"… and {len(case.references) - MAX_REFERENCES:,} more in the file.")
+            more = len(case.references) - MAX_REFERENCES
+            st.caption(safe_text.escape_markdown(f"… and {more:,} more in the file."))
 if case.departures:  # the built-ins follow the paper's designs; say where they do not
     with st.expander(f"How this test differs from the paper's design ({len(case.departures)})"):
         for departure in case.departures:

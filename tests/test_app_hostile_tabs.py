@@ -29,76 +29,68 @@ from tests.dataset_helpers import HUB_CSV
 from tests.test_app_pages import assert_clean, open_page, texts
 
 
-@pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "app.db"
-    monkeypatch.setenv("COGBIAS_DB", str(path))
-    monkeypatch.setenv("COGBIAS_DEMO", "0")
-    return path
-
-
 def gone_message(what: str) -> str:
     return f"{what} no longer exists (deleted elsewhere); nothing was done."
 
 
-def two_paired_runs(db: Path, **fields: object) -> tuple[str, str]:
+def two_paired_runs(app_db: Path, **fields: object) -> tuple[str, str]:
     """Runs X and Y of the random baseline, both with `fields` (their status, say)."""
-    x = make_results_db(db, biases=("anchoring",), instances=2, name="X")
-    y = make_results_db(db, biases=("framing_effect",), instances=2, name="Y")
-    with Store(db) as store:
+    x = make_results_db(app_db, biases=("anchoring",), instances=2, name="X")
+    y = make_results_db(app_db, biases=("framing_effect",), instances=2, name="Y")
+    with Store(app_db) as store:
         for run_id in (x, y):
             store.update_run(run_id, **fields)
     return x, y
 
 
-def delete_run(db: Path, run_id: str) -> None:
+def delete_run(app_db: Path, run_id: str) -> None:
     """What tab B's Delete (or `cogbias delete run`) does."""
-    with Store(db) as store:
+    with Store(app_db) as store:
         deletion.apply(store, deletion.plan_run(store, run_id))
 
 
-def untouched(db: Path, run_id: str, status: str) -> None:
+def untouched(app_db: Path, run_id: str, status: str) -> None:
     """No worker was started for the run and its status is what it was."""
-    with Store(db) as store:
+    with Store(app_db) as store:
         run = store.run(run_id)
     assert run is not None and run["status"] == status and run["pid"] in (None, os.getpid())
-    assert not (db.parent / f"{run_id}.log").exists(), "a worker was started for it"
+    assert not (app_db.parent / f"{run_id}.log").exists(), "a worker was started for it"
 
 
 # --------------------------------------------------------------------------- point 11
 
 
-def test_resume_of_a_run_deleted_in_another_tab_resumes_no_other_run(db: Path) -> None:
-    x, y = two_paired_runs(db, status="cancelled")
+def test_resume_of_a_run_deleted_in_another_tab_resumes_no_other_run(app_db: Path) -> None:
+    x, y = two_paired_runs(app_db, status="cancelled")
     at = open_page("run")
     at.selectbox(key="run_pick").set_value(x).run()
     assert at.button(key="run_resume")  # tab A offers to resume X
-    delete_run(db, x)  # tab B
+    delete_run(app_db, x)  # tab B
     at.button(key="run_resume").click().run()
     assert_clean(at)
     assert gone_message(f"Run {x}") in texts(at)
-    untouched(db, y, "cancelled")  # Y, which nobody chose, was not resumed
+    untouched(app_db, y, "cancelled")  # Y, which nobody chose, was not resumed
     assert at.session_state["run_pick"] == y  # shown now: the next click is about Y
     at.run()
     assert "no longer exists" not in texts(at)  # said once
 
 
-def test_cancel_of_a_run_deleted_in_another_tab_cancels_no_other_run(db: Path) -> None:
-    x, y = two_paired_runs(db, status="running", pid=os.getpid(), finished_at=None)
+def test_cancel_of_a_run_deleted_in_another_tab_cancels_no_other_run(app_db: Path) -> None:
+    x, y = two_paired_runs(app_db, status="running", pid=os.getpid(), finished_at=None)
     at = open_page("run")
     at.selectbox(key="run_pick").set_value(x).run()
     assert at.button(key="run_cancel_pick")
-    with Store(db) as store:  # X ends, then tab B deletes it
+    with Store(app_db) as store:  # X ends, then tab B deletes it
         store.update_run(x, status="cancelled", pid=None)
-    delete_run(db, x)
+    delete_run(app_db, x)
     at.button(key="run_cancel_pick").click().run()
     assert_clean(at)
     assert gone_message(f"Run {x}") in texts(at)
-    untouched(db, y, "running")
+    untouched(app_db, y, "running")
 
 
-def test_resume_of_a_study_run_deleted_in_another_tab_resumes_no_other(db: Path) -> None:
-    with Store(db) as store:
+def test_resume_of_a_study_run_deleted_in_another_tab_resumes_no_other(app_db: Path) -> None:
+    with Store(app_db) as store:
         study = study_plan.load_study("biasbuster", store)
         ids = []
         for test in ("framing", "anchoring"):
@@ -110,30 +102,30 @@ def test_resume_of_a_study_run_deleted_in_another_tab_resumes_no_other(db: Path)
     at = open_page("studies")
     at.selectbox(key="study_run").set_value(x).run()
     assert at.button(key="study_resume")
-    delete_run(db, x)
+    delete_run(app_db, x)
     at.button(key="study_resume").click().run()
     assert_clean(at)
     assert gone_message(f"Run {x}") in texts(at)
-    untouched(db, y, "cancelled")
+    untouched(app_db, y, "cancelled")
 
 
-def test_a_run_on_a_dataset_deleted_in_another_tab_is_not_started_on_another(db: Path) -> None:
-    with Store(db) as store:
+def test_a_run_on_a_dataset_deleted_in_another_tab_is_not_started_on_another(app_db: Path) -> None:
+    with Store(app_db) as store:
         import_hub(store, HUB_CSV, name="first")
         import_hub(store, HUB_CSV, name="second")
     at = open_page("datasets")
     at.selectbox(key="ds_current").set_value("second").run()
     assert at.button(key="ds_start")
-    with Store(db) as store:  # tab B
+    with Store(app_db) as store:  # tab B
         deletion.apply(store, deletion.plan_dataset(store, "second"))
     at.button(key="ds_start").click().run()
     assert_clean(at)
     assert gone_message("Dataset second") in texts(at)
-    with Store(db) as store:
+    with Store(app_db) as store:
         assert store.runs() == []  # nothing was started on "first"
 
 
-def test_remove_of_a_model_removed_in_another_tab_removes_no_other(db: Path) -> None:
+def test_remove_of_a_model_removed_in_another_tab_removes_no_other(app_db: Path) -> None:
     for name in ("a", "b", "c"):
         settings.add_custom_model(f"openai/{name}", name.upper(), "http://127.0.0.1:9/v1")
     at = open_page("settings")
@@ -151,7 +143,7 @@ def test_remove_of_a_model_removed_in_another_tab_removes_no_other(db: Path) -> 
     assert {m.id for m in registry.load_models(settings.user_models_path())} == {"openai/c"}
 
 
-def test_a_pair_of_a_test_case_deleted_in_another_tab_is_not_run(db: Path) -> None:
+def test_a_pair_of_a_test_case_deleted_in_another_tab_is_not_run(app_db: Path) -> None:
     save_case("gone_bias", "Gone bias", "Short.")
     at = open_page("learn")
     at.selectbox(key="learn_model").set_value("random")
@@ -174,7 +166,7 @@ def broken_study_file() -> Path:
     return path
 
 
-def test_a_broken_study_file_leaves_the_other_studies_runnable(db: Path) -> None:
+def test_a_broken_study_file_leaves_the_other_studies_runnable(app_db: Path) -> None:
     path = broken_study_file()
     at = open_page("studies")
     assert_clean(at)
@@ -186,7 +178,7 @@ def test_a_broken_study_file_leaves_the_other_studies_runnable(db: Path) -> None
 
 
 def test_the_command_line_runs_the_other_studies_beside_a_broken_file(
-    db: Path, capsys: pytest.CaptureFixture[str]
+    app_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = broken_study_file()
     assert main(["run", "study", "mohr8", "--models", "random", "--dry-run"]) == 0
@@ -220,7 +212,7 @@ def save_case(case_id: str, name: str, description: str) -> None:
     library.save_test_case(library.parse_test_case(toml))
 
 
-def test_a_one_megabyte_description_is_refused_where_it_is_written(db: Path) -> None:
+def test_a_one_megabyte_description_is_refused_where_it_is_written(app_db: Path) -> None:
     description = "Long words. " * 90_000  # ~1 MB: Learn once took ~100 s to lay it out
     toml = authoring.BLANK_TEST_CASE.replace(
         '"""Say in two to four sentences what the bias is and how this test elicits it."""',
@@ -233,7 +225,7 @@ def test_a_one_megabyte_description_is_refused_where_it_is_written(db: Path) -> 
     assert "'description' has 1,080,000 characters; at most 20,000" in problem.message
 
 
-def test_a_long_description_shows_its_start_and_the_rest_collapsed(db: Path) -> None:
+def test_a_long_description_shows_its_start_and_the_rest_collapsed(app_db: Path) -> None:
     description = ("Long words. " * 1_650).strip()  # 19,799 characters, inside the bound
     save_case("big_bias", "Big bias", description)
     at = open_page("learn")

@@ -27,14 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = ["learn", "templates", "preview", "run", "explore", "settings"]
 
 
-@pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "app.db"
-    monkeypatch.setenv("COGBIAS_DB", str(path))
-    monkeypatch.setenv("COGBIAS_DEMO", "0")
-    return path
-
-
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as server:
@@ -86,14 +78,14 @@ def chart_specs(at: AppTest) -> list[dict]:
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_every_page_opens_on_an_empty_database_without_a_traceback(db: Path, page: str) -> None:
+def test_every_page_opens_on_an_empty_database_without_a_traceback(app_db: Path, page: str) -> None:
     at = open_page(page)
     assert at.title, f"{page} shows no title"
     if page == "explore":
         assert "no results yet" in texts(at)
 
 
-def test_the_models_registry_shows_a_dash_for_an_unknown_size_or_score(db: Path) -> None:
+def test_the_models_registry_shows_a_dash_for_an_unknown_size_or_score(app_db: Path) -> None:
     """Streamlit writes a missing number as "None": the local model has no arena score."""
     at = open_page("settings")
     registry_table = at.dataframe[0].value.set_index("id")
@@ -103,19 +95,19 @@ def test_the_models_registry_shows_a_dash_for_an_unknown_size_or_score(db: Path)
     assert not registry_table.isna().any().any()
 
 
-def test_first_start_loads_the_committed_demo_results(db: Path, monkeypatch) -> None:
+def test_first_start_loads_the_committed_demo_results(app_db: Path, monkeypatch) -> None:
     monkeypatch.setenv("COGBIAS_DEMO", "1")
     assert demo.SNAPSHOT.is_file(), "run scripts/make-demo to create the demo snapshot"
     at = open_page("explore")
     (spec,) = chart_specs(at)
-    with Store(db) as store:
+    with Store(app_db) as store:
         assert store.runs(), "the demo run was not loaded"
         assert {r["name"] for r in store.runs()} == {"demo"}
     assert "mean" in json.dumps(spec)
 
 
-def test_a_broken_database_file_gets_a_message_not_a_traceback(db: Path) -> None:
-    db.write_bytes(b"this is not a database" * 100)
+def test_a_broken_database_file_gets_a_message_not_a_traceback(app_db: Path) -> None:
+    app_db.write_bytes(b"this is not a database" * 100)
     at = open_page("explore")
     assert any("cannot be opened" in e.value for e in at.error)
 
@@ -124,8 +116,8 @@ def test_a_broken_database_file_gets_a_message_not_a_traceback(db: Path) -> None
 
 
 @pytest.fixture
-def results(db: Path) -> str:
-    return make_results_db(db, instances=30)
+def results(app_db: Path) -> str:
+    return make_results_db(app_db, instances=30)
 
 
 def test_explore_heatmap_is_diverging_over_minus_one_to_one(results: str) -> None:
@@ -146,7 +138,7 @@ def test_explore_heatmap_is_diverging_over_minus_one_to_one(results: str) -> Non
     assert "Click a cell" in texts(at)
 
 
-def test_explore_views_filters_and_row_order(results: str, db: Path) -> None:
+def test_explore_views_filters_and_row_order(results: str, app_db: Path) -> None:
     at = open_page("explore")
     at.radio(key="explore_view").set_value("failure_rate").run()
     assert_clean(at)
@@ -212,7 +204,7 @@ def test_explore_cell_lists_paired_responses_paginated_searchable_and_downloadab
 # --------------------------------------------------------------------------- learn
 
 
-def test_learn_shows_both_halves_with_the_difference_marked(db: Path) -> None:
+def test_learn_shows_both_halves_with_the_difference_marked(app_db: Path) -> None:
     at = open_page("learn")
     at.selectbox(key="learn_bias").set_value("framing_effect").run()
     html = "\n".join(m.value for m in at.markdown)
@@ -220,7 +212,7 @@ def test_learn_shows_both_halves_with_the_difference_marked(db: Path) -> None:
     assert "<mark" in html and "gap-llm" in html and "gap-value" in html
 
 
-def test_learn_lists_where_a_test_departs_from_the_papers_design(db: Path) -> None:
+def test_learn_lists_where_a_test_departs_from_the_papers_design(app_db: Path) -> None:
     at = open_page("learn")
     at.selectbox(key="learn_bias").set_value("planning_fallacy").run()
     assert_clean(at)
@@ -232,7 +224,7 @@ def test_learn_lists_where_a_test_departs_from_the_papers_design(db: Path) -> No
     assert not [e for e in at.expander if e.label.startswith("How this test differs")]
 
 
-def test_learn_shows_a_filled_pair_first_and_the_template_one_click_away(db: Path) -> None:
+def test_learn_shows_a_filled_pair_first_and_the_template_one_click_away(app_db: Path) -> None:
     at = open_page("learn")
     at.selectbox(key="learn_bias").set_value("anchoring").run()
     assert_clean(at)
@@ -247,7 +239,7 @@ def test_learn_shows_a_filled_pair_first_and_the_template_one_click_away(db: Pat
     assert not expander.proto.expanded
 
 
-def test_learn_runs_the_pair_live_and_explains_the_score(db: Path, fake_model: str) -> None:
+def test_learn_runs_the_pair_live_and_explains_the_score(app_db: Path, fake_model: str) -> None:
     at = open_page("learn")
     at.selectbox(key="learn_bias").set_value("framing_effect")
     at.selectbox(key="learn_generator").set_value(fake_model)
@@ -264,7 +256,7 @@ def test_learn_runs_the_pair_live_and_explains_the_score(db: Path, fake_model: s
     assert not [i for i in at.info if "Score" in i.value] and "◀ chosen" not in shown_text(at)
 
 
-def test_learn_says_which_generator_fill_copied_its_instruction(db: Path) -> None:
+def test_learn_says_which_generator_fill_copied_its_instruction(app_db: Path) -> None:
     # issue 21, 3: a fill that repeats its gap instruction gives way to an example fill, and
     # Learn says so in words (as Preview does), not only on hover
     def copying(request: dict) -> str:
@@ -286,7 +278,7 @@ def test_learn_says_which_generator_fill_copied_its_instruction(db: Path) -> Non
     assert notes, [c.value for c in at.caption]
 
 
-def test_learn_with_a_failing_model_says_what_to_do(db: Path) -> None:
+def test_learn_with_a_failing_model_says_what_to_do(app_db: Path) -> None:
     with FakeLLMServer(api_key="the-right-key") as server:
         settings.add_custom_model("openai/locked", "Locked", server.base_url)
         at = open_page("learn")
@@ -309,7 +301,7 @@ def _line_of(text: str, needle: str) -> int:
     return text[: text.index(needle)].count("\n") + 1
 
 
-def test_templates_validate_live_then_save_to_the_library(db: Path) -> None:
+def test_templates_validate_live_then_save_to_the_library(app_db: Path) -> None:
     at = open_page("templates")
     assert any("Valid: My Bias" in s.value for s in at.success)
     broken = authoring.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
@@ -332,7 +324,7 @@ def test_templates_validate_live_then_save_to_the_library(db: Path) -> None:
     )
 
 
-def test_saving_a_built_in_makes_a_copy_under_a_new_id(db: Path) -> None:
+def test_saving_a_built_in_makes_a_copy_under_a_new_id(app_db: Path) -> None:
     builtin = library.BUILTIN_DIR / "anchoring.toml"
     before = builtin.read_bytes()
     at = open_page("templates")
@@ -347,7 +339,7 @@ def test_saving_a_built_in_makes_a_copy_under_a_new_id(db: Path) -> None:
     assert any("is built in, so this is a copy" in s.value for s in at.success)
 
 
-def test_templates_report_broken_toml_and_export(db: Path) -> None:
+def test_templates_report_broken_toml_and_export(app_db: Path) -> None:
     at = open_page("templates")
     at.text_area(key="tpl_text").input('id = "x"\nname = [unclosed\n').run()
     assert_clean(at)
@@ -360,7 +352,7 @@ def test_templates_report_broken_toml_and_export(db: Path) -> None:
 # --------------------------------------------------------------------------- preview
 
 
-def test_preview_fills_values_offline_and_decides_with_the_random_baseline(db: Path) -> None:
+def test_preview_fills_values_offline_and_decides_with_the_random_baseline(app_db: Path) -> None:
     at = open_page("preview")
     at.selectbox(key="pv_case").set_value("anchoring")
     at.selectbox(key="pv_generator").set_value("").run()
@@ -374,7 +366,7 @@ def test_preview_fills_values_offline_and_decides_with_the_random_baseline(db: P
     assert any("Score" in i.value or "could not be scored" in i.value for i in at.info)
 
 
-def test_preview_marks_generator_insertions_and_regenerates(db: Path, fake_model: str) -> None:
+def test_preview_marks_generator_insertions_and_regenerates(app_db: Path, fake_model: str) -> None:
     at = open_page("preview")
     at.selectbox(key="pv_case").set_value("framing_effect")
     at.text_input(key="pv_typed").input("A school principal choosing a new timetable.")
@@ -390,7 +382,7 @@ def test_preview_marks_generator_insertions_and_regenerates(db: Path, fake_model
     assert "seed 1" in texts(at)
 
 
-def test_preview_uses_a_typed_scenario_and_names_who_filled_the_gaps(db: Path) -> None:
+def test_preview_uses_a_typed_scenario_and_names_who_filled_the_gaps(app_db: Path) -> None:
     at = open_page("preview")
     at.selectbox(key="pv_case").set_value("anchoring")
     typed = "A head teacher at a secondary school deciding on next year's budget"
@@ -406,7 +398,9 @@ def test_preview_uses_a_typed_scenario_and_names_who_filled_the_gaps(db: Path) -
     assert "keep their defaults" in texts(at)
 
 
-def test_preview_fills_offline_at_once_and_follows_every_change(db: Path, fake_model: str) -> None:
+def test_preview_fills_offline_at_once_and_follows_every_change(
+    app_db: Path, fake_model: str
+) -> None:
     """The offline example fills cost nothing: the page opens filled (it asked for a click),
     and a new scenario or seed refills it without one; a model's fill waits for Fill, and
     the offline fill is not left standing for it."""
@@ -432,7 +426,7 @@ def test_preview_fills_offline_at_once_and_follows_every_change(db: Path, fake_m
 
 
 def test_run_page_plans_starts_shows_progress_and_explore_shows_results(
-    db: Path, fake_model: str
+    app_db: Path, fake_model: str
 ) -> None:
     at = open_page("run")
     at.multiselect(key="run_biases").set_value(["framing_effect", "anchoring"])
@@ -446,12 +440,12 @@ def test_run_page_plans_starts_shows_progress_and_explore_shows_results(
     at.button(key="run_start").click().run()
     assert_clean(at)
     run_id = at.session_state["run_active"]
-    with Store(db) as store:
+    with Store(app_db) as store:
         run = store.wait_for(run_id, timeout=90)
     assert run is not None and run["status"] == "done", run
     at.run()
     assert any("6 of 6 pairs" in s.value for s in at.success)
-    with Store(db) as store:  # a run of two models, as stored by another page or the CLI
+    with Store(app_db) as store:  # a run of two models, as stored by another page or the CLI
         store.create_run("run-two-models", {"models": ["random", "local/smollm2"]}, 0)
     at.run()
     (runs,) = [d.value for d in at.dataframe if "planned" in d.value.columns]
@@ -466,7 +460,7 @@ def test_run_page_plans_starts_shows_progress_and_explore_shows_results(
     assert chart_specs(at)
 
 
-def test_run_page_cancel_and_resume(db: Path) -> None:
+def test_run_page_cancel_and_resume(app_db: Path) -> None:
     # The server hangs on every call until the run is cancelled: cancel must not wait for it.
     with FakeLLMServer(latency=60) as slow:
         settings.add_custom_model("openai/slow", "Slow", slow.base_url, json_schema=True)
@@ -476,7 +470,7 @@ def test_run_page_cancel_and_resume(db: Path) -> None:
         at.selectbox(key="run_generator").set_value("openai/slow").run()
         at.button(key="run_start").click().run()
         run_id = at.session_state["run_active"]
-        with Store(db) as store:
+        with Store(app_db) as store:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not store.run(run_id):
                 time.sleep(0.1)
@@ -499,7 +493,7 @@ def test_run_page_cancel_and_resume(db: Path) -> None:
         assert run is not None and run["status"] == "done" and run["done"] == 30, run
 
 
-def test_run_page_refuses_models_on_two_endpoints(db: Path, fake: FakeLLMServer) -> None:
+def test_run_page_refuses_models_on_two_endpoints(app_db: Path, fake: FakeLLMServer) -> None:
     settings.add_custom_model("openai/one", "One", fake.base_url)
     settings.add_custom_model("openai/two", "Two", "http://127.0.0.1:9/v1")
     at = open_page("run")
@@ -510,7 +504,9 @@ def test_run_page_refuses_models_on_two_endpoints(db: Path, fake: FakeLLMServer)
     assert not [b for b in at.button if b.key == "run_start"]
 
 
-def test_run_page_records_the_chosen_reader_of_unclear_answers(db: Path, fake_model: str) -> None:
+def test_run_page_records_the_chosen_reader_of_unclear_answers(
+    app_db: Path, fake_model: str
+) -> None:
     # the extraction model is a choice of its own (issue 20), as `--extractor` is on the CLI
     at = open_page("run")
     at.multiselect(key="run_biases").set_value(["framing_effect"])
@@ -519,7 +515,7 @@ def test_run_page_records_the_chosen_reader_of_unclear_answers(db: Path, fake_mo
     assert_clean(at)
     at.button(key="run_start").click().run()
     assert_clean(at)
-    with Store(db) as store:
+    with Store(app_db) as store:
         run = store.wait_for(at.session_state["run_active"], timeout=90)
     assert run is not None and json.loads(run["spec"])["extractor"] == fake_model
     # probability scoring reads no answer, so no reader is offered
@@ -527,7 +523,7 @@ def test_run_page_records_the_chosen_reader_of_unclear_answers(db: Path, fake_mo
     assert not [s for s in at.selectbox if s.key == "run_extractor"]
 
 
-def test_run_page_offers_the_paper_s_reading(db: Path, fake_model: str) -> None:
+def test_run_page_offers_the_paper_s_reading(app_db: Path, fake_model: str) -> None:
     # the Malberg paper's extraction call for every answer, beside cogbias' own reading
     at = open_page("run")
     at.multiselect(key="run_biases").set_value(["framing_effect"])
@@ -537,7 +533,7 @@ def test_run_page_offers_the_paper_s_reading(db: Path, fake_model: str) -> None:
     assert_clean(at)
     at.button(key="run_start").click().run()
     assert_clean(at)
-    with Store(db) as store:
+    with Store(app_db) as store:
         run = store.wait_for(at.session_state["run_active"], timeout=90)
         extracted = store.query("select control_extraction from decisions")
     assert run is not None and run["status"] == "done", run
@@ -553,7 +549,7 @@ def test_run_page_offers_the_paper_s_reading(db: Path, fake_model: str) -> None:
 # --------------------------------------------------------------------------- settings
 
 
-def test_settings_show_key_names_never_values(db: Path, monkeypatch) -> None:
+def test_settings_show_key_names_never_values(app_db: Path, monkeypatch) -> None:
     secret = "sk-this-must-never-be-shown-123456"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
@@ -566,7 +562,7 @@ def test_settings_show_key_names_never_values(db: Path, monkeypatch) -> None:
     assert secret not in shown
 
 
-def test_settings_add_a_custom_endpoint(db: Path) -> None:
+def test_settings_add_a_custom_endpoint(app_db: Path) -> None:
     at = open_page("settings")
     at.text_input(key="add_served").input("llama3.2")
     at.text_input(key="add_base").input("http://127.0.0.1:11434/v1")
@@ -581,7 +577,7 @@ def test_settings_add_a_custom_endpoint(db: Path) -> None:
     assert any("must not hold a user, password" in e.value for e in at.error)
 
 
-def test_a_missing_key_is_named_with_what_to_do(db: Path, monkeypatch) -> None:
+def test_a_missing_key_is_named_with_what_to_do(app_db: Path, monkeypatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     at = open_page("preview")
     at.selectbox(key="pv_generator").set_value("").run()
@@ -595,7 +591,7 @@ def test_a_missing_key_is_named_with_what_to_do(db: Path, monkeypatch) -> None:
 
 
 def test_a_model_without_its_key_is_marked_in_the_picker_and_refused_at_once(
-    db: Path, monkeypatch
+    app_db: Path, monkeypatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     at = open_page("learn")
@@ -613,7 +609,7 @@ def test_a_model_without_its_key_is_marked_in_the_picker_and_refused_at_once(
 
 
 def test_run_studies_and_datasets_refuse_a_model_without_its_key_before_starting(
-    db: Path, monkeypatch
+    app_db: Path, monkeypatch
 ) -> None:
     # a run would fail on its first call; the pages say what to set and offer no Start
     from cogbias.datasets import import_hub
@@ -621,7 +617,7 @@ def test_run_studies_and_datasets_refuse_a_model_without_its_key_before_starting
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     model = "openai/gpt-4o-mini-2024-07-18"
-    with Store(db) as store:
+    with Store(app_db) as store:
         import_hub(store, HUB_CSV)
     for page, picks, start in (
         ("run", {"run_biases": ["framing_effect"], "run_models": [model]}, "run_start"),
@@ -640,10 +636,10 @@ def test_run_studies_and_datasets_refuse_a_model_without_its_key_before_starting
         assert not [b for b in at.button if b.key == start and not b.disabled], page
 
 
-def test_explore_offers_only_paired_results_and_says_where_the_others_are(db: Path) -> None:
+def test_explore_offers_only_paired_results_and_says_where_the_others_are(app_db: Path) -> None:
     from cogbias.datasets import import_mohr
 
-    with Store(db) as store:
+    with Store(app_db) as store:
         import_mohr(store, ROOT / "tests" / "fixtures" / "mohr2025-format")
     at = open_page("explore")
     assert not [b for b in at.selectbox if b.key == "explore_source"]  # nothing to pick here
@@ -651,14 +647,14 @@ def test_explore_offers_only_paired_results_and_says_where_the_others_are(db: Pa
     assert "No decisions here yet" not in texts(at)
 
 
-def test_explore_filters_by_an_imported_dataset(db: Path) -> None:
+def test_explore_filters_by_an_imported_dataset(app_db: Path) -> None:
     from cogbias.datasets import import_hub
     from cogbias.runs import executor, paired_plan
     from tests.dataset_helpers import HUB_CSV
 
     if not HUB_CSV.is_file():
         pytest.skip(f"dataset fixture missing: {HUB_CSV}")
-    with Store(db) as store:
+    with Store(app_db) as store:
         import_hub(store, HUB_CSV)
         spec = paired_plan.RunSpec(models=["random"], dataset="malberg2024-hub")
         executor.execute(paired_plan.plan(spec, store), store)
@@ -674,7 +670,7 @@ def test_explore_filters_by_an_imported_dataset(db: Path) -> None:
 # --------------------------------------------------------------------------- compare, delete
 
 
-def test_compare_two_models_on_shared_instances(results: str, db: Path) -> None:
+def test_compare_two_models_on_shared_instances(results: str, app_db: Path) -> None:
     at = open_page("compare")
     at.selectbox(key="cmp_a").set_value("random_b").run()
     assert_clean(at)
@@ -691,15 +687,15 @@ def test_compare_two_models_on_shared_instances(results: str, db: Path) -> None:
     assert_clean(at)
 
 
-def test_compare_explains_when_there_is_nothing_to_compare(db: Path) -> None:
-    make_results_db(db, models=("random",), instances=3)
+def test_compare_explains_when_there_is_nothing_to_compare(app_db: Path) -> None:
+    make_results_db(app_db, models=("random",), instances=3)
     at = open_page("compare")
     assert "at least two models" in texts(at)
 
 
-def test_explore_deletes_a_run_only_after_confirming(db: Path) -> None:
-    keep = make_results_db(db, biases=("anchoring",), instances=3, name="keep")
-    drop = make_results_db(db, biases=("loss_aversion",), instances=3, name="drop")
+def test_explore_deletes_a_run_only_after_confirming(app_db: Path) -> None:
+    keep = make_results_db(app_db, biases=("anchoring",), instances=3, name="keep")
+    drop = make_results_db(app_db, biases=("loss_aversion",), instances=3, name="drop")
     at = open_page("explore")
     at.selectbox(key="explore_source").set_value(f"run:{drop}").run()
     at.button(key="explore_delete").click().run()
@@ -707,12 +703,12 @@ def test_explore_deletes_a_run_only_after_confirming(db: Path) -> None:
         "\\", ""
     )
     at.button(key="explore_delete_no").click().run()
-    with Store(db) as store:
+    with Store(app_db) as store:
         assert {r["id"] for r in store.runs()} == {keep, drop}
     at.button(key="explore_delete").click().run()
     at.button(key="explore_delete_yes").click().run()
     assert_clean(at)
-    with Store(db) as store:
+    with Store(app_db) as store:
         assert [r["id"] for r in store.runs()] == [keep]
         assert store.results(run_id=keep) and not store.results(run_id=drop)
     assert at.selectbox(key="explore_source").value == "all"

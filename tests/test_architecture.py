@@ -128,20 +128,24 @@ def test_no_module_is_over_500_lines() -> None:
     assert not long, long
 
 
-def test_only_the_store_speaks_sql() -> None:
+def nodes_outside_the_store() -> Iterator[tuple[str, ast.AST]]:
+    """(file:line, node) for every syntax node of every module outside `cogbias/store/`."""
     store = ROOT / "cogbias" / "store"
-    found = []
     for path in sources():
-        if store in path.parents:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if SQL.match(node.value):
-                    found.append(f"{where}: SQL text {node.value[:40]!r}")
-            elif isinstance(node, ast.Attribute) and node.attr in ("query", "db", "execute"):
-                if _on_a_database(node):
-                    found.append(f"{where}: .{node.attr}")
+        if store not in path.parents:
+            for node in ast.walk(ast.parse(path.read_text())):
+                yield f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}", node
+
+
+def test_only_the_store_speaks_sql() -> None:
+    found = []
+    for where, node in nodes_outside_the_store():
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if SQL.match(node.value):
+                found.append(f"{where}: SQL text {node.value[:40]!r}")
+        elif isinstance(node, ast.Attribute) and node.attr in ("query", "db", "execute"):
+            if _on_a_database(node):
+                found.append(f"{where}: .{node.attr}")
     assert not found, "\n".join(found)
 
 
@@ -188,18 +192,13 @@ def _literal_keys(node: ast.AST) -> set[str]:
 
 
 def test_decisions_and_turns_travel_as_records_outside_the_store() -> None:
-    store = ROOT / "cogbias" / "store"
     found = []
-    for path in sources():
-        if store in path.parents:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
-            keys = _literal_keys(node)
-            found += [f"{where}: a {kind} row built as a dict" for kind, signature
-                      in ROW_SIGNATURES.items() if signature <= keys]  # fmt: skip
-            if isinstance(node, ast.Tuple) and len(node.elts) >= POSITIONAL_ROW:
-                found.append(f"{where}: a row of {len(node.elts)} values by position")
+    for where, node in nodes_outside_the_store():
+        keys = _literal_keys(node)
+        found += [f"{where}: a {kind} row built as a dict" for kind, signature
+                  in ROW_SIGNATURES.items() if signature <= keys]  # fmt: skip
+        if isinstance(node, ast.Tuple) and len(node.elts) >= POSITIONAL_ROW:
+            found.append(f"{where}: a row of {len(node.elts)} values by position")
     assert not found, "\n".join(found)
 
 

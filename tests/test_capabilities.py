@@ -15,13 +15,13 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_llm_server import FakeLLMServer, default_responder
 
 from cogbias.core.probabilities import NotADistribution
 from cogbias.llm import logprobs, registry, settings
 from cogbias.llm.profiles import ModelProfile, resolve
 from cogbias.runs import executor, paired_plan, probabilities, scorers
 from cogbias.store import Store
+from tests.test_hostile_logprobs import _one_pair_run
 
 SERVER = "http://127.0.0.1:9/v1"
 
@@ -135,15 +135,7 @@ def test_an_answer_without_alternatives_never_becomes_a_distribution(tmp_path: P
     answer = {"choices": [{"message": {"content": "A"}, "logprobs": alone}]}
     with pytest.raises(NotADistribution, match="listed 1 token"):
         probabilities.read_half(logprobs.encode_answer(answer, "openai/fake"), 2)
-    reply = {"content": "A", "logprobs": alone}
-    server = FakeLLMServer(lambda r: reply if r.get("logprobs") else default_responder(r))
-    with server, Store(tmp_path / "one.db") as store:
-        asked = paired_plan.RunSpec(
-            models=["openai/fake"], biases=["framing_effect"], scenarios=1,
-            generator="examples", api_base=server.base_url, scoring="probabilities",
-        )  # fmt: skip
-        run = executor.execute(paired_plan.plan(asked, store), store, concurrency=2)
-        (row,) = store.query("select * from decisions")
+    run, row = _one_pair_run(tmp_path, {"content": "A", "logprobs": alone})
     assert run["failed"] == 1 and row["failure_kind"] == "unparseable" and row["score"] is None
     assert row["control_distribution"] is None and row["treatment_distribution"] is None
 

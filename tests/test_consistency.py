@@ -162,14 +162,6 @@ def test_the_random_baseline_draws_each_sample_on_its_own():
     assert len(draws) > 1
 
 
-@pytest.fixture
-def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "app.db"
-    monkeypatch.setenv("COGBIAS_DB", str(path))
-    monkeypatch.setenv("COGBIAS_DEMO", "0")
-    return path
-
-
 def test_explore_shows_each_half_s_samples_and_how_they_split(app_db: Path) -> None:
     argv = ["run", "pairs", "--models", "random", "--biases", "framing_effect", "--scenarios", "2"]
     argv += ["--scoring", "consistency:5", "--temperature", "0.7", "--db", str(app_db)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from cogbias.datasets import tokenbias_study
@@ -17,14 +16,6 @@ from tests.study_helpers import study_run
 
 PAGES = Path(__file__).resolve().parent.parent / "app_pages"
 HEADING = "The paper's models, the paper's wording"
-
-
-@pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "app.db"
-    monkeypatch.setenv("COGBIAS_DB", str(path))
-    monkeypatch.setenv("COGBIAS_DEMO", "0")
-    return path
 
 
 def page(name: str) -> AppTest:
@@ -44,7 +35,7 @@ def captions(at: AppTest) -> str:
     return "\n".join(c.value for c in at.caption)
 
 
-def test_datasets_page_browses_table_3_and_appendix_d_with_nothing_imported(db: Path) -> None:
+def test_datasets_page_browses_table_3_and_appendix_d_with_nothing_imported(app_db: Path) -> None:
     at = page("datasets.py")
     assert "Reference results" in [t.label for t in at.tabs]
     assert at.selectbox(key="pm_result").value == "biasbuster-table3"
@@ -57,7 +48,7 @@ def test_datasets_page_browses_table_3_and_appendix_d_with_nothing_imported(db: 
     )
     assert "Table 3, Section 5.1" in captions(at)
     assert len(at.get("vega_lite_chart")) == 1
-    with Store(db) as store:
+    with Store(app_db) as store:
         assert store.datasets() == []  # browsing imported nothing
 
     at.selectbox(key="pm_result").set_value("tokenbias-appendix-d").run()
@@ -68,11 +59,11 @@ def test_datasets_page_browses_table_3_and_appendix_d_with_nothing_imported(db: 
     assert "A Peek into Token Bias" in captions(at)
 
 
-def test_a_biasbuster_run_shows_the_papers_models_beside_its_own(db: Path) -> None:
+def test_a_biasbuster_run_shows_the_papers_models_beside_its_own(app_db: Path) -> None:
     spec = StudySpec(
         "biasbuster", ["random"], tests=["framing", "anchoring"], mitigations=["none"], repeats=2
     )
-    study_run(db, spec)
+    study_run(app_db, spec)
     at = page("studies.py")
     assert HEADING in [s.value for s in at.subheader]
     beside = frame_with(at, "source")
@@ -83,8 +74,8 @@ def test_a_biasbuster_run_shows_the_papers_models_beside_its_own(db: Path) -> No
     assert "same design in its own words" in captions(at)
 
 
-def test_a_token_bias_run_shows_appendix_d_for_its_hypotheses(db: Path) -> None:
-    with Store(db) as store:
+def test_a_token_bias_run_shows_appendix_d_for_its_hypotheses(app_db: Path) -> None:
+    with Store(app_db) as store:
         tokenbias_study.materialise(store)
         spec = paired_plan.RunSpec(models=["random"], dataset="tokenbias")
         executor.execute(paired_plan.plan(spec, store), store)

@@ -33,15 +33,7 @@ from tests.test_app_pages import assert_clean, chart_specs, open_page, texts
 
 
 @pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "app.db"
-    monkeypatch.setenv("COGBIAS_DB", str(path))
-    monkeypatch.setenv("COGBIAS_DEMO", "0")
-    return path
-
-
-@pytest.fixture
-def random_run(db: Path) -> str:
+def random_run(app_db: Path) -> str:
     spec = StudySpec(
         "biasbuster",
         ["random"],
@@ -49,11 +41,11 @@ def random_run(db: Path) -> str:
         mitigations=["none", "awareness", "selfhelp"],
         repeats=2,
     )
-    return study_run(db, spec)
+    return study_run(app_db, spec)
 
 
 @pytest.fixture
-def scripted_run(db: Path) -> str:
+def scripted_run(app_db: Path) -> str:
     with FakeLLMServer(responder=scripted) as fake:
         spec = StudySpec(
             "biasbuster",
@@ -63,21 +55,21 @@ def scripted_run(db: Path) -> str:
             repeats=1,
             api_base=fake.base_url,
         )
-        return study_run(db, spec)
+        return study_run(app_db, spec)
 
 
 def columns_of(at: AppTest) -> list[list[str]]:
     return [[str(c) for c in frame.value.columns] for frame in at.dataframe]
 
 
-def test_without_study_runs_the_page_points_at_the_start_form(db: Path) -> None:
+def test_without_study_runs_the_page_points_at_the_start_form(app_db: Path) -> None:
     at = open_page("studies")
     assert "No study runs yet" in texts(at)
     assert "Start a study run" in texts(at)
     assert at.button(key="study_start")  # the random model is chosen: ready to start
 
 
-def test_the_plan_is_described_before_starting(db: Path) -> None:
+def test_the_plan_is_described_before_starting(app_db: Path) -> None:
     at = open_page("studies")
     at.selectbox(key="study_name").set_value("mohr8")
     at.multiselect(key="study_mitigations").set_value(["none", "awareness"]).run()
@@ -90,7 +82,7 @@ def test_the_plan_is_described_before_starting(db: Path) -> None:
     assert any("cannot be planned" in e.value and "contrastive" in e.value for e in at.error)
 
 
-def test_models_on_two_endpoints_are_refused_as_on_the_run_page(db: Path) -> None:
+def test_models_on_two_endpoints_are_refused_as_on_the_run_page(app_db: Path) -> None:
     # the launch checks the Run page makes (`_launch.refused`): one custom endpoint a run
     settings.add_custom_model("openai/one", "One", "http://127.0.0.1:8/v1")
     settings.add_custom_model("openai/two", "Two", "http://127.0.0.1:9/v1")
@@ -111,7 +103,7 @@ def plan_repeats(at: AppTest) -> int:
     return int(found)
 
 
-def test_the_repeats_box_shows_the_number_the_plan_uses(db: Path) -> None:
+def test_the_repeats_box_shows_the_number_the_plan_uses(app_db: Path) -> None:
     """The box starts at the study's repeats (not 0 beside "× 20 repeats"), follows the study
     and the kind of models (the local model alone runs a miniature), and keeps a typed one."""
     at = open_page("studies")
@@ -162,12 +154,12 @@ def test_pivot_by_changes_the_columns_of_table_and_heatmap(random_run: str) -> N
     assert "Temperature" in json.dumps(spec)
 
 
-def test_conversation_viewer_shows_the_turns_in_order(random_run: str, db: Path) -> None:
+def test_conversation_viewer_shows_the_turns_in_order(random_run: str, app_db: Path) -> None:
     at = open_page("studies")
     at.selectbox(key="study_chat_mitigation").set_value("selfhelp").run()
     assert_clean(at)
     conversation = at.selectbox(key="study_chat_conversation").value
-    with Store(db) as store:
+    with Store(app_db) as store:
         turns = study_results.conversations(store, random_run, "anchoring")
     turns = turns[turns["conversation"] == conversation].sort_values("turn")
     assert list(turns["role"]) == ["decide"] * 6 + ["revise"]
@@ -204,19 +196,21 @@ def test_selfhelp_side_by_side_and_hostile_text_shown_literally(scripted_run: st
     assert f"admit {HOSTILE}" in chat_texts
 
 
-def test_explore_points_at_studies_and_lists_only_paired_runs(random_run: str, db: Path) -> None:
+def test_explore_points_at_studies_and_lists_only_paired_runs(
+    random_run: str, app_db: Path
+) -> None:
     at = open_page("explore")
     (link,) = at.get("page_link")
     assert "1 study run(s)" in link.proto.label and link.proto.page.endswith("studies")
     assert "no results yet" in texts(at)  # the study run is not offered as paired results
-    paired = make_results_db(db, instances=4)
+    paired = make_results_db(app_db, instances=4)
     at = open_page("explore")
     options = at.selectbox(key="explore_source").options
     assert len(options) == 2 and paired in options[1] and not any(random_run in o for o in options)
     assert "\\" not in options[1]  # a plain option: no Markdown escapes such as "07\\:56"
 
 
-def test_start_a_study_run_watch_it_finish_and_read_its_results(db: Path) -> None:
+def test_start_a_study_run_watch_it_finish_and_read_its_results(app_db: Path) -> None:
     at = open_page("studies")
     at.multiselect(key="study_tests:biasbuster").set_value(["framing", "anchoring"])
     at.multiselect(key="study_mitigations").set_value(["none", "selfhelp"])
@@ -226,7 +220,7 @@ def test_start_a_study_run_watch_it_finish_and_read_its_results(db: Path) -> Non
     at.button(key="study_start").click().run()
     assert_clean(at)
     run_id = at.session_state["study_active"]
-    with Store(db) as store:
+    with Store(app_db) as store:
         run = store.wait_for(run_id, timeout=90)
         assert run is not None and run["status"] == "done", run
         assert run["name"] == "from the page" and run["done"] == run["planned"] == 16
@@ -237,7 +231,7 @@ def test_start_a_study_run_watch_it_finish_and_read_its_results(db: Path) -> Non
     assert len(at.get("chat_message")) == 2 * 6  # a conversation without a revise turn
 
 
-def test_a_running_study_shows_progress_and_cancels(db: Path) -> None:
+def test_a_running_study_shows_progress_and_cancels(app_db: Path) -> None:
     # The server hangs on every call until the run is cancelled: cancel must not wait for it.
     with FakeLLMServer(latency=60) as slow:
         settings.add_custom_model("openai/slow", "Slow", slow.base_url, json_schema=True)
@@ -247,7 +241,7 @@ def test_a_running_study_shows_progress_and_cancels(db: Path) -> None:
         at.number_input(key="study_repeats").set_value(1).run()
         at.button(key="study_start").click().run()
         run_id = at.session_state["study_active"]
-        with Store(db) as store:
+        with Store(app_db) as store:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and store.run(run_id)["status"] != "running":
                 time.sleep(0.1)
@@ -263,10 +257,10 @@ def test_a_running_study_shows_progress_and_cancels(db: Path) -> None:
         assert not at.get("progress") and at.button(key="study_resume")
 
 
-def test_an_imported_thesis_dataset_is_a_study_to_start(db: Path, tmp_path: Path) -> None:
+def test_an_imported_thesis_dataset_is_a_study_to_start(app_db: Path, tmp_path: Path) -> None:
     folder = tmp_path / "mohr"
     shutil.copytree(MOHR_DIR, folder)
-    with Store(db) as store:
+    with Store(app_db) as store:
         name = import_mohr(store, folder).dataset
     at = open_page("studies")
     assert name in at.selectbox(key="study_name").options
@@ -276,7 +270,7 @@ def test_an_imported_thesis_dataset_is_a_study_to_start(db: Path, tmp_path: Path
     at.number_input(key="study_repeats").set_value(1).run()
     at.button(key="study_start").click().run()
     assert_clean(at)
-    with Store(db) as store:
+    with Store(app_db) as store:
         run = store.wait_for(at.session_state["study_active"], timeout=90)
     assert run is not None and run["status"] == "done" and run["done"] == run["planned"], run
     at.run()
@@ -284,8 +278,8 @@ def test_an_imported_thesis_dataset_is_a_study_to_start(db: Path, tmp_path: Path
     assert at.dataframe and "No answers" not in texts(at)
 
 
-def test_the_run_page_opens_a_study_run_in_studies(random_run: str, db: Path) -> None:
-    paired = make_results_db(db, instances=2)
+def test_the_run_page_opens_a_study_run_in_studies(random_run: str, app_db: Path) -> None:
+    paired = make_results_db(app_db, instances=2)
     at = open_page("run")
     at.selectbox(key="run_pick").set_value(random_run).run()
     assert "run_explore" not in [b.key for b in at.button]
@@ -317,7 +311,7 @@ def test_the_runs_table_lists_when_each_run_was_made_to_the_minute(random_run: s
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", made), made  # not the stored ISO text
 
 
-def test_the_turns_download_is_the_export_of_the_run(random_run: str, db: Path) -> None:
+def test_the_turns_download_is_the_export_of_the_run(random_run: str, app_db: Path) -> None:
     from app_pages._common import db_version
     from app_pages._study_views import _turns_csv
 
@@ -325,9 +319,9 @@ def test_the_turns_download_is_the_export_of_the_run(random_run: str, db: Path) 
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Download the figures (CSV)", "Download every turn (CSV)"]
     assert at.get("download_button")[1].proto.url  # the file itself, not a request for it
-    turns = _turns_csv(str(db), db_version(str(db)), random_run)
+    turns = _turns_csv(str(app_db), db_version(str(app_db)), random_run)
     rows = list(csv.DictReader(io.StringIO(turns.decode())))
-    with Store(db) as store:
+    with Store(app_db) as store:
         stored = study_results.calls(store, random_run)
     assert len(rows) == len(stored)
     assert {(r["conversation"], int(r["turn"])) for r in rows} == set(
@@ -335,20 +329,20 @@ def test_the_turns_download_is_the_export_of_the_run(random_run: str, db: Path) 
     )
 
 
-def test_a_run_whose_worker_never_began_shows_its_log_and_resumes(db: Path) -> None:
-    with Store(db) as store:
+def test_a_run_whose_worker_never_began_shows_its_log_and_resumes(app_db: Path) -> None:
+    with Store(app_db) as store:
         study = study_plan.load_study("biasbuster", store)
         spec = StudySpec("biasbuster", ["random"], tests=["framing"], repeats=1)
         run_id = executor.create(study_plan.plan(study_plan.resolve(spec, study), study), store)
         store.update_run(run_id, pid=2**22 + 12345)  # no such process
-    (db.parent / f"{run_id}.log").write_text("ImportError: something went wrong\n")
+    (app_db.parent / f"{run_id}.log").write_text("ImportError: something went wrong\n")
     at = open_page("studies")
     assert not at.get("progress")  # nothing pretends to be working on it
     assert any("stopped before it began" in w.value for w in at.warning)
     assert "ImportError: something went wrong" in at.code[0].value
     at.button(key="study_resume").click().run()
     assert_clean(at)
-    with Store(db) as store:
+    with Store(app_db) as store:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and store.run(run_id)["status"] == "planned":
             time.sleep(0.1)

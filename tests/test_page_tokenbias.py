@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from cogbias.core.records import decode_filled
@@ -15,14 +14,6 @@ from cogbias.store import Store
 PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "tokenbias.py")
 
 
-@pytest.fixture
-def db(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "app.db"
-    monkeypatch.setenv("COGBIAS_DB", str(path))
-    monkeypatch.setenv("COGBIAS_DEMO", "0")
-    return path
-
-
 def page() -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=60)
     at.run()
@@ -30,13 +21,13 @@ def page() -> AppTest:
     return at
 
 
-def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(db):
+def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(app_db):
     at = page()
     assert any("No token-bias study" in i.value for i in at.info)
     assert at.expander[0].proto.expanded  # the one thing to do here is in view
     at.button(key="tb_materialise").click().run()
     assert not at.exception, at.exception
-    with Store(db) as store:  # the baseline runs in a worker process, as every run does
+    with Store(app_db) as store:  # the baseline runs in a worker process, as every run does
         [run] = store.runs()
         assert store.wait_for(run["id"], timeout=120)["status"] == "done"
     at.run()
@@ -46,15 +37,15 @@ def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(db):
     assert list(frame.columns[:6]) == ["hypothesis", "model", "prompting", "n", "n12", "n21"]
     assert len(at.get("vega_lite_chart")) == 3  # bars, heatmap, the paper's Appendix D
     # P and P' side by side, texts as plain text exactly as stored
-    with Store(db) as store:
+    with Store(app_db) as store:
         first = store.pairs(bias=frame["hypothesis"].min(), model="random", dataset="tokenbias")[0]
     p = decode_filled(first["control_half"])
     shown = [t.value for t in at.text]
     assert any(p.situation in t for t in shown)
 
 
-def test_hostile_text_is_shown_as_text_not_markup(db):
-    with Store(db) as store:
+def test_hostile_text_is_shown_as_text_not_markup(app_db):
+    with Store(app_db) as store:
         tokenbias_study.materialise(store)
         executor.execute(
             paired_plan.plan(paired_plan.RunSpec(models=["random"], dataset="tokenbias"), store),

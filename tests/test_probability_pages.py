@@ -15,14 +15,6 @@ from cogbias.store import Store
 from tests.test_app_pages import assert_clean, open_page, shown_text, texts
 
 
-@pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "app.db"
-    monkeypatch.setenv("COGBIAS_DB", str(path))
-    monkeypatch.setenv("COGBIAS_DEMO", "0")
-    return path
-
-
 def _probability_run(path: Path, bias: str = "framing_effect", instances: int = 3) -> str:
     """A finished `--scoring probabilities` run of the random baseline (uniform halves)."""
     spec = paired_plan.RunSpec(
@@ -49,8 +41,8 @@ def _probability_run(path: Path, bias: str = "framing_effect", instances: int = 
     return spec.run_id
 
 
-def test_explore_says_a_run_is_probability_scored_and_shows_both_halves_bars(db: Path) -> None:
-    run_id = _probability_run(db)
+def test_explore_says_a_run_is_probability_scored_and_shows_both_halves_bars(app_db: Path) -> None:
+    run_id = _probability_run(app_db)
     at = open_page("explore")
     at.selectbox(key="explore_source").set_value(f"run:{run_id}").run()
     assert "scored by option probabilities" in texts(at)
@@ -64,7 +56,7 @@ def test_explore_says_a_run_is_probability_scored_and_shows_both_halves_bars(db:
     assert "Option probabilities" in texts(at)
 
 
-def test_learn_offers_the_scoring_and_shows_the_random_baselines_uniform_bars(db: Path) -> None:
+def test_learn_offers_the_scoring_and_shows_the_random_baselines_uniform_bars(app_db: Path) -> None:
     at = open_page("learn")
     at.selectbox(key="learn_bias").set_value("framing_effect")
     at.selectbox(key="learn_model").set_value("random")
@@ -78,7 +70,7 @@ def test_learn_offers_the_scoring_and_shows_the_random_baselines_uniform_bars(db
 
 
 def test_the_run_page_offers_the_scoring_and_plans_no_extraction_with_probabilities(
-    db: Path,
+    app_db: Path,
 ) -> None:
     at = open_page("run")
     assert at.radio(key="run_scoring").value == "choice"
@@ -91,11 +83,11 @@ def test_the_run_page_offers_the_scoring_and_plans_no_extraction_with_probabilit
     assert " 0 to extract the chosen option" in texts(at)
 
 
-def test_the_random_baselines_exact_null_is_exactly_zero_and_not_significant(db: Path) -> None:
+def test_the_random_baselines_exact_null_is_exactly_zero_and_not_significant(app_db: Path) -> None:
     from cogbias.views import explore
 
-    run_id = _probability_run(db, instances=25)
-    with Store(db) as store:
+    run_id = _probability_run(app_db, instances=25)
+    with Store(app_db) as store:
         table = explore.heatmap_summary(store, run_id=run_id)
         scores = {d["score"] for d in store.pairs(run_id=run_id, limit=100)}
     assert scores == {0.0}  # framing_effect's metric is symmetric: its null is 0
@@ -117,16 +109,16 @@ def _asymmetric_case() -> None:
     (library.user_dir() / f"{ASYMMETRIC}.toml").write_text(text, encoding="utf-8")
 
 
-def test_explore_shows_each_cells_exact_null_beside_its_mean(db: Path) -> None:
+def test_explore_shows_each_cells_exact_null_beside_its_mean(app_db: Path) -> None:
     from cogbias.core.metrics import MetricParams
     from cogbias.views import explore
 
     _asymmetric_case()
-    run_id = _probability_run(db, bias=ASYMMETRIC, instances=4)
+    run_id = _probability_run(app_db, bias=ASYMMETRIC, instances=4)
     n = library.get_test_case(ASYMMETRIC).n_options
     null = explore.uniform_null(MetricParams(k=-1, y1=0, y2=1), n)  # framing's k
     assert abs(null) > 0.01
-    with Store(db) as store:
+    with Store(app_db) as store:
         scores = [d["score"] for d in store.pairs(run_id=run_id, limit=100)]
     assert scores == [pytest.approx(null)] * 4  # the random baseline scores exactly its null
     at = open_page("explore")
@@ -142,19 +134,19 @@ def test_explore_shows_each_cells_exact_null_beside_its_mean(db: Path) -> None:
 
 
 def test_all_results_say_which_runs_are_probability_scored_and_the_pair_table_what_it_means(
-    db: Path,
+    app_db: Path,
 ) -> None:
     """ "All results" mixes runs: the demo is probability-scored, and a teacher showing it on
     the default source was not told so (only a picked run's heatmap said it)."""
     from cogbias.runs import executor
 
-    scored = _probability_run(db)
+    scored = _probability_run(app_db)
     at = open_page("explore")
     assert "This run is scored by option probabilities" in texts(at)  # all results: one run
     at.selectbox(key="explore_bias").set_value("framing_effect")
     at.selectbox(key="explore_model").set_value("random").run()
     assert "the chosen option is the one the model sampled" in texts(at)
-    with Store(db) as store:
+    with Store(app_db) as store:
         plain = paired_plan.RunSpec(models=["random"], biases=["anchoring"], instances=2)
         executor.execute(paired_plan.plan(plain, store), store)
     at = open_page("explore")
