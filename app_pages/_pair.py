@@ -10,7 +10,6 @@ reversed; then the raw answer, the extraction step's reading and the choice the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import streamlit as st
 
@@ -128,28 +127,28 @@ def show_answers(pair: shown_pairs.ShownPair) -> None:
         safe_caption(f"Error: {pair.error}")
 
 
-def show_probabilities(pair: shown_pairs.ShownPair, row: Mapping[str, Any]) -> None:
+def show_probabilities(pair: shown_pairs.ShownPair) -> None:
     """Both halves' option probabilities as bars (pairs of `--scoring probabilities` runs
     only; nothing for the others). Option texts go out escaped."""
-    sentence = probability_bars.compare_sentence(pair, row)
+    sentence = probability_bars.compare_sentence(pair)
     if sentence is None:
         return
     st.markdown("**Option probabilities**")
     for column, half in zip(st.columns(2), pair.halves, strict=True):
         with column:
             st.caption(half.name.capitalize())
-            for bar in probability_bars.half_bars(half, row) or []:
+            for bar in probability_bars.half_bars(half) or []:
                 st.progress(min(1.0, bar.p), text=safe_text.escape_markdown(bar.text()))
-            note = probability_bars.outside_note(half, row)
+            note = probability_bars.outside_note(half)
             if note:
                 safe_caption(note)
     safe_caption(sentence)
 
 
-def show_samples(pair: shown_pairs.ShownPair, row: Mapping[str, Any]) -> None:
+def show_samples(pair: shown_pairs.ShownPair) -> None:
     """Each half's samples and how they split (pairs of `--scoring consistency:N` runs only;
     nothing for the others). Answers are shown in a table: text, never markup."""
-    tables = [sample_tables.sample_table(half, row) for half in pair.halves]
+    tables = [sample_tables.sample_table(half) for half in pair.halves]
     if all(t is None for t in tables):
         return
     st.markdown("**Samples**")
@@ -158,5 +157,5 @@ def show_samples(pair: shown_pairs.ShownPair, row: Mapping[str, Any]) -> None:
             st.caption(half.name.capitalize())
             if table is not None:
                 st.dataframe(table, hide_index=True, width="stretch")
-            if sentence := sample_tables.tally_sentence(half, row):
+            if sentence := sample_tables.tally_sentence(half):
                 safe_caption(sentence)

@@ -82,11 +82,11 @@ if top.empty:
     st.info("The two models scored every shared instance of this bias the same.")
 clean = redactor()
 for number, item in enumerate(top.itertuples(), start=1):
-    rows = store.instance_pairs(item.instance_id, [model_a, model_b])
-    scenario = safe_text.escape_markdown(clean(str(rows[0]["scenario"] if rows else ""))[:80])
+    pairs = store.instance_pairs(item.instance_id, [model_a, model_b])
+    scenario = safe_text.escape_markdown(clean(str(pairs[0].scenario if pairs else ""))[:80])
     label = f"{number}. A {signed(item.score_a)} vs B {signed(item.score_b)} — {scenario}"
     with st.expander(label, expanded=number == 1):
-        first = shown_pairs.shown_stored_pair(rows[0], clean) if rows else None
+        first = shown_pairs.shown_stored_pair(pairs[0], clean) if pairs else None
         if first is not None:
             left, right = st.columns(2)
             for column, half in ((left, first.control), (right, first.treatment)):
@@ -98,8 +98,10 @@ for number, item in enumerate(top.itertuples(), start=1):
         ):
             with column, st.container(border=True):
                 st.markdown(f"**{safe_text.escape_markdown(model)}** · score {signed(score)}")
-                for row in (r for r in rows if r["model"] == model and r["status"] == "ok"):
-                    shown = shown_pairs.shown_stored_pair(row, clean)
+                for pair in (
+                    p for p in pairs if p.decision.model == model and p.decision.status == "ok"
+                ):
+                    shown = shown_pairs.shown_stored_pair(pair, clean)
                     if shown is not None:
                         _pair.show_answers(shown)
                     break

@@ -333,7 +333,9 @@ with tabs[2]:
             st.caption(pair_tables.choice_note(pairs))
             which = st.selectbox(
                 "Read a pair's answers", range(len(pairs)), key="ds_pair",
-                format_func=lambda i: f"{pairs[i]['model']} · {pairs[i]['test_case']} · {pairs[i]['status']}",
+                format_func=lambda i: " · ".join(
+                    (pairs[i].decision.model, pairs[i].decision.test_case, pairs[i].decision.status)
+                ),
             )  # fmt: skip
             shown = shown_pairs.shown_stored_pair(pairs[min(which or 0, len(pairs) - 1)])
             if shown is None:

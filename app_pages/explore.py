@@ -228,19 +228,19 @@ rows_page = store.pairs(
 clean = redactor()
 st.dataframe(pair_tables.shown_frame(rows_page, clean), hide_index=True, width="stretch")
 st.caption(pair_tables.choice_note(rows_page))
-for i, raw in enumerate(rows_page):
-    ok = raw.get("status") == "ok" and raw.get("score") is not None
-    score = f"score {signed(raw['score'])}" if ok else "failed"
-    flipped = " · options reversed" if raw.get("reversed") else ""
-    scenario = safe_text.escape_markdown((clean(raw.get("scenario") or "") or "")[:90])
+for i, pair in enumerate(rows_page):
+    d = pair.decision
+    score = f"score {signed(d.score)}" if d.status == "ok" and d.score is not None else "failed"
+    flipped = " · options reversed" if d.reversed else ""
+    scenario = safe_text.escape_markdown((clean(pair.scenario or "") or "")[:90])
     with st.expander(f"Pair {(page - 1) * PAGE_SIZE + i + 1}: {score}{flipped} — {scenario}"):
-        shown = shown_pairs.shown_stored_pair(raw, clean)
+        shown = shown_pairs.shown_stored_pair(pair, clean)
         if shown is None:
             st.warning("This pair's stored text cannot be read.")
         else:
             _pair.show_pair(shown)
-            _pair.show_probabilities(shown, raw)
-            _pair.show_samples(shown, raw)
+            _pair.show_probabilities(shown)
+            _pair.show_samples(shown)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)

@@ -157,8 +157,7 @@ if held and held[0] == chosen:
         st.error(outcome, icon=":material/error:")
     else:
         instance, decision = outcome
-        row = decision.to_row()  # what the pair views read, as they read a stored pair
-        pair = shown_pairs.shown_pair(instance.control, instance.treatment, row)
+        pair = shown_pairs.shown_pair(instance.control, instance.treatment, decision)
         html = highlight.filled_halves_html(case, instance)
         st.caption(
             f"Generator: {safe_text.escape_markdown(generator_label(label)(generator))} · decision model: "
@@ -166,12 +165,12 @@ if held and held[0] == chosen:
         )
         for rejected in highlight.rejected_fills(instance):  # a fill that copied its instruction
             st.caption(safe_text.escape_markdown(rejected))
-        scored = row.get("status") == "ok"
+        scored = decision.status == "ok"
         if pair is not None:
             _pair.show_pair(pair, html, with_error=scored)  # the warning below says why
-            _pair.show_probabilities(pair, row)
-            _pair.show_samples(pair, row)
-        explained = shown_pairs.explain_score(instance, row)
+            _pair.show_probabilities(pair)
+            _pair.show_samples(pair)
+        explained = shown_pairs.explain_score(instance, decision)
         if not scored and scorers.get(scoring).needs == scorers.SAMPLED_TEXT:
             if _live.probability_problem(instance, model, infos) is None:
                 explained += " " + READ_PROBABILITIES

@@ -139,20 +139,18 @@ model = c1.selectbox(
 )
 if c2.button("Decide", key="pv_decide") and not gone:
     with st.spinner(safe_text.escape_markdown(f"Asking {model} both versions…")):
-        row = attempt(
-            "Asking the model",
-            lambda: _live.decide(instance, model, infos).to_row(),  # as a stored pair reads
-            _live.FAILURE_HINT,
+        decided = attempt(
+            "Asking the model", lambda: _live.decide(instance, model, infos), _live.FAILURE_HINT
         )
-    if row is not None:
-        st.session_state["pv_decision"] = (instance.id, model, row)
-decision = st.session_state.get("pv_decision")
-if decision and decision[0] == instance.id and decision[1] == model:
-    row = decision[2]
-    pair = shown_pairs.shown_pair(instance.control, instance.treatment, row)
-    safe_model = safe_text.escape_markdown(label(decision[1]))
+    if decided is not None:
+        st.session_state["pv_decision"] = (instance.id, model, decided)
+held = st.session_state.get("pv_decision")
+if held and held[0] == instance.id and held[1] == model:
+    decision = held[2]
+    pair = shown_pairs.shown_pair(instance.control, instance.treatment, decision)
+    safe_model = safe_text.escape_markdown(label(model))
     st.markdown(f"**Answers of {safe_model}**, with the options as this model saw them")
     if pair is not None:
         _pair.show_pair(pair)
-    explained = safe_text.escape_markdown(shown_pairs.explain_score(instance, row))
-    (st.info if row.get("status") == "ok" else st.warning)(explained)
+    explained = safe_text.escape_markdown(shown_pairs.explain_score(instance, decision))
+    (st.info if decision.status == "ok" else st.warning)(explained)

@@ -14,7 +14,7 @@ import pytest
 from fake_llm_server import FakeHTTPError, FakeLLMServer, _last_user_text, default_responder
 
 from cogbias.cli.main import main
-from cogbias.core.records import Decision, Instance
+from cogbias.core.records import Instance
 from cogbias.llm import LLMRequest, random_provider
 from cogbias.runs import batch, consistency, decide, paired_plan, scorers
 from cogbias.store import Store
@@ -90,9 +90,9 @@ def test_a_cli_run_stores_and_exports_every_sample_and_scores_the_modal_answers(
     with Store(db) as store:
         (run,) = store.runs()
         assert run["status"] == "done"
-        rows = store.pairs(run_id=run["id"])
+        rows = [p.decision for p in store.pairs(run_id=run["id"])]
         instances = {
-            r["id"]: Instance.from_row(r) for r in store.instances([r["instance_id"] for r in rows])
+            r["id"]: Instance.from_row(r) for r in store.instances([d.instance_id for d in rows])
         }
     assert main(["export", "--db", db, "--run", run["id"], "-o", str(out)]) == 0
     exported = {r["decision_id"]: r for r in csv.DictReader(out.open())}
@@ -103,8 +103,7 @@ def test_a_cli_run_stores_and_exports_every_sample_and_scores_the_modal_answers(
     assert set(by_question.values()) == {3}
     for question in by_question:
         assert len({r["seed"] for r in decisions if _last_user_text(r) == question}) == 3
-    for row in rows:
-        decision = Decision.from_row(row)
+    for decision in rows:
         assert decision.status == "ok"
         for half in ("control", "treatment"):
             samples = json.loads(getattr(decision, f"{half}_samples"))
@@ -131,10 +130,13 @@ def test_one_sample_asks_exactly_what_the_choice_scoring_asks(tmp_path):
         assert main([*argv, "--scoring", "consistency:1"]) == 0
         assert server.calls == asked  # every request was in the cache already
     with Store(db) as store:
-        choice, one = (store.pairs(run_id=r["id"]) for r in sorted(store.runs(), key=_scoring))
-    key = lambda r: r["instance_id"]  # noqa: E731
-    assert [(r["control_choice"], r["treatment_choice"]) for r in sorted(choice, key=key)] == [
-        (r["control_choice"], r["treatment_choice"]) for r in sorted(one, key=key)
+        choice, one = (
+            [p.decision for p in store.pairs(run_id=r["id"])]
+            for r in sorted(store.runs(), key=_scoring)
+        )
+    key = lambda d: d.instance_id  # noqa: E731
+    assert [(d.control_choice, d.treatment_choice) for d in sorted(choice, key=key)] == [
+        (d.control_choice, d.treatment_choice) for d in sorted(one, key=key)
     ]
 
 
@@ -215,12 +217,12 @@ def test_a_failed_sample_is_retried_on_resume_and_the_others_come_from_the_cache
         main(argv)
         with Store(db) as store:
             (run,) = store.runs()
-            (first,) = store.pairs(run_id=run["id"])
-        assert first["status"] == "failed" and "a sample's call failed" in first["error"]
-        assert first["failure_kind"] == "transient"
+            (first,) = (p.decision for p in store.pairs(run_id=run["id"]))
+        assert first.status == "failed" and "a sample's call failed" in first.error
+        assert first.failure_kind == "transient"
         server.reset_counts()
         assert main(["resume", run["id"], "--db", db]) == 0
         assert server.calls == 1  # the failed sample; the five others come from the cache
     with Store(db) as store:
-        (again,) = store.pairs(run_id=run["id"])
-    assert again["status"] == "ok" and len(json.loads(again["control_samples"])) == 3
+        (again,) = (p.decision for p in store.pairs(run_id=run["id"]))
+    assert again.status == "ok" and len(json.loads(again.control_samples)) == 3

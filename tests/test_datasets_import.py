@@ -193,17 +193,13 @@ def test_code_format_table_equals_published_scores(tmp_path):
 def test_code_format_keeps_answers_orders_and_insertions(tmp_path):
     with Store(tmp_path / "x.db") as store:
         import_malberg(store, format_copy(tmp_path / "fmt"))
-        pairs = store.pairs(dataset="malberg2024", limit=100)
+        pairs = [p.decision for p in store.pairs(dataset="malberg2024", limit=100)]
         instance = store.instances(dataset="malberg2024")[0]
-    second = next(
-        p
-        for p in pairs
-        if p["control_order"] == json.dumps(list(range(10, -1, -1))).replace(" ", "")
-    )
-    assert second["reversed"] == 1
-    assert (pairs[0]["control_choice"], pairs[0]["treatment_choice"]) == (10, 2)
-    assert pairs[0]["control_extraction"] == "Option 11"
-    assert pairs[0]["run_id"] == "import:malberg2024"
+    second = next(p for p in pairs if p.control_order == list(range(10, -1, -1)))
+    assert second.reversed is True
+    assert (pairs[0].control_choice, pairs[0].treatment_choice) == (10, 2)
+    assert pairs[0].control_extraction == "Option 11"
+    assert pairs[0].run_id == "import:malberg2024"
     insertions = json.loads(instance["insertions"])
     assert {"gap": "anchor", "source": "value", "text": "11"} in insertions
     assert instance["metric"] is None  # the format records no metric parameters

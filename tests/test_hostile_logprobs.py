@@ -145,11 +145,13 @@ def test_look_alike_labels_and_an_identical_duplicate_are_read_right(tmp_path, c
 
 def test_stored_nan_is_never_shown_as_nan_percent():
     # a row an older version stored: status ok, `NaN` in its distribution
-    half = ShownHalf("control", "s", "p", (0, 1), ("x", "y"), True, "A", "A", 0, labelled=True)
     for stored in ('{"p":[NaN,0.5]}', '{"p":[Infinity,0]}', '{"p":[1.5,-0.5]}', '{"p":[0.2]}'):
-        row = {"control_distribution": stored}
-        assert probability_bars.half_bars(half, row) is None
-        assert probability_bars.outside_note(half, row) is None
+        half = ShownHalf(
+            "control", "s", "p", (0, 1), ("x", "y"), True, "A", "A", 0, labelled=True,
+            distribution=stored,
+        )  # fmt: skip
+        assert probability_bars.half_bars(half) is None
+        assert probability_bars.outside_note(half) is None
     with pytest.raises(ValueError):
         Distribution((math.nan, 1.0))
     assert json.loads(Distribution((0.25, 0.75), 0.5, 0.1).to_json())["p"] == [0.25, 0.75]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias.core.records import Decision
+from cogbias.core.records import Decision, Pair
 from cogbias.datasets import import_hub, import_malberg
 from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
@@ -210,9 +210,9 @@ def test_two_imports_in_a_row_then_switching_keeps_the_pair_viewer_in_step(db):
     with Store(db) as store:
         first = store.pairs(dataset="malberg2024-hub", limit=1)[0]
         second = store.pairs(dataset="malberg2024", limit=1)[0]
-    assert first["control_answer"] != second["control_answer"]
+    assert first.decision.control_answer != second.decision.control_answer
 
-    def viewer_shows(pair: dict) -> bool:
+    def viewer_shows(pair: Pair) -> bool:
         """The pair's own answer (distinct in each dataset) is on the page."""
         shown = shown_pairs.shown_stored_pair(pair)
         assert shown is not None

@@ -39,7 +39,7 @@ def test_empty_database_offers_the_study_then_shows_tables_charts_and_pairs(app_
     # P and P' side by side, texts as plain text exactly as stored
     with Store(app_db) as store:
         first = store.pairs(bias=frame["hypothesis"].min(), model="random", dataset="tokenbias")[0]
-    p = decode_filled(first["control_half"])
+    p = decode_filled(first.control_half)
     shown = [t.value for t in at.text]
     assert any(p.situation in t for t in shown)
 

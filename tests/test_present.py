@@ -6,6 +6,7 @@ import gzip
 import json
 import re
 import tomllib
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from cogbias.runs import pipeline
 from cogbias.store import Store, demo
 from cogbias.views import authoring, highlight, pair_tables, shown_pairs
 from tests.app_helpers import make_results_db
+from tests.run_helpers import decision_of
 
 
 class _Nesting(HTMLParser):
@@ -100,14 +102,14 @@ def test_filled_html_marks_every_insertion_with_its_source() -> None:
 def test_explain_score_in_one_sentence() -> None:
     case = library.get_test_case("framing_effect")
     inst = pipeline.generate_offline(case, "A scenario.", seed=1)
-    row = {"status": "ok", "score": 0.5, "control_choice": 5, "treatment_choice": 2}
+    row = decision_of(status="ok", score=0.5, control_choice=5, treatment_choice=2)
     text = shown_pairs.explain_score(inst, row)
     assert "“Bad” (option 6 in the test case's order)" in text  # order not recorded
     assert "“Somewhat good” (option 3 in the test case's order)" in text
     assert "+0.50" in text and "direction the bias predicts" in text
-    assert "opposite effect" in shown_pairs.explain_score(inst, {**row, "score": -1.0})
-    assert "no difference" in shown_pairs.explain_score(inst, {**row, "score": 0.0})
-    failed = shown_pairs.explain_score(inst, {"status": "failed", "error": "timeout"})
+    assert "opposite effect" in shown_pairs.explain_score(inst, replace(row, score=-1.0))
+    assert "no difference" in shown_pairs.explain_score(inst, replace(row, score=0.0))
+    failed = shown_pairs.explain_score(inst, decision_of(status="failed", error="timeout"))
     assert failed == "This pair could not be scored: timeout."
 
 
@@ -119,17 +121,19 @@ def test_the_shown_pair_table_reads_at_face_value(tmp_path: Path) -> None:
     with Store(db) as store:
         rows = store.pairs("anchoring", "random", run_id, limit=10)
     rows = [
-        {**rows[0], "score": 1 / 3, "error": None},
-        {**rows[1], "score": -1e-17, "status": "failed", "error": "timeout after 60 s",
-         "treatment_choice": None},
+        replace(rows[0], decision=replace(rows[0].decision, score=1 / 3, error=None)),
+        replace(rows[1], decision=replace(
+            rows[1].decision, score=-1e-17, status="failed", error="timeout after 60 s",
+            treatment_choice=None,
+        )),
     ]  # fmt: skip
     frame = pair_tables.shown_frame(rows)
     assert list(frame.columns) == pair_tables.SHOWN_COLUMNS
     assert "test case's numbering" in pair_tables.CONTROL_CHOICE
     assert list(frame["score"]) == ["+0.33", "0.00"]
     assert list(frame["error"]) == ["", "timeout after 60 s"]
-    options = decode_filled(rows[0]["control_template"]).options
-    number = rows[0]["control_choice"]
+    options = decode_filled(rows[0].control_half).options
+    number = rows[0].decision.control_choice
     assert frame[pair_tables.CONTROL_CHOICE].iloc[0] == f"{number + 1} · {options[number]}"
     assert frame[pair_tables.TREATMENT_CHOICE].iloc[1] == "–"
     shown = frame.to_csv(index=False)

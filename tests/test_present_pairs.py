@@ -9,10 +9,12 @@ with itself, whether the options were reversed or not.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from cogbias.core.records import Decision
 from cogbias.core.redact import redactor
 from cogbias.core.templates import Filled
 from cogbias.library import testcases as library
@@ -20,6 +22,7 @@ from cogbias.llm import LLMClient
 from cogbias.runs import pipeline
 from cogbias.views import highlight, safe_text, shown_pairs
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
+from tests.run_helpers import decision_of
 
 MODEL = "openai/scripted"
 PRESENTED_PICK = 2  # the scripted model always picks the option shown second
@@ -48,11 +51,11 @@ def scripted(request: dict[str, Any]) -> str:
     return f"After thinking it over, my answer is {options[PRESENTED_PICK]}."
 
 
-def _decide(instance: pipeline.Instance, seed: int, base_url: str) -> dict[str, Any]:
+def _decide(instance: pipeline.Instance, seed: int, base_url: str) -> Decision:
     client = LLMClient(concurrency=2, max_retries=0, timeout=10, api_base=base_url)
     return pipeline.run_sync(
         pipeline.decide_pair(client, instance, MODEL, pipeline.PairAsk(seed=seed))
-    ).to_row()
+    )
 
 
 def test_shown_options_raw_answer_and_choice_agree_reversed_or_not() -> None:
@@ -63,8 +66,8 @@ def test_shown_options_raw_answer_and_choice_agree_reversed_or_not() -> None:
         for seed in range(12):  # the option order is a seeded coin flip per (instance, seed)
             row = _decide(instance, seed, server.base_url)
             pair = shown_pairs.shown_pair(instance.control, instance.treatment, row)
-            assert pair is not None and row["status"] == "ok", row
-            seen.setdefault(bool(row["reversed"]), pair)
+            assert pair is not None and row.status == "ok", row
+            seen.setdefault(bool(row.reversed), pair)
             for half in pair.halves:
                 prompt_sent = half.decision_text()
                 shown_second = half.options[PRESENTED_PICK - 1]
@@ -88,16 +91,15 @@ def test_shown_options_raw_answer_and_choice_agree_reversed_or_not() -> None:
     assert plain_pair.control.options == instance.control.options
     assert plain_pair.control.choice == PRESENTED_PICK - 1
     assert plain_pair.order_note() is None
-    explained = shown_pairs.explain_score(instance, {**_row_of(reversed_pair), "score": 0.0})
+    explained = shown_pairs.explain_score(instance, _decision_of(reversed_pair, score=0.0))
     assert "shown as Option 2; option 6 in the test case" in explained
 
 
-def _row_of(pair: shown_pairs.ShownPair) -> dict[str, Any]:
-    row: dict[str, Any] = {"status": "ok"}
+def _decision_of(pair: shown_pairs.ShownPair, **fields: Any) -> Decision:
     for half in pair.halves:
-        row[f"{half.name}_order"] = list(half.order)
-        row[f"{half.name}_choice"] = half.choice
-    return row
+        fields[f"{half.name}_order"] = list(half.order)
+        fields[f"{half.name}_choice"] = half.choice
+    return decision_of(status="ok", **fields)
 
 
 PERCENT = tuple(f"{p}%" for p in range(0, 101, 10))
@@ -107,13 +109,11 @@ def _half(
     answer: str, extraction: str, choice: int | None, order: Any = None
 ) -> shown_pairs.ShownHalf:
     filled = Filled("A situation.", "How likely?", PERCENT)
-    row = {
-        "control_answer": answer,
-        "control_extraction": extraction,
-        "control_choice": choice,
-        "control_order": order,
-    }
-    return shown_pairs.shown_half(filled, row, "control", redactor())
+    decision = decision_of(
+        control_answer=answer, control_extraction=extraction, control_choice=choice,
+        control_order=order,
+    )  # fmt: skip
+    return shown_pairs.shown_half(filled, decision, "control", redactor())
 
 
 def test_a_misread_extraction_is_pointed_out_not_hidden() -> None:
@@ -153,7 +153,7 @@ def test_orders_that_are_missing_or_not_permutations_are_unknown() -> None:
 def test_each_half_keeps_its_own_order() -> None:
     # published datasets may shuffle the halves differently
     filled = Filled("S.", "P?", ("a", "b", "c"))
-    row = {"control_order": "[0, 1, 2]", "treatment_order": "[2, 1, 0]", "status": "ok"}
+    row = decision_of(control_order="[0, 1, 2]", treatment_order="[2, 1, 0]", status="ok")
     pair = shown_pairs.shown_pair(filled, filled, row)
     assert pair is not None
     assert pair.control.options == ("a", "b", "c") and pair.treatment.options == ("c", "b", "a")
@@ -164,7 +164,7 @@ def test_shown_texts_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sentinel-value-4f1e9a"
     monkeypatch.setenv("SOME_PROVIDER_KEY", secret)
     filled = Filled("S.", "P?", ("a", "b"))
-    row = {"control_answer": f"my key is {secret}", "error": f"bad {secret}", "status": "failed"}
+    row = decision_of(control_answer=f"my key is {secret}", error=f"bad {secret}", status="failed")
     pair = shown_pairs.shown_pair(filled, filled, row)
     assert pair is not None and secret not in pair.control.answer and secret not in pair.error
     assert secret not in shown_pairs.explain_score(_instance(), row)
@@ -214,19 +214,19 @@ def test_filled_html_shows_markdown_in_a_fill_as_characters(monkeypatch) -> None
 def test_an_answer_that_contradicts_itself_is_pointed_out() -> None:
     # the issue's case: options reversed, "Option 7" is "Very poor", the answer quotes option 1
     filled = Filled("S.", "P?", ("Very poor", "Poor", "Neutral", "Good", "Very good"))
-    row = {
-        "control_answer": "The answer is Option 5: Very good.",
-        "control_extraction": "Option 5",
-        "control_choice": 0,
-        "control_order": "[4, 3, 2, 1, 0]",
-    }
+    row = decision_of(
+        control_answer="The answer is Option 5: Very good.",
+        control_extraction="Option 5",
+        control_choice=0,
+        control_order="[4, 3, 2, 1, 0]",
+    )
     half = shown_pairs.shown_half(filled, row, "control", redactor())
     assert half.options[0] == "Very good" and half.presented_choice == 4
     note = half.answer_disagreement()
     assert note is not None
     assert "names several options (Option 1, Option 5)" in note
     assert "the stored reading is Option 5" in note
-    consistent = {**row, "control_answer": "The answer is Option 5: Very poor."}
+    consistent = replace(row, control_answer="The answer is Option 5: Very poor.")
     assert (
         shown_pairs.shown_half(filled, consistent, "control", redactor()).answer_disagreement()
         is None
@@ -245,13 +245,13 @@ def test_a_probability_pair_shows_letters_its_sampled_answer_and_an_expected_sco
     n = instance.n_options
     uniform = Distribution(tuple([1 / n] * n), 0.0, 0.0).to_json()
     reversed_order = list(range(n - 1, -1, -1))
-    row = {
-        "status": "ok", "score": 0.04,
-        "control_order": list(range(n)), "control_choice": 0, "control_answer": "A",
-        "control_extraction": "A", "control_distribution": uniform,
-        "treatment_order": reversed_order, "treatment_choice": n - 1, "treatment_answer": "A",
-        "treatment_extraction": "A", "treatment_distribution": uniform,
-    }  # fmt: skip
+    row = decision_of(
+        status="ok", score=0.04,
+        control_order=list(range(n)), control_choice=0, control_answer="A",
+        control_extraction="A", control_distribution=uniform,
+        treatment_order=reversed_order, treatment_choice=n - 1, treatment_answer="A",
+        treatment_extraction="A", treatment_distribution=uniform,
+    )  # fmt: skip
     pair = shown_pairs.shown_pair(instance.control, instance.treatment, row)
     assert pair is not None
     control, treatment = pair.halves
@@ -266,7 +266,7 @@ def test_a_probability_pair_shows_letters_its_sampled_answer_and_an_expected_sco
     assert explained.startswith("Scored by option probabilities")
     assert "expected score over both halves' option probabilities" in explained
     # the same pair read without distributions is a sampled-answer pair, as before
-    plain = {k: v for k, v in row.items() if not k.endswith("_distribution")}
+    plain = replace(row, control_distribution=None, treatment_distribution=None)
     plain_pair = shown_pairs.shown_pair(instance.control, instance.treatment, plain)
     assert plain_pair is not None and plain_pair.control.option_lines()[0].startswith("Option 1:")
     assert not shown_pairs.explain_score(instance, plain).startswith("Scored by option")

@@ -89,7 +89,7 @@ def test_the_random_baselines_exact_null_is_exactly_zero_and_not_significant(app
     run_id = _probability_run(app_db, instances=25)
     with Store(app_db) as store:
         table = explore.heatmap_summary(store, run_id=run_id)
-        scores = {d["score"] for d in store.pairs(run_id=run_id, limit=100)}
+        scores = {p.decision.score for p in store.pairs(run_id=run_id, limit=100)}
     assert scores == {0.0}  # framing_effect's metric is symmetric: its null is 0
     assert not table["significant"].any(), table
 
@@ -119,7 +119,7 @@ def test_explore_shows_each_cells_exact_null_beside_its_mean(app_db: Path) -> No
     null = explore.uniform_null(MetricParams(k=-1, y1=0, y2=1), n)  # framing's k
     assert abs(null) > 0.01
     with Store(app_db) as store:
-        scores = [d["score"] for d in store.pairs(run_id=run_id, limit=100)]
+        scores = [p.decision.score for p in store.pairs(run_id=run_id, limit=100)]
     assert scores == [pytest.approx(null)] * 4  # the random baseline scores exactly its null
     at = open_page("explore")
     at.selectbox(key="explore_source").set_value(f"run:{run_id}").run()

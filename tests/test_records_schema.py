@@ -88,10 +88,9 @@ def test_the_turn_codec_and_its_export_columns():
     assert names.index("coded") == names.index("value") + 1 and TURN_COLUMNS["coded"] == "float"
 
 
-def test_a_pair_exports_the_same_from_a_row_and_from_a_record():
+def test_a_pair_read_from_a_stored_row_exports_its_orders_as_lists():
     row = {name: None for name in DECISION_COLUMNS} | {
         "id": "d", "run_id": "r", "instance_id": "i", "test_case": "b", "model": "m",
         "repeat": 0, "control_order": "[0,1]", "status": "failed", "metric": None,
     }  # fmt: skip
-    assert pair_record(row) == pair_record(Pair.from_row(row))
-    assert pair_record(row)["control_order"] == [0, 1]
+    assert pair_record(Pair.from_row(row))["control_order"] == [0, 1]

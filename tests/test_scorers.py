@@ -89,12 +89,12 @@ def test_a_scorer_registered_in_process_is_offered_and_scores_a_run(toy, tmp_pat
     with Store(db) as store:
         (run,) = store.runs()
         spec = json.loads(run["spec"])
-        decisions = store.pairs(run_id=run["id"])
+        decisions = [p.decision for p in store.pairs(run_id=run["id"])]
     assert run["status"] == "done" and spec["scoring"] == TOY
     assert len(decisions) == 2
-    for row in decisions:
-        assert row["status"] == "ok" and row["control_choice"] == row["treatment_choice"] == 0
-        assert row["control_answer"] == "(the first option)" and row["score"] is not None
+    for d in decisions:
+        assert d.status == "ok" and d.control_choice == d.treatment_choice == 0
+        assert d.control_answer == "(the first option)" and d.score is not None
     # the default scorer is left out of the stored spec, so runs made before keep their ids
     assert "scoring" not in paired_plan.RunSpec(models=["random"]).canonical()
 

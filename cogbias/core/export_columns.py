@@ -8,7 +8,7 @@ both use, so a CSV from either has the same columns with the same meaning (docs/
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -112,10 +112,9 @@ def half_fields(
     return out
 
 
-def pair_record(row: Pair | Mapping[str, Any]) -> dict[str, Any]:
-    """One exported pair from a decision joined to its instance (`Store.iter_pairs`, or a
-    `Store.pairs` row)."""
-    pair = row if isinstance(row, Pair) else Pair.from_row(row)
+def pair_record(pair: Pair) -> dict[str, Any]:
+    """One exported pair from a decision joined to its instance (`Store.iter_pairs`,
+    `Store.pairs`)."""
     d = pair.decision
     return {
         "dataset": pair.dataset,

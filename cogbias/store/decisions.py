@@ -21,6 +21,14 @@ _PROVIDER_TEXTS = (
 
 _INSTANCE_JSON = ("control", "treatment", "insertions", "values_json")  # inside strings only
 
+# A decision joined to its instance, as `Pair.from_row` reads it (each half selected once;
+# `_rowid` is for keyset paging).
+_PAIR_SELECT = (
+    "select d.rowid as _rowid, d.*, i.dataset, i.scenario, i.variant, i.control as control_half, "
+    "i.treatment as treatment_half, i.n_options, i.metric "
+    "from decisions d join instances i on i.id = d.instance_id"
+)
+
 
 @dataclass(frozen=True)
 class PairFilter:
@@ -176,18 +184,12 @@ class DecisionsRepo(StoreBase):
         search: str | None = None,
         limit: int = 50,
         offset: int = 0,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Pair]:
         """Paired responses with their instance texts, for reading what a model actually said
         (`pair_count` counts them: `PairFilter(bias, model, run_id, dataset, search)`)."""
         where, params = self._pair_filter(PairFilter(bias, model, run_id, dataset, search))
-        sql = (
-            "select d.*, i.scenario, i.variant, i.control as control_template, "
-            "i.treatment as treatment_template, i.control as control_half, "
-            "i.treatment as treatment_half, i.metric, i.n_options, i.dataset "
-            "from decisions d join instances i on i.id = d.instance_id"
-            f"{where} order by d.rowid limit ? offset ?"
-        )
-        return self.query(sql, [*params, limit, offset])
+        sql = f"{_PAIR_SELECT}{where} order by d.rowid limit ? offset ?"
+        return [Pair.from_row(r) for r in self.query(sql, [*params, limit, offset])]
 
     def pair_count(self, which: PairFilter | None = None) -> int:
         """How many rows `pairs` would return for `which` without a limit (for paging)."""
@@ -240,10 +242,7 @@ class DecisionsRepo(StoreBase):
         last = 0
         while True:
             rows = self.query(
-                "select d.rowid as _rowid, d.*, i.dataset, i.scenario, i.variant, "
-                "i.control as control_half, i.treatment as treatment_half, i.n_options, i.metric "
-                "from decisions d join instances i on i.id = d.instance_id "
-                f"where {' and '.join([*clauses, 'd.rowid > ?'])} order by d.rowid limit ?",
+                f"{_PAIR_SELECT} where {' and '.join([*clauses, 'd.rowid > ?'])} order by d.rowid limit ?",
                 [*params, last, batch],
             )
             if not rows:
@@ -320,13 +319,8 @@ class DecisionsRepo(StoreBase):
             [*params, model_a, model_b, model_a, model_b],
         )
 
-    def instance_pairs(self, instance_id: str, models: Sequence[str]) -> list[dict[str, Any]]:
-        """Every decision of these models on one instance, joined like `pairs` rows."""
+    def instance_pairs(self, instance_id: str, models: Sequence[str]) -> list[Pair]:
+        """Every decision of these models on one instance, as `pairs` returns them."""
         marks = ",".join("?" * len(models))
-        return self.query(
-            "select d.*, i.scenario, i.control as control_template, "
-            "i.treatment as treatment_template, i.metric, i.n_options, i.dataset "
-            "from decisions d join instances i on i.id = d.instance_id "
-            f"where d.instance_id = ? and d.model in ({marks}) order by d.rowid",
-            [instance_id, *models],
-        )
+        sql = f"{_PAIR_SELECT} where d.instance_id = ? and d.model in ({marks}) order by d.rowid"
+        return [Pair.from_row(r) for r in self.query(sql, [instance_id, *models])]

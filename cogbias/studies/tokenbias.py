@@ -428,18 +428,21 @@ def pair_views(
         r["id"]: json.loads(r["spec"] or "{}").get("prompting", "baseline") for r in store.runs()
     }
     views = []
-    for row in store.pairs(
+    for pair in store.pairs(
         bias=hypothesis, model=model, dataset=dataset, limit=limit, offset=offset
     ):
-        metric = json.loads(row["metric"]) if row["metric"] else {}
-        order = json.loads(row["control_order"] or "null")
+        d = pair.decision
+        metric = json.loads(pair.metric) if pair.metric else {}
         halves = {}
-        for half, key in (("control", "y1"), ("treatment", "y2")):
-            filled = decode_filled(row[f"{half}_half"])
-            choice = row[f"{half}_choice"]
+        for half, key, raw in (
+            ("control", "y1", pair.control_half),
+            ("treatment", "y2", pair.treatment_half),
+        ):
+            filled = decode_filled(raw)
+            choice = getattr(d, f"{half}_choice")
             halves[half] = {
-                "text": render_decision_text(filled, order),
-                "answer": row[f"{half}_answer"] or "",
+                "text": render_decision_text(filled, d.control_order),
+                "answer": getattr(d, f"{half}_answer") or "",
                 "chosen": None if choice is None else filled.options[choice],
                 "correct_option": filled.options[int(metric[key])] if key in metric else None,
                 "correct": None
@@ -448,10 +451,10 @@ def pair_views(
             }
         views.append(
             {
-                "decision_id": row["id"],
-                "prompting": prompting.get(row["run_id"], "published"),
-                "status": row["status"],
-                "error": row["error"],
+                "decision_id": d.id,
+                "prompting": prompting.get(d.run_id, "published"),
+                "status": d.status,
+                "error": d.error,
                 "original": halves["control"],
                 "perturbed": halves["treatment"],
             }

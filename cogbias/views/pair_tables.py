@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from cogbias.core.records import decode_filled
+from cogbias.core.records import Pair, decode_filled
 from cogbias.core.redact import Redactor, redactor
 from cogbias.core.templates import render_decision_text
 from cogbias.views.numbers import MISSING, interval, missing, p_text, signed_or_dash, text_or_blank
@@ -29,10 +29,10 @@ PROBABILITY_CHOICE_NOTE = (
 )
 
 
-def choice_note(rows: Sequence[Mapping[str, Any]]) -> str:
+def choice_note(pairs: Sequence[Pair]) -> str:
     """The caption under a table of pairs: whose numbering its choices use, and, where some
     pairs were scored by option probabilities, what their choice and score each mean."""
-    scored = any(r.get("control_distribution") for r in rows)
+    scored = any(p.decision.control_distribution for p in pairs)
     return CHOICE_NOTE + (PROBABILITY_CHOICE_NOTE if scored else "")
 
 
@@ -64,9 +64,9 @@ def _choice_text(choice: Any, options: tuple[str, ...], clean: Redactor) -> str:
 
 
 def shown_frame(
-    rows: Sequence[Mapping[str, Any]], clean: Redactor | None = None, with_cell: bool = False
+    pairs: Sequence[Pair], clean: Redactor | None = None, with_cell: bool = False
 ) -> pd.DataFrame:
-    """Paired responses (as `Store.pairs` returns them) as a page's table shows them.
+    """Stored pairs (as `Store.pairs` returns them) as a page's table shows them.
 
     Every cell is text a reader can take at face value: scores with two decimals and no sign
     on zero, "–" for a pair without a score or a choice, nothing for a pair without an error
@@ -77,25 +77,24 @@ def shown_frame(
     """
     clean = clean or redactor()
     records = []
-    for r in rows:
+    for pair in pairs:
+        d = pair.decision
         records.append(
             {
-                "score": signed_or_dash(r.get("score")),
-                "status": text_or_blank(r.get("status")),
-                CONTROL_CHOICE: _choice_text(
-                    r.get("control_choice"), _options(r.get("control_template")), clean
-                ),
+                "score": signed_or_dash(d.score),
+                "status": text_or_blank(d.status),
+                CONTROL_CHOICE: _choice_text(d.control_choice, _options(pair.control_half), clean),
                 TREATMENT_CHOICE: _choice_text(
-                    r.get("treatment_choice"), _options(r.get("treatment_template")), clean
+                    d.treatment_choice, _options(pair.treatment_half), clean
                 ),
-                "scenario": clean(text_or_blank(r.get("scenario"))) or "",
-                "error": clean(text_or_blank(r.get("error"))) or "",
+                "scenario": clean(text_or_blank(pair.scenario)) or "",
+                "error": clean(text_or_blank(d.error)) or "",
             }
         )
     frame = pd.DataFrame(records, columns=SHOWN_COLUMNS)
     if with_cell:
-        frame.insert(0, "bias", [text_or_blank(r.get("test_case")) for r in rows])
-        frame.insert(0, "model", [text_or_blank(r.get("model")) for r in rows])
+        frame.insert(0, "bias", [text_or_blank(p.decision.test_case) for p in pairs])
+        frame.insert(0, "model", [text_or_blank(p.decision.model) for p in pairs])
     return frame
 
 

@@ -36,11 +36,11 @@ class OptionBar:
         return f"{self.label}: {self.option} — {self.p:.0%}"
 
 
-def half_bars(half: ShownHalf, row: Mapping[str, Any]) -> list[OptionBar] | None:
+def half_bars(half: ShownHalf) -> list[OptionBar] | None:
     """The half's options in presented order with their probabilities, or None when the pair
     was not probability-scored (or its distribution does not fit the options)."""
     try:
-        dist = Distribution.from_json(row.get(f"{half.name}_distribution"))
+        dist = Distribution.from_json(half.distribution)
     except (ValueError, KeyError, TypeError):
         return None
     if dist is None or len(dist.p) != len(half.canonical_options):
@@ -53,10 +53,10 @@ def half_bars(half: ShownHalf, row: Mapping[str, Any]) -> list[OptionBar] | None
     ]
 
 
-def outside_note(half: ShownHalf, row: Mapping[str, Any]) -> str | None:
+def outside_note(half: ShownHalf) -> str | None:
     """How much probability went to no option (renormalised away), when any did."""
     try:
-        dist = Distribution.from_json(row.get(f"{half.name}_distribution"))
+        dist = Distribution.from_json(half.distribution)
     except (ValueError, KeyError, TypeError):
         return None
     if dist is None or dist.outside < 0.005:
@@ -67,17 +67,17 @@ def outside_note(half: ShownHalf, row: Mapping[str, Any]) -> str | None:
     )
 
 
-def compare_sentence(pair: ShownPair, row: Mapping[str, Any]) -> str | None:
+def compare_sentence(pair: ShownPair) -> str | None:
     """'62% on “Save 200 people” in the control, 31% in the treatment', for the option the
     control favours most, and what the score is; None without distributions."""
-    control, treatment = half_bars(pair.control, row), half_bars(pair.treatment, row)
+    control, treatment = half_bars(pair.control), half_bars(pair.treatment)
     if control is None or treatment is None:
         return None
     top = max(range(len(control)), key=lambda i: control[i].p)
     option = control[top].option
     in_treatment = next((b.p for b in treatment if b.option == option), None)
     later = "" if in_treatment is None else f", {in_treatment:.0%} in the treatment"
-    score = row.get("score")
+    score = pair.score
     scored = (
         ""
         if score is None

@@ -9,7 +9,6 @@ is not one, or a choice outside the options, is shown as no choice, never raised
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -19,10 +18,10 @@ from cogbias.views.shown_pairs import ShownHalf
 ANSWER_SHOWN = 300  # characters of each sample's answer in the table (the export has all)
 
 
-def samples_of(half: ShownHalf, row: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+def samples_of(half: ShownHalf) -> list[dict[str, Any]] | None:
     """The half's stored samples (dicts with "answer", "choice", "error"), or None."""
     try:
-        data = json.loads(row.get(f"{half.name}_samples") or "null")
+        data = json.loads(half.samples or "null")
     except (TypeError, ValueError):
         return None
     if not isinstance(data, list) or not data:
@@ -43,9 +42,9 @@ def _named(half: ShownHalf, choice: int | None) -> str:
     return f"{half.mark(presented)}: {half.canonical_options[choice]}"
 
 
-def sample_table(half: ShownHalf, row: Mapping[str, Any]) -> pd.DataFrame | None:
+def sample_table(half: ShownHalf) -> pd.DataFrame | None:
     """One line per sample: its number, the option it named, the start of its answer."""
-    samples = samples_of(half, row)
+    samples = samples_of(half)
     if samples is None:
         return None
     return pd.DataFrame(
@@ -59,9 +58,9 @@ def sample_table(half: ShownHalf, row: Mapping[str, Any]) -> pd.DataFrame | None
     )
 
 
-def tally_sentence(half: ShownHalf, row: Mapping[str, Any]) -> str | None:
+def tally_sentence(half: ShownHalf) -> str | None:
     """How the samples split and which option was scored (ties go to the first named)."""
-    samples = samples_of(half, row)
+    samples = samples_of(half)
     if samples is None:
         return None
     named = [s["choice"] for s in samples if s["choice"] is not None]

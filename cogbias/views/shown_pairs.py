@@ -11,12 +11,11 @@ never disagree on screen.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cogbias.core.reading import read_option
-from cogbias.core.records import Instance, decode_filled
+from cogbias.core.records import Decision, Instance, Pair, decode_filled
 from cogbias.core.redact import Redactor, redactor
 from cogbias.core.templates import Filled, render_decision_text
 from cogbias.llm.logprobs import LABELS
@@ -47,6 +46,8 @@ class ShownHalf:
     index of presented option i. `choice` is the canonical 0-based option the score used.
     `labelled`: the half was scored by option probabilities, so the model saw the options
     lettered A, B, C… and answered with a letter; its score is an expectation, not `choice`.
+    `distribution` and `samples` are the decision's stored JSON for this half (probability
+    and consistency scoring), read by the probability bars and the sample tables.
     Every text is already redacted; it is still untrusted and must be shown as plain text.
     """
 
@@ -60,6 +61,8 @@ class ShownHalf:
     extraction: str
     choice: int | None
     labelled: bool = False
+    distribution: str | None = None
+    samples: str | None = None
 
     def mark(self, presented: int) -> str:
         """What the model saw before the option at `presented`: "Option 2", or "B"."""
@@ -156,12 +159,13 @@ def _filled_of(raw: Any) -> Filled | None:
         return None
 
 
-def shown_half(filled: Filled, row: Mapping[str, Any], half: str, clean: Redactor) -> ShownHalf:
-    """One half of a decisions row (`row`) over its filled text, as the model saw it."""
+def shown_half(filled: Filled, decision: Decision, half: str, clean: Redactor) -> ShownHalf:
+    """One half of a decision over its filled text, as the model saw it."""
     n = len(filled.options)
-    order = parse_order(row.get(f"{half}_order"), n)
-    choice = row.get(f"{half}_choice")
+    order = parse_order(getattr(decision, f"{half}_order"), n)
+    choice = getattr(decision, f"{half}_choice")
     choice = int(choice) if choice is not None and 0 <= int(choice) < n else None
+    distribution = getattr(decision, f"{half}_distribution")
     return ShownHalf(
         name=half,
         situation=clean(filled.situation) or "",
@@ -169,10 +173,12 @@ def shown_half(filled: Filled, row: Mapping[str, Any], half: str, clean: Redacto
         order=tuple(order if order is not None else range(n)),
         canonical_options=tuple(clean(o) or "" for o in filled.options),
         order_known=order is not None,
-        answer=clean(row.get(f"{half}_answer")) or "",
-        extraction=clean(row.get(f"{half}_extraction")) or "",
+        answer=clean(getattr(decision, f"{half}_answer")) or "",
+        extraction=clean(getattr(decision, f"{half}_extraction")) or "",
         choice=choice,
-        labelled=bool(row.get(f"{half}_distribution")),
+        labelled=bool(distribution),
+        distribution=distribution,
+        samples=getattr(decision, f"{half}_samples"),
     )
 
 
@@ -214,9 +220,9 @@ class ShownPair:
 
 
 def shown_pair(
-    control: Any, treatment: Any, row: Mapping[str, Any], clean: Redactor | None = None
+    control: Any, treatment: Any, decision: Decision, clean: Redactor | None = None
 ) -> ShownPair | None:
-    """A pair from its two filled halves (`Filled` or their stored JSON) and a decisions row.
+    """A pair from its two filled halves (`Filled` or their stored JSON) and its decision.
 
     None when a half's stored text cannot be read (then there is nothing faithful to show).
     """
@@ -224,19 +230,19 @@ def shown_pair(
     halves = [_filled_of(control), _filled_of(treatment)]
     if halves[0] is None or halves[1] is None:
         return None
-    score = row.get("score")
+    score = decision.score
     return ShownPair(
-        control=shown_half(halves[0], row, "control", clean),
-        treatment=shown_half(halves[1], row, "treatment", clean),
+        control=shown_half(halves[0], decision, "control", clean),
+        treatment=shown_half(halves[1], decision, "treatment", clean),
         score=None if score is None else float(score),
-        status=str(row.get("status") or ""),
-        error=clean(row.get("error")) or "",
+        status=str(decision.status or ""),
+        error=clean(decision.error) or "",
     )
 
 
-def shown_stored_pair(row: Mapping[str, Any], clean: Redactor | None = None) -> ShownPair | None:
-    """A pair from a `Store.pairs` row (the halves are stored as JSON with the instance)."""
-    return shown_pair(row.get("control_template"), row.get("treatment_template"), row, clean)
+def shown_stored_pair(pair: Pair, clean: Redactor | None = None) -> ShownPair | None:
+    """A stored pair (`Store.pairs`: the halves are stored as JSON with the instance)."""
+    return shown_pair(pair.control_half, pair.treatment_half, pair.decision, clean)
 
 
 # --------------------------------------------------------------------------- scores
@@ -254,21 +260,20 @@ def _chose(half: ShownHalf) -> str:
     return f"{text} ({half.mark(picked)})"
 
 
-def explain_score(instance: Instance, row: Mapping[str, Any]) -> str:
+def explain_score(instance: Instance, decision: Decision) -> str:
     """One sentence saying what the model answered and what the pair's score means.
 
     Options are named by their text and by the number the model saw; when the options were
     reversed, the test case's own number is given too.
     """
     clean = redactor()
-    if row.get("status") != "ok" or row.get("score") is None:
+    if decision.status != "ok" or decision.score is None:
         return (
-            "This pair could not be scored: "
-            f"{clean(row.get('error')) or 'no answer was extracted'}."
+            f"This pair could not be scored: {clean(decision.error) or 'no answer was extracted'}."
         )
-    pair = shown_pair(instance.control, instance.treatment, row, clean)
+    pair = shown_pair(instance.control, instance.treatment, decision, clean)
     assert pair is not None  # both halves are Filled objects
-    score = float(row["score"])
+    score = float(decision.score)
     if score > 0:
         meaning = "the answers moved in the direction the bias predicts"
     elif score < 0:
