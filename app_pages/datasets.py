@@ -4,7 +4,7 @@ and see the paper's analyses (Figures 5-7). A thin page over `cogbias.datasets`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 import streamlit as st
@@ -48,6 +48,18 @@ UI_TERMS = (
     ("--name", "another dataset name"),
 )  # fmt: skip
 BROWSING = ("ds_bias", "ds_search", "ds_page", "ds_pick", "ds_pair")
+
+
+class _View(NamedTuple):
+    """What every tab reads, read once per rerun: the store, the datasets by name, the chosen
+    one and whether it was deleted elsewhere since the page was drawn."""
+
+    store: Store
+    datasets: dict[str, dict[str, Any]]
+    current: str | None
+    stale: bool
+
+
 TABS = ["Imported", "Import", "Browse", "Run", "Export", "Analysis", "Reference results"]
 
 
@@ -55,39 +67,6 @@ def _reset_browsing() -> None:
     """Another dataset: forget the bias, search, page and pair picked in the previous one."""
     for key in BROWSING:
         st.session_state.pop(key, None)
-
-
-st.title("Datasets")
-st.caption(
-    "Published bias benchmarks and results: import them, read the test cases and what models "
-    "answered, run them on your models to see how biased they are next to the paper's 20, and "
-    "export everything with documented columns (docs/datasets.md)."
-)
-store = open_store_or_stop()
-if flash := st.session_state.pop("ds_flash", None):
-    st.success(safe_text.escape_markdown(flash))  # names a dataset: imported text
-_delete.flash("ds_delete")
-
-datasets = {d["name"]: d for d in store.datasets()}
-# A dataset just imported (or deleted) is selected here, before the selectbox exists:
-# Streamlit refuses a change to a widget's value after the widget has been drawn.
-if "ds_select" in st.session_state:
-    st.session_state["ds_current"] = st.session_state.pop("ds_select")
-    _reset_browsing()
-keep("ds_current", allowed=datasets)
-keep("ds_tab", allowed=TABS)
-# A dataset deleted elsewhere since this page was drawn: named; the click that brought the
-# news (start a run, export, delete) does nothing.
-stale = chosen_gone("ds_current", datasets, "Dataset")
-current = (
-    st.selectbox("Dataset", list(datasets), key="ds_current", on_change=_reset_browsing)
-    if datasets
-    else None
-)
-# The selected tab is session state (keyed, tracked, and kept over page switches): a rerun
-# that changes what is drawn above or inside the tabs (an import adds the dataset picker, a
-# run its progress) would otherwise put the user back on the first tab.
-tabs = st.tabs(TABS, key="ds_tab", on_change="rerun")
 
 
 def _import_progress(bar: Any) -> Any:
@@ -169,7 +148,7 @@ def _summary(db: str, dataset: str, version: tuple[Any, ...]) -> pd.DataFrame:
         return explore.heatmap_summary(fresh, dataset=dataset)
 
 
-def _dataset_runs(dataset: str, was_active: bool) -> None:
+def _dataset_runs(store: Store, dataset: str, was_active: bool) -> None:
     """The runs on `dataset`: the bars of each one still going, how the run started here
     ended, and the table of them all."""
     runs = [r for r in summaries.run_summaries(store) if r["biases"] == dataset]
@@ -191,8 +170,9 @@ def _dataset_runs(dataset: str, was_active: bool) -> None:
         st.rerun()  # finished: redraw the page (Browse and Analysis show the new pairs)
 
 
-# ------------------------------------------------------------------ imported
-with tabs[0]:
+def _imported_tab(view: _View) -> None:
+    """The datasets in this database, and deleting the chosen one."""
+    store, datasets, current, stale = view
     if not datasets:
         st.info(
             "No datasets yet. In the Import tab, fetch the paper's benchmark from the Hugging "
@@ -225,8 +205,10 @@ with tabs[0]:
                     store, "dataset", current, "ds_delete", ("ds_current", current), stale
                 )
 
-# ------------------------------------------------------------------ import
-with tabs[1]:
+
+def _import_tab(view: _View) -> None:
+    """Importing from the Hub, a path on this machine or an upload."""
+    store, datasets, current, stale = view
     source = st.radio(
         "Source", ["The Hugging Face Hub", "A path on this machine", "Upload a file"], key="ds_src"
     )
@@ -282,8 +264,10 @@ with tabs[1]:
                     lambda p: run_import(store, fmt, [path], name or None, replace, p, options),
                 )
 
-# ------------------------------------------------------------------ browse
-with tabs[2]:
+
+def _browse_tab(view: _View) -> None:
+    """The chosen dataset's test cases and the pairs models answered on them."""
+    store, datasets, current, stale = view
     if current and datasets[current]["kind"] == "mohr2025":
         _effects.show_rows(store, current)
     elif current:
@@ -343,8 +327,10 @@ with tabs[2]:
             else:
                 _pair.show_pair(shown)
 
-# ------------------------------------------------------------------ run
-with tabs[3]:
+
+def _run_tab(view: _View) -> None:
+    """Running the chosen dataset on models, with the runs on it and their progress."""
+    store, datasets, current, stale = view
     if current:
         if datasets[current]["kind"] == "mohr2025":
             st.info(
@@ -401,10 +387,12 @@ with tabs[3]:
         runs_here = [r for r in summaries.run_summaries(store) if r["biases"] == current]
         active = any(r["status"] in _progress.ACTIVE for r in runs_here)
         # While a run on this dataset is going, this part redraws itself every two seconds.
-        st.fragment(run_every=2.0 if active else None)(_dataset_runs)(current, active)
+        st.fragment(run_every=2.0 if active else None)(_dataset_runs)(store, current, active)
 
-# ------------------------------------------------------------------ export
-with tabs[4]:
+
+def _export_tab(view: _View) -> None:
+    """The chosen dataset's pairs or test cases as a file."""
+    store, datasets, current, stale = view
     if current:
         what = st.radio("What", ["pairs", "test cases"], horizontal=True, key="ds_what")
         scopes = {"all pairs on this dataset": None}
@@ -436,8 +424,10 @@ with tabs[4]:
                 key="ds_download",
             )
 
-# ------------------------------------------------------------------ analysis
-with tabs[5]:
+
+def _analysis_tab(view: _View) -> None:
+    """The paper's analyses of the chosen dataset (Figures 5-7)."""
+    store, datasets, current, stale = view
     if current and datasets[current]["kind"] == "mohr2025":
         _effects.show_effects(store, current)
     elif current:
@@ -474,6 +464,54 @@ with tabs[5]:
             with st.expander("The numbers: mean, 95% CI, p-values, failures"):
                 st.dataframe(explore.numbers_table(summary), hide_index=True)
 
-# ------------------------------------------------------------------ reference results
-with tabs[6]:
-    _paper_models.browse()  # built in and cited: readable with no dataset imported
+
+def main() -> None:
+    st.title("Datasets")
+    st.caption(
+        "Published bias benchmarks and results: import them, read the test cases and what models "
+        "answered, run them on your models to see how biased they are next to the paper's 20, and "
+        "export everything with documented columns (docs/datasets.md)."
+    )
+    store = open_store_or_stop()
+    if flash := st.session_state.pop("ds_flash", None):
+        st.success(safe_text.escape_markdown(flash))  # names a dataset: imported text
+    _delete.flash("ds_delete")
+
+    datasets = {d["name"]: d for d in store.datasets()}
+    # A dataset just imported (or deleted) is selected here, before the selectbox exists:
+    # Streamlit refuses a change to a widget's value after the widget has been drawn.
+    if "ds_select" in st.session_state:
+        st.session_state["ds_current"] = st.session_state.pop("ds_select")
+        _reset_browsing()
+    keep("ds_current", allowed=datasets)
+    keep("ds_tab", allowed=TABS)
+    # A dataset deleted elsewhere since this page was drawn: named; the click that brought the
+    # news (start a run, export, delete) does nothing.
+    stale = chosen_gone("ds_current", datasets, "Dataset")
+    current = (
+        st.selectbox("Dataset", list(datasets), key="ds_current", on_change=_reset_browsing)
+        if datasets
+        else None
+    )
+    # The selected tab is session state (keyed, tracked, and kept over page switches): a rerun
+    # that changes what is drawn above or inside the tabs (an import adds the dataset picker, a
+    # run its progress) would otherwise put the user back on the first tab.
+    tabs = st.tabs(TABS, key="ds_tab", on_change="rerun")
+    view = _View(store, datasets, current, stale)
+    with tabs[0]:
+        _imported_tab(view)
+    with tabs[1]:
+        _import_tab(view)
+    with tabs[2]:
+        _browse_tab(view)
+    with tabs[3]:
+        _run_tab(view)
+    with tabs[4]:
+        _export_tab(view)
+    with tabs[5]:
+        _analysis_tab(view)
+    with tabs[6]:
+        _paper_models.browse()  # built in and cited: readable with no dataset imported
+
+
+main()

@@ -1,5 +1,7 @@
 """Explore: the bias x model heatmap; click a cell to read its paired responses."""
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -19,6 +21,7 @@ from app_pages._common import (
 )
 from cogbias.core.export_columns import pair_record
 from cogbias.core.redact import redactor
+from cogbias.core.run_record import Run
 from cogbias.runs import kinds
 from cogbias.store import PairFilter, Store
 from cogbias.studies.analysis import CI_METHOD
@@ -35,90 +38,6 @@ from cogbias.views.numbers import interval, signed, signed_or_dash
 
 PAGE_SIZE = 20
 EXPORT_LIMIT = 20000
-st.title("Explore results")
-store = open_store_or_stop()
-
-
-@st.cache_data(show_spinner="Summarising…", max_entries=32)
-def summary(
-    path: str, version: tuple[float, ...], run_id: str | None, dataset: str | None
-) -> pd.DataFrame:
-    with Store(path) as own:  # cached work may run in any session's thread: its own connection
-        table = explore.cognitive_bias_summary(own, run_id=run_id, dataset=dataset)
-        return explore.with_uniform_null(own, table, run_id=run_id, dataset=dataset)
-
-
-# What the page shows is read once per rerun and passed down.
-runs, datasets = kinds.records(store), store.datasets()
-studies_link(runs)
-sources, _source_label = result_sources(runs, datasets)
-elsewhere = other_pages_datasets(datasets)
-if elsewhere:
-    st.caption(
-        "Not shown here, because this page's scores mean something else for them: "
-        + safe_text.escape_markdown("; ".join(elsewhere))
-        + "."
-    )
-if sources == ["all"]:
-    st.info(
-        "This database has no results yet. Start a run on the **Run** page (the random "
-        "baseline needs no key and finishes in seconds), or import a published dataset."
-    )
-    st.stop()
-
-keep("explore_source", allowed=sources)
-keep("explore_view", allowed=charts_explore.VIEWS)
-keep("explore_order")
-# A run or dataset deleted elsewhere since this page was drawn is named (the picker falls
-# back to all results, where nothing can be deleted).
-chosen_gone(
-    "explore_source",
-    sources,
-    lambda s: f"{s.partition(':')[0].capitalize()} {s.partition(':')[2]}",  # "Run X"
-    "all",
-)
-c1, c2, c3 = st.columns([3, 2, 2])
-source = c1.selectbox("Results", sources, format_func=_source_label, key="explore_source")
-view = c2.radio(
-    "Show",
-    list(charts_explore.VIEWS),
-    format_func=charts_explore.VIEWS.get,
-    horizontal=True,
-    key="explore_view",
-)
-order = c3.selectbox(
-    "Rows",
-    ["average", "average_asc", "name"],
-    format_func={
-        "average": "by average, highest first",
-        "average_asc": "by average, lowest first",
-        "name": "by name",
-    }.get,
-    key="explore_order",
-)
-kind, _, name = source.partition(":")
-_delete.flash("explore_delete")
-if kind in ("run", "dataset"):
-    with st.expander(f"Delete this {kind}"):
-        _delete.delete_control(store, kind, name, "explore_delete", ("explore_source", source))
-run_id, dataset = source_filter(source)
-path = str(db_path())
-try:
-    table = summary(path, db_version(path), run_id, dataset)
-except Exception as exc:
-    st.error(f"The results could not be summarised: {friendly(exc)}")
-    st.stop()
-if table.empty:
-    st.info(
-        "No cognitive-bias decisions here yet. If this run is still going, results appear as "
-        "it proceeds; token-bias results are read on the **Token bias** page."
-    )
-    st.stop()
-
-rows = explore.row_order(table, order)
-columns = sorted(table["model"].unique())
-names = {case_id: case.name for case_id, case in test_cases().items()}
-chart = charts_explore.explore_heatmap(table, view, rows, columns, names)
 CAPTIONS = {
     "mean": "Mean score per cell, from -1 to 1: positive (red) means the model shows the bias, "
     "negative (blue) the opposite effect. * and a dashed frame: significantly different from 0 "
@@ -131,17 +50,7 @@ CAPTIONS = {
     "n": "Scored pairs per cell: the more pairs, the more a cell's mean can be trusted; grey: no "
     "pair at all. * and a dashed frame mark significant means. Click a cell to read its pairs.",
 }
-event = st.altair_chart(
-    chart,
-    key="explore_heatmap",
-    on_select="rerun",
-    selection_mode=[charts_explore.SELECTION],
-)
-st.caption(CAPTIONS[view])
-scored_by = probability_bars.heatmap_note(explore.runs_behind(runs, datasets, run_id, dataset))
-if scored_by:
-    st.caption(scored_by)
-st.caption(
+HOVER_CAPTION = (
     "Hover a cell for its n, its 95% CI (of that cell alone) and whether it is significant "
     "after correcting for all the cells tested (BH), which can disagree. The **random** baseline "
     "answers at random: its cells show how far from 0 chance alone can move a mean with that "
@@ -153,94 +62,15 @@ NULL_CAPTION = (
     "probabilities), 0 for symmetric metrics and what 'no bias' looks like for the others; "
     "significance is still tested against 0, as in the paper."
 )
-with st.expander("The numbers behind the heatmap"):
-    st.caption(NULL_CAPTION)
-    st.dataframe(
-        explore.numbers_table(table, names),
-        hide_index=True,
-        column_config={
-            "n": st.column_config.NumberColumn("n", help="scored pairs"),
-            "null (uniform answers)": st.column_config.TextColumn(
-                help="Expected score under uniform random answers; significance is tested against 0"
-            ),
-            explore.CI_COLUMN: st.column_config.TextColumn(
-                help=f"95% confidence interval: {CI_METHOD}."
-            ),
-            "significant after BH": st.column_config.CheckboxColumn(),
-        },
-    )
-    st.caption("A dash: no value (no scored pair, or fewer than 2 for an interval and a test).")
 
-# A click on the chart moves the two pickers below; they also work without a mouse.
-clicked = charts_explore.selected_cell(event)
-if clicked and clicked != st.session_state.get("explore_clicked"):
-    st.session_state["explore_clicked"] = clicked
-    st.session_state["explore_bias"], st.session_state["explore_model"] = clicked
-    st.session_state["explore_page"] = 1
-for key, options in (("explore_bias", rows), ("explore_model", columns)):
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = None
 
-st.subheader("Paired responses")
-c1, c2, c3 = st.columns([2, 2, 3])
-bias = c1.selectbox(
-    "Bias",
-    rows,
-    key="explore_bias",
-    placeholder="click a cell or choose",
-    format_func=lambda b: names.get(b, b),
-)
-model = c2.selectbox("Model", columns, key="explore_model", placeholder="click a cell or choose")
-search = c3.text_input("Search texts and answers", key="explore_search")
-if not bias or not model:
-    st.info("Click a cell of the heatmap (or choose a bias and a model) to read its pairs.")
-    st.stop()
-
-cell = table[(table["bias"] == bias) & (table["model"] == model)]
-if not cell.empty:
-    c = cell.iloc[0]
-    mean = signed_or_dash(c["mean"], 3)
-    ci = (
-        " (95% CI needs 2 scored pairs)"
-        if pd.isna(c["ci_low"])
-        else f" (95% CI of this cell alone {interval(c['ci_low'], c['ci_high'])}, "
-        "not adjusted for the other cells)"
-    )
-    title = safe_text.escape_markdown(f"{names.get(bias, bias)} × {model}")
-    null = "unknown" if pd.isna(c["null"]) else signed(c["null"], 3)
-    st.markdown(
-        f"**{title}**: mean {mean}{ci}, null (uniform answers) {null}, n = {c['n']}, "
-        f"{c['failures']} failed"
-        + (
-            ", significant after the BH correction over all cells"
-            if c["significant"]
-            else ", not significant after the BH correction over all cells"
-        )
-    )
-total = store.pair_count(PairFilter(bias, model, run_id, dataset, search or None))
-pages = max(1, -(-total // PAGE_SIZE))
-c1, c2 = st.columns([1, 3])
-page = int(c1.number_input("Page", 1, pages, key="explore_page") if pages > 1 else 1)
-c2.caption(f"{total:,} pair(s) · page {page} of {pages}")
-rows_page = store.pairs(
-    bias, model, run_id, dataset, search or None, PAGE_SIZE, (page - 1) * PAGE_SIZE
-)
-clean = redactor()
-st.dataframe(pair_tables.shown_frame(rows_page, clean), hide_index=True, width="stretch")
-st.caption(pair_tables.choice_note(rows_page))
-for i, pair in enumerate(rows_page):
-    d = pair.decision
-    score = f"score {signed(d.score)}" if d.status == "ok" and d.score is not None else "failed"
-    flipped = " · options reversed" if d.reversed else ""
-    scenario = safe_text.escape_markdown((clean(pair.scenario or "") or "")[:90])
-    with st.expander(f"Pair {(page - 1) * PAGE_SIZE + i + 1}: {score}{flipped} — {scenario}"):
-        shown = shown_pairs.shown_stored_pair(pair, clean)
-        if shown is None:
-            st.warning("This pair's stored text cannot be read.")
-        else:
-            _pair.show_pair(shown)
-            _pair.show_probabilities(shown)
-            _pair.show_samples(shown)
+@st.cache_data(show_spinner="Summarising…", max_entries=32)
+def summary(
+    path: str, version: tuple[float, ...], run_id: str | None, dataset: str | None
+) -> pd.DataFrame:
+    with Store(path) as own:  # cached work may run in any session's thread: its own connection
+        table = explore.cognitive_bias_summary(own, run_id=run_id, dataset=dataset)
+        return explore.with_uniform_null(own, table, run_id=run_id, dataset=dataset)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -255,11 +85,239 @@ def _csv(
     return csv_bytes(pair_record(r) for r in every)
 
 
-st.download_button(
-    f"Download {'these' if total <= EXPORT_LIMIT else f'the first {EXPORT_LIMIT:,}'} pairs as CSV",
-    data=_csv(path, db_version(path), bias, model, run_id, dataset, search or None),
-    file_name=f"cogbias-{bias}-{model.replace('/', '_')}.csv",
-    mime="text/csv",
-    key="explore_csv",
-    on_click="ignore",
-)
+def _sources(runs: list[Run], datasets: list[dict[str, Any]]) -> tuple[list[str], Any]:
+    """What can be shown, after pointing elsewhere for what this page does not show; stops
+    the page when there is nothing."""
+    studies_link(runs)
+    sources, source_label = result_sources(runs, datasets)
+    elsewhere = other_pages_datasets(datasets)
+    if elsewhere:
+        st.caption(
+            "Not shown here, because this page's scores mean something else for them: "
+            + safe_text.escape_markdown("; ".join(elsewhere))
+            + "."
+        )
+    if sources == ["all"]:
+        st.info(
+            "This database has no results yet. Start a run on the **Run** page (the random "
+            "baseline needs no key and finishes in seconds), or import a published dataset."
+        )
+        st.stop()
+    return sources, source_label
+
+
+def _pickers(sources: list[str], source_label: Any) -> tuple[str, str, str]:
+    """(source, view, row order), kept over visits to other pages."""
+    keep("explore_source", allowed=sources)
+    keep("explore_view", allowed=charts_explore.VIEWS)
+    keep("explore_order")
+    # A run or dataset deleted elsewhere since this page was drawn is named (the picker falls
+    # back to all results, where nothing can be deleted).
+    chosen_gone(
+        "explore_source",
+        sources,
+        lambda s: f"{s.partition(':')[0].capitalize()} {s.partition(':')[2]}",  # "Run X"
+        "all",
+    )
+    c1, c2, c3 = st.columns([3, 2, 2])
+    source = c1.selectbox("Results", sources, format_func=source_label, key="explore_source")
+    view = c2.radio(
+        "Show",
+        list(charts_explore.VIEWS),
+        format_func=charts_explore.VIEWS.get,
+        horizontal=True,
+        key="explore_view",
+    )
+    order = c3.selectbox(
+        "Rows",
+        ["average", "average_asc", "name"],
+        format_func={
+            "average": "by average, highest first",
+            "average_asc": "by average, lowest first",
+            "name": "by name",
+        }.get,
+        key="explore_order",
+    )
+    return source, view, order
+
+
+def _summary_or_stop(run_id: str | None, dataset: str | None) -> pd.DataFrame:
+    path = str(db_path())
+    try:
+        table = summary(path, db_version(path), run_id, dataset)
+    except Exception as exc:
+        st.error(f"The results could not be summarised: {friendly(exc)}")
+        st.stop()
+    if table.empty:
+        st.info(
+            "No cognitive-bias decisions here yet. If this run is still going, results appear "
+            "as it proceeds; token-bias results are read on the **Token bias** page."
+        )
+        st.stop()
+    return table
+
+
+def _numbers(table: pd.DataFrame, names: dict[str, str]) -> None:
+    with st.expander("The numbers behind the heatmap"):
+        st.caption(NULL_CAPTION)
+        st.dataframe(
+            explore.numbers_table(table, names),
+            hide_index=True,
+            column_config={
+                "n": st.column_config.NumberColumn("n", help="scored pairs"),
+                "null (uniform answers)": st.column_config.TextColumn(
+                    help="Expected score under uniform random answers; significance is tested "
+                    "against 0"
+                ),
+                explore.CI_COLUMN: st.column_config.TextColumn(
+                    help=f"95% confidence interval: {CI_METHOD}."
+                ),
+                "significant after BH": st.column_config.CheckboxColumn(),
+            },
+        )
+        st.caption("A dash: no value (no scored pair, or fewer than 2 for an interval and a test).")
+
+
+def _cell(
+    event: Any, rows: list[str], columns: list[str], names: dict[str, str]
+) -> tuple[str, str, str | None]:
+    """(bias, model, search): a click on the chart moves the two pickers; they also work
+    without a mouse. Stops the page until both are chosen."""
+    clicked = charts_explore.selected_cell(event)
+    if clicked and clicked != st.session_state.get("explore_clicked"):
+        st.session_state["explore_clicked"] = clicked
+        st.session_state["explore_bias"], st.session_state["explore_model"] = clicked
+        st.session_state["explore_page"] = 1
+    for key, options in (("explore_bias", rows), ("explore_model", columns)):
+        if st.session_state.get(key) not in options:
+            st.session_state[key] = None
+    st.subheader("Paired responses")
+    c1, c2, c3 = st.columns([2, 2, 3])
+    bias = c1.selectbox(
+        "Bias",
+        rows,
+        key="explore_bias",
+        placeholder="click a cell or choose",
+        format_func=lambda b: names.get(b, b),
+    )
+    model = c2.selectbox(
+        "Model", columns, key="explore_model", placeholder="click a cell or choose"
+    )
+    search = c3.text_input("Search texts and answers", key="explore_search")
+    if not bias or not model:
+        st.info("Click a cell of the heatmap (or choose a bias and a model) to read its pairs.")
+        st.stop()
+    return bias, model, search or None
+
+
+def _cell_line(table: pd.DataFrame, bias: str, model: str, names: dict[str, str]) -> None:
+    """The chosen cell's numbers in one sentence."""
+    cell = table[(table["bias"] == bias) & (table["model"] == model)]
+    if cell.empty:
+        return
+    c = cell.iloc[0]
+    mean = signed_or_dash(c["mean"], 3)
+    ci = (
+        " (95% CI needs 2 scored pairs)"
+        if pd.isna(c["ci_low"])
+        else f" (95% CI of this cell alone {interval(c['ci_low'], c['ci_high'])}, "
+        "not adjusted for the other cells)"
+    )
+    title = safe_text.escape_markdown(f"{names.get(bias, bias)} × {model}")
+    null = "unknown" if pd.isna(c["null"]) else signed(c["null"], 3)
+    significant = "significant" if c["significant"] else "not significant"
+    st.markdown(
+        f"**{title}**: mean {mean}{ci}, null (uniform answers) {null}, n = {c['n']}, "
+        f"{c['failures']} failed, {significant} after the BH correction over all cells"
+    )
+
+
+def _pairs(store: Store, which: PairFilter) -> int:
+    """One page of the cell's pairs: a table, then each pair as the model saw it. Returns how
+    many pairs the cell holds."""
+    total = store.pair_count(which)
+    pages = max(1, -(-total // PAGE_SIZE))
+    c1, c2 = st.columns([1, 3])
+    page = int(c1.number_input("Page", 1, pages, key="explore_page") if pages > 1 else 1)
+    c2.caption(f"{total:,} pair(s) · page {page} of {pages}")
+    shown = store.pairs(
+        which.bias, which.model, which.run_id, which.dataset, which.search, PAGE_SIZE,
+        (page - 1) * PAGE_SIZE,
+    )  # fmt: skip
+    clean = redactor()
+    st.dataframe(pair_tables.shown_frame(shown, clean), hide_index=True, width="stretch")
+    st.caption(pair_tables.choice_note(shown))
+    for i, pair in enumerate(shown):
+        d = pair.decision
+        score = f"score {signed(d.score)}" if d.status == "ok" and d.score is not None else "failed"
+        flipped = " · options reversed" if d.reversed else ""
+        scenario = safe_text.escape_markdown((clean(pair.scenario or "") or "")[:90])
+        number = (page - 1) * PAGE_SIZE + i + 1
+        with st.expander(f"Pair {number}: {score}{flipped} — {scenario}"):
+            pair_view = shown_pairs.shown_stored_pair(pair, clean)
+            if pair_view is None:
+                st.warning("This pair's stored text cannot be read.")
+            else:
+                _pair.show_pair(pair_view)
+                _pair.show_probabilities(pair_view)
+                _pair.show_samples(pair_view)
+    return total
+
+
+def _download(which: PairFilter, total: int) -> None:
+    path = str(db_path())
+    what = "these" if total <= EXPORT_LIMIT else f"the first {EXPORT_LIMIT:,}"
+    st.download_button(
+        f"Download {what} pairs as CSV",
+        data=_csv(
+            path,
+            db_version(path),
+            which.bias,
+            which.model,
+            which.run_id,
+            which.dataset,
+            which.search,
+        ),  # fmt: skip
+        file_name=f"cogbias-{which.bias}-{str(which.model).replace('/', '_')}.csv",
+        mime="text/csv",
+        key="explore_csv",
+        on_click="ignore",
+    )
+
+
+def main() -> None:
+    st.title("Explore results")
+    store = open_store_or_stop()
+    # What the page shows is read once per rerun and passed down.
+    runs, datasets = kinds.records(store), store.datasets()
+    sources, source_label = _sources(runs, datasets)
+    source, view, order = _pickers(sources, source_label)
+    kind, _, name = source.partition(":")
+    _delete.flash("explore_delete")
+    if kind in ("run", "dataset"):
+        with st.expander(f"Delete this {kind}"):
+            _delete.delete_control(store, kind, name, "explore_delete", ("explore_source", source))
+    run_id, dataset = source_filter(source)
+    table = _summary_or_stop(run_id, dataset)
+    rows = explore.row_order(table, order)
+    columns = sorted(table["model"].unique())
+    names = {case_id: case.name for case_id, case in test_cases().items()}
+    event = st.altair_chart(
+        charts_explore.explore_heatmap(table, view, rows, columns, names),
+        key="explore_heatmap",
+        on_select="rerun",
+        selection_mode=[charts_explore.SELECTION],
+    )
+    st.caption(CAPTIONS[view])
+    behind = explore.runs_behind(runs, datasets, run_id, dataset)
+    if scored_by := probability_bars.heatmap_note(behind):
+        st.caption(scored_by)
+    st.caption(HOVER_CAPTION)
+    _numbers(table, names)
+    bias, model, search = _cell(event, rows, columns, names)
+    _cell_line(table, bias, model, names)
+    which = PairFilter(bias, model, run_id, dataset, search)
+    _download(which, _pairs(store, which))
+
+
+main()

@@ -18,7 +18,7 @@ from cogbias.llm import LLMClient
 from cogbias.runs import batch, decide, paired_plan, pipeline, scorers
 from cogbias.runs.prompting import BASELINE
 from cogbias.store import Store
-from cogbias.views.probability_bars import probability_scored, scoring_labels
+from cogbias.views.probability_bars import scored_by_probabilities, scoring_labels
 
 TOY = "first"
 
@@ -76,8 +76,8 @@ def test_an_unknown_scoring_is_refused_naming_the_registered_ones():
         paired_plan.plan(paired_plan.RunSpec(models=["random"], scoring="nope"))
     with pytest.raises(ValueError, match="unknown scoring"):
         scorers.get("nope")
-    assert not probability_scored({"spec": json.dumps({"scoring": "nope"})})
-    assert probability_scored({"spec": json.dumps({"scoring": "probabilities"})})
+    assert not scored_by_probabilities({"scoring": "nope"})
+    assert scored_by_probabilities({"scoring": "probabilities"})
 
 
 def test_a_scorer_registered_in_process_is_offered_and_scores_a_run(toy, tmp_path, capsys):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogbias.core.probabilities import Distribution
-from cogbias.core.run_record import Run, parsed_spec
+from cogbias.core.run_record import Run
 from cogbias.llm.logprobs import LABELS
 from cogbias.runs import scorers
 from cogbias.views.shown_pairs import ShownHalf, ShownPair
@@ -85,11 +85,6 @@ def compare_sentence(pair: ShownPair) -> str | None:
         "(no sampling)."
     )
     return f"{control[top].p:.0%} on “{option}” in the control{later}.{scored}"
-
-
-def probability_scored(run: Mapping[str, Any]) -> bool:
-    """Whether a stored run's row was scored by option probabilities (its spec says so)."""
-    return scored_by_probabilities(parsed_spec(run.get("spec"))[0])
 
 
 def scored_by_probabilities(spec: Mapping[str, Any]) -> bool:
