@@ -39,7 +39,7 @@ from cogbias.library import examples
 from cogbias.llm.settings import check_api_base
 from cogbias.runs import paired_plan, scorers
 from cogbias.runs.paired_plan import RunSpec
-from cogbias.runs.summaries import run_summaries
+from cogbias.runs.summaries import run_summaries, run_summary
 from cogbias.store import Store, now
 from cogbias.views.safe_text import escape_markdown
 
@@ -291,7 +291,7 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
         f"{calls['extract']:,} to extract the chosen option. Answers already in the "
         "database's cache are free. " + ("Some model has no known price." if cost is None else "")
     )
-    existing = next((r for r in run_summaries(store) if r["id"] == plan["run_id"]), None)
+    existing = run_summary(store, plan["run_id"])
     busy = existing is not None and existing["status"] in ACTIVE
     if busy:
         st.info("This exact run is running now: watch it below.")
@@ -343,7 +343,7 @@ def _log_tail(run_id: str) -> str:
 
 @st.fragment(run_every=1.0)
 def progress(run_id: str) -> None:
-    run = next((r for r in run_summaries(store) if r["id"] == run_id), None)
+    run = run_summary(store, run_id)
     if _starting(run):
         waited = time.monotonic() - st.session_state.get("run_started_at", time.monotonic())
         st.info(escape_markdown(f"Starting run {run_id}…"))  # an id read back from the database

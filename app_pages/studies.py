@@ -244,7 +244,7 @@ def working(run: dict) -> bool:
 
 @st.fragment(run_every=1.0)
 def progress(run_id: str) -> None:
-    run = next((r for r in summaries.run_summaries(store) if r["id"] == run_id), None)
+    run = summaries.run_summary(store, run_id)
     if run is None or not working(run):
         st.rerun()  # finished (or gone): redraw the whole page
         return

@@ -18,29 +18,36 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
     """Runs with duration, models, biases, what a unit is called (`unit`), the table their
     results are in (`results`) and their cost as text (`cost_text`); a 'running' run whose
     worker died is 'interrupted'. Each run's spec is parsed and its kind resolved once."""
-    rows = []
-    for run in store.runs():
-        record = kinds.record(run)
-        kind, spec = record.kind, record.spec
-        assert kind is not None  # `kinds.record` resolves it
-        if run["status"] == RunStatus.RUNNING and not pid_alive(run["pid"]):
-            run["status"] = RunStatus.INTERRUPTED
-        if run["status"] == RunStatus.RUNNING and run["cancel_requested"]:
-            run["status"] = RunStatus.CANCELLING
-        run["models"] = ",".join(spec.get("models", []))
-        run["biases"] = kind.target(spec)
-        run["unit"], run["results"] = kind.unit_name, kind.results
-        if run.get("duration_s") is None:  # made before durations accumulated
-            run["duration_s"] = _duration(
-                run["started_at"], run["finished_at"] or run["heartbeat_at"]
-            )
-        else:
-            run["duration_s"] = round(run["duration_s"], 1)
-        run["cost"] = round(run["cost"] or 0.0, 6)
-        run["cost_saved"] = round(run.get("cost_saved") or 0.0, 6)
-        run["cost_text"] = costs.spent_text(run["cost"], run_models(record), spec.get("api_base"))
-        rows.append(run)
-    return rows
+    return [_summary(run) for run in store.runs()]
+
+
+def run_summary(store: Store, run_id: str) -> dict[str, Any] | None:
+    """One run's `run_summaries` row (None when there is no such run): what a progress view
+    polls every second, without reading, parsing and probing every other run."""
+    run = store.run(run_id)
+    return None if run is None else _summary(run)
+
+
+def _summary(run: dict[str, Any]) -> dict[str, Any]:
+    """A stored run's row as the runs table reads it."""
+    record = kinds.record(run)
+    kind, spec = record.kind, record.spec
+    assert kind is not None  # `kinds.record` resolves it
+    if run["status"] == RunStatus.RUNNING and not pid_alive(run["pid"]):
+        run["status"] = RunStatus.INTERRUPTED
+    if run["status"] == RunStatus.RUNNING and run["cancel_requested"]:
+        run["status"] = RunStatus.CANCELLING
+    run["models"] = ",".join(spec.get("models", []))
+    run["biases"] = kind.target(spec)
+    run["unit"], run["results"] = kind.unit_name, kind.results
+    if run.get("duration_s") is None:  # made before durations accumulated
+        run["duration_s"] = _duration(run["started_at"], run["finished_at"] or run["heartbeat_at"])
+    else:
+        run["duration_s"] = round(run["duration_s"], 1)
+    run["cost"] = round(run["cost"] or 0.0, 6)
+    run["cost_saved"] = round(run.get("cost_saved") or 0.0, 6)
+    run["cost_text"] = costs.spent_text(run["cost"], run_models(record), spec.get("api_base"))
+    return run
 
 
 def run_models(run: Run) -> list[str]:
