@@ -305,7 +305,8 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
         "Send the calls through the provider's Batch API"
         + (f" (estimated ${batch_cost:,.4f})" if batch_cost else ""),
         key="run_batch",
-        help="Half price and no rate limits, for OpenAI and OpenAI-compatible servers; "
+        help="Half price and no rate limits, for OpenAI, OpenAI-compatible servers and "
+        "Anthropic (Message Batches); "
         "answers arrive within hours. The run polls its batches and can be resumed.",
     )
     if st.button("Start run", type="primary", key="run_start", disabled=busy) and not stale:

@@ -408,7 +408,8 @@ def test_capabilities_are_resolved_on_the_profile() -> None:
     own = resolve("openai/my-model", "http://127.0.0.1:9/v1", registry=[])
     assert own.batchable and own.json_schema and own.max_temperature == 2.0
     claude = resolve("anthropic/claude-3-5-sonnet-20240620", registry=[])
-    assert claude.max_temperature == 1.0 and not claude.batchable and not claude.logprobs
+    assert claude.max_temperature == 1.0 and not claude.logprobs
+    assert claude.batchable and claude.batch_api == "anthropic"  # Message Batches
     rnd = resolve("random")
     assert not rnd.writes_text and rnd.max_temperature == 2.0 and not rnd.batchable
 

@@ -64,8 +64,15 @@ def _add_export(commands: Any) -> None:
         "--test-cases", action="store_true", help="export the dataset's test cases, not pairs"
     )
     p.add_argument("--format", choices=["csv", "jsonl", "parquet"], help="default: from -o")
-    p.add_argument("-o", "--output", required=True, help="file to write (never the database)")
-    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("-o", "--output", help="file to write (never the database)")
+    where.add_argument(
+        "--hub",
+        metavar="DIR",
+        help="write a folder for the Hugging Face Hub instead: Parquet tables (pairs or "
+        "turns, instances, runs) and a dataset card README.md (docs/datasets.md)",
+    )
+    p.add_argument("--force", action="store_true", help="replace an existing output")
     p.set_defaults(handler=_export)
 
 
@@ -240,6 +247,8 @@ def _export(args: argparse.Namespace) -> int:
             _check_run(store, args.run, "--test-cases" if args.test_cases else None)
         if args.dataset and store.dataset(args.dataset) is None:
             raise KeyError(f"no dataset '{args.dataset}' in {args.db} (see `cogbias datasets`)")
+        if args.hub:
+            return _export_hub(store, args)
         count = export(
             store,
             args.output,
@@ -251,6 +260,30 @@ def _export(args: argparse.Namespace) -> int:
             force=args.force,
         )
     print(f"wrote {count} rows to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _export_hub(store: Any, args: argparse.Namespace) -> int:
+    """`cogbias export --hub DIR`: the run's or dataset's Hub folder; one way of choosing
+    what, as for a file (--run or --dataset, --model), and the tables are fixed."""
+    from cogbias.views.hub_export import export_hub
+
+    if args.test_cases or args.format:
+        flag = "--test-cases" if args.test_cases else "--format"
+        raise ValueError(
+            f"--hub writes every table (pairs or turns, instances, runs) as Parquet: "
+            f"leave out {flag}"
+        )
+    tables = export_hub(
+        store,
+        args.hub,
+        run_id=args.run,
+        dataset=None if args.run else args.dataset,
+        model=args.model,
+        force=args.force,
+    )
+    counts = ", ".join(f"{t.rows} {t.name}" for t in tables)
+    print(f"wrote {counts} and README.md to {terminal(args.hub)}", file=sys.stderr)
     return 0
 
 

@@ -211,8 +211,8 @@ def add_batch(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--batch",
         action="store_true",
-        help="send the calls through the provider's Batch API (half price; OpenAI and "
-        "OpenAI-compatible servers), then score from the cache",
+        help="send the calls through the provider's Batch API (half price; OpenAI, "
+        "OpenAI-compatible servers and Anthropic's Message Batches), then score from the cache",
     )
     p.add_argument(
         "--batch-fallback",

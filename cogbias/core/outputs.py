@@ -88,3 +88,68 @@ def replacing(
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def check_folder(
+    path: str | Path, force: bool = False, protect: Iterable[str | Path | None] = ()
+) -> Path:
+    """An output folder, checked: never one that holds a database in `protect` (replacing it
+    would delete the database, so not even with `force`), never a file, and a folder with
+    anything in it only with `force`."""
+    path = Path(path)
+    where = path.resolve()
+    for db in _protected(protect):
+        if db.exists() and where in db.resolve().parents:
+            raise OutputError(
+                f"{path} holds the database this command reads ({db}); "
+                "write the folder somewhere else"
+            )
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise OutputError(f"{path} exists and is not a folder; choose a folder name")
+    if path.is_dir() and any(path.iterdir()) and not force:
+        raise OutputError(f"{path} already exists and is not empty; pass --force to replace it")
+    return path
+
+
+@contextlib.contextmanager
+def replacing_folder(
+    path: str | Path, force: bool = False, protect: Iterable[str | Path | None] = ()
+) -> Iterator[Path]:
+    """`replacing` for a folder: yield an empty temporary folder beside `path`; on success it
+    takes `path`'s place (an old folder there is moved aside first and removed after, or put
+    back if the move fails), on any failure it is removed and `path` is untouched. A reader
+    sees the old folder or the whole new one, never a half-written one."""
+    import shutil
+
+    target = check_folder(path, force, protect)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part"))
+    old: Path | None = None
+    try:
+        try:
+            yield temporary
+        except OSError as exc:
+            if exc.errno not in NO_ROOM:
+                raise
+            raise UserError(
+                f"could not write {target}: {exc.strerror or exc}; nothing was written: free "
+                "some space, or choose a place with room, and try again"
+            ) from None
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o777 & ~umask)  # as an ordinary new folder, not mkdtemp's 0700
+        check_folder(target, force, protect)  # still true at the moment of the rename
+        if target.exists():
+            old = Path(f"{temporary}.old")
+            os.replace(target, old)
+        try:
+            os.replace(temporary, target)
+        except OSError:
+            if old is not None:
+                os.replace(old, target)
+                old = None
+            raise
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)

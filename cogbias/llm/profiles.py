@@ -70,7 +70,8 @@ class ModelProfile:
     deadline_s: float
     file_identity: str | None = None
     direct: bool = False  # sent by our lean OpenAI-compatible client rather than litellm
-    batchable: bool = False  # the provider's batch API takes it (OpenAI and compatibles)
+    batchable: bool = False  # the provider's batch API takes it (OpenAI's and Anthropic's)
+    batch_api: str = "openai"  # which: "openai" (files + batches) or "anthropic" (Message Batches)
     logprobs: bool = False  # answers can carry the sampled tokens' log-probabilities
     top_logprobs: bool = False  # ... and the most probable alternatives at each position
     prefix_cache: bool = False  # the server reuses the last prompt's prefix: ask in sequence
@@ -235,6 +236,7 @@ def _profile(
         file_identity=file_identity,
         direct=_direct(kind, litellm_model, api_base),
         batchable=kind == "remote" and provider.batchable,
+        batch_api=provider.batch_api,
         logprobs=kind == "local" or provider.logprobs,
         top_logprobs=kind == "local" or provider.top_logprobs,
         prefix_cache=kind == "local",

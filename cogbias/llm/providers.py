@@ -18,7 +18,9 @@ class Provider:
 
     prefixes: tuple[str, ...]
     max_temperature: float = DEFAULT_MAX_TEMPERATURE
-    batchable: bool = False  # an OpenAI-style Batch API (files + batches) that we drive
+    batchable: bool = False  # a Batch API that we drive (`batch_api` says which)
+    # "openai": files + batches (OpenAI and compatibles); "anthropic": Message Batches
+    batch_api: str = "openai"
     logprobs: bool = False  # answers carry the sampled tokens' log-probabilities when asked
     top_logprobs: bool = False  # ... and the most probable alternatives (what scoring reads)
 
@@ -26,7 +28,7 @@ class Provider:
 PROVIDERS: tuple[Provider, ...] = (
     # OpenAI and every OpenAI-compatible server (vLLM, llama.cpp, Ollama) through `openai/…`
     Provider(("openai/",), batchable=True, logprobs=True, top_logprobs=True),
-    Provider(("anthropic/", "claude"), max_temperature=1.0),
+    Provider(("anthropic/", "claude"), max_temperature=1.0, batchable=True, batch_api="anthropic"),
 )
 OTHER = Provider(())
 # The widest range any provider accepts: an imported temperature above it is damage.

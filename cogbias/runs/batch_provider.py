@@ -1,5 +1,6 @@
 """Run through a provider's Batch API (OpenAI and any OpenAI-compatible server with
-`/v1/files` and `/v1/batches`): half the price, no rate limits, answers within hours.
+`/v1/files` and `/v1/batches`; Anthropic's Message Batches for `anthropic/…` models, see
+`runs/batch_anthropic.py`): half the price, no rate limits, answers within hours.
 
 The run goes out in rounds (see `cogbias.runs.batch`): each round's calls that the cache cannot
 answer are written as one JSONL file per model (split at the provider's limits), uploaded,
@@ -23,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core.records import dumps
+from cogbias.core.run_record import RunStatus
 from cogbias.llm import keys as key_rules
+from cogbias.llm.errors import LLMError
 from cogbias.llm.profiles import ModelProfile
-from cogbias.runs import batch, executor, paired_plan
+from cogbias.runs import batch, batch_anthropic, executor, paired_plan
 from cogbias.store import LEASE_STALE_S, Store, lease_owner, now
 
 MAX_REQUESTS_PER_FILE = 50_000  # OpenAI's limit per batch file
@@ -51,15 +54,24 @@ def _client(model: str, api_base: str | None, key_env: str | None) -> Any:
 
 
 def check_batchable(plan: paired_plan.Plan) -> None:
-    """Batch mode covers OpenAI and OpenAI-compatible endpoints; say so before any work."""
-    models = {*plan.spec.models, *([] if plan.dataset_instances else [plan.spec.generator])}
+    """Batch mode covers OpenAI, OpenAI-compatible endpoints and Anthropic; say so before
+    any work, naming the model."""
+    generator = [] if plan.dataset_instances else [plan.spec.generator]
+    models = {*plan.spec.models, *generator}
     for model in sorted(m for m in models if not paired_plan.answers_offline(m, plan.spec)):
         profile = paired_plan.resolve(model, plan.spec.api_base)
         if not profile.batchable:
             raise ValueError(
-                f"--batch works with OpenAI and OpenAI-compatible servers (openai/... models); "
-                f"{model} is not one: run it interactively, or export its calls with "
-                "`cogbias batch export`"
+                f"--batch works with OpenAI and OpenAI-compatible servers (openai/... models) "
+                f"and Anthropic (anthropic/... models); {model} is not one: run it "
+                "interactively, or export its calls with `cogbias batch export`"
+            )
+        if profile.batch_api == "anthropic" and model in generator and profile.json_schema:
+            raise ValueError(
+                f"--batch with {model} as the generator: its gap fills ask for a JSON schema, "
+                "which Anthropic batches do not take here; fill the gaps with another "
+                "generator (--generator examples, or an openai/... model), or run "
+                "interactively"
             )
 
 
@@ -85,6 +97,9 @@ def execute(
     key_env = interactive.get("api_key_env") if plan.spec.api_base else None  # its endpoint's
     try:
         _batches(plan, store, run_id, owner, poll_seconds, fallback, progress, key_env)
+    except (LLMError, batch.BatchError) as exc:  # a refused key, unreadable results: kept
+        store.update_run(run_id, status=RunStatus.FAILED, error=str(exc))
+        raise
     finally:
         store.release_run(run_id, owner)
     return executor.execute(plan, store, progress=progress, **interactive)
@@ -145,41 +160,27 @@ def _submit(
     for key, (req, profile) in todo.items():
         by_endpoint[(req.model, profile.api_base)].append(key)
     for (model, _), keys in by_endpoint.items():
-        for number, chunk in enumerate(_chunks(keys, todo)):
+        anthropic = todo[keys[0]][1].batch_api == "anthropic"
+        limits = (
+            batch_anthropic.limits() if anthropic else (MAX_REQUESTS_PER_FILE, MAX_BYTES_PER_FILE)
+        )
+        for number, chunk in enumerate(_chunks(keys, todo, *limits)):
             profile = todo[chunk[0]][1]
-            path = folder / f"{model.replace('/', '_')}-{int(time.time())}-{number}.jsonl"
-            lines = []
-            for key in chunk:
-                req, _profile = todo[key]
-                line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions"}
-                line["body"] = req.chat_body(profile.served_name)
-                lines.append(dumps(line))
-            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-            client = _client(model, profile.api_base, key_env)
-            with path.open("rb") as handle:
-                uploaded = client.files.create(file=handle, purpose="batch")
-            created = client.batches.create(
-                input_file_id=uploaded.id,
-                endpoint="/v1/chat/completions",
-                completion_window="24h",
-                metadata={"cogbias_run": run_id},
-            )
-            round_name = batch.round_of(todo[chunk[0]][0])
+            if anthropic:
+                created = batch_anthropic.create(chunk, todo, key_env)
+            else:
+                path = folder / f"{model.replace('/', '_')}-{int(time.time())}-{number}.jsonl"
+                created = _create(path, run_id, chunk, todo, key_env)
             store.save_batch(
                 {
-                    "id": created.id,
+                    **created,
                     "run_id": run_id,
                     "model": model,
                     "api_base": profile.api_base,
-                    "round": round_name,
-                    "status": created.status,
+                    "round": batch.round_of(todo[chunk[0]][0]),
                     "total": len(chunk),
                     "completed": 0,
                     "failed": 0,
-                    "input_file": uploaded.id,
-                    "expected_at": (datetime.now(UTC) + timedelta(hours=24)).strftime(
-                        "%Y-%m-%dT%H:%M:%S.%fZ"
-                    ),
                     "created_at": now(),
                 }
             )
@@ -192,7 +193,7 @@ def _submit(
                         "api_base": profile.api_base,
                         "request": dumps(todo[key][0].request_record()),
                         "round": batch.round_of(todo[key][0]),
-                        "batch_id": created.id,
+                        "batch_id": created["id"],
                         "attempts": (attempts.get(key) or {}).get("attempts", 0) + 1,
                     }
                     for key in chunk
@@ -200,16 +201,52 @@ def _submit(
             )
 
 
-def _chunks(keys: list[str], todo: dict[str, tuple[Any, ModelProfile]]) -> list[list[str]]:
-    """Split one model's requests at the provider's per-file request and size limits."""
+def _create(
+    path: Path,
+    run_id: str,
+    chunk: list[str],
+    todo: dict[str, tuple[Any, ModelProfile]],
+    key_env: str | None,
+) -> dict[str, Any]:
+    """Upload one OpenAI batch file and create its batch; returns its row for `batches`."""
+    profile = todo[chunk[0]][1]
+    lines = []
+    for key in chunk:
+        line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions"}
+        line["body"] = todo[key][0].chat_body(profile.served_name)
+        lines.append(dumps(line))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    client = _client(profile.id, profile.api_base, key_env)
+    with path.open("rb") as handle:
+        uploaded = client.files.create(file=handle, purpose="batch")
+    created = client.batches.create(
+        input_file_id=uploaded.id,
+        endpoint="/v1/chat/completions",
+        completion_window="24h",
+        metadata={"cogbias_run": run_id},
+    )
+    expected = datetime.now(UTC) + timedelta(hours=24)
+    return {
+        "id": created.id,
+        "status": created.status,
+        "input_file": uploaded.id,
+        "expected_at": expected.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+    }
+
+
+def _chunks(
+    keys: list[str],
+    todo: dict[str, tuple[Any, ModelProfile]],
+    max_requests: int = MAX_REQUESTS_PER_FILE,
+    max_bytes: int = MAX_BYTES_PER_FILE,
+) -> list[list[str]]:
+    """Split one model's requests at the provider's per-batch request and size limits."""
     chunks: list[list[str]] = [[]]
     size = 0
     for key in keys:
         req, profile = todo[key]
         line = len(dumps(req.chat_body(profile.served_name)).encode()) + 200
-        if chunks[-1] and (
-            len(chunks[-1]) >= MAX_REQUESTS_PER_FILE or size + line > MAX_BYTES_PER_FILE
-        ):
+        if chunks[-1] and (len(chunks[-1]) >= max_requests or size + line > max_bytes):
             chunks.append([])
             size = 0
         chunks[-1].append(key)
@@ -221,6 +258,9 @@ def _poll(store: Store, run_id: str, key_env: str | None = None) -> bool:
     """Refresh the run's open batches; import finished ones. True while any is running."""
     running = False
     for row in store.batches(run_id, open_only=True):
+        if _anthropic(row):
+            running = batch_anthropic.poll(store, run_id, row, key_env) or running
+            continue
         client = _client(row["model"], row["api_base"], key_env)
         current = client.batches.retrieve(row["id"])
         counts = current.request_counts
@@ -249,9 +289,17 @@ def _poll(store: Store, run_id: str, key_env: str | None = None) -> bool:
 
 def _cancel_open(store: Store, run_id: str, key_env: str | None = None) -> None:
     for row in store.batches(run_id, open_only=True):
+        if _anthropic(row):
+            batch_anthropic.cancel(store, row, key_env)
+            continue
         client = _client(row["model"], row["api_base"], key_env)
         cancelled = client.batches.cancel(row["id"])
         store.save_batch({"id": row["id"], "status": cancelled.status})
+
+
+def _anthropic(row: dict[str, Any]) -> bool:
+    """Whether a stored batch is one of Anthropic's Message Batches."""
+    return paired_plan.resolve(row["model"], row["api_base"]).batch_api == "anthropic"
 
 
 def _say(progress: Any, store: Store, run_id: str) -> None:

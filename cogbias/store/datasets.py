@@ -201,6 +201,24 @@ class DatasetsRepo(StoreBase):
             last = rows[-1]["_rowid"]
             yield rows
 
+    def iter_run_instances(
+        self, run_id: str, model: str | None = None, batch: int = 5000
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The instances a run's decisions (of one model) answered, in batches: what a
+        published run's pairs refer to, whichever dataset or generation they came from."""
+        last = 0
+        while True:
+            rows = self.query(
+                "select rowid as _rowid, * from instances where rowid > ? and id in "
+                "(select instance_id from decisions where run_id = ? "
+                "and (? is null or model = ?)) order by rowid limit ?",
+                (last, run_id, model, model, batch),
+            )
+            if not rows:
+                return
+            last = rows[-1]["_rowid"]
+            yield rows
+
     def dataset_footprint(self, name: str) -> dict[str, Any]:
         """What deleting a dataset removes: its instances, every decision on them (published
         and from runs) and the runs whose decisions all lie on it."""
