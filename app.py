@@ -64,6 +64,7 @@ pages = {
         st.Page("app_pages/learn.py", title="Learn", icon=":material/school:", default=True),
         st.Page("app_pages/templates.py", title="Templates", icon=":material/edit_note:"),
         st.Page("app_pages/preview.py", title="Preview", icon=":material/science:"),
+        st.Page("app_pages/classroom.py", title="Class", icon=":material/groups:"),
     ],
     "Measure": measure,
     "Settings": [st.Page("app_pages/settings.py", title="Models", icon=":material/tune:")],

@@ -16,7 +16,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # bottom to top: a module may import its own layer and the layers before it
-LAYERS = ["core", "library", "llm", "store", "studies", "datasets", "runs", "views", "cli"]
+LAYERS = [
+    "core",
+    "library",
+    "llm",
+    "store",
+    "studies",
+    "datasets",
+    "runs",
+    "classroom",
+    "views",
+    "cli",
+]
 TOP = len(LAYERS)  # app_pages/, app.py and the package's entry points
 MAX_LINES = 500
 SQL = re.compile(

@@ -192,6 +192,9 @@ def _parser() -> argparse.ArgumentParser:
     from cogbias.cli import delete as cli_delete
 
     cli_delete.add_commands(commands)
+    from cogbias.cli import classroom as cli_classroom
+
+    cli_classroom.add_commands(commands)
     return parser
 
 

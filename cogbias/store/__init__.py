@@ -9,7 +9,8 @@ repository mixin per aggregate, each owning its tables:
 - `decisions`: test cases, scenarios, instances and decisions;
 - `turns`: study conversation turns (`study_calls`) and study sources;
 - `datasets`: imported datasets and their rows;
-- `effects`: the Mohr thesis tables (effect sizes, study prompts, model features).
+- `effects`: the Mohr thesis tables (effect sizes, study prompts, model features);
+- `class_sessions`: a class's sessions, participants' conditions and answers.
 
 `Store` combines them, so callers keep one object. Every row a run writes has a deterministic
 key, which makes re-running idempotent and a killed run resumable.
@@ -20,6 +21,8 @@ from __future__ import annotations
 from cogbias.core.errors import SchemaError, StoreError
 from cogbias.core.records import dumps
 from cogbias.store.cache import CacheRepo
+from cogbias.store.class_models import ClassModelsRepo
+from cogbias.store.class_sessions import ClassSessionsRepo
 from cogbias.store.connection import (
     LOCK_TIMEOUT,
     StoreBase,
@@ -64,7 +67,16 @@ __all__ = [
 ]
 
 
-class Store(RunsRepo, CacheRepo, DecisionsRepo, TurnsRepo, DatasetsRepo, EffectsRepo):
+class Store(
+    RunsRepo,
+    CacheRepo,
+    DecisionsRepo,
+    TurnsRepo,
+    DatasetsRepo,
+    EffectsRepo,
+    ClassSessionsRepo,
+    ClassModelsRepo,
+):
     """A cogbias database file. Cheap to open; safe to use from one thread at a time.
 
     A file the user may not write (or in a folder they may not write) is opened read-only,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # The texts of a study turn (`study_calls`), every one redacted when stored (`store.turns`; a
 # self-help rewrite becomes the next prompt and its value): as texts, and JSON texts inside
@@ -308,6 +308,38 @@ def _schema_v11(db: sqlite_utils.Database) -> None:
             db.execute(f"alter table decisions add column {column} text")
 
 
+def _schema_v12(db: sqlite_utils.Database) -> None:
+    """Issue 33, a class answers the question: sessions (`class_sessions`, the question as
+    JSON), each participant's condition (`class_assignments`, kept per token so a reload
+    keeps it), their one answer (`class_answers`) and the models' answers to the same
+    question (`class_model_answers`). A participant is a hash of a random cookie token: no
+    name, no address."""
+    db.execute(
+        """create table class_sessions (
+            code text primary key, question text not null, created_at text not null,
+            closed_at text, revealed_at text)"""
+    )
+    db.execute(
+        """create table class_assignments (
+            session text not null, token_hash text not null, condition text not null,
+            created_at text not null, primary key (session, token_hash))"""
+    )
+    db.execute(
+        """create table class_answers (
+            session text not null, token_hash text not null, condition text not null,
+            answer text not null, created_at text not null,
+            primary key (session, token_hash))"""
+    )
+    db.execute(
+        """create table class_model_answers (
+            session text not null, model text not null, condition text not null,
+            mode text not null, temperature real not null, repeat integer not null,
+            answer text not null, option integer, probabilities text, error text,
+            created_at text not null,
+            primary key (session, model, condition, mode, temperature, repeat))"""
+    )
+
+
 def _chunks(items: list[Any], size: int = 200) -> Iterator[list[Any]]:
     """Lists of at most `size` items: SQLite binds at most 999 parameters a statement."""
     for start in range(0, len(items), size):
@@ -326,4 +358,5 @@ MIGRATIONS = {
     9: _schema_v9,
     10: _schema_v10,
     11: _schema_v11,
+    12: _schema_v12,
 }

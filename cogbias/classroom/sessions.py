@@ -1,0 +1,364 @@
+"""Class sessions: open one on a question, let participants answer once each under a
+balanced condition, close it, reveal it, and read the class's result beside the humans.
+
+The teacher's page, the command and the participant server all go through these functions;
+the rows live in `store.class_sessions`. A session is named by a short code that reads
+unambiguously aloud and off a projector (no 0/O, no 1/I).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+import random
+import secrets
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cogbias.classroom.questions import Question
+from cogbias.core.outputs import replacing
+from cogbias.core.safetext import csv_cell
+from cogbias.store import Store
+from cogbias.studies.reference_stats import median, median_interval, wilson_interval
+from cogbias.studies.references import HumanCondition, load_references
+
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 6
+MAX_ANSWER_CHARS = 40  # an option key or a number: anything longer is not an answer
+
+
+@dataclass(frozen=True)
+class Session:
+    code: str
+    question: Question
+    created_at: str
+    closed_at: str | None
+    revealed_at: str | None
+
+    @property
+    def open(self) -> bool:
+        return self.closed_at is None
+
+    @property
+    def revealed(self) -> bool:
+        return self.revealed_at is not None
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    """The class's answers in one condition: per option its count and share (Wilson 95 %);
+    for a scale the mean position (1 = first option), for a number the mean and median."""
+
+    condition: str
+    label: str
+    n: int
+    counts: list[int]
+    shares: list[float]
+    low: list[float]
+    high: list[float]
+    mean: float | None = None
+    mean_low: float | None = None
+    mean_high: float | None = None
+    median: float | None = None
+    median_low: float | None = None
+    median_high: float | None = None
+
+
+@dataclass(frozen=True)
+class HumanResult:
+    """The original study's people in the condition that asked the same question."""
+
+    condition: str  # our condition's key
+    label: str
+    n: int | None
+    shares: list[float | None]
+    low: list[float | None]
+    high: list[float | None]
+    median: float | None = None
+
+
+@dataclass(frozen=True)
+class ClassResults:
+    code: str
+    question: Question
+    conditions: list[ConditionResult]
+    humans: list[HumanResult]
+    citation: str = ""
+
+
+def normal_code(code: str) -> str:
+    """A code as typed (any case, spaces) in its stored form."""
+    return "".join(code.split()).upper()[: CODE_LENGTH * 2]
+
+
+def token_hash(code: str, token: str) -> str:
+    """What is stored of a participant's cookie token: its hash with the session's code, so
+    the database alone cannot be used to answer as someone else, nor tie one person's
+    answers in two sessions together."""
+    return hashlib.sha256(f"{code}\n{token}".encode("utf-8", "replace")).hexdigest()
+
+
+def open_session(store: Store, question: Question) -> str:
+    """Store a session on `question` and return its code."""
+    while True:
+        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+        if store.add_class_session(code, question.to_json()):
+            return code
+
+
+def get_session(store: Store, code: str) -> Session | None:
+    row = store.class_session(normal_code(code))
+    if row is None:
+        return None
+    return Session(
+        row.code, Question.from_json(row.question), row.created_at, row.closed_at, row.revealed_at
+    )
+
+
+def require_session(store: Store, code: str) -> Session:
+    """The session, or KeyError naming the code (the command prints it)."""
+    session = get_session(store, code)
+    if session is None:
+        raise KeyError(f"no class session with code '{normal_code(code)}' in {store.path}")
+    return session
+
+
+def list_sessions(store: Store) -> list[Session]:
+    """Every session, newest first."""
+    return [
+        Session(r.code, Question.from_json(r.question), r.created_at, r.closed_at, r.revealed_at)
+        for r in store.class_sessions()
+    ]
+
+
+def close_session(store: Store, code: str) -> None:
+    store.close_class_session(require_session(store, code).code)
+
+
+def reveal_session(store: Store, code: str) -> None:
+    """Closes it too: an answer given after the split is shown would not be blind."""
+    store.close_class_session(require_session(store, code).code, reveal=True)
+
+
+def delete_session(store: Store, code: str) -> None:
+    store.delete_class_session(require_session(store, code).code)
+
+
+def count_answers(store: Store, code: str) -> dict[str, int]:
+    """Answers so far per condition, every condition named (what the live count shows)."""
+    session = require_session(store, code)
+    counts = store.class_answer_counts(session.code)
+    return {c: counts.get(c, 0) for c in session.question.conditions}
+
+
+def assign_condition(store: Store, session: Session, token: str) -> str:
+    """The participant's condition: kept per token, so a reload shows the same question."""
+    rng = random.Random(secrets.randbits(64))
+    return store.assign_class_condition(
+        session.code, token_hash(session.code, token), session.question.conditions, rng
+    )
+
+
+def condition_of(store: Store, session: Session, token: str) -> str | None:
+    """The participant's condition, if they opened the question (without assigning one)."""
+    return store.class_assignment(session.code, token_hash(session.code, token))
+
+
+def answer_of(store: Store, session: Session, token: str) -> str | None:
+    """The participant's stored answer, if they gave one."""
+    return store.class_answer_of(session.code, token_hash(session.code, token))
+
+
+def submit_answer(store: Store, session: Session, token: str, raw: str) -> str:
+    """Store a participant's answer; what happened, as one word: "saved", "invalid" (not
+    one of the answers), "already" (one answer per participant), "closed" or "unassigned"."""
+    answer = valid_answer(session.question, raw)
+    if answer is None:
+        return "invalid"
+    hashed = token_hash(session.code, token)
+    if store.save_class_answer(session.code, hashed, answer):
+        return "saved"
+    if store.class_answer_of(session.code, hashed) is not None:
+        return "already"
+    if store.class_assignment(session.code, hashed) is None:
+        return "unassigned"
+    return "closed"
+
+
+def valid_answer(question: Question, answer: str) -> str | None:
+    """The answer as stored, or None when it is not one: an option's key, or for a number
+    question a finite number within the question's bounds."""
+    answer = answer.strip()
+    if not answer or len(answer) > MAX_ANSWER_CHARS:
+        return None
+    if question.kind != "number":
+        return answer if answer in question.keys else None
+    try:
+        value = float(answer.replace(",", "."))
+    except ValueError:
+        return None
+    low = -math.inf if question.low is None else question.low
+    high = math.inf if question.high is None else question.high
+    if not math.isfinite(value) or not low <= value <= high:
+        return None
+    return f"{value:g}"
+
+
+def results(store: Store, code: str) -> ClassResults:
+    """The class per condition, and the humans beside them where the question has a reference."""
+    session = require_session(store, code)
+    question = session.question
+    by_condition: dict[str, list[str]] = {c: [] for c in question.conditions}
+    for answer in store.class_answers(session.code):
+        by_condition.setdefault(answer.condition, []).append(answer.answer)
+    rows = [_condition_result(question, c, by_condition[c]) for c in question.conditions]
+    humans, citation = _humans(question)
+    return ClassResults(session.code, question, rows, humans, citation)
+
+
+def _condition_result(question: Question, condition: str, answers: list[str]) -> ConditionResult:
+    label = question.labels.get(condition, condition)
+    n = len(answers)
+    if question.kind == "number":
+        values = [float(a) for a in answers]
+        bounds = (
+            -math.inf if question.low is None else question.low,
+            math.inf if question.high is None else question.high,
+        )
+        mean, low, high = _mean(values, bounds)
+        mid = median(values) if values else None
+        mid_low, mid_high = median_interval(values) if values else (None, None)
+        return ConditionResult(
+            condition, label, n, [], [], [], [], mean, low, high, mid, mid_low, mid_high
+        )
+    counts = [answers.count(key) for key in question.keys]
+    shares = [count / n if n else math.nan for count in counts]
+    intervals = [wilson_interval(share, n) for share in shares]
+    result = ConditionResult(
+        condition, label, n, counts, shares, [i[0] for i in intervals], [i[1] for i in intervals]
+    )
+    if question.kind != "scale":
+        return result
+    positions = [float(question.keys.index(a) + 1) for a in answers if a in question.keys]
+    mean, low, high = _mean(positions, (1.0, float(len(question.keys))))
+    return ConditionResult(**{**asdict(result), "mean": mean, "mean_low": low, "mean_high": high})
+
+
+def _mean(
+    values: list[float], bounds: tuple[float, float]
+) -> tuple[float | None, float | None, float | None]:
+    from cogbias.studies.analysis import t_interval  # scipy: only once results are read
+
+    if not values:
+        return None, None, None
+    low, high = t_interval(np.array(values), bounds=bounds)
+    return float(np.mean(values)), _number(low), _number(high)
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _humans(question: Question) -> tuple[list[HumanResult], str]:
+    reference = load_references().get(question.reference or "")
+    if reference is None:
+        return [], ""
+    rows = []
+    for ours in question.conditions:  # in the question's order, as the class's rows
+        human = reference.conditions.get(question.reference_conditions.get(ours, ""))
+        if human is not None:
+            rows.append(_human_result(question, ours, human))
+    return rows, f"{reference.citation} ({reference.where})"
+
+
+def _human_result(question: Question, condition: str, human: HumanCondition) -> HumanResult:
+    shares = [human.shares.get(key) for key in question.keys]
+    intervals = [
+        wilson_interval(s, human.n) if s is not None and human.n else (None, None) for s in shares
+    ]
+    return HumanResult(
+        condition,
+        human.label,
+        human.n,
+        shares,
+        [i[0] for i in intervals],
+        [i[1] for i in intervals],
+        human.median,
+    )
+
+
+def results_json(result: ClassResults) -> dict[str, Any]:
+    """The results as JSON-able data (NaN, where nobody answered, as null)."""
+    question = result.question
+    return _clean(
+        {
+            "code": result.code,
+            "title": question.title,
+            "kind": question.kind,
+            "conditions": list(question.conditions),
+            "options": {c: list(o) for c, o in question.options.items()},
+            "keys": list(question.keys),
+            "class": [asdict(row) for row in result.conditions],
+            "humans": [asdict(row) for row in result.humans],
+            "humans_citation": result.citation,
+        }
+    )
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+EXPORT_COLUMNS = (
+    "session",
+    "question",
+    "condition",
+    "condition_label",
+    "answer",
+    "option",
+    "answered_at",
+)
+
+
+def export_csv(store: Store, code: str, path: str | Path, force: bool = False) -> Path:
+    """One row per answer, anonymous as stored; cells safe for a spreadsheet."""
+    session = require_session(store, code)
+    question = session.question
+    with replacing(path, force, protect=[store.path]) as temporary:
+        with temporary.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(EXPORT_COLUMNS)
+            for answer in store.class_answers(session.code):
+                index = question.option_index(answer.answer)
+                options = question.options.get(answer.condition, ())
+                option = options[index] if index is not None and index < len(options) else ""
+                row = (
+                    session.code,
+                    question.title,
+                    answer.condition,
+                    question.labels.get(answer.condition, answer.condition),
+                    answer.answer,
+                    option,
+                    answer.created_at,
+                )
+                writer.writerow([csv_cell(cell) for cell in row])
+    return Path(path)
+
+
+def join_base(store: Store) -> str | None:
+    """Where `cogbias class serve` said participants join (None before it first ran)."""
+    return store.class_join_url()
+
+
+def join_url(base: str, code: str) -> str:
+    return f"{base.rstrip('/')}/s/{normal_code(code)}"

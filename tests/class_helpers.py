@@ -1,0 +1,67 @@
+"""The participant server as a participant meets it: `cogbias class serve` in a subprocess on
+a free 127.0.0.1 port, and participants as aiohttp sessions with their own cookie jars."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+_URL = re.compile(r"Participants join at (http://\S+)")
+
+
+@contextmanager
+def serving(db: Path, *extra: str, timeout: float = 120.0) -> Iterator[str]:
+    """The join URL base of a running `cogbias class serve` over `db`; stopped on exit."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cogbias", "class", "serve", "--port", "0", "--db", str(db), *extra],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        line = ""
+        while time.monotonic() < deadline:
+            line = process.stdout.readline() if process.stdout else ""
+            found = _URL.search(line)
+            if found:
+                yield found.group(1)
+                return
+            if process.poll() is not None:
+                break
+        raise AssertionError(f"the server did not start: {line!r} {process.stderr.read()!r}")
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def participant() -> aiohttp.ClientSession:
+    """One participant's browser: its own cookies (kept for an IP address too)."""
+    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+
+
+async def join_and_answer(base: str, code: str, answer: str) -> tuple[int, int]:
+    """One participant opens the question and answers: (status of the page, of the post)."""
+    async with participant() as client:
+        async with client.get(f"{base}/s/{code}") as page:
+            await page.text()
+        async with client.post(
+            f"{base}/s/{code}", data={"answer": answer}, allow_redirects=False
+        ) as posted:
+            return page.status, posted.status

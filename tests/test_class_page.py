@@ -1,0 +1,194 @@
+"""The Class page (Streamlit AppTest): open a session, see the join link or the command that
+starts the participant server, count answers, ask a model, reveal, export, delete."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from cogbias.classroom import sessions
+from cogbias.store import Store
+from cogbias.views import classroom as view
+from tests.test_app_pages import assert_clean, chart_specs, open_page, shown_text, texts
+
+
+@pytest.fixture
+def listening() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts connections (stands in for a running server)."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield server.getsockname()[1]
+
+
+def _only_session(path: Path) -> sessions.Session:
+    with Store(path) as store:
+        listed = sessions.list_sessions(store)
+    assert len(listed) == 1
+    return listed[0]
+
+
+def _open_session(app_db: Path) -> tuple[AppTest, sessions.Session]:
+    at = open_page("classroom")
+    assert "No class sessions yet" in texts(at)
+    at.selectbox(key="class_classic").set_value("classics:theatre_ticket").run()
+    assert "Would you pay $10 for another ticket" in shown_text(at)  # the preview, as text
+    at.button(key="class_open").click().run()
+    assert_clean(at)
+    return at, _only_session(app_db)
+
+
+def test_opening_a_session_without_a_server_says_how_to_start_it(app_db: Path) -> None:
+    at, session = _open_session(app_db)
+    assert session.question.title == "Theatre ticket" and session.open
+    assert f"Code: `{session.code}`" in texts(at)
+    assert "participant server is not running" in texts(at)
+    assert [c.value for c in at.code] == [
+        "cogbias class serve --host 0.0.0.0 --port 8765"
+    ]  # the exact command
+    assert at.metric[0].value == "0"
+    counts = at.dataframe[0].value
+    assert list(counts["Answers"]) == [0, 0, 0]
+
+
+def test_the_join_link_and_qr_code_show_once_the_server_runs_and_answers_are_counted(
+    app_db: Path, listening: int
+) -> None:
+    at, session = _open_session(app_db)
+    with Store(app_db) as store:
+        store.set_class_join_url(f"http://127.0.0.1:{listening}")
+        for token, key in [("p1", "a"), ("p2", "b"), ("p3", "a")]:
+            sessions.assign_condition(store, session, token)
+            assert sessions.submit_answer(store, session, token, key) == "saved"
+    at.run()
+    assert_clean(at)
+    url = f"http://127.0.0.1:{listening}/s/{session.code}"
+    assert url in [c.value for c in at.code]
+    assert len(at.get("image")) == 1  # the QR code
+    assert at.metric[0].value == "3"
+    assert at.dataframe[0].value["Answers"].iloc[-1] == 3
+
+
+def test_a_model_answers_and_the_reveal_shows_humans_class_and_model(app_db: Path) -> None:
+    at, session = _open_session(app_db)
+    with Store(app_db) as store:
+        sessions.assign_condition(store, session, "p1")
+        sessions.submit_answer(store, session, "p1", "b")
+    at.multiselect(key="class_models").set_value(["random"]).run()
+    at.number_input(key="class_n").set_value(8).run()
+    assert "Before any call: 16 calls; free" in texts(at)
+    at.button(key="class_ask").click().run()
+    assert_clean(at)
+    assert "16 answers stored (0 unreadable or failed)" in texts(at)
+    assert not chart_specs(at)  # nothing revealed yet
+    at.button(key="class_do_reveal").click().run()
+    assert_clean(at)
+    assert sessions.get_session(Store(app_db), session.code).revealed
+    (spec,) = chart_specs(at)
+    assert spec["layer"][1]["encoding"]["color"]["field"] == "who"
+    table = at.dataframe[1].value  # the chart's rows as text
+    assert set(table["Who"]) == {view.HUMANS, view.CLASS, "model random (T 0.7)"}
+    assert set(table["Condition"]) == set(session.question.labels.values())
+    assert "Tversky" in texts(at) or "Kahneman" in texts(at)  # the humans' citation
+
+
+def test_no_model_chosen_is_a_message_and_a_priced_model_needs_its_key_first(
+    app_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    at, _ = _open_session(app_db)
+    at.multiselect(key="class_models").set_value([]).run()
+    assert "choose at least one model" in texts(at)
+    assert not _has(at, "class_ask")
+    at.multiselect(key="class_models").set_value(["openai/gpt-4o-mini-2024-07-18"]).run()
+    assert_clean(at)
+    assert "OPENAI_API_KEY is not set" in texts(at)
+    assert not _has(at, "class_ask")  # no call can start without the key
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    at.run()
+    assert re.search(r"Before any call: 40 calls; at most \$0\.0\d+", texts(at))
+    assert _has(at, "class_ask")  # the cost is on the page before the button is pressed
+
+
+def _has(at: AppTest, key: str) -> bool:
+    return any(b.key == key for b in at.button)
+
+
+def test_export_and_delete_with_confirmation(app_db: Path) -> None:
+    at, session = _open_session(app_db)
+    with Store(app_db) as store:
+        sessions.assign_condition(store, session, "p1")
+        sessions.submit_answer(store, session, "p1", "a")
+    at.run()
+    (download,) = at.get("download_button")
+    assert download.proto.label == "Export CSV"
+    at.button(key="class_close").click().run()
+    assert not sessions.get_session(Store(app_db), session.code).open
+    at.button(key="class_delete").click().run()
+    assert_clean(at)
+    assert sessions.list_sessions(Store(app_db)) == []
+    assert "No class sessions yet" in texts(at)
+
+
+def test_a_test_case_opens_as_one_filled_instance_with_its_seven_options(app_db: Path) -> None:
+    at = open_page("classroom")
+    at.radio(key="class_source").set_value("A test case").run()
+    at.selectbox(key="class_case").set_value("anthropomorphism").run()
+    assert_clean(at)
+    assert "( ) Very high" in shown_text(at)  # the options as a participant reads them
+    at.button(key="class_open").click().run()
+    assert_clean(at)
+    session = _only_session(app_db)
+    assert session.question.kind == "scale" and session.question.test_case == "anthropomorphism"
+    assert list(at.dataframe[0].value["Condition"]) == ["control", "treatment", "total"]
+
+
+def test_hostile_question_text_stays_text_everywhere_on_the_page(app_db: Path) -> None:
+    """A user's own test case may carry markup in its title, labels, texts and options."""
+    from dataclasses import replace
+
+    from cogbias.classroom import models
+    from cogbias.classroom.questions import classic_question
+
+    evil = "<img src=x onerror=alert(1)> **bold** [link](javascript:alert(2))"
+    base = classic_question("classics", "theatre_ticket")
+    hostile = replace(
+        base,
+        title=f"Title {evil}",
+        labels={c: f"{c} {evil}" for c in base.conditions},
+        texts={c: f"Text {evil}" for c in base.conditions},
+        options={c: (f"Yes {evil}", "No") for c in base.conditions},
+    )
+    with Store(app_db) as store:
+        code = sessions.open_session(store, hostile)
+        session = sessions.get_session(store, code)
+        sessions.assign_condition(store, session, "p1")
+        sessions.submit_answer(store, session, "p1", "a")
+        models.run_models(store, code, models.ModelAsk(("random",), n=3))
+        sessions.reveal_session(store, code)
+    at = open_page("classroom")
+    assert_clean(at)
+    markdown = [str(e.value) for kind in ("markdown", "caption", "info", "warning", "error")
+                for e in getattr(at, kind)]  # fmt: skip
+    for value in markdown:  # every Markdown element escaped what it quotes
+        assert "<img" not in value and "](javascript" not in value and "**bold**" not in value
+    table = at.dataframe[1].value
+    assert any(evil in str(c) for c in table["Condition"])  # shown verbatim, as text
+
+
+def test_a_stored_join_link_whose_server_stopped_shows_the_command_again(app_db: Path) -> None:
+    at, _ = _open_session(app_db)
+    with socket.socket() as gone:  # a port nothing listens on any more
+        gone.bind(("127.0.0.1", 0))
+        port = gone.getsockname()[1]
+    with Store(app_db) as store:
+        store.set_class_join_url(f"http://127.0.0.1:{port}")
+    at.run()
+    assert "participant server is not running" in texts(at)
+    assert [c.value for c in at.code] == ["cogbias class serve --host 0.0.0.0 --port 8765"]
+    assert not at.get("image")  # no QR code of a link that leads nowhere
