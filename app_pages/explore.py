@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages import _delete, _pair
+from app_pages import _delete, _figure, _pair, _report
 from app_pages._common import (
     chosen_gone,
     db_path,
@@ -31,6 +31,7 @@ from cogbias.views import (
     shown_pairs,
 )
 from cogbias.views.export import csv_bytes
+from cogbias.views.figures import Source
 from cogbias.views.numbers import interval, signed, signed_or_dash
 
 PAGE_SIZE = 20
@@ -138,6 +139,9 @@ event = st.altair_chart(
     selection_mode=[charts_explore.SELECTION],
 )
 st.caption(CAPTIONS[view])
+_figure.save_figure(
+    ["explore-heatmap"], "explore_figure", Source(run_id, dataset, view=view, order=order)
+)
 scored_by = probability_bars.heatmap_note(explore.runs_behind(runs, datasets, run_id, dataset))
 if scored_by:
     st.caption(scored_by)
@@ -170,6 +174,10 @@ with st.expander("The numbers behind the heatmap"):
         },
     )
     st.caption("A dash: no value (no scored pair, or fewer than 2 for an interval and a test).")
+if run_id:
+    _report.offer("run", "explore_report", run_id=run_id)
+elif dataset:
+    _report.offer("dataset", "explore_report", name=dataset)
 
 # A click on the chart moves the two pickers below; they also work without a mouse.
 clicked = charts_explore.selected_cell(event)
