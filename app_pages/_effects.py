@@ -11,12 +11,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app_pages import _figure
 from app_pages._common import attempt
 from cogbias.store import Store
 from cogbias.studies import effect_tables, regression
 from cogbias.views import safe_text
 from cogbias.views.charts_effects import effects_heatmap
 from cogbias.views.coefficients import coefficient_table
+from cogbias.views.figures import Source
 
 # The first is the default: the thesis' own figure, which a researcher compares with.
 CELLS = {
@@ -53,6 +55,8 @@ def show_effects(store: Store, dataset: str) -> None:
     how = right.radio("Cells", list(CELLS), format_func=CELLS.get, key="ds_eff_how")
     long = effect_tables.heatmap_frame(frame, by=by, how=how)
     st.altair_chart(effects_heatmap(long, column_title=by))
+    if how == "thesis":  # the figure is the thesis' own; the other view stays on screen only
+        _figure.save_figure(["mohr-heatmap"], "ds_eff_figure", Source(dataset=dataset, by=by))
     # our own sentence, but Markdown would read its "σ²_e / σ²_d" as italics
     st.caption(safe_text.escape_markdown(f"Showing the {effect_tables.view_caption(how, by)}."))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app_pages import _figure
 from app_pages._common import attempt, db_path, db_version
 from app_pages._pair import long_text, safe_caption
 from cogbias.runs import study_references, study_results
@@ -18,6 +19,7 @@ from cogbias.studies.definitions import Study
 from cogbias.studies.references import load_references_report, reference_dirs
 from cogbias.views import charts_studies, references_view, safe_text, study_views
 from cogbias.views.export import export_bytes, frame_csv
+from cogbias.views.figures import Source
 from cogbias.views.safe_text import escape_markdown
 
 
@@ -54,6 +56,7 @@ def results(run_id: str) -> None:
         key="study_pivot",
     )
     st.altair_chart(charts_studies.study_heatmap(table, by))
+    _figure.save_figure(["study-heatmap"], "study_figure", Source(run_id=run_id, by=by))
     st.caption(
         "Headline value of each test's metric: the rate difference for framing and group "
         "attribution, the status-quo share above 1/k, the first-half minus second-half choice "

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages import _pair
+from app_pages import _figure, _pair, _report
 from app_pages._common import (
     keep,
     open_store_or_stop,
@@ -14,6 +14,7 @@ from cogbias.core.redact import redactor
 from cogbias.runs import kinds
 from cogbias.studies import analysis
 from cogbias.views import charts, explore, pair_tables, safe_text, shown_pairs
+from cogbias.views.figures import Source
 from cogbias.views.numbers import signed
 
 st.title("Compare two models")
@@ -64,6 +65,9 @@ st.caption(
     f"in the test's direction) than {safe_text.escape_markdown(model_b)} on the same instances; "
     "red dots differ significantly after Benjamini–Hochberg correction. Hover for n and p."
 )
+_figure.save_figure(
+    ["compare-forest"], "cmp_figure", Source(run_id, dataset, models=(model_a, model_b))
+)
 with st.expander("The numbers"):
     st.dataframe(
         pair_tables.compare_numbers(table, model_a, model_b, names),
@@ -71,6 +75,9 @@ with st.expander("The numbers"):
         column_config={"significant after BH": st.column_config.CheckboxColumn()},
     )
     st.caption("A dash: no value (an interval or a test needs more paired instances).")
+_report.offer(
+    "compare", "cmp_report", model_a=model_a, model_b=model_b, run_id=run_id, dataset=dataset
+)
 
 st.subheader("Where they disagree most")
 biases = list(table["bias"])

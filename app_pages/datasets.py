@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 import streamlit as st
 
-from app_pages import _delete, _effects, _import_tab, _pair, _paper_models, _progress
+from app_pages import _delete, _effects, _figure, _import_tab, _pair, _paper_models, _progress
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
@@ -32,6 +32,7 @@ from cogbias.store import Store
 from cogbias.studies import analysis
 from cogbias.views import charts, explore, pair_tables, safe_text, shown_pairs
 from cogbias.views.export import export_bytes
+from cogbias.views.figures import Source
 
 PAGE = 20
 BROWSING = ("ds_bias", "ds_search", "ds_page", "ds_pick", "ds_pair")
@@ -317,6 +318,9 @@ def _analysis_tab(view: _View) -> None:
                 )
             else:
                 st.caption("None of these models has a capability score in the registry.")
+            drawn = ["figure7-heatmap"] + ["figure6-dendrogram"] * (len(tree.order) > 1)
+            drawn += ["figure5-bubbles"] * bool(capability["arena_score"].notna().any())
+            _figure.save_figure(drawn, "ds_figure", Source(dataset=current))
             with st.expander("The numbers: mean, 95% CI, p-values, failures"):
                 st.dataframe(explore.numbers_table(summary), hide_index=True)
 

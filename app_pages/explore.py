@@ -5,7 +5,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages import _delete, _pair
+from app_pages import _delete, _figure, _pair, _report
 from app_pages._common import (
     chosen_gone,
     db_path,
@@ -34,6 +34,7 @@ from cogbias.views import (
     shown_pairs,
 )
 from cogbias.views.export import csv_bytes
+from cogbias.views.figures import Source
 from cogbias.views.numbers import interval, signed, signed_or_dash
 
 PAGE_SIZE = 20
@@ -309,11 +310,18 @@ def main() -> None:
         selection_mode=[charts_explore.SELECTION],
     )
     st.caption(CAPTIONS[view])
+    _figure.save_figure(
+        ["explore-heatmap"], "explore_figure", Source(run_id, dataset, view=view, order=order)
+    )
     behind = explore.runs_behind(runs, datasets, run_id, dataset)
     if scored_by := probability_bars.heatmap_note(behind):
         st.caption(scored_by)
     st.caption(HOVER_CAPTION)
     _numbers(table, names)
+    if run_id:
+        _report.offer("run", "explore_report", run_id=run_id)
+    elif dataset:
+        _report.offer("dataset", "explore_report", name=dataset)
     bias, model, search = _cell(event, rows, columns, names)
     _cell_line(table, bias, model, names)
     which = PairFilter(bias, model, run_id, dataset, search)

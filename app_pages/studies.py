@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from app_pages import _launch, _pair, _paper_models, _study_views
+from app_pages import _launch, _pair, _paper_models, _report, _study_views
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
@@ -312,6 +312,7 @@ table_tab, chat_tab, selfhelp_tab = st.tabs(["Results", "Conversations", "Self-h
 with table_tab:
     _study_views.results(pick)
     _paper_models.beside_study_run(pick, picked["study"])  # the paper's own models, if printed
+    _report.offer("run", "study_report", run_id=pick)
 with chat_tab:
     _study_views.conversation_viewer(store, pick, study_of_run)
 with selfhelp_tab:

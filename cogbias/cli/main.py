@@ -195,6 +195,12 @@ def _parser() -> argparse.ArgumentParser:
     from cogbias.cli import classroom as cli_classroom
 
     cli_classroom.add_commands(commands)
+    from cogbias.cli import figures as cli_figures
+
+    cli_figures.add_commands(commands)
+    from cogbias.cli import report as cli_report
+
+    cli_report.add_commands(commands)
     return parser
 
 

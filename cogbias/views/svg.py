@@ -16,6 +16,7 @@ def chart_svg(chart: alt.TopLevelMixin) -> str:
     return vl_convert.vegalite_to_svg(chart.to_dict())
 
 
-def chart_png(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
-    """The chart as PNG; `scale` 2 gives print resolution at the chart's own size."""
-    return vl_convert.vegalite_to_png(chart.to_dict(), scale=scale)
+def chart_png(chart: alt.TopLevelMixin, scale: float = 2.0, ppi: float | None = None) -> bytes:
+    """The chart as PNG; `scale` 2 gives print resolution at the chart's own size. `ppi`, if
+    given, is written into the file so it prints at the size meant (else 72 per inch)."""
+    return vl_convert.vegalite_to_png(chart.to_dict(), scale=scale, ppi=ppi)
