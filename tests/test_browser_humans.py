@@ -3,7 +3,7 @@
 The database holds one finished run of the built-in classics study by the random baseline;
 the page must show, under "Beside the humans", the original experiments' shares beside the
 model's in one chart (humans and the model side by side, with intervals) and in a table with
-the cited figures. The screenshot goes to /tmp/h/shots/ (or $COGBIAS_SHOTS) to be looked at.
+the cited figures. The screenshot goes to artifacts/screenshots/ to be looked at.
 """
 
 from __future__ import annotations
@@ -11,17 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cogbias.runs.study_plan import StudySpec
-from tests.browser_helpers import CHROMIUM, go, learn_tab, no_exception, running_app, settle
+from tests.browser_helpers import CHROMIUM, ROOT, go, learn_tab, no_exception, running_app, settle
 from tests.study_helpers import study_run
 
 pytestmark = pytest.mark.browser
-SHOTS = Path(os.environ.get("COGBIAS_SHOTS", "/tmp/h/shots"))
+SHOTS = ROOT / "artifacts" / "screenshots"
 
 if not CHROMIUM.exists():
     pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)", allow_module_level=True)

@@ -5,8 +5,8 @@ browser context (their own cookie), open the join link the page shows and answer
 tampered form POST is refused and its text never runs as markup. The teacher's count goes
 up without a reload; the `random` model answers; Reveal shows the original humans, the class
 and the model side by side. The participant server serves nothing but the question: no other
-session, no page or file of the teacher's app. Screenshots go to /tmp/h/shots/ (or
-$COGBIAS_SHOTS) to be looked at.
+session, no page or file of the teacher's app. Screenshots go to artifacts/screenshots/
+to be looked at.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from tests.browser_helpers import (
 )
 
 pytestmark = pytest.mark.browser
-SHOTS = Path(os.environ.get("COGBIAS_SHOTS", "/tmp/h/shots"))
+SHOTS = ROOT / "artifacts" / "screenshots"
 HOSTILE = "<img src=x onerror=alert(1)>**bold**"
 
 if not CHROMIUM.exists():
