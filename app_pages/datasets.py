@@ -33,7 +33,7 @@ from cogbias.datasets.formats import FOLDERS, FORMATS, holds, run_import
 from cogbias.datasets.tables import columns_of
 from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store, cogbias_home
-from cogbias.studies import analysis
+from cogbias.studies import analysis, cells
 from cogbias.views import charts, explore, pair_tables, safe_text, shown_pairs
 from cogbias.views.export import export_bytes
 
@@ -166,7 +166,7 @@ def _save_upload(uploaded: Any) -> Path:
 def _summary(db: str, dataset: str, version: tuple[Any, ...]) -> pd.DataFrame:
     """Bias x model statistics, recomputed only when decisions were added."""
     with Store(db) as fresh:
-        return explore.heatmap_summary(fresh, dataset=dataset)
+        return cells.heatmap_summary(fresh, dataset=dataset)
 
 
 def _dataset_runs(dataset: str, was_active: bool) -> None:
