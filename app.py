@@ -21,10 +21,11 @@ st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
 def _warm_up() -> None:
     # Explore's first visit would otherwise pay ~1 s importing Altair and SciPy and loading
     # the Vega-Lite schema Altair validates against; do it while the first page is read.
-    from cogbias.views import charts_explore, explore
+    from cogbias.studies import cells
+    from cogbias.views import charts_explore
 
     cell = {"bias": "b", "model": "m", "n": 2, "s1": 0.5, "s2": 0.25, "sabs": 0.5}
-    table = explore.summarize_aggregates([{**cell, "smin": 0.0, "smax": 0.5, "failures": 0}])
+    table = cells.summarize_aggregates([{**cell, "smin": 0.0, "smax": 0.5, "failures": 0}])
     charts_explore.explore_heatmap(table).to_dict()
 
 

@@ -1,8 +1,9 @@
 """Published effect sizes on the Datasets page (the Mohr thesis' `bias_detections.csv`).
 
-A thin view over `cogbias.studies.effect_tables`, `cogbias.views.charts_effects` and `cogbias.studies.regression`:
-the bias × pivot heatmap with each bias' homogeneity, the homogeneity table, and the two
-OLS fits. Names in these tables come from an imported CSV, so they are only ever shown in
+The statistics layer groups and fits (`cogbias.studies.effect_tables`,
+`cogbias.studies.regression`) and `cogbias.views.charts_effects` draws; this page only shows:
+the bias × pivot heatmap with each bias' homogeneity, the homogeneity table, and the two OLS
+fits. Names in these tables come from an imported CSV, so they are only ever shown in
 charts and dataframes (as text), never in Markdown.
 """
 
@@ -36,7 +37,7 @@ def _experiment_fit(frame: pd.DataFrame) -> regression.OlsResult:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _feature_fit(frame: pd.DataFrame, features: pd.DataFrame) -> regression.OlsResult:
-    return regression.feature_ols(regression.feature_frame(frame, features))
+    return regression.ols_on_features(frame, features)
 
 
 def show_effects(store: Store, dataset: str) -> None:
@@ -61,15 +62,8 @@ def show_effects(store: Store, dataset: str) -> None:
     st.caption(safe_text.escape_markdown(f"Showing the {effect_tables.view_caption(how, by)}."))
 
     st.subheader("Homogeneity per bias")
-    homogeneity = effect_tables.homogeneity_by_bias(frame)
     st.dataframe(
-        pd.DataFrame(
-            {
-                "bias": homogeneity.index,
-                "homogeneity": homogeneity.to_numpy(),
-                "experiments": frame.groupby("bias").size().reindex(homogeneity.index).to_numpy(),
-            }
-        ),
+        effect_tables.homogeneity_rows(frame),
         hide_index=True,
         column_config={
             "bias": st.column_config.TextColumn("bias"),

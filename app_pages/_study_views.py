@@ -12,9 +12,10 @@ import streamlit as st
 from app_pages import _figure
 from app_pages._common import attempt, db_path, db_version
 from app_pages._pair import long_text, safe_caption
-from cogbias.runs import study_references, study_results
+from cogbias.runs import study_results
 from cogbias.runs.study_plan import MITIGATION_ORDER
 from cogbias.store import Store
+from cogbias.studies import study_tables
 from cogbias.studies.definitions import Study
 from cogbias.studies.references import load_references_report, reference_dirs
 from cogbias.views import charts_studies, references_view, safe_text, study_views
@@ -66,7 +67,7 @@ def results(run_id: str) -> None:
         "rejected). Each cell's condition rates, neutral share, 95% CI and p-value are in its "
         "tooltip and in the table of all figures. Grey cells had too few readable answers."
     )
-    st.dataframe(study_results.pivot(table, by), width="stretch")
+    st.dataframe(study_tables.pivot(table, by), width="stretch")
     with st.expander("All figures per cell"):
         st.dataframe(table.drop(columns=["run_id", "study"]), hide_index=True, width="stretch")
     c1, c2, _ = st.columns([1, 1, 2])
@@ -126,7 +127,7 @@ def _compared(
 ) -> pd.DataFrame:
     references = _references_report(stamp)[0]
     with Store(path) as own:  # cached work may run in any session's thread: its own connection
-        return study_references.comparison(own, run_id, references)
+        return study_results.comparison(own, run_id, references)
 
 
 def humans(run_id: str) -> None:

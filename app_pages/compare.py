@@ -12,8 +12,8 @@ from app_pages._common import (
 )
 from cogbias.core.redact import redactor
 from cogbias.runs import kinds
-from cogbias.studies import analysis
-from cogbias.views import charts, explore, pair_tables, safe_text, shown_pairs
+from cogbias.studies import analysis, cells
+from cogbias.views import charts, pair_tables, safe_text, shown_pairs
 from cogbias.views.figures import Source
 from cogbias.views.numbers import signed
 
@@ -49,7 +49,7 @@ model_b = c3.selectbox(
 )
 paired = analysis.paired_frame(store.paired_scores(model_a, model_b, run_id, dataset))
 # Token-bias scores mean something else (the Token bias page reads them): never compared here.
-paired = paired[~paired["bias"].isin(explore.token_bias_test_cases(store))]
+paired = paired[~paired["bias"].isin(cells.token_bias_test_cases(store))]
 if paired.empty:
     st.info(
         "These two models share no scored instance here. Run both on the same test cases, "

@@ -29,7 +29,7 @@ from cogbias.datasets import import_run_id
 from cogbias.datasets.formats import holds
 from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store
-from cogbias.studies import analysis
+from cogbias.studies import analysis, cells
 from cogbias.views import charts, explore, pair_tables, safe_text, shown_pairs
 from cogbias.views.export import export_bytes
 from cogbias.views.figures import Source
@@ -61,7 +61,7 @@ def _reset_browsing() -> None:
 def _summary(db: str, dataset: str, version: tuple[Any, ...]) -> pd.DataFrame:
     """Bias x model statistics, recomputed only when decisions were added."""
     with Store(db) as fresh:
-        return explore.heatmap_summary(fresh, dataset=dataset)
+        return cells.heatmap_summary(fresh, dataset=dataset)
 
 
 def _dataset_runs(store: Store, dataset: str, was_active: bool) -> None:

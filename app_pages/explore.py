@@ -24,6 +24,7 @@ from cogbias.core.redact import redactor
 from cogbias.core.run_record import Run
 from cogbias.runs import kinds
 from cogbias.store import PairFilter, Store
+from cogbias.studies import cells
 from cogbias.studies.analysis import CI_METHOD
 from cogbias.views import (
     charts_explore,
@@ -70,8 +71,8 @@ def summary(
     path: str, version: tuple[float, ...], run_id: str | None, dataset: str | None
 ) -> pd.DataFrame:
     with Store(path) as own:  # cached work may run in any session's thread: its own connection
-        table = explore.cognitive_bias_summary(own, run_id=run_id, dataset=dataset)
-        return explore.with_uniform_null(own, table, run_id=run_id, dataset=dataset)
+        table = cells.cognitive_bias_summary(own, run_id=run_id, dataset=dataset)
+        return cells.with_uniform_null(own, table, run_id=run_id, dataset=dataset)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)

@@ -1,7 +1,7 @@
 """Explore at scale: 600,000 decisions (30 biases x 20 models x 1,000 pairs).
 
 Builds such a store (synthetic scores, real schema, bulk inserts), then times
-  1. the heatmap data: `explore.heatmap_summary` (SQL aggregates) against the per-decision
+  1. the heatmap data: `cells.heatmap_summary` (SQL aggregates) against the per-decision
      path (`Store.scores` + `analysis.summarize`), and checks both give the same table;
   2. the Explore page: a cold `AppTest` run of app_pages/explore.py (script done, chart built);
   3. with --browser: the page served by `streamlit run` in headless Chromium, from
@@ -30,8 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from cogbias.library import testcases as library  # noqa: E402
 from cogbias.store import Store, dumps  # noqa: E402
-from cogbias.studies import analysis  # noqa: E402
-from cogbias.views import explore  # noqa: E402
+from cogbias.studies import analysis, cells  # noqa: E402
 
 SCORES = (-1.0, -0.5, -1 / 3, 0.0, 1 / 3, 0.5, 1.0)
 RUN_ID = "run-bench-explore"
@@ -103,13 +102,13 @@ def build(path: Path, n_models: int, per_cell: int) -> tuple[int, float]:
 def time_data(path: Path) -> None:
     with Store(path) as store:
         t0 = time.perf_counter()
-        fast = explore.heatmap_summary(store)
+        fast = cells.heatmap_summary(store)
         t_sql = time.perf_counter() - t0
         t0 = time.perf_counter()
         slow = analysis.summarize(analysis.scores_frame(store.scores()))
         t_pandas = time.perf_counter() - t0
         t0 = time.perf_counter()
-        explore.heatmap_summary(store, run_id=RUN_ID)
+        cells.heatmap_summary(store, run_id=RUN_ID)
         t_run = time.perf_counter() - t0
     same = (fast[["n", "failures"]].to_numpy() == slow[["n", "failures"]].to_numpy()).all() and (
         (fast["mean"] - slow["mean"]).abs().max() < 1e-9

@@ -228,11 +228,11 @@ def test_explore_shows_only_paired_results_and_points_elsewhere(
     effect-size or token-bias dataset, and the page names the page that reads each."""
     from cogbias.library import testcases
     from cogbias.store import Store
-    from cogbias.views import explore
+    from cogbias.studies import cells
 
     home, _ = app_home
     with Store(home / "app.db") as store:
-        hypotheses = explore.token_bias_test_cases(store)
+        hypotheses = cells.token_bias_test_cases(store)
     assert hypotheses, "the fixture's token-bias study has hypotheses"
     cases = testcases.load_library_report().cases
     token_rows = {cases[h].name if h in cases else h for h in hypotheses}

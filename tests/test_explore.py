@@ -1,4 +1,6 @@
-"""Explore's data and chart: SQL sufficient statistics agree with analysis.summarize."""
+"""Explore's data and chart. The one test that holds the two paths of the statistics layer
+equal, the SQL sufficient statistics (`studies.cells`) and the per-decision
+`analysis.summarize`, is `test_sql_summary_equals_the_per_decision_summary`."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 
 from cogbias.runs import kinds
 from cogbias.store import SCHEMA_VERSION, PairFilter, Store
-from cogbias.studies import analysis
+from cogbias.studies import analysis, cells
 from cogbias.views import charts_explore, explore
 from tests.app_helpers import make_results_db
 
@@ -53,9 +55,9 @@ def _random_rows(seed: int = 1) -> list[tuple[str, str, str | None, float | None
 def test_sql_summary_equals_the_per_decision_summary(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
         _fill(store, _random_rows())
-        fast = explore.heatmap_summary(store)
+        fast = cells.heatmap_summary(store)
         slow = analysis.summarize(analysis.scores_frame(store.scores()))
-        by_run = explore.heatmap_summary(store, run_id="r1")
+        by_run = cells.heatmap_summary(store, run_id="r1")
     slow = slow.sort_values(["bias", "model"]).reset_index(drop=True)
     assert list(fast.columns) == COLUMNS == list(slow.columns)
     assert fast[["bias", "model", "n", "failures"]].equals(slow[["bias", "model", "n", "failures"]])
@@ -77,7 +79,7 @@ def test_sql_summary_equals_the_per_decision_summary(tmp_path: Path) -> None:
 
 def test_empty_store_gives_an_empty_summary(tmp_path: Path) -> None:
     with Store(tmp_path / "e.db") as store:
-        table = explore.heatmap_summary(store)
+        table = cells.heatmap_summary(store)
     assert table.empty and list(table.columns) == COLUMNS
     assert explore.row_order(table) == []
 
@@ -213,7 +215,7 @@ def test_sql_summary_intervals_stay_within_the_score_range(tmp_path: Path) -> No
     rows += [("edge", "m", "ok", 1.0)] * 3 + [("edge", "m", "ok", 0.6)]
     with Store(tmp_path / "b.db") as store:
         _fill(store, rows)
-        table = explore.heatmap_summary(store).set_index("bias")
+        table = cells.heatmap_summary(store).set_index("bias")
     assert (table.loc["two", "ci_low"], table.loc["two", "ci_high"]) == (-1.0, 1.0)
     assert table.loc["edge", "ci_high"] == 1.0 and -1 < table.loc["edge", "ci_low"] < 0.9
     assert table[["ci_low", "ci_high"]].abs().max().max() <= 1.0
@@ -225,9 +227,9 @@ def test_the_uniform_null_of_an_asymmetric_metric_by_hand() -> None:
     Their sum is 1, so the exact null is 1/9, not 0."""
     from cogbias.core.metrics import MetricParams
 
-    assert explore.uniform_null(MetricParams(k=1, y1=0, y2=1), 3) == pytest.approx(1 / 9)
-    assert explore.uniform_null(MetricParams(k=-1, y1=0, y2=1), 3) == pytest.approx(-1 / 9)
-    assert explore.uniform_null(MetricParams(k=1, y1=4, y2=4), 11) == 0.0  # symmetric
+    assert cells.uniform_null(MetricParams(k=1, y1=0, y2=1), 3) == pytest.approx(1 / 9)
+    assert cells.uniform_null(MetricParams(k=-1, y1=0, y2=1), 3) == pytest.approx(-1 / 9)
+    assert cells.uniform_null(MetricParams(k=1, y1=4, y2=4), 11) == 0.0  # symmetric
 
 
 def test_the_null_column_is_the_mean_over_each_cells_instances(tmp_path: Path) -> None:
@@ -257,7 +259,7 @@ def test_the_null_column_is_the_mean_over_each_cells_instances(tmp_path: Path) -
                 ["id", "run_id", "instance_id", "test_case", "model", "status", "score"],
                 [(f"d{i}", "r1", *row) for i, row in enumerate(decisions)],
             )
-        table = explore.with_uniform_null(store, explore.heatmap_summary(store), run_id="r1")
+        table = cells.with_uniform_null(store, cells.heatmap_summary(store), run_id="r1")
     nulls = {(r.bias, r.model): r.null for r in table.itertuples()}
     assert nulls[("asym", "m1")] == pytest.approx((1 / 9 + 0) / 2)  # a1 and a2, each once
     assert nulls[("asym", "m2")] == pytest.approx(1 / 9)

@@ -84,11 +84,11 @@ def test_the_run_page_offers_the_scoring_and_plans_no_extraction_with_probabilit
 
 
 def test_the_random_baselines_exact_null_is_exactly_zero_and_not_significant(app_db: Path) -> None:
-    from cogbias.views import explore
+    from cogbias.studies import cells
 
     run_id = _probability_run(app_db, instances=25)
     with Store(app_db) as store:
-        table = explore.heatmap_summary(store, run_id=run_id)
+        table = cells.heatmap_summary(store, run_id=run_id)
         scores = {p.decision.score for p in store.pairs(run_id=run_id, limit=100)}
     assert scores == {0.0}  # framing_effect's metric is symmetric: its null is 0
     assert not table["significant"].any(), table
@@ -111,12 +111,12 @@ def _asymmetric_case() -> None:
 
 def test_explore_shows_each_cells_exact_null_beside_its_mean(app_db: Path) -> None:
     from cogbias.core.metrics import MetricParams
-    from cogbias.views import explore
+    from cogbias.studies import cells
 
     _asymmetric_case()
     run_id = _probability_run(app_db, bias=ASYMMETRIC, instances=4)
     n = library.get_test_case(ASYMMETRIC).n_options
-    null = explore.uniform_null(MetricParams(k=-1, y1=0, y2=1), n)  # framing's k
+    null = cells.uniform_null(MetricParams(k=-1, y1=0, y2=1), n)  # framing's k
     assert abs(null) > 0.01
     with Store(app_db) as store:
         scores = [p.decision.score for p in store.pairs(run_id=run_id, limit=100)]

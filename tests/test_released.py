@@ -253,7 +253,7 @@ def test_a_thesis_study_export_carries_the_thesis_coding(tmp_path: Path) -> None
         assert done.returncode == 0, done.stderr
     with Store(db) as store:
         (run,) = study_results.study_runs(store)
-    run_id = run["id"]
+    run_id = run.id
     figures = _cli("results", "run", run_id, "--db", db, "--format", "csv")
     assert figures.returncode == 0, figures.stderr
     cell = pd.read_csv(io.StringIO(figures.stdout)).iloc[0]

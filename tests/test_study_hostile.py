@@ -298,7 +298,7 @@ def test_results_and_resume_of_a_run_whose_study_source_is_gone(tmp_path: Path) 
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     with Store(db) as store:
-        run_id = study_results.study_runs(store)[0]["id"]
+        run_id = study_results.study_runs(store)[0].id
     for by in ("model", "temperature", "variant", "mitigation"):  # one value each
         shown = cogbias("results", "--run", run_id, "--by", by, "--db", db)
         assert shown.returncode == 0, shown.stderr
@@ -593,7 +593,7 @@ def test_zero_variance_and_single_answer_cells_score_without_crashing(
             assert done.returncode == 0, done.stderr
     with Store(db) as store:
         runs = {
-            study_plan.StudySpec.from_stored(r["spec"]).repeats: r["id"]
+            study_plan.StudySpec.from_stored(r.spec).repeats: r.id
             for r in study_results.study_runs(store)
         }
         separated = study_results.results(store, runs[3]).iloc[0]
@@ -656,7 +656,7 @@ def test_a_cancelled_study_run_resumes_to_exactly_the_planned_turns(
                 break
             time.sleep(0.05)
         with Store(db) as store:
-            run_id = study_results.study_runs(store)[0]["id"]
+            run_id = study_results.study_runs(store)[0].id
         cancelled = cogbias("cancel", run_id, "--db", db, home=home)
         assert cancelled.returncode == 0, cancelled.stderr
         proc.wait(timeout=120)
@@ -822,7 +822,7 @@ def test_runs_of_a_study_file_broken_later_still_show_and_resume(
     again = cogbias("run", "--study", "hostile", "--models", "random", "--db", db, home=home)
     assert again.returncode == 1 and f"{path}:11:1: this is not valid TOML" in again.stderr
     with Store(db) as store:
-        run_id = study_results.study_runs(store)[0]["id"]
+        run_id = study_results.study_runs(store)[0].id
     resumed = cogbias("resume", run_id, "--db", db, home=home)
     assert resumed.returncode == 0, resumed.stderr
 

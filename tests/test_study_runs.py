@@ -68,7 +68,7 @@ def test_mohr8_sweep_on_random_completes_offline_and_pivots_by_temperature(tmp_p
         assert test in pivot.stdout
     # One cell recomputed from the stored answers: numbers as given, d capped to [0, 1].
     with Store(db) as store:
-        run_id = study_results.study_runs(store, "mohr8")[0]["id"]
+        run_id = study_results.study_runs(store, "mohr8")[0].id
         table = study_results.results(store, run_id)
     cell = [
         r for r in rows
@@ -192,7 +192,7 @@ def test_biasbuster_mitigations_pivot_and_every_turn_sees_what_it_should(tmp_pat
     header = next(line for line in pivot.stdout.splitlines() if line.startswith("mitigation"))
     assert header.split()[1:] == ["none", "awareness", "selfhelp"]
     with Store(db) as store:
-        table = study_results.results(store, study_results.study_runs(store)[0]["id"])
+        table = study_results.results(store, study_results.study_runs(store)[0].id)
         chats = study_results.conversations(store, table["run_id"][0])
     assert set(chats["test"]) == {"anchoring"}  # rewrite + decision pairs are not chats
     assert len(chats) == 2 * 6 * 6 * 3 + 2 * 6  # 2 repeats × 6 orders × 6 turns, 3 mitigations
@@ -247,7 +247,7 @@ def test_selfhelp_anchoring_is_scored_on_the_revised_decisions(tmp_path):
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
     with Store(db) as store:
-        table = study_results.results(store, study_results.study_runs(store)[0]["id"])
+        table = study_results.results(store, study_results.study_runs(store)[0].id)
     cells = table.set_index("mitigation")
     assert cells.loc["none", "value"] == 0.0
     details = json.loads(cells.loc["selfhelp", "details"])
@@ -305,7 +305,7 @@ def test_unreadable_answers_are_asked_again_up_to_the_cap(tmp_path):
     assert len(others) == 9 * 2  # 9 units, a failed and a readable attempt each
     assert sorted(r["status"] for r in others) == ["ok"] * 9 + ["unparseable"] * 9
     with Store(db) as store:
-        table = study_results.results(store, study_results.study_runs(store)[0]["id"])
+        table = study_results.results(store, study_results.study_runs(store)[0].id)
     anchoring = table[table.test == "anchoring"].iloc[0]
     assert anchoring["unreadable"] == 12 + 3  # control: 3 × 4 attempts; treatment: 3 × 1
     assert "no valid answers for condition 'control'" in anchoring["note"]
@@ -337,7 +337,7 @@ def test_a_conversation_killed_midway_resumes_with_exactly_the_planned_turns(tmp
         assert midway  # some conversation was killed between its turns
         partial = calls(db)
         with Store(db) as store:
-            run_id = study_results.study_runs(store)[0]["id"]
+            run_id = study_results.study_runs(store)[0].id
         final = cogbias("resume", run_id, "--db", db)
         assert final.returncode == 0, final.stderr
         requests = list(server.requests)

@@ -97,6 +97,7 @@ def test_study_cells_are_readable_rates_ci_p_value_runs_kept_apart_colour_direct
     from cogbias.runs import study_results
     from cogbias.runs.study_plan import StudySpec
     from cogbias.store import Store
+    from cogbias.studies import study_tables
     from cogbias.views.charts_studies import heatmap_frame
     from tests.study_helpers import study_run
 
@@ -114,7 +115,7 @@ def test_study_cells_are_readable_rates_ci_p_value_runs_kept_apart_colour_direct
     assert 0 <= framing["p_value"] <= 1 and framing["degenerate"] in (True, False)
     anchoring = tables[0].set_index("test").loc["anchoring"]
     assert 0 <= anchoring["a"] <= 1 and math.isnan(anchoring["b"])  # the admission rate
-    wide = study_results.pivot(table, "mitigation")
+    wide = study_tables.pivot(table, "mitigation")
     assert "run_id" in wide.index.names and len(wide) == 4  # 2 tests × 2 runs
     frame = heatmap_frame(table, "mitigation")
     assert len(frame) == 4

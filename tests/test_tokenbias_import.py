@@ -186,8 +186,7 @@ def test_the_command_line_still_starts_without_pandas_or_scipy():
 
 def test_tables_state_direction_and_explore_keeps_token_bias_rows_off_its_legend(tmp_path: Path):
     from cogbias.runs import executor, paired_plan
-    from cogbias.studies import tokenbias
-    from cogbias.views import explore
+    from cogbias.studies import cells, tokenbias
 
     with Store(tmp_path / "r.db") as store:
         import_peek(store, [FIXTURE])
@@ -197,9 +196,9 @@ def test_tables_state_direction_and_explore_keeps_token_bias_rows_off_its_legend
         ):
             assert executor.execute(paired_plan.plan(spec, store), store)["status"] == "done"
         table = tokenbias.results(store, "peek2024")
-        everything = explore.heatmap_summary(store)
-        shown = explore.cognitive_bias_summary(store)
-        only_tokens = explore.cognitive_bias_summary(store, dataset="peek2024")
+        everything = cells.heatmap_summary(store)
+        shown = cells.cognitive_bias_summary(store)
+        only_tokens = cells.cognitive_bias_summary(store, dataset="peek2024")
     assert table["direction"].tolist() == ["two-sided: n12 != n21"]
     assert set(everything["bias"]) == {"anchoring", "demo_original"}
     assert set(shown["bias"]) == {"anchoring"} and only_tokens.empty

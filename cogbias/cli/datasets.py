@@ -305,13 +305,12 @@ def _analyze(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from cogbias.store import Store
-    from cogbias.studies import analysis
-    from cogbias.views import explore
+    from cogbias.studies import analysis, cells
 
     with Store(args.db) as store:
         if args.run:
             _check_run(store, args.run, "analyze")
-        summary = explore.heatmap_summary(store, run_id=args.run, dataset=args.dataset)
+        summary = cells.heatmap_summary(store, run_id=args.run, dataset=args.dataset)
     if summary.empty:
         print(
             "no decisions to analyze (run a dataset or import published results)", file=sys.stderr
@@ -339,9 +338,10 @@ def _effects(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         if args.run:
             from cogbias.runs import study_results
+            from cogbias.studies import study_tables
 
             study = study_results.study_of_run(store, args.run)
-            frame = study_results.effect_frame(study_results.results(store, args.run), study)
+            frame = study_tables.effect_frame(study_results.results(store, args.run), study)
             if frame.empty:
                 raise KeyError(f"run {args.run} has no Cohen's d cells with a value yet")
         else:
@@ -354,7 +354,7 @@ def _effects(args: argparse.Namespace) -> int:
         if args.view == "ols":
             result = regression.experiment_ols(frame, target=value)
         else:
-            result = regression.feature_ols(regression.feature_frame(frame, features), target=value)
+            result = regression.ols_on_features(frame, features, target=value)
         print(result.describe(), file=sys.stderr)
         _print_frame(result.table, args.format)
         return 0

@@ -338,7 +338,11 @@ def _results(args: argparse.Namespace) -> int:
             raise KeyError(f"no dataset {args.dataset} in {store.path}; see `cogbias datasets`")
         rows = store.results(run_id=args.run, dataset=args.dataset)
         # only worth reading every run's spec when there is nothing else to show
-        studies = set() if rows else {r["study"] for r in study_results.study_runs(store)}
+        studies = (
+            set()
+            if rows
+            else {study_results.spec_of(r).study for r in study_results.study_runs(store)}
+        )
     if not rows:
         print("no results yet: start a run with `cogbias run pairs|dataset|study`", file=sys.stderr)
         if studies:

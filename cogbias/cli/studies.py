@@ -112,6 +112,7 @@ def results(args: argparse.Namespace, store: Any) -> int:
 
     from cogbias.cli.terminal import shown_frame
     from cogbias.runs import study_results
+    from cogbias.studies import study_tables
 
     if args.run:
         run_ids = [args.run]
@@ -121,7 +122,7 @@ def results(args: argparse.Namespace, store: Any) -> int:
         # Stored runs are scored with the study source they kept, so they show even when
         # the study file has since been broken; without runs, an unknown or broken name is
         # an error, not "no runs yet".
-        run_ids = [r["id"] for r in study_results.study_runs(store, args.study)]
+        run_ids = [r.id for r in study_results.study_runs(store, args.study)]
         if not run_ids:
             load_study(args.study, store)
             print(
@@ -139,8 +140,8 @@ def results(args: argparse.Namespace, store: Any) -> int:
         print("no answers stored yet", file=sys.stderr)
         return 0
     if args.by:
-        shown = study_results.pivot(table, args.by).round(4)
-        print(f"headline value per test, one column per {args.by} (cogbias.runs.study_results):")
+        shown = study_tables.pivot(table, args.by).round(4)
+        print(f"headline value per test, one column per {args.by} (cogbias.studies.study_tables):")
         print(shown_frame(shown).to_string())
         print_humans(store, run_ids)
         return 0
@@ -158,9 +159,9 @@ def comparisons(store: Any, run_ids: list[str]) -> Any:
     """The runs' cells beside the original experiments' human results."""
     import pandas as pd
 
-    from cogbias.runs import study_references
+    from cogbias.runs import study_results
 
-    frames = [study_references.comparison(store, r) for r in run_ids]
+    frames = [study_results.comparison(store, r) for r in run_ids]
     return pd.concat([f for f in frames if not f.empty] or frames[:1], ignore_index=True)
 
 

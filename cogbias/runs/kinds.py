@@ -120,11 +120,21 @@ def plan(spec: Any, store: Store) -> Any:
 def stored(store: Store, run_id: str) -> tuple[dict[str, Any], RunKind]:
     """A stored run and its kind, so a command can refuse a kind it does not handle by
     name; KeyError naming the recent runs when there is no such run."""
+    run = _stored_row(store, run_id)
+    return run, kind_of(run["spec"])
+
+
+def stored_record(store: Store, run_id: str) -> Run:
+    """A stored run as a `Run`, its kind resolved once; KeyError as `stored`."""
+    return record(_stored_row(store, run_id))
+
+
+def _stored_row(store: Store, run_id: str) -> dict[str, Any]:
     run = store.run(run_id)
     if run is None:
         known = ", ".join(r["id"] for r in store.runs()[:5]) or "none"
         raise KeyError(f"no run {run_id} in {store.path} (recent runs: {known})")
-    return run, kind_of(run["spec"])
+    return run
 
 
 def record(row: Mapping[str, Any]) -> Run:
@@ -139,10 +149,13 @@ def records(store: Store) -> list[Run]:
     return [record(row) for row in store.runs()]
 
 
-def described(run: Mapping[str, Any]) -> str:
+def described(run: Mapping[str, Any] | Run) -> str:
     """What a stored run is, in words a refusal can use: 'a study run (study mohr8)'."""
-    spec = spec_dict(run["spec"])  # parsed once, for its kind and its target
-    kind = kind_of(spec)
+    if isinstance(run, Run):  # its spec parsed and its kind resolved already
+        spec, kind = run.spec, run.kind or kind_of(run.spec)
+    else:
+        spec = spec_dict(run["spec"])  # parsed once, for its kind and its target
+        kind = kind_of(spec)
     return f"a {kind.name} run ({kind.target(spec)})"
 
 

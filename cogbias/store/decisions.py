@@ -282,7 +282,7 @@ class DecisionsRepo(StoreBase):
     ) -> list[dict[str, Any]]:
         """Per bias x model: each distinct (metric, n_options) of its decided instances and
         how many instances carry it, for the exact null under uniform answers
-        (`views.explore.uniform_nulls`). `metric` is NULL for instances without parameters."""
+        (`studies.cells.uniform_nulls`). `metric` is NULL for instances without parameters."""
         where, params = self._filter(run_id, dataset)
         return self.query(
             "select d.test_case as bias, d.model as model, i.metric as metric, "

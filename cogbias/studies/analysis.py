@@ -121,7 +121,8 @@ def with_significance(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame
 
 
 def summarize(scores: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
-    """Per bias x model: mean, n, failures, failure rate, 95% CI, p (t-test vs 0), BH-adjusted p."""
+    """Per bias x model: mean, n, failures, failure rate, 95% CI, p (t-test vs 0), BH-adjusted
+    p, from one row per decision (`cells.heatmap_summary`: the same from SQLite's sums)."""
     records = []
     for (bias, model), group in scores.groupby(["bias", "model"], sort=True):
         ok = group.loc[group["status"] == "ok", "score"].dropna().to_numpy(dtype=float)

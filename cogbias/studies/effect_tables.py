@@ -10,7 +10,8 @@ scenario × model × temperature with its capped form. Two ways to fill a bias �
 - `mean_table(..., value="d_capped")`: the plain mean of the capped effects — the simple
   reading, and what a user recomputes from the CSV.
 
-`homogeneity_table` / `homogeneity_by_bias` give Figure 3's figure: σ²_e / σ²_d of the capped
+`homogeneity_table` / `homogeneity_by_bias` (`homogeneity_rows`: with each bias' count of
+experiments) give Figure 3's figure: σ²_e / σ²_d of the capped
 effects, in [0, 1]. Everything returns plain pandas frames, ready for `charts_effects`.
 """
 
@@ -124,6 +125,20 @@ def homogeneity_by_bias(frame: pd.DataFrame, hedges: str = "exact") -> pd.Series
     """One homogeneity figure per bias, over all its scenarios, models and temperatures."""
     values = {bias: _cell(group, "d_capped", hedges)[1] for bias, group in frame.groupby("bias")}
     return pd.Series(values, name="homogeneity", dtype=float).sort_index()
+
+
+def homogeneity_rows(frame: pd.DataFrame, hedges: str = "exact") -> pd.DataFrame:
+    """One row per bias: its homogeneity (`homogeneity_by_bias`) and how many experiments
+    it rests on, so a figure over two experiments is not read like one over two hundred."""
+    homogeneity = homogeneity_by_bias(frame, hedges)
+    experiments = frame.groupby("bias").size().reindex(homogeneity.index)
+    return pd.DataFrame(
+        {
+            "bias": homogeneity.index,
+            "homogeneity": homogeneity.to_numpy(),
+            "experiments": experiments.to_numpy(),
+        }
+    )
 
 
 def _unstack(cells: dict[tuple, float], by: str) -> pd.DataFrame:

@@ -15,7 +15,7 @@ way, condition by condition, and set beside the human figure with:
   between the two effects gets a MOVER interval (Newcombe 2012) built from theirs. An
   experiment with one condition shows shares only, no effect.
 
-Pure functions of numbers and answers: the run's side is `cogbias.runs.study_references`.
+Pure functions of numbers and answers: the run's side is `cogbias.studies.reference_tables`.
 """
 
 from __future__ import annotations

@@ -189,6 +189,14 @@ def feature_frame(
     )
 
 
+def ols_on_features(
+    effects: pd.DataFrame, features: pd.DataFrame, target: str = "d_capped"
+) -> OlsResult:
+    """`feature_ols` of the effects joined with their models' features (`feature_frame`):
+    the thesis' Table 5, as the command and the Datasets page fit it."""
+    return feature_ols(feature_frame(effects, features), target=target)
+
+
 def feature_ols(
     frame: pd.DataFrame, target: str = "d_capped", features: Sequence[str] = FEATURES
 ) -> OlsResult:

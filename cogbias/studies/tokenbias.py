@@ -30,6 +30,7 @@ import pandas as pd
 from cogbias.core.limits import name_problem
 from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Instance, decode_filled, stable_id
+from cogbias.core.run_record import Run
 from cogbias.core.templates import render_decision_text, substitute
 from cogbias.library.testcases import DATA_DIR
 from cogbias.store import Store
@@ -310,16 +311,20 @@ def build_instances(study: Study) -> Iterator[Instance]:
 # --------------------------------------------------------------------------- results
 
 
+def promptings(store: Store) -> dict[str, Any]:
+    """Each stored run's prompting method (`RunSpec.prompting`), by run id, read from its
+    `Run` record (a spec that cannot be read counts as the baseline, as an unset one does)."""
+    runs = [Run.from_row(row) for row in store.runs()]
+    return {run.id: run.spec.get("prompting", "baseline") for run in runs}
+
+
 def correctness_frame(store: Store, dataset: str) -> pd.DataFrame:
     """One row per answered pair: hypothesis, model, prompting, original/perturbed correct.
 
     Correctness is read exactly as an export allows: the chosen option (original order) against
     the metric's y1 (P) and y2 (P'). The prompting method is the run's (`RunSpec.prompting`).
     """
-    prompting = {}
-    for run in store.runs():
-        spec = json.loads(run["spec"] or "{}")
-        prompting[run["id"]] = spec.get("prompting", "baseline")
+    prompting = promptings(store)
     records = []
     for batch in store.iter_pairs(dataset=dataset):
         for pair in batch:
@@ -424,9 +429,7 @@ def pair_views(
     store: Store, dataset: str, hypothesis: str, model: str, limit: int = 20, offset: int = 0
 ) -> list[dict[str, Any]]:
     """Answered pairs side by side: P and P' as the model read them, answers, correctness."""
-    prompting = {
-        r["id"]: json.loads(r["spec"] or "{}").get("prompting", "baseline") for r in store.runs()
-    }
+    prompting = promptings(store)
     views = []
     for pair in store.pairs(
         bias=hypothesis, model=model, dataset=dataset, limit=limit, offset=offset

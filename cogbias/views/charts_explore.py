@@ -127,7 +127,7 @@ def explore_heatmap(
     columns: Sequence[str] | None = None,
     names: Mapping[str, str] | None = None,
 ) -> alt.LayerChart:
-    """Heatmap of `summary` (as `explore.heatmap_summary` returns it); click selects a cell.
+    """Heatmap of `summary` (as `studies.cells.heatmap_summary` returns it); click selects a cell.
 
     Rows are labelled with `names` (bias id -> display name) where given; clicks still
     report the bias id.

@@ -1,6 +1,6 @@
 """The Studies heatmap: a study run's headline value per test, pivoted by one dimension.
 
-Rows are the rows of `study_results.pivot` (the test, plus any other dimension that varies in
+Rows are the rows of `study_tables.pivot` (the test, plus any other dimension that varies in
 the run); columns are the values of the chosen dimension (mitigation, temperature, variant or
 model). Every headline value is a difference or a capped effect on roughly [-1, 1], so one
 diverging scale fixed to [-1, 1] with its midpoint at 0 reads the same in every study (as in
@@ -14,7 +14,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from cogbias.runs.study_results import BIAS_DIRECTION, pivot
+from cogbias.studies.study_tables import BIAS_DIRECTION, pivot
 from cogbias.views.charts import category_axis, column_axis, column_step
 from cogbias.views.numbers import signed
 

@@ -111,10 +111,11 @@ def _nothing(what: str, source: Source) -> FigureError:
 
 
 def _explore(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
+    from cogbias.studies import cells
     from cogbias.views import charts_explore, explore
 
     _check_source(store, source)
-    table = explore.cognitive_bias_summary(store, source.run_id, source.dataset)
+    table = cells.cognitive_bias_summary(store, source.run_id, source.dataset)
     if table.empty:
         raise _nothing("cognitive-bias decisions", source)
     if source.order not in ORDERS:
@@ -128,8 +129,8 @@ def _explore(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
 
 
 def _compare(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
-    from cogbias.studies import analysis
-    from cogbias.views import charts, explore
+    from cogbias.studies import analysis, cells
+    from cogbias.views import charts
 
     _check_source(store, source)
     models = sorted({r["model"] for r in store.results(source.run_id, source.dataset)})
@@ -145,7 +146,7 @@ def _compare(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
         rest = [m for m in models if m != a]
         b = "random" if "random" in rest else rest[0]
     paired = analysis.paired_frame(store.paired_scores(a, b, source.run_id, source.dataset))
-    paired = paired[~paired["bias"].isin(explore.token_bias_test_cases(store))]
+    paired = paired[~paired["bias"].isin(cells.token_bias_test_cases(store))]
     if paired.empty:
         raise _nothing(f"instance scored by both {a} and {b}", source)
     names = _names()
@@ -157,10 +158,10 @@ def _compare(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
 
 def _summary(store: Store, source: Source) -> pd.DataFrame:
     """The Datasets page's summary: rows by display name."""
-    from cogbias.views import explore
+    from cogbias.studies import cells
 
     _check_source(store, source)
-    summary = explore.heatmap_summary(store, source.run_id, source.dataset)
+    summary = cells.heatmap_summary(store, source.run_id, source.dataset)
     if summary.empty:
         raise _nothing("decisions", source)
     names = _names()

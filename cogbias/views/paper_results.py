@@ -2,8 +2,8 @@
 the printed digits and the paper's failure marks, a run of ours beside them, and charts.
 
 The papers' rows come from `cogbias.studies.paper_results`; a run's rows from the frame of
-`runs.study_results.results` (BiasBuster) or `studies.tokenbias.results` (token bias), so
-nothing here reads the store. Charts are plain Altair objects, as in `views/charts.py`.
+`runs.study_results.results` (BiasBuster, scored by `studies.study_tables`) or
+`studies.tokenbias.results` (token bias), so nothing here reads the store. Charts are plain Altair objects, as in `views/charts.py`.
 """
 
 from __future__ import annotations

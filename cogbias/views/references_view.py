@@ -1,8 +1,8 @@
 """The humans beside a model, as a reader sees them: one text table for the CLI and the app.
 
-`runs.study_references.comparison` gives the numbers; this turns each row into words and
-percentages a teacher can put on a slide ("72% [64%, 79%], n = 152"), keeping the same rows,
-and lists the citations the figures come from. Nothing here imports Streamlit.
+`studies.reference_tables.comparison` gives the numbers (`runs.study_results.comparison` for a
+stored run); this turns each row into words and percentages a teacher can put on a slide
+("72% [64%, 79%], n = 152"), keeping the same rows, and lists the citations the figures come from. Nothing here imports Streamlit.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from cogbias.runs.study_results import DIMENSIONS
 from cogbias.studies.references import Reference
+from cogbias.studies.study_tables import DIMENSIONS
 from cogbias.views.charts import category_axis
 
 SHOWN = ["Experiment", "Condition", "Humans", "Model", "Model − humans", "Cohen's h", "Note"]

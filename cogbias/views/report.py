@@ -21,9 +21,9 @@ import pandas as pd
 
 from cogbias.core.errors import UserError
 from cogbias.library import testcases as library
-from cogbias.runs import kinds, study_references, study_results, summaries
+from cogbias.runs import kinds, study_results, summaries
 from cogbias.store import Store
-from cogbias.studies import analysis, paper_results
+from cogbias.studies import analysis, cells, paper_results, study_tables
 from cogbias.views import charts_studies, explore, figures, pair_tables, references_view
 from cogbias.views import paper_results as paper_views
 from cogbias.views.report_methods import dataset_methods, run_methods, runs_methods, software
@@ -83,14 +83,14 @@ def _with_ids(frame: pd.DataFrame, ids: Sequence[str]) -> pd.DataFrame:
 
 
 def _heatmap_section(store: Store, run_id: str | None, dataset: str | None) -> Section:
-    summary = explore.cognitive_bias_summary(store, run_id=run_id, dataset=dataset)
+    summary = cells.cognitive_bias_summary(store, run_id=run_id, dataset=dataset)
     if summary.empty:
         what = f"run {run_id}" if run_id else f"dataset {dataset}"
         raise ReportError(
             f"{what} has no scored cognitive-bias decisions yet (token-bias and effect-size "
             "results have their own pages); nothing to report"
         )
-    table = explore.with_uniform_null(store, summary, run_id=run_id, dataset=dataset)
+    table = cells.with_uniform_null(store, summary, run_id=run_id, dataset=dataset)
     names = case_names()
     chart = figure_svg("explore-heatmap", store, run_id=run_id, dataset=dataset)
     numbers = _with_ids(explore.numbers_table(table, names), table["bias"])
@@ -158,7 +158,7 @@ def compare_report(
         said = "two different models" if model_a == model_b else f"no results of {missing[0]}"
         raise ReportError(f"{said} here; models with results: {', '.join(sorted(models))}")
     paired = analysis.paired_frame(store.paired_scores(model_a, model_b, run_id, dataset))
-    paired = paired[~paired["bias"].isin(explore.token_bias_test_cases(store))]
+    paired = paired[~paired["bias"].isin(cells.token_bias_test_cases(store))]
     if paired.empty:
         raise ReportError(f"{model_a} and {model_b} share no scored instance here")
     table = analysis.compare_models(paired)
@@ -173,7 +173,7 @@ def compare_report(
         charts=(chart,),
         tables=(Table("Paired differences per bias", numbers, "compare"),),
     )
-    summary = explore.cognitive_bias_summary(store, run_id=run_id, dataset=dataset)
+    summary = cells.cognitive_bias_summary(store, run_id=run_id, dataset=dataset)
     summary = summary[summary["model"].isin([model_a, model_b])].reset_index(drop=True)
     each = Section(
         "Each model's scores",
@@ -213,7 +213,7 @@ def study_report(store: Store, run_id: str) -> Report:
         raise ReportError(f"run {run_id} has no answers stored yet; nothing to report")
     dimensions = list(charts_studies.PIVOT_LABELS)
     by = next((d for d in dimensions if table[d].nunique() > 1), dimensions[0])
-    pivot = study_results.pivot(table, by).reset_index()
+    pivot = study_tables.pivot(table, by).reset_index()
     pivot.columns = [charts_studies.column_text(c) for c in pivot.columns]
     headline = Section(
         "Headline values",
@@ -243,7 +243,7 @@ def _figures(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _humans(store: Store, run_id: str) -> list[Section]:
-    frame = study_references.comparison(store, run_id)
+    frame = study_results.comparison(store, run_id)
     if frame.empty:
         return []
     charts = []

@@ -5,7 +5,8 @@ reference's `[[uses]]`), each cell (model × temperature × variant × mitigatio
 `reference_stats.compare`: per condition the model's share (or median) beside the humans',
 then the effect. A cell of a variant the original did not ask (the Mohr thesis' odd and large
 numbers), or a test whose question differs from the original's (`[[differs]]`), gets one
-`note` row saying why no human figure stands beside it.
+`note` row saying why no human figure stands beside it. Pure pandas over a run's turns;
+`cogbias.runs.study_results.comparison` reads them from the store.
 """
 
 from __future__ import annotations
@@ -15,53 +16,46 @@ from typing import Any
 
 import pandas as pd
 
-from cogbias.runs import study_results
-from cogbias.runs.study_plan import StudySpec, stored_study
-from cogbias.store import Store
 from cogbias.studies import reference_stats
 from cogbias.studies.definitions import Study
-from cogbias.studies.references import (
-    Reference,
-    differences_for,
-    load_references,
-    references_for,
-)
+from cogbias.studies.references import Reference, differences_for, references_for
+from cogbias.studies.study_tables import DIMENSIONS
 
-KEYS = ["test", *study_results.DIMENSIONS]
+KEYS = ["test", *DIMENSIONS]
 COLUMNS = ["run_id", "study", *KEYS, "reference", "experiment"]
 COLUMNS += [*reference_stats.COLUMNS, "measure", "unit", "citation", "note"]
+# what the comparison reads of each turn
+READ = ("test", "condition", "role", "status", "value", *DIMENSIONS)
+
+
+def compared_tests(study: Study, references: dict[str, Reference]) -> list[str]:
+    """The study's tests that an original experiment asks (or says why it does not)."""
+    return [
+        t
+        for t in study.tests
+        if references_for(references, study.id, t) or differences_for(references, study.id, t)
+    ]
 
 
 def comparison(
-    store: Store, run_id: str, references: dict[str, Reference] | None = None
+    turns: pd.DataFrame, study: Study, references: dict[str, Reference], run_id: str
 ) -> pd.DataFrame:
-    """The run's cells beside the humans (COLUMNS); empty when no test of the run's study
-    asks an original's question."""
-    spec = StudySpec.from_stored(study_results._study_run(store, run_id)["spec"])
-    study = stored_study(store, spec)
-    references = load_references() if references is None else references
-    tests = [t for t in study.tests if _relevant(references, study.id, t)]
-    if not tests:
+    """The cells of the run `run_id` beside the humans (COLUMNS), from its turns (the
+    columns READ); empty when no test of the study asks an original's question."""
+    tests = compared_tests(study, references)
+    if not tests or turns.empty:
         return pd.DataFrame(columns=COLUMNS)
-    columns = ["test", "condition", "role", "status", "value", *study_results.DIMENSIONS]
-    frame = study_results.calls(store, run_id, columns)
-    if frame.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    frame = frame[frame["test"].isin(tests)]
+    frame = turns[turns["test"].isin(tests)]
     rows: list[dict[str, Any]] = []
     for key, cell in frame.groupby(KEYS, sort=False):
         where = dict(zip(KEYS, key, strict=True)) | {"run_id": run_id, "study": study.id}
         rows += cell_rows(study, references, where, cell)
     order = {t: i for i, t in enumerate(study.tests)}
-    rows.sort(key=lambda r: (order[r["test"]], *(str(r[d]) for d in study_results.DIMENSIONS)))
+    rows.sort(key=lambda r: (order[r["test"]], *(str(r[d]) for d in DIMENSIONS)))
     out = pd.DataFrame(rows, columns=COLUMNS)
     for column in ("humans_n", "model_n"):  # counts stay whole numbers beside empty cells
         out[column] = out[column].astype("Int64")
     return out
-
-
-def _relevant(references: dict[str, Reference], study: str, test: str) -> bool:
-    return bool(references_for(references, study, test) or differences_for(references, study, test))
 
 
 def cell_rows(
