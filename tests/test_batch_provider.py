@@ -15,7 +15,7 @@ from pathlib import Path
 from dataset_helpers import HUB_CSV
 from fake_llm_server import FakeLLMServer, _last_user_text, default_responder
 
-from cogbias.runs import executor, paired_plan, summaries
+from cogbias.runs import executor, kinds, paired_plan
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,7 +88,7 @@ def test_a_batch_run_completes_from_batches_and_equals_an_interactive_run(tmp_pa
             by_batch = store.query(PAIRS)
         interactive = imported(tmp_path / "interactive.db")
         with Store(interactive) as store:
-            s = summaries.spec_of(run)
+            s = paired_plan.RunSpec.from_stored(kinds.read_stored(run["spec"])[1])
             executor.execute(paired_plan.plan(s, store), store, concurrency=8)
             assert store.query(PAIRS) == by_batch
     runs = cogbias("runs", "--db", db)

@@ -77,6 +77,39 @@ def test_sql_summary_equals_the_per_decision_summary(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(fast, by_run)
 
 
+def test_each_cells_null_is_the_same_whether_its_test_case_has_one_metric_or_several(
+    tmp_path: Path,
+) -> None:
+    """A test case whose instances share one metric takes the fast path (no decision read);
+    one whose instances differ is counted instance by instance; both equal the mean null over
+    each cell's decided instances."""
+    db = tmp_path / "n.db"
+    run_id = make_results_db(db, biases=("anchoring", "framing_effect"), instances=4)
+    lopsided = {"flip_control": False, "flip_treatment": False, "k": 1.0, "y1": 0.0}
+    with Store(db) as store:
+        # framing: every instance one asymmetric metric; anchoring: one instance of four
+        # asymmetric, so its null is a quarter of that instance's
+        store.db.execute(
+            "update instances set metric = ? where test_case = 'framing_effect'",
+            (json.dumps({**lopsided, "y2": 3.0}),),
+        )
+        first = store.pairs("anchoring", limit=1)[0].decision.instance_id
+        store.db.execute(
+            "update instances set metric = ? where id = ?",
+            (json.dumps({**lopsided, "y2": 5.0}), first),
+        )
+        summary = cells.cognitive_bias_summary(store, run_id=run_id)
+        fast = cells.with_uniform_null(store, summary, run_id=run_id)
+        every = cells.uniform_nulls(store.instance_metrics(run_id=run_id))
+        uniform = {r["test_case"] for r in store.uniform_metrics()}
+    assert uniform == {"framing_effect"}  # anchoring's instances differ: the counted path
+    expected = summary.merge(every, on=["bias", "model"], how="left")
+    np.testing.assert_allclose(fast["null"], expected["null"], rtol=1e-12)
+    nulls = dict(zip(fast["bias"], fast["null"], strict=False))
+    assert nulls["framing_effect"] != 0 and nulls["anchoring"] != 0
+    assert nulls["anchoring"] != nulls["framing_effect"]
+
+
 def test_empty_store_gives_an_empty_summary(tmp_path: Path) -> None:
     with Store(tmp_path / "e.db") as store:
         table = cells.heatmap_summary(store)

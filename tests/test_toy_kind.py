@@ -20,6 +20,7 @@ from run_helpers import spec as paired_spec
 
 from cogbias.cli.main import main as cogbias
 from cogbias.core import records
+from cogbias.core.run_record import Run
 from cogbias.runs import executor, kinds, paired_plan
 from cogbias.runs.summaries import run_summaries
 from cogbias.runs.work import Job, pool
@@ -94,8 +95,8 @@ class ToyKind:
             raise ValueError("a toy run needs at least one unit")
         return ToyPlan(spec)
 
-    def replan(self, store: Store, run: Mapping[str, Any]) -> ToyPlan:
-        return self.plan(ToySpec.from_stored(run["spec"]), store)
+    def replan(self, store: Store, run: Run) -> ToyPlan:
+        return self.plan(ToySpec.from_stored(run.spec), store)
 
     def create(self, plan: ToyPlan, store: Store, name: str) -> str:
         spec = plan.spec

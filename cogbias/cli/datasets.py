@@ -292,8 +292,8 @@ def _check_run(store: Any, run_id: str, needs_pairs: str | None) -> None:
     flag that reads pairs, if any) would find none, saying where a study run is shown."""
     from cogbias.runs import kinds
 
-    run, kind = kinds.stored(store, run_id)
-    if needs_pairs and kind.name == "study":
+    run = kinds.stored(store, run_id)
+    if needs_pairs and run.kind is not None and run.kind.name == "study":
         raise ValueError(
             f"{needs_pairs} works on the pairs of paired, dataset and token-bias runs; run {run_id} is "
             f"{kinds.described(run)}: see it with `cogbias results run {run_id}` (its turns: "

@@ -132,7 +132,9 @@ def _resume(args: argparse.Namespace) -> int:
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        run, kind = kinds.stored(store, args.run_id)
+        run = kinds.stored(store, args.run_id)
+        kind = run.kind
+        assert kind is not None  # `kinds.stored` resolves it
         if kind.name == "study":  # its own summary: units, and where its figures are
             from cogbias.cli import studies as cli_studies
 
@@ -197,7 +199,9 @@ def _batch_export(args: argparse.Namespace) -> int:
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        run, kind = kinds.stored(store, args.run_id)
+        run = kinds.stored(store, args.run_id)
+        kind = run.kind
+        assert kind is not None  # `kinds.stored` resolves it
         if not kind.batchable:
             raise ValueError(
                 f"run {args.run_id} is {kinds.described(run)}: batch export writes the calls "
@@ -316,10 +320,11 @@ def _results(args: argparse.Namespace) -> int:
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        run = store.run(args.run) if args.run else None
-        if args.run and run is None:
+        row = store.run(args.run) if args.run else None
+        if args.run and row is None:
             raise KeyError(f"no run {args.run} in {store.path}; see `cogbias runs`")
-        if (run and kinds.kind_of(run["spec"]).results == "study_calls") or (
+        kind = kinds.record(row).kind if row is not None else None
+        if (kind is not None and kind.results == "study_calls") or (
             args.study and not is_token_bias(args.study, store)
         ):
             return cli_studies.results(args, store)

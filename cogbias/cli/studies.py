@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         return execute(plan, store, args, args.name)
 
 
-def resume(store: Any, run: dict[str, Any], args: argparse.Namespace) -> int:
+def resume(store: Any, run: Any, args: argparse.Namespace) -> int:
     from cogbias.runs import kinds
 
     plan = kinds.replan_run(store, run)

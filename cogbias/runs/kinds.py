@@ -117,24 +117,14 @@ def plan(spec: Any, store: Store) -> Any:
     return kind_of(spec).plan(spec, store)
 
 
-def stored(store: Store, run_id: str) -> tuple[dict[str, Any], RunKind]:
-    """A stored run and its kind, so a command can refuse a kind it does not handle by
-    name; KeyError naming the recent runs when there is no such run."""
-    run = _stored_row(store, run_id)
-    return run, kind_of(run["spec"])
-
-
-def stored_record(store: Store, run_id: str) -> Run:
-    """A stored run as a `Run`, its kind resolved once; KeyError as `stored`."""
-    return record(_stored_row(store, run_id))
-
-
-def _stored_row(store: Store, run_id: str) -> dict[str, Any]:
-    run = store.run(run_id)
-    if run is None:
+def stored(store: Store, run_id: str) -> Run:
+    """A stored run as a `Run` (its kind resolved once), so a command can refuse a kind it
+    does not handle by name; KeyError naming the recent runs when there is no such run."""
+    row = store.run(run_id)
+    if row is None:
         known = ", ".join(r["id"] for r in store.runs()[:5]) or "none"
         raise KeyError(f"no run {run_id} in {store.path} (recent runs: {known})")
-    return run
+    return record(row)
 
 
 def record(row: Mapping[str, Any]) -> Run:
@@ -149,25 +139,20 @@ def records(store: Store) -> list[Run]:
     return [record(row) for row in store.runs()]
 
 
-def described(run: Mapping[str, Any] | Run) -> str:
+def described(run: Run) -> str:
     """What a stored run is, in words a refusal can use: 'a study run (study mohr8)'."""
-    if isinstance(run, Run):  # its spec parsed and its kind resolved already
-        spec, kind = run.spec, run.kind or kind_of(run.spec)
-    else:
-        spec = spec_dict(run["spec"])  # parsed once, for its kind and its target
-        kind = kind_of(spec)
-    return f"a {kind.name} run ({kind.target(spec)})"
+    kind = run.kind or kind_of(run.spec)
+    return f"a {kind.name} run ({kind.target(run.spec)})"
 
 
-def replan_run(store: Store, run: Mapping[str, Any]) -> Any:
+def replan_run(store: Store, run: Run) -> Any:
     """The plan of a stored run (to resume it), by the kind its spec names; the kind's
     `replan` gets the run with its spec's own fields. ValueError when this cogbias does not
     know that kind."""
-    kind, fields = read_stored(run["spec"])
-    return kind.replan(store, {**run, "spec": fields})
+    kind, fields = read_stored(run.spec)
+    return kind.replan(store, replace(run, spec=fields))
 
 
 def replan(store: Store, run_id: str) -> Any:
     """The plan of a stored run, to resume it; KeyError when there is no such run."""
-    run, _ = stored(store, run_id)
-    return replan_run(store, run)
+    return replan_run(store, stored(store, run_id))

@@ -17,6 +17,7 @@ from typing import Any
 from cogbias.core import expressions, metrics, records
 from cogbias.core.metrics import MetricParams
 from cogbias.core.records import Decision, Instance
+from cogbias.core.run_record import Run
 from cogbias.core.templates import Filled
 from cogbias.library import testcases as library
 from cogbias.runs import pipeline, scorers
@@ -49,14 +50,14 @@ class PairedKind:
     def plan(self, spec: RunSpec, store: Store) -> Plan:
         return plan(spec, store)
 
-    def replan(self, store: Store, run: Mapping[str, Any]) -> Plan:
-        spec = RunSpec.from_stored(run["spec"] or "{}")
+    def replan(self, store: Store, run: Run) -> Plan:
+        spec = RunSpec.from_stored(run.spec)
         if spec.option_order is None:  # stored before runs chose: half reversed, as all were
             spec = replace(spec, option_order=metrics.HALF_REVERSED)
         planned = plan(spec, store)
-        if planned.spec.run_id != run["id"]:  # stored by an older cogbias under another id
+        if planned.spec.run_id != run.id:  # stored by an older cogbias under another id
             raise ValueError(
-                f"run {run['id']} cannot be resumed: its spec now maps to {planned.spec.run_id}"
+                f"run {run.id} cannot be resumed: its spec now maps to {planned.spec.run_id}"
             )
         return planned
 

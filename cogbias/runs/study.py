@@ -21,6 +21,7 @@ from typing import Any
 from cogbias.core import records
 from cogbias.core.records import Turn
 from cogbias.core.redact import redactor
+from cogbias.core.run_record import Run
 from cogbias.llm.profiles import resolve as resolve_model
 from cogbias.runs import study_plan
 from cogbias.runs.study_answers import NO_ANSWER, _read, answer_grammar, random_space
@@ -60,8 +61,8 @@ class StudyKind:
         study = study_plan.load_study(spec.study, store)
         return study_plan.plan(study_plan.resolve(spec, study), study)
 
-    def replan(self, store: Store, run: Mapping[str, Any]) -> StudyPlan:
-        spec = StudySpec.from_stored(run["spec"])
+    def replan(self, store: Store, run: Run) -> StudyPlan:
+        spec = StudySpec.from_stored(run.spec)
         return study_plan.plan(spec, study_plan.stored_study(store, spec))
 
     def create(self, plan: StudyPlan, store: Store, name: str) -> str:

@@ -84,7 +84,7 @@ def _is_study(run: Run) -> bool:
 
 def study_run(store: Store, run_id: str) -> Run:
     """A stored study run; KeyError saying what the run is when it is another kind."""
-    run = kinds.stored_record(store, run_id)
+    run = kinds.stored(store, run_id)
     if not _is_study(run):
         raise KeyError(
             f"run {run_id} is {kinds.described(run)}, not a study run: its results are "

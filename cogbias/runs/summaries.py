@@ -8,7 +8,6 @@ from typing import Any
 from cogbias.core.run_record import Run, RunStatus
 from cogbias.llm import costs
 from cogbias.runs import kinds
-from cogbias.runs.paired_plan import RunSpec
 from cogbias.store import Store, parse_time, pid_alive
 
 OFFLINE_GENERATORS = ("examples", "random")  # fill gaps without a model call
@@ -63,11 +62,6 @@ def cost_text(run: Run) -> str:
     """A stored run's spent cost as text: "≥ $0.0120, some unknown" when a model it asked
     has no price (see `cogbias.llm.costs.cost_text`)."""
     return costs.spent_text(run.cost, run_models(run), run.spec.get("api_base"))
-
-
-def spec_of(run: dict[str, Any]) -> RunSpec:
-    """The spec of a stored paired run (its fields, read by `kinds.read_stored`)."""
-    return RunSpec.from_stored(kinds.read_stored(run["spec"])[1])
 
 
 def _duration(start: str | None, end: str | None) -> float | None:

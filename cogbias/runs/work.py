@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cogbias.core.run_record import Run
 from cogbias.store.buffered_cache import BufferedCache
 
 if TYPE_CHECKING:
@@ -227,8 +228,8 @@ class RunKind(Protocol):
     def plan(self, spec: Any, store: Store) -> Any:
         """The plan of a spec of this kind (raises KeyError/ValueError on bad input)."""
 
-    def replan(self, store: Store, run: Mapping[str, Any]) -> Any:
-        """The plan of a stored run, from its stored spec (to resume it)."""
+    def replan(self, store: Store, run: Run) -> Any:
+        """The plan of a stored run (to resume it); `run.spec` holds the kind's own fields."""
 
     def create(self, plan: Any, store: Store, name: str) -> str:
         """Store the run (unless it exists); returns its id."""

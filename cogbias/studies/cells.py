@@ -184,5 +184,15 @@ def with_uniform_null(
     """`summary` with a `null` column: each cell's mean exact null under uniform answers,
     shown beside the mean so an asymmetric metric's "no bias" level can be read off
     (significance is still the test against 0, as in the paper)."""
-    nulls = uniform_nulls(store.instance_metrics(run_id=run_id, dataset=dataset))
-    return summary.merge(nulls, on=["bias", "model"], how="left")
+    uniform = {r["test_case"]: r for r in store.uniform_metrics()}
+    # A test case with one metric gives each of its cells that one row (its weight is moot);
+    # only the others need their cells' instances counted from the decisions.
+    rows = [
+        {**uniform[bias], "bias": bias, "model": model, "instances": 1}
+        for bias, model in zip(summary["bias"], summary["model"], strict=True)
+        if bias in uniform
+    ]
+    mixed = sorted(set(summary["bias"]) - set(uniform))
+    if mixed:
+        rows += store.instance_metrics(run_id=run_id, dataset=dataset, test_cases=mixed)
+    return summary.merge(uniform_nulls(rows), on=["bias", "model"], how="left")

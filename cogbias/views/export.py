@@ -223,9 +223,10 @@ def export(
     format_of(path, fmt)  # fail before touching the store on a bad format
     protect = (store.path,)
     check_output(path, force, protect)  # before reading anything: a refusal costs nothing
-    run = store.run(run_id) if run_id else None
-    if run is not None and kinds.kind_of(run["spec"]).name == "study":
-        turns = turn_records(store, run["id"], model)
+    row = store.run(run_id) if run_id else None
+    run = kinds.record(row) if row is not None else None
+    if run is not None and run.kind is not None and run.kind.name == "study":
+        turns = turn_records(store, run.id, model)
         return write(turns, path, fmt, TURN_COLUMNS, force, protect)
     columns = INSTANCE_EXPORT_COLUMNS if what == "instances" else PAIR_COLUMNS
     rows = records(store, run_id, dataset, what, model)

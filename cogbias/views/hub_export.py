@@ -104,7 +104,7 @@ def selected_runs(store: Store, run_id: str | None, dataset: str | None) -> list
     dataset (its published decisions have no stored run: the card says where they came
     from)."""
     if run_id:
-        return [kinds.record(kinds.stored(store, run_id)[0])]
+        return [kinds.stored(store, run_id)]
     ids = store.dataset_run_users(str(dataset), "")
     found = [store.run(run) for run in ids]
     return [kinds.record(row) for row in found if row is not None]

@@ -103,7 +103,7 @@ def _heatmap_section(store: Store, run_id: str | None, dataset: str | None) -> S
 
 
 def _run_summary(store: Store, run_id: str) -> tuple[str, ...]:
-    run = kinds.record(kinds.stored(store, run_id)[0])
+    run = kinds.stored(store, run_id)
     models = ", ".join(str(m) for m in run.spec.get("models") or [])
     return (
         f"Run {run.id}" + (f" “{run.name}”" if run.name else "") + f", {run.status}",
@@ -115,8 +115,8 @@ def _run_summary(store: Store, run_id: str) -> tuple[str, ...]:
 
 def paired_report(store: Store, run_id: str) -> Report:
     """A paired, dataset or token-bias run: its heatmap, numbers and methods."""
-    run, _ = kinds.stored(store, run_id)
-    title = f"cogbias report: run {run.get('name') or run_id}"
+    run = kinds.stored(store, run_id)
+    title = f"cogbias report: run {run.name or run_id}"
     return Report(
         "run",
         title,
@@ -205,8 +205,8 @@ def _compare_methods(store: Store, run_id: str | None, dataset: str | None) -> t
 
 def study_report(store: Store, run_id: str) -> Report:
     """A study run: its headline heatmap and figures, the humans and the paper beside it."""
-    run, kind = kinds.stored(store, run_id)
-    if kind.name != "study":
+    run = kinds.stored(store, run_id)
+    if run.kind is None or run.kind.name != "study":
         raise ReportError(f"run {run_id} is {kinds.described(run)}, not a study run")
     table = study_results.results(store, run_id)
     if table.empty:
@@ -228,7 +228,7 @@ def study_report(store: Store, run_id: str) -> Report:
     sections = [headline, *_humans(store, run_id), *_paper_models(table, study)]
     return Report(
         "study",
-        f"cogbias report: study run {run.get('name') or run_id} ({study})",
+        f"cogbias report: study run {run.name or run_id} ({study})",
         _run_summary(store, run_id),
         tuple(sections),
         run_methods(store, run_id),
@@ -287,8 +287,9 @@ def _paper_models(table: pd.DataFrame, study: str) -> list[Section]:
 
 def run_report(store: Store, run_id: str) -> Report:
     """The report of one run, by its kind."""
-    _, kind = kinds.stored(store, run_id)
-    return study_report(store, run_id) if kind.name == "study" else paired_report(store, run_id)
+    kind = kinds.stored(store, run_id).kind
+    study = kind is not None and kind.name == "study"
+    return study_report(store, run_id) if study else paired_report(store, run_id)
 
 
 # kind -> builder; a class session's report is one more entry (see the module docstring)

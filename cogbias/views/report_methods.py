@@ -207,8 +207,7 @@ def counts_section(run: Run, failures: Mapping[str, int] | None = None) -> Secti
 
 def run_methods(store: Store, run_id: str) -> tuple[Section, ...]:
     """The methods of a paired, dataset or study run, from its stored record."""
-    row, _ = kinds.stored(store, run_id)
-    run = kinds.record(row)
+    run = kinds.stored(store, run_id)
     spec = run.spec
     models = [str(m) for m in spec.get("models") or []]
     study = run.kind is not None and run.kind.name == "study"
