@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
+from app_pages import _report
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
@@ -228,6 +229,7 @@ def _reveal(store: Store, session: Session) -> None:
     st.dataframe(view.reveal_table(frame, session.question), hide_index=True)
     if results.citation:
         st.caption(escape_markdown(f"Humans: {results.citation}"))
+    _report.offer("class", "class_report", code=session.code)  # the question, chart, methods
 
 
 def _actions(store: Store, session: Session) -> None:

@@ -1,5 +1,6 @@
 """The participant server as a participant meets it: `cogbias class serve` in a subprocess on
-a free 127.0.0.1 port, and participants as aiohttp sessions with their own cookie jars."""
+a free 127.0.0.1 port, and participants as aiohttp sessions with their own cookie jars; and a
+question whose every text is hostile."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import aiohttp
+
+from cogbias.classroom.questions import Question, classic_question
 
 ROOT = Path(__file__).resolve().parent.parent
 _URL = re.compile(r"Participants join at (http://\S+)")
@@ -65,3 +69,16 @@ async def join_and_answer(base: str, code: str, answer: str) -> tuple[int, int]:
             f"{base}/s/{code}", data={"answer": answer}, allow_redirects=False
         ) as posted:
             return page.status, posted.status
+
+
+def hostile_question(evil: str) -> Question:
+    """The theatre-ticket classic (the humans beside it) with `evil` in its title, condition
+    labels, texts and first option, as a user's own test case could carry it."""
+    base = classic_question("classics", "theatre_ticket")
+    return replace(
+        base,
+        title=f"Title {evil}",
+        labels={c: f"{c} {evil}" for c in base.conditions},
+        texts={c: f"Text {evil}\n{base.texts[c]}" for c in base.conditions},
+        options={c: (f"Yes {evil}", "No") for c in base.conditions},
+    )

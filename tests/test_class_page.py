@@ -150,20 +150,11 @@ def test_a_test_case_opens_as_one_filled_instance_with_its_seven_options(app_db:
 
 def test_hostile_question_text_stays_text_everywhere_on_the_page(app_db: Path) -> None:
     """A user's own test case may carry markup in its title, labels, texts and options."""
-    from dataclasses import replace
-
     from cogbias.classroom import models
-    from cogbias.classroom.questions import classic_question
+    from tests.class_helpers import hostile_question
 
     evil = "<img src=x onerror=alert(1)> **bold** [link](javascript:alert(2))"
-    base = classic_question("classics", "theatre_ticket")
-    hostile = replace(
-        base,
-        title=f"Title {evil}",
-        labels={c: f"{c} {evil}" for c in base.conditions},
-        texts={c: f"Text {evil}" for c in base.conditions},
-        options={c: (f"Yes {evil}", "No") for c in base.conditions},
-    )
+    hostile = hostile_question(evil)
     with Store(app_db) as store:
         code = sessions.open_session(store, hostile)
         session = sessions.get_session(store, code)

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -31,8 +32,10 @@ from cogbias.datasets import import_malberg
 from cogbias.runs import executor, paired_plan
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
-from cogbias.views import hub_card
+from cogbias.views import hub_card, report_methods
 from cogbias.views.hub_export import public_spec
+from cogbias.views.report_parts import Section, Table
+from cogbias.views.safe_text import escape_markdown
 from tests.dataset_helpers import FORMAT_DIR
 from tests.fake_llm_server import FakeLLMServer
 from tests.study_helpers import study_run
@@ -167,6 +170,7 @@ def test_a_paired_run_round_trips_every_row_and_column(store_path, tmp_path):
     with Store(db) as store:
         stored = store.query("select id from decisions where run_id = ? order by rowid", [run_id])
         run = store.run(run_id)
+        pinned = store.pinned_test_cases(run_id)
     assert len(pairs) == len(stored) == 12 and pairs == typed
     assert [row["decision_id"] for row in pairs] == [r["id"] for r in stored]
     assert [{k: as_csv(v) for k, v in row.items()} for row in pairs] == texts
@@ -193,8 +197,16 @@ def test_a_paired_run_round_trips_every_row_and_column(store_path, tmp_path):
     assert spec == json.loads(run["spec"]) and spec["api_base"].startswith("http://127.0.0.1:")
 
     assert f"Exported by cogbias {importlib.metadata.version('cogbias')} on " in body
-    assert "failed rows (4 unparseable)" in body and "anchoring (" in body
-    assert "random, openai/fake, openai/muddle" in body and "temperature 0.0" in body
+    # the methods a report gives (views/report_methods.py): what ran, as Markdown
+    assert "failed rows (4 unparseable)" in body and "Decision temperature 0.0" in body
+    for case in ("anchoring", "framing_effect"):  # each test case with its pinned version
+        shown = re.escape(escape_markdown(case))  # framing\_effect
+        line = rf"\n\| {shown} \| [^|\n]+ \| {pinned[case][0]} \| [0-9a-f]{{64}} \|"
+        assert re.search(line, body), case
+    models = [line.split(" | ")[0] for line in body.splitlines() if line.startswith("| ")]
+    assert {"| random", "| openai/fake"} <= set(models)
+    assert any(m.startswith("| openai/muddle---\\[link\\]") for m in models)
+    assert "Units planned 12, done 12, failed 4\\: 4 unreadable" in body  # `:` escaped
     for path in folder.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes()
@@ -228,7 +240,7 @@ def test_a_study_run_exports_its_turns(store_path, tmp_path):
     assert [{k: as_csv(v) for k, v in row.items()} for row in turns] == texts
     (row,) = load(folder, header, "runs")
     assert row["kind"] == "study" and row["models"] == ["random"]
-    assert "study biasbuster (source hash " in body and "tests framing" in body
+    assert "a study run of biasbuster" in body and "Tests\\: framing" in body  # `:` escaped
 
 
 def test_a_dataset_exports_its_pairs_test_cases_and_runs(store_path, tmp_path):
@@ -302,14 +314,23 @@ def test_a_published_spec_carries_no_user_password_or_query():
 
 
 def test_a_tampered_spec_in_the_store_stays_text_in_the_methods():
-    hostile = "<img src=x onerror=alert(1)> [a](http://evil.test)"
+    """The card's methods are the report's (views/report_methods.py) as Markdown: whatever a
+    stored spec holds, it is shown as text."""
+    hostile = "<img src=x onerror=alert(1)> [a](http://evil.test) | `x`"
     study = {"kind": "study", "study": hostile, "models": [hostile], "tests": [hostile],
              "temperatures": [0.5], "study_hash": hostile, "mitigations": ["none"]}  # fmt: skip
-    text = hub_card.run_methods(Run(id=f"run`{hostile}", spec=study, status=hostile), {})
-    assert "temperatures 0.5" in text and not re.search(r"(?<!\\)[<\[\]`]", text)
-    paired = {"models": ["m"], "temperature": hostile}  # not a number: not described
-    text = hub_card.run_methods(Run(id="run-1", spec=paired), {})
-    assert "not one this cogbias version can read" in text and hostile not in text
+    run = Run(id=f"run`{hostile}", spec=study, status=hostile)
+    paired = Run(id="run-1", spec={"models": ["m"], "temperature": hostile, "seed": hostile})
+    sections = [
+        Section("What was asked", items=report_methods.study_settings(None, run)),  # type: ignore[arg-type]
+        Section(hostile, paragraphs=report_methods.paired_settings(paired)),
+        Section("Models", tables=(Table(hostile, pd.DataFrame([{hostile: hostile}])),)),
+    ]
+    text = "\n".join(hub_card.sections_markdown(sections))
+    assert "Temperatures\\: 0.5" in text and hostile not in text
+    assert not re.search(r"(?<!\\)[<\[\]`]", text), "an unescaped tag, link or code mark"
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 2 and all(re.sub(r"\\\|", "", r).count("|") == 2 for r in rows)
 
 
 def test_one_models_rows_with_model(store_path, tmp_path):

@@ -1,10 +1,12 @@
 """`cogbias report`: one self-contained HTML file per kind of result (a paired run, a study
-run, a dataset, two models compared), checked against `cogbias results` and in a browser.
+run, a dataset, two models compared, a class session), checked against `cogbias results`
+(`cogbias class results` for a session) and in a browser.
 
 One database holds every kind: a paired run whose model and test case carry hostile names
 (HTML, an event handler, Markdown) and whose name carries a key, a dataset with a hostile
-name and a run on it, and a study run of the classic experiments (the humans beside it) and
-of BiasBuster (the paper's Table 3 beside it). Every report is written by the real command
+name and a run on it, a study run of the classic experiments (the humans beside it) and
+of BiasBuster (the paper's Table 3 beside it), and a class session whose question, option
+and a model's name and answer are hostile. Every report is written by the real command
 in a child process, whose environment holds the key.
 """
 
@@ -23,13 +25,17 @@ from typing import Any
 
 import pytest
 
+from cogbias.classroom import models as class_models
+from cogbias.classroom import questions, sessions
 from cogbias.library import testcases as library
 from cogbias.runs import executor, paired_plan
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
+from cogbias.store.class_models import ModelAnswer
 from cogbias.views import authoring, report_html
 from tests.app_helpers import make_results_db
 from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, ROOT, SHOTS
+from tests.class_helpers import hostile_question
 from tests.dataset_helpers import HUB_CSV
 from tests.study_helpers import study_run
 
@@ -77,8 +83,33 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         biasbuster = study_run(
             db, StudySpec("biasbuster", ["random"], tests=["framing", "anchoring"], repeats=2)
         )
+        with Store(db) as store:
+            session = class_session(store)
     env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_TEST_API_KEY": SENTINEL}
-    return dict(db=db, env=env, paired=paired, classics=classics, biasbuster=biasbuster)
+    worlds = dict(paired=paired, classics=classics, biasbuster=biasbuster, session=session)
+    return dict(db=db, env=env, **worlds)
+
+
+TOKENS = [f"participant-token-{i:04d}" for i in range(7)]
+
+
+def class_session(store: Store) -> str:
+    """A revealed session of the theatre-ticket classic (the humans beside it) whose title,
+    labels, texts and first option are hostile; seven participants, the random model sampled
+    and read as probabilities, and a hostile model whose answer is hostile too."""
+    code = sessions.open_session(store, hostile_question(HOSTILE))
+    session = sessions.require_session(store, code)
+    for i, token in enumerate(TOKENS):
+        sessions.assign_condition(store, session, token)
+        assert sessions.submit_answer(store, session, token, "ab"[i % 3 == 0]) == "saved"
+    class_models.run_models(store, code, class_models.ModelAsk(("random",), n=6))
+    class_models.run_models(store, code, class_models.ModelAsk(("random",), "probabilities"))
+    store.save_model_answers(
+        [ModelAnswer(code, MODEL, c, "sample", 0.7, 0, f"A {HOSTILE}", option=0)
+         for c in ("lost_ticket", "lost_bill")]
+    )  # fmt: skip
+    sessions.reveal_session(store, code)
+    return code
 
 
 def cogbias(world: dict[str, Any], *words: str) -> subprocess.CompletedProcess[str]:
@@ -149,6 +180,7 @@ REPORTS = {  # kind -> the command's words (after `report`), given the world
     "dataset": lambda w: ["--dataset", DATASET],
     "compare": lambda w: ["--compare", "random", MODEL, "--run", w["paired"]],
     "paper": lambda w: ["--run", w["biasbuster"]],
+    "class": lambda w: ["--class", w["session"]],
 }
 
 
@@ -226,6 +258,90 @@ def test_paper_beside_a_biasbuster_run(reports: dict) -> None:
     assert sources == {"your run", "the paper"}
 
 
+def _close(shown: str, expected: float | None) -> bool:
+    """A table's three decimals against the JSON's number (null shown as –)."""
+    if expected is None:
+        return shown == "–"
+    return abs(float(shown) - expected) <= 0.0006
+
+
+def test_class_report_numbers_equal_class_results(world: dict, reports: dict) -> None:
+    page = reports["class"].read_text()
+    done = cogbias(world, "class", "results", world["session"], "--format", "json")
+    assert done.returncode == 0, done.stderr
+    expected = json.loads(done.stdout)
+    labels = {row["label"]: row["condition"] for row in expected["class"]}
+    klass = {row["condition"]: row for row in expected["class"]}
+    humans = {row["condition"]: row for row in expected["humans"]}
+    sampled = {(m["condition"], m["model"], m["mode"]): m for m in expected["models"]}
+    rows = records(page, "reveal")
+    assert {r["who"] for r in rows} == {
+        "humans (original study)", "this class", "model random (T 0.7)",
+        "model random (probabilities)", f"model {MODEL} (T 0.7)",
+    }  # fmt: skip
+    assert len(rows) == 2 * 5  # one option shown (its complement is the other), per condition
+    for row in rows:
+        condition = labels[row["condition"]]
+        option = expected["options"][condition].index(row["option"])
+        if row["who"] == "this class":
+            want = klass[condition]
+        elif row["who"].startswith("humans"):
+            want = humans[condition]
+        else:
+            model, _, how = row["who"].removeprefix("model ").rpartition(" (")
+            mode = "probabilities" if how == "probabilities)" else "sample"
+            want = sampled[(condition, model, mode)]
+        assert _close(row["share"], want["shares"][option]), (row, want)
+        assert _close(row["95% low"], want["low"][option]) or want["low"][option] is None
+        assert _close(row["95% high"], want["high"][option]) or want["high"][option] is None
+        assert row["n"] == str(want["n"]), (row, want)
+    answers = records(page, "class-answers")
+    counted = {(labels[r["condition"]], r["option"]): int(r["answers"]) for r in answers}
+    assert counted == {
+        (c, option): klass[c]["counts"][i]
+        for c in expected["conditions"] for i, option in enumerate(expected["options"][c])
+    }  # fmt: skip
+    assert sum(counted.values()) == len(TOKENS)
+    assert "Tversky" in page  # the humans' citation
+    asked = {(r["model"], r["asked"]): r for r in records(page, "asked")}
+    assert asked[("random", "sampled at temperature 0.7")]["readable answers"] == "12"
+    assert asked[("random", "sampled at temperature 0.7")]["cost"] == "$0.0000"  # offline
+    assert asked[(MODEL, "sampled at temperature 0.7")]["cost"] == "unknown"  # not resolved
+
+
+def test_class_report_has_no_participant_and_says_how_it_ran(world: dict, reports: dict) -> None:
+    page = reports["class"].read_text()
+    code = world["session"]
+    for token in TOKENS:  # neither a participant's token nor what the store keeps of it
+        assert token not in page and sessions.token_hash(code, token) not in page
+    for condition in ("lost_ticket", "lost_bill"):  # each condition's question, as text
+        text = questions.classic_question("classics", "theatre_ticket").texts[condition]
+        assert html.escape(text.splitlines()[0], quote=True) in page
+    assert "Study classics, test theatre_ticket (study file version " in page
+    assert "SHA-256 of the question as the session stored it: " in page
+    assert "the condition with the fewest participants so far" in page
+    assert re.search(r"Opened \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, closed \d{4}", page)
+    assert "Answers per condition:" in page and "(total 7)" in page
+
+
+def test_what_a_class_sessions_models_cost_is_read_back_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report's cost of a model's answers is what `run_models` paid for them: the same
+    requests rebuilt, their cost read from the response cache (offline models cost 0)."""
+    from tests.fake_llm_server import FakeLLMServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with Store(tmp_path / "c.db") as store, FakeLLMServer(lambda _: "A") as fake:
+        code = sessions.open_session(store, questions.classic_question("classics", "linda"))
+        ask = class_models.ModelAsk(("openai/gpt-4o-mini", "random"), n=3, api_base=fake.base_url)
+        paid = class_models.run_models(store, code, ask).cost
+        spent = class_models.spent(store, code, fake.base_url)
+    assert paid is not None and paid > 0
+    assert spent[("openai/gpt-4o-mini", "sample", 0.7)] == pytest.approx(paid)
+    assert spent[("random", "sample", 0.7)] == 0.0
+
+
 @pytest.mark.parametrize("kind", list(REPORTS))
 def test_report_is_self_contained_and_safe(reports: dict, kind: str) -> None:
     page = reports[kind].read_text()
@@ -246,7 +362,7 @@ def test_report_is_self_contained_and_safe(reports: dict, kind: str) -> None:
 
 def test_hostile_names_stay_text(reports: dict) -> None:
     escaped = html.escape(HOSTILE, quote=True)
-    for kind in ("run", "compare"):
+    for kind in ("run", "compare", "class"):
         page = reports[kind].read_text()
         assert escaped in page  # in the tables, escaped
         assert HOSTILE not in page
@@ -278,6 +394,8 @@ def test_refusals_name_the_problem(world: dict, tmp_path: Path) -> None:
         ([], "say what to report"),
         (["--compare", "random", "nobody"], "no results of nobody"),
         (["--run", world["paired"], "--dataset", DATASET], "not both"),
+        (["--class", "nope99"], "no class session with code 'NOPE99'"),
+        (["--class", world["session"], "--run", world["paired"]], "give it alone"),
     ]
     for words, said in cases:
         args = words if "-o" in words else [*words, "-o", str(out)]
@@ -318,7 +436,7 @@ def _look(browser: Any, kind: str, path: Path) -> None:
     assert page.evaluate("document.scripts.length") == 0
     assert page.locator("img, iframe").count() == 0
     assert page.locator("svg").count() >= 1
-    if kind in ("run", "compare"):
+    if kind in ("run", "compare", "class"):
         assert HOSTILE in page.inner_text("body")
     page.screenshot(path=str(SHOTS / f"report-{kind}.png"), full_page=True)
     context.close()
@@ -340,8 +458,8 @@ def test_reports_open_offline_in_chromium(reports: dict) -> None:
 
 
 def test_pages_make_the_report_on_request_only(app_db: Path, monkeypatch: Any) -> None:
-    """Explore, Compare and Studies draw a "Make report" button; a click makes the report
-    once, and later reruns show its download without making it again."""
+    """Explore, Compare, Studies and Class draw a "Make report" button; a click makes the
+    report once, and later reruns show its download without making it again."""
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
@@ -384,6 +502,16 @@ def test_pages_make_the_report_on_request_only(app_db: Path, monkeypatch: Any) -
     assert not at.exception and downloads(at) and made == ["run", "compare", "study"]
     at.run()
     assert downloads(at) and len(made) == 3
+
+    with Store(app_db) as store:  # a revealed class session: the Class page offers its report
+        code = class_session(store)
+    at = page("classroom")
+    at.selectbox(key="class_session").set_value(code).run()
+    assert not at.exception and downloads(at) == []  # not made before it is asked for
+    at.button(key="class_report_make").click().run()
+    assert not at.exception and downloads(at) and made == ["run", "compare", "study", "class"]
+    at.run()
+    assert downloads(at) and len(made) == 4
 
 
 def test_a_chart_is_rebuilt_from_drawing_elements_only() -> None:

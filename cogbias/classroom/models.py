@@ -30,7 +30,7 @@ from cogbias.llm.errors import LLMError
 from cogbias.llm.keys import missing_key, missing_key_message
 from cogbias.llm.profiles import ModelProfile, resolve
 from cogbias.llm.random_provider import AnswerSpace
-from cogbias.llm.request import LLMRequest
+from cogbias.llm.request import LLMRequest, cache_key
 from cogbias.runs.live import cached_client
 from cogbias.runs.probabilities import read_half
 from cogbias.store import Store
@@ -429,3 +429,36 @@ def model_results_json(store: Store, code: str) -> list[dict[str, Any]]:
             }
         )  # fmt: skip
     return out
+
+
+def spent(
+    store: Store, code: str, api_base: str | None = None
+) -> dict[tuple[str, str, float], float | None]:
+    """What each (model, mode, temperature) of a session's stored answers cost when first
+    asked, read back from the response cache the answers went through (the same requests,
+    rebuilt; `api_base` as they were asked, the page's is None): 0 for offline and local
+    models, None when a paid answer is no longer cached (`cogbias cache prune`) or its price
+    was unknown. A report's methods say it."""
+    session = get_session(store, code)
+    if session is None:
+        return {}
+    totals: dict[tuple[str, str, float], float | None] = {}
+    for answer in store.model_answers(session.code):
+        group = (answer.model, answer.mode, answer.temperature)
+        total = totals.setdefault(group, 0.0)
+        try:
+            profile = _profile(answer.model, api_base)
+        except ValueError:  # a model no longer resolved: its price is not known
+            totals[group] = None
+            continue
+        failed_call = answer.error is not None and not answer.answer  # nothing came back
+        if not profile.writes_text or profile.kind == "local" or total is None or failed_call:
+            continue
+        ask = ModelAsk((answer.model,), answer.mode, 1, answer.temperature)
+        request = _request(
+            session.question, answer.condition, answer.model, ask, answer.repeat, session.code
+        )
+        hit = store.get_llm_call(cache_key(request, profile))
+        cost = None if hit is None else hit.get("cost")
+        totals[group] = None if cost is None else total + float(cost)
+    return totals

@@ -1,5 +1,5 @@
-"""`cogbias report --run RUN_ID | --dataset NAME | --compare A B -o FILE.html`: one
-self-contained HTML file of results, with its methods (cogbias.views.report)."""
+"""`cogbias report --run RUN_ID | --dataset NAME | --compare A B | --class CODE -o FILE.html`:
+one self-contained HTML file of results, with its methods (cogbias.views.report)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ SUFFIXES = (".html", ".htm")
 def add_commands(commands: Any) -> None:
     p = commands.add_parser(
         "report",
-        help="write one self-contained HTML report of a run, a dataset or two models compared",
-        description="Write the results of a paired or study run, a dataset, or two models "
-        "compared as one HTML file: charts drawn inline, the numbers behind each as tables, "
+        help="write one self-contained HTML report of a run, a dataset, two models compared "
+        "or a class session",
+        description="Write the results of a paired or study run, a dataset, two models "
+        "compared or a class session as one HTML file: charts drawn inline, the numbers behind each as tables, "
         "the humans' and papers' results beside them where they exist, and a methods section "
         "from the stored spec. It opens offline, runs no script and carries no key.",
     )
@@ -30,6 +31,12 @@ def add_commands(commands: Any) -> None:
         metavar=("MODEL_A", "MODEL_B"),
         help="two models on the same instances (of --run or --dataset, else of every result)",
     )
+    p.add_argument(
+        "--class",
+        dest="session",
+        metavar="CODE",
+        help="a class session: its question, the class beside the humans and the models",
+    )
     p.add_argument("-o", "--output", required=True, type=Path, help="FILE.html")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     add_db(p)
@@ -38,6 +45,10 @@ def add_commands(commands: Any) -> None:
 
 def _what(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The report kind and its builder's arguments, from the flags."""
+    if args.session and (args.compare or args.run or args.dataset):
+        raise ValueError("--class CODE reports one session: give it alone")
+    if args.session:
+        return "class", dict(code=args.session)
     if args.compare:
         model_a, model_b = args.compare
         where = dict(run_id=args.run, dataset=args.dataset)
@@ -49,7 +60,8 @@ def _what(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if args.dataset:
         return "dataset", dict(name=args.dataset)
     raise ValueError(
-        "say what to report: --run RUN_ID, --dataset NAME or --compare MODEL_A MODEL_B"
+        "say what to report: --run RUN_ID, --dataset NAME, --compare MODEL_A MODEL_B or "
+        "--class CODE"
     )
 
 

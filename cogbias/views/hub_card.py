@@ -1,5 +1,6 @@
 """The dataset card of a Hub folder (`views.hub_export`): README.md with the YAML header the
-Hugging Face Hub and `datasets` read, and a methods section generated from the stored specs.
+Hugging Face Hub and `datasets` read, and the methods a report gives (`views.report_methods`,
+from the stored specs), written as Markdown.
 
 The header lists one config per table (`configs`: its name and Parquet file) and, per config,
 its features (`dataset_info`) read back from the Parquet file just written, so the card and
@@ -13,23 +14,21 @@ publisher's choice: the card says `other` and asks them, in the header and the t
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
+import platform
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cogbias.core.run_record import Run
-from cogbias.runs import kinds
-from cogbias.runs.paired_plan import RunSpec
-from cogbias.runs.study_plan import StudySpec
+from cogbias.core.redact import redactor
+from cogbias.views.report_html import cell
+from cogbias.views.report_methods import version
+from cogbias.views.report_parts import Section, Table
 from cogbias.views.safe_text import escape_markdown
 
-MAX_RUNS_DESCRIBED = 20  # a dataset answered by more runs: the rest are in the runs table
-MAX_NAMES = 40  # names listed in one sentence before "and N more"
 # Parquet type (as pyarrow names it) -> the `datasets` dtype the card declares
 DTYPES = {"string": "string", "int64": "int64", "double": "float64", "bool": "bool"}
 DESCRIPTIONS = {
@@ -72,14 +71,6 @@ class HubTable:
             yield batch
 
 
-def cogbias_version() -> str:
-    """The installed cogbias' version, as its package metadata says (what `pip` installed)."""
-    try:
-        return importlib.metadata.version("cogbias")
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
-        return "(version unknown: not installed)"
-
-
 def _q(text: object) -> str:
     """A YAML scalar for any text: a JSON string is YAML, on one line, nothing unescaped."""
     return json.dumps(str(text), ensure_ascii=True)
@@ -117,17 +108,18 @@ def yaml_header(title: str, tables: Sequence[HubTable], folder: Path) -> str:
 def card(
     title: str,
     tables: Sequence[HubTable],
-    runs: Sequence[Run],
-    pinned: Mapping[str, Mapping[str, tuple[str, str | None]]],
+    methods: Sequence[Section],
     folder: Path,
     model: str | None = None,
 ) -> str:
-    """The whole README.md: header, what the folder holds, how to load it, the methods."""
+    """The whole README.md: header, what the folder holds, how to load it, the methods
+    (`methods`: `views/report_methods.py`'s sections of what ran, as a report says it).
+    Redacted whole, as a report is: no key, even in a run's name."""
     made = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = [
         f"# {escape_markdown(title)}",
         "",
-        f"Exported by cogbias {cogbias_version()} on {made}"
+        f"Exported by cogbias {version()} on {made} (Python {platform.python_version()})"
         + (f", the decisions of model {escape_markdown(model)} only" if model else "")
         + ". One Parquet file per table, each a config of this dataset:",
         "",
@@ -156,25 +148,24 @@ def card(
         "## Methods",
         "",
     ]
-    body += [*methods(tables, runs, pinned), ""]
-    return yaml_header(title, tables, folder) + "\n" + "\n".join(body)
+    for paragraph in rows_paragraphs(tables):
+        body += [paragraph, ""]
+    body += sections_markdown(methods)
+    return redactor()(yaml_header(title, tables, folder) + "\n" + "\n".join(body))
 
 
-def methods(
-    tables: Sequence[HubTable],
-    runs: Sequence[Run],
-    pinned: Mapping[str, Mapping[str, tuple[str, str | None]]],
-) -> list[str]:
-    """Paragraphs saying what ran, from the stored specs, and what failed."""
+def rows_paragraphs(tables: Sequence[HubTable]) -> list[str]:
+    """What the main table's rows are: how many of each status, what failed and why, and
+    how many are a dataset's published decisions (no run of cogbias made those)."""
     main = tables[0]
     failed = sum(main.failure_kinds.values())
     kinds_text = ", ".join(f"{n} {kind}" for kind, n in sorted(main.failure_kinds.items()))
     paragraphs = [
         f"The `{main.name}` table holds {main.rows} rows: "
-        + ", ".join(f"{n} {status}" for status, n in sorted(main.statuses.items()))
+        + ", ".join(f"{n} {escape_markdown(s)}" for s, n in sorted(main.statuses.items()))
         + (
-            f". The {failed} failed rows ({kinds_text}) are kept with their error "
-            "and `failure_kind`; the summary statistics leave them out."
+            f". The {failed} failed rows ({escape_markdown(kinds_text)}) are kept with their "
+            "error and `failure_kind`; the summary statistics leave them out."
             if failed
             else ". No row failed."
         )
@@ -182,74 +173,38 @@ def methods(
     if main.published:
         paragraphs.append(
             f"{main.published} rows are the dataset's published decisions (their `run_id` "
-            "starts with `import:`), imported as they were published"
-            + (": no run described below made them." if runs else "; no run here made them.")
+            "starts with `import:`), imported as they were published: no run described "
+            "below made them."
         )
-    for run in runs[:MAX_RUNS_DESCRIBED]:
-        paragraphs.append(run_methods(run, pinned.get(run.id, {})))
-    if len(runs) > MAX_RUNS_DESCRIBED:
-        paragraphs.append(f"{len(runs) - MAX_RUNS_DESCRIBED} more runs: see the `runs` table.")
-    return [p for paragraph in paragraphs for p in (paragraph, "")][:-1]
+    return paragraphs
 
 
-def _names(values: Sequence[Any]) -> str:
-    shown = ", ".join(escape_markdown(v) for v in values[:MAX_NAMES])
-    return shown + (f" and {len(values) - MAX_NAMES} more" if len(values) > MAX_NAMES else "")
+def _cell(value: Any) -> str:
+    """A table cell as Markdown text: escaped, and a `|` that cannot end the cell."""
+    return escape_markdown(cell(value)[0]).replace("|", "\\|")
 
 
-def run_methods(run: Run, pinned: Mapping[str, tuple[str, str | None]]) -> str:
-    """One run's methods paragraph: who answered what, how, and what it cost."""
-    name = f" ({escape_markdown(run.name)})" if run.name else ""
-    kind_name = run.kind.name if run.kind else "unknown"
-    head = f"Run {escape_markdown(run.id)}{name}, a {kind_name} run, {escape_markdown(run.status)}"
-    head += f" ({escape_markdown(run.created_at or 'date unknown')}): "
-    try:
-        kind, fields = kinds.read_stored(run.spec)
-        text = study_methods(StudySpec(**fields)) if kind.name == "study" else ""
-        text = text or paired_methods(RunSpec(**fields), pinned)
-    except (TypeError, ValueError, KeyError):
-        text = "its spec is not one this cogbias version can read; it is in the `runs` table."
-    counts = f" {int(run.planned)} units planned, {int(run.done)} done, {int(run.failed)} failed"
-    cost = f"; {int(run.tokens)} tokens" + (f", cost ${float(run.cost):.4f}" if run.cost else "")
-    return head + text + counts + cost + "."
+def table_markdown(table: Table) -> list[str]:
+    """A methods table as a Markdown table under its caption."""
+    frame = table.frame
+    lines = [f"**{escape_markdown(table.caption)}**", ""]
+    lines.append("| " + " | ".join(_cell(c) for c in frame.columns) + " |")
+    lines.append("|" + " --- |" * len(frame.columns))
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |"
+              for row in frame.itertuples(index=False, name=None)]  # fmt: skip
+    return lines
 
 
-def paired_methods(spec: RunSpec, pinned: Mapping[str, tuple[str, str | None]]) -> str:
-    """A paired (library, dataset or token-bias) run's spec in words."""
-    text = (
-        f"models {_names(spec.models)} at temperature {float(spec.temperature)}, "
-        f"{int(spec.repeats)} repeat(s), seed {int(spec.seed)}; scorer {escape_markdown(spec.scoring)}, answers read as "
-        f"{escape_markdown(spec.reading)}, prompting {escape_markdown(spec.prompting)}, option "
-        f"order {escape_markdown(spec.option_order or 'as planned by default')}. "
-    )
-    if spec.dataset:
-        per = f", at most {int(spec.per_bias)} per bias" if spec.per_bias else ""
-        text += f"Instances from dataset {escape_markdown(spec.dataset)}{per}"
-    else:
-        text += (
-            f"{int(spec.scenarios)} scenario(s) × {int(spec.instances)} instance(s) per test "
-            f"case, gaps filled by {escape_markdown(spec.generator)} at temperature "
-            f"{float(spec.generator_temperature)}"
-        )
-    if pinned:
-        cases = [f"{case} ({digest[:12]})" for case, (digest, _) in sorted(pinned.items())]
-        text += f"; test cases (content hash) {_names(cases)}"
-    elif spec.biases:
-        text += f"; test cases {_names(spec.biases)}"
-    return text + "."
-
-
-def study_methods(spec: StudySpec) -> str:
-    """A study run's spec in words."""
-    everything = "all of the study's"
-    return (
-        f"study {escape_markdown(spec.study)} (source hash "
-        f"{escape_markdown(str(spec.study_hash)[:12] or 'unknown')}) "
-        f"with models {_names(spec.models)}; tests {_names(spec.tests) or everything}; "
-        f"temperatures {', '.join(str(float(t)) for t in spec.temperatures) or 'the study sweep'}; "
-        "variants "
-        f"{_names(spec.variants) or everything}; mitigations {_names(spec.mitigations)}; "
-        f"{int(spec.repeats) or 'the study default number of'} repeat(s), at most "
-        f"{int(spec.max_attempts) or 'the study default number of'} attempt(s), "
-        f"seed {int(spec.seed)}."
-    )
+def sections_markdown(sections: Sequence[Section]) -> list[str]:
+    """The methods sections `views/report_methods.py` generates (the report's own), as
+    Markdown: every text escaped, one heading per section."""
+    lines: list[str] = []
+    for section in sections:
+        lines += [f"### {escape_markdown(section.heading)}", ""]
+        for paragraph in section.paragraphs:
+            lines += [escape_markdown(paragraph), ""]
+        for table in section.tables:
+            lines += [*table_markdown(table), ""]
+        if section.items:
+            lines += [*(f"- {escape_markdown(item)}" for item in section.items), ""]
+    return lines

@@ -27,6 +27,7 @@ from cogbias.store import Store
 from cogbias.views import hub_card
 from cogbias.views.export import instance_record, records, turn_records, write
 from cogbias.views.hub_card import HubTable
+from cogbias.views.report_methods import dataset_methods, run_methods
 
 # name -> type (as in core/export_columns.py). A run's spec is JSON text: its fields differ by
 # kind, and a text column keeps one schema for every run.
@@ -93,8 +94,8 @@ def export_hub(
         title = (
             f"cogbias run {runs[0].name or runs[0].id}" if run_id else f"cogbias dataset {dataset}"
         )
-        pinned = {run.id: store.pinned_test_cases(run.id) for run in runs}
-        text = hub_card.card(title, tables, runs, pinned, temporary, model)
+        methods = run_methods(store, run_id) if run_id else dataset_methods(store, str(dataset))
+        text = hub_card.card(title, tables, methods, temporary, model)
         (temporary / "README.md").write_text(text, encoding="utf-8")
     return tables
 

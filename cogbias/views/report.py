@@ -1,5 +1,6 @@
-"""Reports: the results of a paired run, a study run, a dataset or two models compared, as one
-`Report` (`views/report_parts.py`) that `views/report_html.py` writes as a single HTML file.
+"""Reports: the results of a paired run, a study run, a dataset, two models compared or a
+class session (`views/report_class.py`), as one `Report` (`views/report_parts.py`) that
+`views/report_html.py` writes as a single HTML file.
 
 Each builder reads the store through the functions the pages use (Explore's summary,
 Compare's paired differences, a study run's scored cells, the humans beside them), draws the
@@ -7,9 +8,8 @@ page's own charts offline (`views/figures.py`) and keeps the numbers behind ever
 table, so a report says what the app and `cogbias results` say. The methods come from the
 stored spec (`views/report_methods.py`).
 
-A new kind of report (a class session's, once it exists) is one more builder returning a
-`Report` and one line in `REPORTS`: the HTML, `cogbias report` and the pages' download take
-any `Report` as it is.
+A new kind of report is one more builder returning a `Report` and one line in `REPORTS`:
+the HTML, `cogbias report` and the pages' download take any `Report` as it is.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from typing import Any
 
 import pandas as pd
 
-from cogbias.core.errors import UserError
 from cogbias.library import testcases as library
 from cogbias.runs import kinds, study_results, summaries
 from cogbias.store import Store
 from cogbias.studies import analysis, cells, paper_results, study_tables
 from cogbias.views import charts_studies, explore, figures, pair_tables, references_view
 from cogbias.views import paper_results as paper_views
+from cogbias.views.report_class import class_report
 from cogbias.views.report_methods import dataset_methods, run_methods, runs_methods, software
-from cogbias.views.report_parts import Report, Section, Table
+from cogbias.views.report_parts import Report, ReportError, Section, Table
 from cogbias.views.svg import chart_svg
 
 HEATMAP_NOTE = (
@@ -59,10 +59,6 @@ PAPER_NOTE = (
     "cogbias asks the same design in its own words, so read the two side by side."
 )
 MAX_HUMAN_CHARTS = 6  # one chart per cell beside the humans; the table holds every cell
-
-
-class ReportError(UserError):
-    """Nothing to report (no run or dataset of that name, no results yet); says what to do."""
 
 
 def figure_svg(name: str, store: Store, **where: Any) -> str:
@@ -122,7 +118,7 @@ def paired_report(store: Store, run_id: str) -> Report:
         title,
         _run_summary(store, run_id),
         (_heatmap_section(store, run_id, None),),
-        run_methods(store, run_id),
+        (software(), *run_methods(store, run_id)),
     )
 
 
@@ -141,7 +137,7 @@ def dataset_report(store: Store, name: str) -> Report:
         f"cogbias report: dataset {name}",
         summary,
         (_heatmap_section(store, None, name),),
-        dataset_methods(store, name),
+        (software(), *dataset_methods(store, name)),
     )
 
 
@@ -196,9 +192,9 @@ def compare_report(
 
 def _compare_methods(store: Store, run_id: str | None, dataset: str | None) -> tuple[Section, ...]:
     if run_id:
-        return run_methods(store, run_id)
+        return (software(), *run_methods(store, run_id))
     if dataset:
-        return dataset_methods(store, dataset)
+        return (software(), *dataset_methods(store, dataset))
     behind = explore.runs_behind(kinds.records(store), store.datasets())
     return (software(), *runs_methods(store, behind))
 
@@ -231,7 +227,7 @@ def study_report(store: Store, run_id: str) -> Report:
         f"cogbias report: study run {run.name or run_id} ({study})",
         _run_summary(store, run_id),
         tuple(sections),
-        run_methods(store, run_id),
+        (software(), *run_methods(store, run_id)),
     )
 
 
@@ -292,11 +288,12 @@ def run_report(store: Store, run_id: str) -> Report:
     return study_report(store, run_id) if study else paired_report(store, run_id)
 
 
-# kind -> builder; a class session's report is one more entry (see the module docstring)
+# kind -> builder; a new kind of report is one more entry (see the module docstring)
 REPORTS: dict[str, Callable[..., Report]] = {
     "run": run_report,
     "dataset": dataset_report,
     "compare": compare_report,
+    "class": class_report,  # views/report_class.py
 }
 
 

@@ -1,5 +1,7 @@
-"""A report's methods section, generated from what the store kept: the run's stored spec,
-the test case versions it was pinned to, the models' profiles and the run's counts.
+"""The methods of a report (`views/report.py`) and of a Hub dataset card
+(`views/hub_card.py`), generated from what the store kept: the run's stored spec, the test
+case versions it was pinned to, the models' profiles and the run's counts. One generator,
+so a report and a published dataset say what ran in the same words.
 
 A methods paragraph written by hand drifts from what ran; this one is read back from the
 same records a resume reads, so it says what the run asked, not what a page would ask today.
@@ -206,7 +208,8 @@ def counts_section(run: Run, failures: Mapping[str, int] | None = None) -> Secti
 
 
 def run_methods(store: Store, run_id: str) -> tuple[Section, ...]:
-    """The methods of a paired, dataset or study run, from its stored record."""
+    """The methods of a paired, dataset or study run, from its stored record (what made the
+    document, `software()`, is the document's to add: a report's, a Hub card's)."""
     run = kinds.stored(store, run_id)
     spec = run.spec
     models = [str(m) for m in spec.get("models") or []]
@@ -218,7 +221,6 @@ def run_methods(store: Store, run_id: str) -> tuple[Section, ...]:
         settings = paired_settings(run)
         cases = test_cases_sections(store, run.id, [str(b) for b in spec.get("biases") or []])
     return (
-        software(),
         Section("What was asked", items=settings),
         Section(
             "Models",
@@ -283,7 +285,7 @@ def dataset_methods(store: Store, name: str) -> tuple[Section, ...]:
         "runs of cogbias on it are listed below with what they asked.",
     ]
     runs = [r for r in kinds.records(store) if r.spec.get("dataset") == name]
-    return (software(), Section("The dataset", items=tuple(items)), *runs_methods(store, runs))
+    return (Section("The dataset", items=tuple(items)), *runs_methods(store, runs))
 
 
 def runs_methods(store: Store, runs: Sequence[Run]) -> list[Section]:

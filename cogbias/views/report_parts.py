@@ -12,6 +12,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from cogbias.core.errors import UserError
+
+
+class ReportError(UserError):
+    """Nothing to report (no run, dataset or session of that name, no results yet); says
+    what to do."""
+
 
 @dataclass(frozen=True)
 class Table:
@@ -34,7 +41,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Report:
-    kind: str  # "run", "study", "dataset", "compare" (the file name's hint)
+    kind: str  # "run", "study", "dataset", "compare", "class" (the file name's hint)
     title: str
     summary: tuple[str, ...]
     sections: tuple[Section, ...]
