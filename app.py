@@ -18,6 +18,11 @@ from cogbias.store.demo import ensure_demo
 st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
 
 
+# Seconds between the end of the first page's script and the warm-up: the browser is still
+# drawing that page then, and the warm-up would take the interpreter from the server.
+WARM_UP_DELAY = 1.5
+
+
 def _warm_up() -> None:
     # Explore's first visit would otherwise pay ~1 s importing Altair and SciPy and loading
     # the Vega-Lite schema Altair validates against; do it while the first page is read.
@@ -33,8 +38,17 @@ def _warm_up() -> None:
 def _prepare(db: str) -> bool:
     """Once per database per server process: keys from secrets, demo data if empty."""
     load_secrets_into_env()
-    threading.Thread(target=_warm_up, name="cogbias-warm-up", daemon=True).start()
     return bool(attempt("Loading the demo results", lambda: ensure_demo(db)))
+
+
+@st.cache_resource(show_spinner=False)
+def _warm_up_soon() -> None:
+    """Once per server process, after the first page's script: started with the first page,
+    the warm-up's imports held the interpreter for ~1.5 s and so delayed that page's drawing
+    by about as much (Python runs one thread at a time)."""
+    timer = threading.Timer(WARM_UP_DELAY, _warm_up)
+    timer.name, timer.daemon = "cogbias-warm-up", True
+    timer.start()
 
 
 _prepare(str(db_path()))
@@ -71,3 +85,4 @@ pages = {
     "Settings": [st.Page("app_pages/settings.py", title="Models", icon=":material/tune:")],
 }
 st.navigation(pages).run()
+_warm_up_soon()

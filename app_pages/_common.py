@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import pandas as pd
 import streamlit as st
 
 from cogbias.core.redact import redact
@@ -23,6 +22,9 @@ from cogbias.llm import registry
 from cogbias.llm.registry import ModelInfo
 from cogbias.store import SchemaError, Store, default_path
 from cogbias.views import safe_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 T = TypeVar("T")
 
@@ -212,6 +214,10 @@ def minute(stamp: str | None) -> str:
 def runs_table(runs: Iterable[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
     """`columns` of `runs` as every page lists them: created to the minute, models with a
     space after each comma (the CLI keeps "a,b", which `--models` takes back)."""
+    # Imported here: every page imports this module, and pandas (~0.3 s) would otherwise
+    # delay the first page (Learn), which shows no table.
+    import pandas as pd
+
     rows = [
         {**r, "created_at": minute(r.get("created_at")), "models": r["models"].replace(",", ", ")}
         for r in runs

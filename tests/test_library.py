@@ -58,6 +58,29 @@ def test_check_accepts_every_builtin_file():
     assert out.stdout.count(": ok") == 30
 
 
+def test_loading_the_library_dry_runs_the_users_files_and_not_the_proven_builtins(monkeypatch):
+    # The built-ins' dry runs are the test above (`cogbias library check`); an app start
+    # skips them. A user's file is still dry-run: one whose metric fails for some values is
+    # left out, with its problem.
+    from cogbias.library import parsing
+
+    checked: list[str] = []
+    real_dry_run = parsing.dry_run
+
+    def counting(case, check):
+        checked.append(case.id)
+        real_dry_run(case, check)
+
+    monkeypatch.setattr(parsing, "dry_run", counting)
+    library.user_dir().mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "tests" / "malformed" / "y_out_of_range.toml", library.user_dir())
+    report = library.load_library_report()
+    assert checked == ["demo"]
+    assert sorted(c.name for c in report.cases.values()) == sorted(EXPECTED_BIASES)
+    assert [p.file for p in report.problems] == [str(library.user_dir() / "y_out_of_range.toml")]
+    assert "not a reference point" in report.problems[0].message
+
+
 def test_there_are_at_least_15_distinct_malformed_files():
     assert len(MALFORMED) >= 15
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from cogbias.core.records import Instance
 from cogbias.core.redact import redactor
@@ -21,6 +19,9 @@ from cogbias.library import examples
 from cogbias.library.examples import SOURCE_LABELS
 from cogbias.library.testcases import TestCase
 from cogbias.views.safe_text import html_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LLM_COLOR = "#1c7ed6"  # [[gaps]] the generator fills
 VALUE_COLOR = "#e03131"  # {{gaps}} from value generators
@@ -242,6 +243,10 @@ def _source_label(insertion: Mapping[str, str]) -> str:
 
 def insertions_frame(instance: Instance) -> pd.DataFrame:
     """Every insertion of an instance: gap, source and the inserted text (redacted)."""
+    # pandas is imported on use: Learn's first page imports this module and shows no table
+    # until a pair is run, and pandas takes ~0.3 s to import.
+    import pandas as pd
+
     clean = redactor()
     rows = [
         {

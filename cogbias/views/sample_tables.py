@@ -9,11 +9,12 @@ is not one, or a choice outside the options, is shown as no choice, never raised
 from __future__ import annotations
 
 import json
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from cogbias.views.shown_pairs import ShownHalf
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ANSWER_SHOWN = 300  # characters of each sample's answer in the table (the export has all)
 
@@ -44,6 +45,10 @@ def _named(half: ShownHalf, choice: int | None) -> str:
 
 def sample_table(half: ShownHalf) -> pd.DataFrame | None:
     """One line per sample: its number, the option it named, the start of its answer."""
+    # pandas is imported on use: Learn's first page imports this module and shows no table
+    # until a pair is run, and pandas takes ~0.3 s to import.
+    import pandas as pd
+
     samples = samples_of(half)
     if samples is None:
         return None
