@@ -313,25 +313,26 @@ def _schema_v12(db: sqlite_utils.Database) -> None:
     JSON), each participant's condition (`class_assignments`, kept per token so a reload
     keeps it), their one answer (`class_answers`) and the models' answers to the same
     question (`class_model_answers`). A participant is a hash of a random cookie token: no
-    name, no address."""
+    name, no address. Tables already there are kept (a file whose version was set back by
+    hand)."""
     db.execute(
-        """create table class_sessions (
+        """create table if not exists class_sessions (
             code text primary key, question text not null, created_at text not null,
             closed_at text, revealed_at text)"""
     )
     db.execute(
-        """create table class_assignments (
+        """create table if not exists class_assignments (
             session text not null, token_hash text not null, condition text not null,
             created_at text not null, primary key (session, token_hash))"""
     )
     db.execute(
-        """create table class_answers (
+        """create table if not exists class_answers (
             session text not null, token_hash text not null, condition text not null,
             answer text not null, created_at text not null,
             primary key (session, token_hash))"""
     )
     db.execute(
-        """create table class_model_answers (
+        """create table if not exists class_model_answers (
             session text not null, model text not null, condition text not null,
             mode text not null, temperature real not null, repeat integer not null,
             answer text not null, option integer, probabilities text, error text,
