@@ -8,56 +8,35 @@ stored as answers, and asked again; a cancel reaches Anthropic's batch; the key 
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from batch_helpers import PAIRS, ROOT, cogbias, needs_extraction
 from dataset_helpers import snapshot
 from fake_anthropic_batches import FakeAnthropic
-from fake_llm_server import _last_user_text, default_responder
 
 from cogbias.llm import LLMRequest
 from cogbias.llm.anthropic_batches import litellm_body, message_params, openai_line, text_of
 from cogbias.llm.profiles import resolve
 from cogbias.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL = "anthropic/claude-haiku-4-5"
 KEY = "sk-ant-fake-batch-key-0123456789"
-ENV = {**os.environ, "COGBIAS_TEST_ANTHROPIC_KEY": KEY}
-PAIRS = (
-    "select id, instance_id, model, control_order, control_answer, treatment_answer, "
-    "control_extraction, treatment_extraction, control_choice, treatment_choice, score, status "
-    "from decisions order by id"
-)
 
 
-def cogbias(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cogbias", *map(str, args)],
-        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key every `cogbias` process of these tests reads (and must never write)."""
+    monkeypatch.setenv("COGBIAS_TEST_ANTHROPIC_KEY", KEY)
 
 
 def run_args(db: Path, base_url: str, *extra: object) -> list[object]:
     return ["run", "pairs", "--db", db, "--biases", "anchoring,framing_effect,loss_aversion",
             "--generator", "examples", "--models", MODEL, "--api-base", base_url,
             "--api-key-env", "COGBIAS_TEST_ANTHROPIC_KEY", *extra]  # fmt: skip
-
-
-def needs_extraction(request: dict) -> str:
-    """Answers the reader leaves to an extraction (one option negated, another chosen), and an
-    extractor naming the chosen one: every pair takes a decide and an extract round."""
-    prompt = _last_user_text(request)
-    if prompt.startswith("Below are the answer options"):
-        return "Option " + re.findall(r"; Option (\d+) fits", prompt)[-1]
-    chosen = default_responder(request)
-    other = 1 if chosen != "Option 1" else 2
-    return f"I would not pick Option {other}; {chosen} fits."
 
 
 def canonical(bodies: list[dict]) -> set[str]:
@@ -112,7 +91,7 @@ def test_cancelling_a_batch_run_cancels_its_message_batch_and_a_resume_finishes_
         worker = subprocess.Popen(
             [sys.executable, "-m", "cogbias",
              *map(str, run_args(db, server.base_url, "--batch", "--poll-seconds", 600))],
-            cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         submitted: list[dict] = []
         deadline = time.monotonic() + 120

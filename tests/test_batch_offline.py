@@ -4,31 +4,15 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from batch_helpers import PAIRS, cogbias
 from dataset_helpers import snapshot
 from fake_llm_server import FakeLLMServer, default_responder
 from run_helpers import spec
 
 from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
-
-ROOT = Path(__file__).resolve().parent.parent
-PAIRS = (
-    "select id, instance_id, model, control_order, control_answer, treatment_answer, "
-    "control_extraction, treatment_extraction, control_choice, treatment_choice, score, status "
-    "from decisions order by id"
-)
-
-
-def cogbias(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cogbias", *map(str, args)],
-        cwd=ROOT, env={**os.environ}, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
 
 
 def vllm_stand_in(requests: Path, results: Path) -> int:

@@ -4,33 +4,18 @@ while its batches are pending, and retries the requests a batch failed."""
 
 from __future__ import annotations
 
-import os
-import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from batch_helpers import PAIRS, ROOT, cogbias, needs_extraction
 from dataset_helpers import HUB_CSV
-from fake_llm_server import FakeLLMServer, _last_user_text, default_responder
+from fake_llm_server import FakeLLMServer
 
 from cogbias.runs import executor, kinds, paired_plan
 from cogbias.store import Store
-
-ROOT = Path(__file__).resolve().parent.parent
-PAIRS = (
-    "select instance_id, model, control_order, control_answer, treatment_answer, "
-    "control_extraction, treatment_extraction, control_choice, treatment_choice, score, status "
-    "from decisions order by instance_id, model"
-)
-
-
-def cogbias(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cogbias", *map(str, args)],
-        cwd=ROOT, env={**os.environ}, capture_output=True, text=True, timeout=300, **kwargs,
-    )  # fmt: skip
 
 
 def batch_args(db: Path, base_url: str) -> list[object]:
@@ -59,17 +44,6 @@ def start_until_a_batch_is_submitted(
         with Store(db) as store:
             submitted = store.batches()
     return worker, submitted
-
-
-def needs_extraction(request: dict) -> str:
-    """Decisions the reader leaves to an extraction (one option negated, another chosen),
-    and an extractor that names the chosen one: every pair takes both rounds."""
-    prompt = _last_user_text(request)
-    if prompt.startswith("Below are the answer options"):
-        return "Option " + re.findall(r"; Option (\d+) fits", prompt)[-1]
-    chosen = default_responder(request)
-    other = 1 if chosen != "Option 1" else 2
-    return f"I would not pick Option {other}; {chosen} fits."
 
 
 def test_a_batch_run_completes_from_batches_and_equals_an_interactive_run(tmp_path):
