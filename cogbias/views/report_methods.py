@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from cogbias.core.run_record import Run
+from cogbias.core.run_record import RESUMABLE, Run
 from cogbias.library import testcases as library
 from cogbias.llm import profiles
 from cogbias.llm.errors import LLMError
@@ -201,7 +201,7 @@ def counts_section(run: Run, failures: Mapping[str, int] | None = None) -> Secti
     )
     left = (
         f" The run ended {run.status}: `cogbias resume {run.id}` asks what is left."
-        if run.status not in ("done", "running", "planned")
+        if run.status in RESUMABLE
         else ""
     )
     return Section("Failures, tokens and cost", paragraphs=(FAILURES + left,), items=items)
