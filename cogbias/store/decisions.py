@@ -30,6 +30,11 @@ _PAIR_SELECT = (
 )
 
 
+def _where(clauses: Sequence[str]) -> str:
+    """` where A and B` for the conditions, or nothing for none."""
+    return " where " + " and ".join(clauses) if clauses else ""
+
+
 @dataclass(frozen=True)
 class PairFilter:
     """Which stored pairs a page reads (None: any): `DecisionsRepo.pairs` pages through them
@@ -157,21 +162,22 @@ class DecisionsRepo(StoreBase):
         self, run_id: str | None = None, dataset: str | None = None
     ) -> list[dict[str, Any]]:
         """Bias x model: mean score, scored pairs (n) and failed pairs."""
-        where, params = self._filter(run_id, dataset)
+        clauses, params = self._filter(run_id, dataset)
         return self.query(
             "select d.test_case as bias, d.model as model, "
             "avg(case when d.status = 'ok' then d.score end) as mean, "
             "sum(d.status = 'ok') as n, sum(d.status = 'failed') as failures "
-            f"from decisions d {where} group by d.test_case, d.model order by d.test_case, d.model",
+            f"from decisions d{_where(clauses)} group by d.test_case, d.model "
+            "order by d.test_case, d.model",
             params,
         )
 
     def scores(self, run_id: str | None = None, dataset: str | None = None) -> list[dict[str, Any]]:
         """One row per decision with its bias, model, status and score (for analysis)."""
-        where, params = self._filter(run_id, dataset)
+        clauses, params = self._filter(run_id, dataset)
         return self.query(
             "select d.test_case as bias, d.model as model, d.status as status, d.score as score "
-            f"from decisions d {where}",
+            f"from decisions d{_where(clauses)}",
             params,
         )
 
@@ -201,8 +207,7 @@ class DecisionsRepo(StoreBase):
 
     def _pair_filter(self, which: PairFilter) -> tuple[str, list[Any]]:
         """The WHERE clause shared by `pairs` and `pair_count` (search needs `i` joined)."""
-        where, params = self._filter(which.run_id, which.dataset)
-        clauses = [where.removeprefix("where ")] if where else []
+        clauses, params = self._filter(which.run_id, which.dataset)
         for column, value in (("d.test_case", which.bias), ("d.model", which.model)):
             if value:
                 clauses.append(f"{column} = ?")
@@ -213,18 +218,17 @@ class DecisionsRepo(StoreBase):
                 "or d.treatment_answer like ? or i.scenario like ?)"
             )
             params += [f"%{which.search}%"] * 5
-        return (" where " + " and ".join(clauses) if clauses else ""), params
+        return _where(clauses), params
 
     @staticmethod
-    def _filter(run_id: str | None, dataset: str | None) -> tuple[str, list[Any]]:
+    def _filter(run_id: str | None, dataset: str | None) -> tuple[list[str], list[Any]]:
+        """The conditions (joined by `_where`) and parameters selecting a run's or a
+        dataset's decisions; none for every decision."""
         if run_id:
-            return "where d.run_id = ?", [run_id]
+            return ["d.run_id = ?"], [run_id]
         if dataset:
-            return (
-                "where d.instance_id in (select id from instances where dataset = ?)",
-                [dataset],
-            )
-        return "", []
+            return ["d.instance_id in (select id from instances where dataset = ?)"], [dataset]
+        return [], []
 
     def iter_pairs(
         self,
@@ -234,15 +238,14 @@ class DecisionsRepo(StoreBase):
         batch: int = 5000,
     ) -> Iterator[list[Pair]]:
         """Decisions joined to their instances, in batches (keyset paging keeps memory flat)."""
-        where, params = self._filter(run_id, dataset)
-        clauses = [where.removeprefix("where ")] if where else []
+        clauses, params = self._filter(run_id, dataset)
         if model:
             clauses.append("d.model = ?")
             params.append(model)
         last = 0
         while True:
             rows = self.query(
-                f"{_PAIR_SELECT} where {' and '.join([*clauses, 'd.rowid > ?'])} order by d.rowid limit ?",
+                f"{_PAIR_SELECT}{_where([*clauses, 'd.rowid > ?'])} order by d.rowid limit ?",
                 [*params, last, batch],
             )
             if not rows:
@@ -267,38 +270,33 @@ class DecisionsRepo(StoreBase):
         """Per bias x model x status: rows, and count, sum, sum of squares, sum of |x|, min
         and max of the scores. Grouping by status (rather than filtering inside each
         aggregate) follows the covering index's column order, so SQLite never sorts."""
-        where, params = self._filter(run_id, dataset)
+        clauses, params = self._filter(run_id, dataset)
         return self.query(
             "select d.test_case as bias, d.model as model, d.status as status, "
             "count(*) as rows, count(d.score) as n, total(d.score) as s1, "
             "total(d.score * d.score) as s2, total(abs(d.score)) as sabs, "
             "min(d.score) as smin, max(d.score) as smax "
-            f"from decisions d {where} group by d.test_case, d.model, d.status",
+            f"from decisions d{_where(clauses)} group by d.test_case, d.model, d.status",
             params,
         )
 
     def instance_metrics(
-        self,
-        run_id: str | None = None,
-        dataset: str | None = None,
-        test_cases: Sequence[str] | None = None,
+        self, run_id: str | None = None, dataset: str | None = None, test_cases: Sequence[str] = ()
     ) -> list[dict[str, Any]]:
         """Per bias x model: each distinct (metric, n_options) of its decided instances and
         how many instances carry it, for the exact null under uniform answers
         (`studies.cells.uniform_nulls`). `metric` is NULL for instances without parameters.
-        It reads every decision of the test cases asked (all without `test_cases`): ask only
-        those `uniform_metrics` leaves out."""
-        where, params = self._filter(run_id, dataset)
-        clauses = [where.removeprefix("where ")] if where else []
-        if test_cases is not None:
+        It reads every decision of the test cases asked (all when `test_cases` is empty): ask
+        only those `uniform_metrics` leaves out."""
+        clauses, params = self._filter(run_id, dataset)
+        if test_cases:
             clauses.append(f"d.test_case in ({','.join('?' * len(test_cases))})")
             params += list(test_cases)
-        where = f"where {' and '.join(clauses)}" if clauses else ""
         return self.query(
             "select d.test_case as bias, d.model as model, i.metric as metric, "
             "i.n_options as n_options, count(distinct i.id) as instances "
             "from decisions d join instances i on i.id = d.instance_id "
-            f"{where} group by d.test_case, d.model, i.metric, i.n_options",
+            f"{_where(clauses)} group by d.test_case, d.model, i.metric, i.n_options",
             params,
         )
 
@@ -327,12 +325,11 @@ class DecisionsRepo(StoreBase):
         A model with several scored decisions on one instance (repeats, or two runs) counts
         with their mean, so each instance is one pair in the paired test.
         """
-        where, params = self._filter(run_id, dataset)
-        clauses = [where.removeprefix("where ")] if where else []
+        clauses, params = self._filter(run_id, dataset)
         clauses += ["d.status = 'ok'", "d.score is not null", "d.model in (?, ?)"]
         return self.query(
             "with s as (select d.test_case as bias, d.instance_id, d.model, avg(d.score) as score "
-            f"from decisions d where {' and '.join(clauses)} "
+            f"from decisions d{_where(clauses)} "
             "group by d.test_case, d.instance_id, d.model) "
             "select a.bias, a.instance_id, a.score as score_a, b.score as score_b "
             "from s a join s b on b.instance_id = a.instance_id and b.bias = a.bias "
