@@ -129,11 +129,13 @@ def _server_running(base: str) -> bool:
     if parts.scheme == "https" and not host.replace(".", "").isdigit():
         return True  # a public URL behind a proxy: assume it is served
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((host, port), timeout=1.0):
-            return True
-    except OSError:
-        return False
+    for _ in range(3):  # a busy machine can miss one quick connect; a stopped server misses all
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _join(store: Store, session: Session) -> None:

@@ -152,7 +152,9 @@ def test_a_class_answers_and_the_reveal_shows_humans_class_and_model(
         no_exception(page)
         code = heading.inner_text().removeprefix("Code: ").strip()
         join = f"{participant_url}/s/{code}"
-        assert page.get_by_text(join, exact=True).count() == 1  # the join link, as text
+        link = page.get_by_text(join, exact=True)
+        link.wait_for(timeout=30_000)  # the join link, as text (not "start the server")
+        assert link.count() == 1
         assert page.get_by_test_id("stImage").count() == 1  # its QR code
         assert _count(page) == "0"
         page.screenshot(path=str(SHOTS / "class_teacher_open.png"))
