@@ -24,7 +24,7 @@ from cogbias.llm.profiles import resolve
 from cogbias.store import Store
 
 MODEL = "anthropic/claude-haiku-4-5"
-KEY = "sk-ant-fake-batch-key-0123456789"
+KEY = "fake-anthropic-batch-value-0123456789"  # no real key shape: redacted as an env value
 
 
 @pytest.fixture(autouse=True)
@@ -122,7 +122,7 @@ def test_cancelling_a_batch_run_cancels_its_message_batch_and_a_resume_finishes_
 
 def test_a_refused_key_fails_the_run_in_our_words_and_is_never_repeated(tmp_path):
     db = tmp_path / "batch.db"
-    with FakeAnthropic(api_key="sk-ant-the-right-one-98765") as server:
+    with FakeAnthropic(api_key="another-fake-value-98765") as server:
         out = cogbias(*run_args(db, server.base_url, "--batch", "--poll-seconds", 0.1))
         assert server.calls == 0 and not server.batches
     assert out.returncode == 1 and "Traceback" not in out.stderr
