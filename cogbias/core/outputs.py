@@ -74,13 +74,7 @@ def replacing(
         try:
             yield temporary
         except OSError as exc:
-            if exc.errno not in NO_ROOM:
-                raise
-            raise UserError(
-                f"could not write {target}: {exc.strerror or exc}; nothing was written"
-                + (" (the file there is unchanged)" if target.exists() else "")
-                + ": free some space, or choose a place with room, and try again"
-            ) from None
+            raise _no_room(target, exc) from None
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
@@ -88,6 +82,18 @@ def replacing(
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _no_room(target: Path, exc: OSError) -> OSError | UserError:
+    """What a failed write of `target` is said as: a disk that filled up midway names the
+    output (not the temporary beside it) and what to do; any other error stays itself."""
+    if exc.errno not in NO_ROOM:
+        return exc
+    return UserError(
+        f"could not write {target}: {exc.strerror or exc}; nothing was written"
+        + (" (the file there is unchanged)" if target.is_file() else "")
+        + ": free some space, or choose a place with room, and try again"
+    )
 
 
 def check_folder(
@@ -129,12 +135,7 @@ def replacing_folder(
         try:
             yield temporary
         except OSError as exc:
-            if exc.errno not in NO_ROOM:
-                raise
-            raise UserError(
-                f"could not write {target}: {exc.strerror or exc}; nothing was written: free "
-                "some space, or choose a place with room, and try again"
-            ) from None
+            raise _no_room(target, exc) from None
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(temporary, 0o777 & ~umask)  # as an ordinary new folder, not mkdtemp's 0700

@@ -86,7 +86,8 @@ def _step(
     return step
 
 
-def _names() -> dict[str, str]:
+def case_names() -> dict[str, str]:
+    """Test case id -> display name (built-in and the user's)."""
     from cogbias.library import testcases
 
     return {case_id: case.name for case_id, case in testcases.load_library_report().cases.items()}
@@ -112,7 +113,6 @@ def _nothing(what: str, source: Source) -> FigureError:
 
 def _explore(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
     from cogbias.studies import cells
-    from cogbias.views import charts_explore, explore
 
     _check_source(store, source)
     table = cells.cognitive_bias_summary(store, source.run_id, source.dataset)
@@ -120,9 +120,18 @@ def _explore(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
         raise _nothing("cognitive-bias decisions", source)
     if source.order not in ORDERS:
         raise FigureError(f"order the rows by one of {', '.join(ORDERS)}, not {source.order!r}")
-    rows, columns = explore.row_order(table, source.order), sorted(table["model"].unique())
-    names = _names()
-    chart = charts_explore.explore_heatmap(table, source.view, rows, columns, names)
+    return explore_figure(table, width, source.view, source.order)
+
+
+def explore_figure(
+    table: pd.DataFrame, width: int, view: str = "mean", order: str = "average"
+) -> alt.TopLevelMixin:
+    """Explore's heatmap of a summary (`cells.cognitive_bias_summary`), sized for `width`."""
+    from cogbias.views import charts_explore, explore
+
+    rows, columns = explore.row_order(table, order), sorted(table["model"].unique())
+    names = case_names()
+    chart = charts_explore.explore_heatmap(table, view, rows, columns, names)
     # Two lines per cell ("+0.03*" over "(n=3)") keep ten columns inside a page's width.
     step = _step(width, [names.get(r, r) for r in rows], columns, 40, 90)
     return chart.properties(width=alt.Step(step), height=alt.Step(26))
@@ -130,7 +139,6 @@ def _explore(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
 
 def _compare(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
     from cogbias.studies import analysis, cells
-    from cogbias.views import charts
 
     _check_source(store, source)
     models = sorted({r["model"] for r in store.results(source.run_id, source.dataset)})
@@ -149,8 +157,14 @@ def _compare(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
     paired = paired[~paired["bias"].isin(cells.token_bias_test_cases(store))]
     if paired.empty:
         raise _nothing(f"instance scored by both {a} and {b}", source)
-    names = _names()
-    table = analysis.compare_models(paired)
+    return compare_figure(analysis.compare_models(paired), a, b, width)
+
+
+def compare_figure(table: pd.DataFrame, a: str, b: str, width: int) -> alt.TopLevelMixin:
+    """Compare's forest plot of `analysis.compare_models`' table, sized for `width`."""
+    from cogbias.views import charts
+
+    names = case_names()
     chart = charts.compare_chart(table, a, b, names)
     plot = max(200, width - _label_px(names.get(x, x) for x in table["bias"]))
     return chart.properties(width=plot)
@@ -164,7 +178,7 @@ def _summary(store: Store, source: Source) -> pd.DataFrame:
     summary = cells.heatmap_summary(store, source.run_id, source.dataset)
     if summary.empty:
         raise _nothing("decisions", source)
-    names = _names()
+    names = case_names()
     return summary.assign(bias=summary["bias"].map(lambda b: names.get(b, b)))
 
 
@@ -220,6 +234,14 @@ def _study(store: Store, source: Source, width: int) -> alt.TopLevelMixin:
     by = source.by or (varying[0] if varying else dimensions[0])
     if by not in dimensions:
         raise FigureError(f"pivot the study heatmap by one of {', '.join(dimensions)}, not {by!r}")
+    return study_figure(table, by, width)
+
+
+def study_figure(table: pd.DataFrame, by: str, width: int) -> alt.TopLevelMixin:
+    """The Studies heatmap of a study run's cells (`study_results.results`), one column per
+    value of `by`, sized for `width`."""
+    from cogbias.views import charts_studies
+
     frame = charts_studies.heatmap_frame(table, by)
     columns = charts_studies.column_order(table, by)
     step = _step(width, frame["row"], columns, 44, 110)

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import altair as alt
 import pandas as pd
 
-from cogbias.library import testcases as library
 from cogbias.runs import kinds, study_results, summaries
 from cogbias.store import Store
 from cogbias.studies import analysis, cells, paper_results, study_tables
@@ -61,14 +61,11 @@ PAPER_NOTE = (
 MAX_HUMAN_CHARTS = 6  # one chart per cell beside the humans; the table holds every cell
 
 
-def figure_svg(name: str, store: Store, **where: Any) -> str:
-    """A named figure (`views/figures.py`: the page's chart, print-styled) as SVG text."""
-    return figures.figure_bytes(figures.figure_chart(name, store, **where), "svg").decode("utf-8")
-
-
-def case_names() -> dict[str, str]:
-    """Test case id -> display name (built-in and the user's)."""
-    return {case_id: case.name for case_id, case in library.load_library_report().cases.items()}
+def figure_svg(chart: alt.TopLevelMixin) -> str:
+    """A figure of `views/figures.py` (the page's chart, built from the numbers the report
+    already holds), print-styled at a page's width, as SVG text."""
+    page = figures.WIDTHS["page"]
+    return figures.figure_bytes(figures.printed(chart, page), "svg").decode("utf-8")
 
 
 def _with_ids(frame: pd.DataFrame, ids: Sequence[str]) -> pd.DataFrame:
@@ -87,8 +84,8 @@ def _heatmap_section(store: Store, run_id: str | None, dataset: str | None) -> S
             "results have their own pages); nothing to report"
         )
     table = cells.with_uniform_null(store, summary, run_id=run_id, dataset=dataset)
-    names = case_names()
-    chart = figure_svg("explore-heatmap", store, run_id=run_id, dataset=dataset)
+    names = figures.case_names()
+    chart = figure_svg(figures.explore_figure(summary, figures.WIDTHS["page"]))
     numbers = _with_ids(explore.numbers_table(table, names), table["bias"])
     return Section(
         "Bias × model: mean scores",
@@ -158,10 +155,8 @@ def compare_report(
     if paired.empty:
         raise ReportError(f"{model_a} and {model_b} share no scored instance here")
     table = analysis.compare_models(paired)
-    names = case_names()
-    chart = figure_svg(
-        "compare-forest", store, run_id=run_id, dataset=dataset, models=(model_a, model_b)
-    )
+    names = figures.case_names()
+    chart = figure_svg(figures.compare_figure(table, model_a, model_b, figures.WIDTHS["page"]))
     numbers = _with_ids(pair_tables.compare_numbers(table, model_a, model_b, names), table["bias"])
     compared = Section(
         f"{model_a} (A) against {model_b} (B)",
@@ -214,7 +209,7 @@ def study_report(store: Store, run_id: str) -> Report:
     headline = Section(
         "Headline values",
         paragraphs=(STUDY_NOTE,),
-        charts=(figure_svg("study-heatmap", store, run_id=run_id, by=by),),
+        charts=(figure_svg(figures.study_figure(table, by, figures.WIDTHS["page"])),),
         tables=(
             Table(f"Headline value per test, one column per {by}", pivot, "pivot"),
             Table("All figures per cell", _figures(table), "figures"),
