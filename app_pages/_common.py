@@ -433,8 +433,9 @@ def scoring_choice(key: str) -> dict[str, Any]:
     if samples == 1:
         return dict(zip(("scoring", "samples", "reducer"), scorers.spelled(picked), strict=True))
     fitting = {r.name: r for r in scorers.reducers_for(scorer)}
-    if st.session_state.get(f"{key}_reducer") not in fitting:  # kept from another scorer
+    if st.session_state.get(f"_{key}_reducer_of") != picked:  # another scorer's: its own
         st.session_state.pop(f"{key}_reducer", None)
+        st.session_state[f"_{key}_reducer_of"] = picked
     reducer = st.selectbox(
         "Reducer",
         list(fitting),

@@ -143,6 +143,8 @@ def mean(distributions: Sequence[Distribution]) -> Distribution:
     calls) have that one distribution as their mean."""
     if not distributions or len({len(d.p) for d in distributions}) != 1:
         raise ValueError("a mean needs distributions over the same options")
+    if all(d == distributions[0] for d in distributions):
+        return distributions[0]  # exactly, not up to the rounding of a sum
     n = len(distributions)
     p = [math.fsum(d.p[i] for d in distributions) / n for i in range(len(distributions[0].p))]
     total = math.fsum(p)  # 1 up to rounding: renormalised so the check in Distribution holds

@@ -243,14 +243,14 @@ def sampling_refusal(
     if reducer and not _fits(reducers.get(reducer), scorer):
         fit = " or ".join(r.name for r in reducers_for(scorer))
         return (
-            f"--reducer {reducer} reduces option probabilities, which --scoring {name} does "
-            f"not give: choose {fit}"
+            f"--reducer {reducer} reduces option probabilities, which --scoring "
+            f"{scorer.samples_of or name} does not give: choose {fit}"
         )
     if samples == 1 or temperature > 0:
         return None
     return (
-        f"--samples {samples} ({name}) asks each half {samples} times, and at --temperature 0 "
-        "every sample is the most probable answer again: set a temperature above 0 (e.g. "
+        f"--samples {samples} asks each half {samples} times, and at --temperature 0 every "
+        "sample is the most probable answer again: set a temperature above 0 (e.g. "
         "--temperature 0.7)"
     )
 
