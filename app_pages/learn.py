@@ -16,6 +16,7 @@ from app_pages._common import (
     scoring_choice,
     test_cases,
 )
+from cogbias.core.records import ABSTAINED
 from cogbias.library import examples
 from cogbias.llm.errors import MissingKeyError
 from cogbias.runs import scorers
@@ -172,7 +173,8 @@ if held and held[0] == chosen:
             _pair.show_probabilities(pair)
             _pair.show_samples(pair)
         explained = shown_pairs.explain_score(instance, decision)
-        if not scored and scorers.get(scoring).needs == scorers.SAMPLED_TEXT:
+        unread = not scored and decision.status != ABSTAINED  # an abstention was read
+        if unread and scorers.get(scoring).needs == scorers.SAMPLED_TEXT:
             if _live.probability_problem(instance, model, infos) is None:
                 explained += " " + READ_PROBABILITIES
         (st.info if scored else st.warning)(safe_text.escape_markdown(explained))

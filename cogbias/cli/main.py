@@ -392,7 +392,8 @@ def _pair_scenario(
         for half in ("control", "treatment"):
             choice = row[f"{half}_choice"]
             options = instance.half(half).options
-            shown = "none" if choice is None else f"{choice + 1} {clean(options[choice])!r}"
+            none = "abstained" if row["status"] == ABSTAINED else "none"
+            shown = none if choice is None else f"{choice + 1} {clean(options[choice])!r}"
             print(f"{half}: answer {clean(row[f'{half}_answer'])!r} -> {shown}")
             if "(extracted by " in row[f"{half}_extraction"]:  # an extraction call read it
                 print(f"{half}: extraction {clean(row[f'{half}_extraction'])!r}")
