@@ -24,7 +24,7 @@ from cogbias.library import testcases as library
 from cogbias.runs import batch, decide, paired_plan, reducers, sampling, scorers
 from cogbias.store import Store
 from cogbias.studies import cells
-from tests.test_app_pages import assert_clean, open_page
+from tests.test_app_pages import assert_clean, open_page, shown_text
 
 # The id cogbias gave `run pairs --models random --biases anchoring --temperature 0.7
 # --scoring consistency:3` before --samples existed (computed on that version, not here).
@@ -333,3 +333,21 @@ def test_the_run_page_offers_samples_and_the_registry_s_reducers(last_named, app
     at.radio(key="run_scoring").set_value("probabilities").run()
     assert_clean(at)
     assert at.selectbox(key="run_scoring_reducer").value == "mean_probability"
+
+
+def test_explore_counts_abstained_pairs_apart_in_its_numbers_and_its_cell(app_db: Path) -> None:
+    argv = ["run", "pairs", "--models", "random", "--biases", "framing_effect", "--scenarios", "3"]
+    argv += ["--samples", "2", "--reducer", "majority", "--temperature", "0.7"]
+    assert main([*argv, "--db", str(app_db)]) == 0
+    with Store(app_db) as store:
+        (run,) = store.runs()
+        abstained = store.run_abstained(run["id"])
+    assert abstained, "two draws of the random model never differed: the test shows nothing"
+    at = open_page("explore")
+    at.selectbox(key="explore_source").set_value(f"run:{run['id']}").run()
+    at.selectbox(key="explore_bias").set_value("framing_effect")
+    at.selectbox(key="explore_model").set_value("random").run()
+    assert_clean(at)
+    (numbers,) = [d.value for d in at.dataframe if "failure rate" in d.value.columns]
+    assert list(numbers["abstained"]) == [abstained] and list(numbers["failures"]) == [0]
+    assert f"0 failed, {abstained} abstained" in shown_text(at)
