@@ -30,9 +30,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.study and args.study != "tokenbias":
         from cogbias.cli import studies as cli_studies
 
-        if args.scoring != scorers.DEFAULT:
+        given = [f"--{o}" for o in ("samples", "reducer") if getattr(args, o, None)]
+        if args.scoring != scorers.DEFAULT or given:
+            flags = ", ".join(
+                [f"--scoring {args.scoring}"] * (args.scoring != scorers.DEFAULT) + given
+            )
             raise ValueError(
-                f"--scoring {args.scoring} does not apply to the study '{args.study}': its "
+                f"{flags} does not apply to the study '{args.study}': its "
                 "answers are numbers or conversations, not one option of a pair"
             )
         return cli_studies.run(args)
@@ -111,6 +115,8 @@ def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
         per_bias=args.per_bias,
         prompting=args.prompting,
         scoring=args.scoring,
+        samples=args.samples or 1,
+        reducer=args.reducer,
         extractor=args.extractor or None,
         option_order=args.option_order,
         reading=args.reading,
@@ -358,18 +364,18 @@ def _results(args: argparse.Namespace) -> int:
             )
         return 0
     for row in rows:
-        total = (row["n"] or 0) + (row["failures"] or 0)
+        total = (row["n"] or 0) + (row["failures"] or 0) + (row["abstained"] or 0)
         row["failure_rate"] = round(row["failures"] / total, 4) if total else 0.0
         row["mean"] = None if row["mean"] is None else round(row["mean"], 4)
+    # abstained pairs (a reducer's tie) are counted apart from failures
+    columns = ["bias", "model", "mean", "n", "failures", "failure_rate", "abstained"]
     if args.format == "json":
         json.dump(rows, sys.stdout, indent=1)
         print()
     elif args.format == "csv":
-        writer = csv.DictWriter(
-            sys.stdout, fieldnames=["bias", "model", "mean", "n", "failures", "failure_rate"]
-        )
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns)
         writer.writeheader()
-        writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
+        writer.writerows({k: csv_cell(row[k]) for k in columns} for row in rows)
     else:
-        _table(rows, ["bias", "model", "mean", "n", "failures", "failure_rate"])
+        _table(rows, columns)
     return 0

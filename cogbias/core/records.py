@@ -38,6 +38,10 @@ from cogbias.core.templates import SECTIONS, Filled, render_decision_text
 FailureKind = Literal["transient", "fatal", "unparseable", "invalid"]
 FAILURE_KINDS: tuple[str, ...] = ("transient", "fatal", "unparseable", "invalid")
 RETRIED_ON_RESUME: tuple[str, ...] = ("transient",)
+# A decision's status beside "ok" and "failed": a half whose samples the run's reducer left
+# undecided (a tie under `majority`, `runs/reducers.py`). A result, not a failure: never
+# retried, scored by no mean, counted apart from failures.
+ABSTAINED = "abstained"
 # Stored answers are capped: a model (or a hostile endpoint) can send megabytes, and one such
 # answer would freeze every page that shows it. The cut is recorded in `truncated`.
 MAX_ANSWER_CHARS = 20_000
@@ -241,7 +245,7 @@ class Decision:
     control_choice: int | None = None
     treatment_choice: int | None = None
     score: float | None = None
-    status: str = "ok"  # ok | failed
+    status: str = "ok"  # ok | failed | ABSTAINED
     error: str | None = None
     failure_kind: str | None = None  # FailureKind of a failed decision
     truncated: bool | None = None
@@ -253,7 +257,7 @@ class Decision:
     # `--scoring probabilities`: each half's option probabilities (core.probabilities JSON)
     control_distribution: str | None = None
     treatment_distribution: str | None = None
-    # `--scoring consistency:N`: each half's samples (runs.consistency JSON list)
+    # `--samples N` (`--scoring consistency:N`): each half's samples (runs.sampling JSON list)
     control_samples: str | None = None
     treatment_samples: str | None = None
 

@@ -100,7 +100,7 @@ async def _collect(plan: Plan, store: Store, client: LLMClient) -> None:
             continue
         try:
             ask = paired.pair_ask(plan, repeat)
-            await scorers.get(spec.scoring).decide_pair(client, instance, model, ask)
+            await scorers.get(spec.scoring).decide(client, instance, model, ask)
         except CacheMiss:
             continue
     await close_sessions()

@@ -300,7 +300,8 @@ def _schema_v10(db: sqlite_utils.Database) -> None:
 
 def _schema_v11(db: sqlite_utils.Database) -> None:
     """`--scoring consistency:N`: every sample of each half beside the decision, whose
-    answer is the modal one (`cogbias.runs.consistency`: a JSON list; NULL otherwise).
+    answer is the modal one (now `cogbias.runs.sampling`, any sampled run: a JSON list;
+    NULL otherwise).
     Columns already there are kept (a file whose version was set back by hand)."""
     have = db["decisions"].columns_dict
     for column in ("control_samples", "treatment_samples"):

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from cogbias.core.records import dumps
+from cogbias.core.records import ABSTAINED, dumps
 from cogbias.core.redact import redact
 from cogbias.core.run_record import ACTIVE, RunStatus
 from cogbias.store.connection import StoreBase, now, parse_time
@@ -123,6 +123,15 @@ class RunsRepo(StoreBase):
             (run_id,),
         ).fetchall()
         return {kind: n for kind, n in rows}
+
+    def run_abstained(self, run_id: str) -> int:
+        """How many of a run's pairs abstained (`records.ABSTAINED`: a half's samples left
+        undecided by the run's reducer), counted apart from its failures."""
+        row = self.db.execute(
+            "select count(*) from decisions where run_id = ? and status = ?",
+            (run_id, ABSTAINED),
+        ).fetchone()
+        return int(row[0])
 
     # ---- the worker lease: one process works on a run at a time
 

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cogbias.core.records import ABSTAINED
+
 ALPHA = 0.05
 
 
@@ -98,19 +100,9 @@ def benjamini_hochberg(p_values: Iterable[float]) -> np.ndarray:
 
 
 SUMMARY_COLUMNS = [
-    "bias",
-    "model",
-    "mean",
-    "mean_abs",
-    "n",
-    "failures",
-    "failure_rate",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_adjusted",
-    "significant",
-]
+    "bias", "model", "mean", "mean_abs", "n", "failures", "failure_rate", "abstained",
+    "ci_low", "ci_high", "p_value", "p_adjusted", "significant",
+]  # fmt: skip
 
 
 def with_significance(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
@@ -121,12 +113,15 @@ def with_significance(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame
 
 
 def summarize(scores: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
-    """Per bias x model: mean, n, failures, failure rate, 95% CI, p (t-test vs 0), BH-adjusted
-    p, from one row per decision (`cells.heatmap_summary`: the same from SQLite's sums)."""
+    """Per bias x model: mean, n, failures, failure rate, abstained pairs (counted apart
+    from failures: `records.ABSTAINED`), 95% CI, p (t-test vs 0), BH-adjusted p, from one
+    row per decision (`cells.heatmap_summary`: the same from SQLite's sums)."""
     records = []
     for (bias, model), group in scores.groupby(["bias", "model"], sort=True):
         ok = group.loc[group["status"] == "ok", "score"].dropna().to_numpy(dtype=float)
-        failures = int((group["status"] != "ok").sum())
+        abstained = int((group["status"] == ABSTAINED).sum())
+        failures = int((group["status"] != "ok").sum()) - abstained
+        total = len(ok) + failures + abstained
         low, high = t_interval(ok)
         records.append(
             {
@@ -136,7 +131,8 @@ def summarize(scores: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
                 "mean_abs": float(np.mean(np.abs(ok))) if len(ok) else float("nan"),
                 "n": len(ok),
                 "failures": failures,
-                "failure_rate": failures / (len(ok) + failures) if len(ok) + failures else 0.0,
+                "failure_rate": failures / total if total else 0.0,
+                "abstained": abstained,
                 "ci_low": low,
                 "ci_high": high,
                 "p_value": one_sample_p(ok),

@@ -154,6 +154,22 @@ def _generator(spec: Mapping[str, Any]) -> str:
     return f"the model {generator}, at temperature {temperature}"
 
 
+def _sampled(spec: Mapping[str, Any]) -> str:
+    """How many answers each half was asked and how they were reduced, or '' for one."""
+    try:
+        scoring, samples, reducer = scorers.spelled(
+            str(spec.get("scoring") or scorers.DEFAULT),
+            int(spec.get("samples") or 1),
+            spec.get("reducer"),
+        )
+        scorer = scorers.get(scoring)
+    except (TypeError, ValueError):
+        return ""
+    if not scorer.sampled(samples):
+        return ""
+    return f"; {samples} sample(s) a half, reduced by {reducer or scorer.reducer}"
+
+
 def paired_settings(run: Run) -> tuple[str, ...]:
     """The paired run's stored spec in words."""
     spec = run.spec
@@ -166,7 +182,8 @@ def paired_settings(run: Run) -> tuple[str, ...]:
         f"Run {run.id}"
         + (f" ({run.name})" if run.name else "")
         + f": a {run.kind.name if run.kind else 'paired'} run on {target}, status {run.status}",
-        f"Scorer: {scorer} ({spec.get('scoring') or scorers.DEFAULT}); answers read by {spec.get('reading') or 'answer'}",
+        f"Scorer: {scorer} ({spec.get('scoring') or scorers.DEFAULT}); answers read by {spec.get('reading') or 'answer'}"
+        + _sampled(spec),
         f"Decision temperature {spec.get('temperature', 0.0)}, seed {spec.get('seed', 0)}, "
         f"{spec.get('repeats', 1)} repeat(s) per pair",
         f"Prompting: {spec.get('prompting') or 'baseline'}; option order: "
@@ -181,6 +198,10 @@ def paired_settings(run: Run) -> tuple[str, ...]:
     )
 
 
+ABSTAINED_NOTE = (
+    "a half's samples left undecided by the run's reducer: a result, counted among the done "
+    "pairs, in no mean and in no failure count"
+)
 FAILURE_KINDS = {
     "transient": "transient (a timeout, rate limit or server error: retried on resume)",
     "fatal": "fatal (a refused key, an unknown model: the run stopped)",
@@ -188,13 +209,16 @@ FAILURE_KINDS = {
 }
 
 
-def counts_section(run: Run, failures: Mapping[str, int] | None = None) -> Section:
-    """Failures (by kind, where the run's rows say), what was done with them, tokens and
-    cost."""
+def counts_section(
+    run: Run, failures: Mapping[str, int] | None = None, abstained: int = 0
+) -> Section:
+    """Failures (by kind, where the run's rows say), what was done with them, abstained
+    pairs (apart from failures), tokens and cost."""
     by_kind = ", ".join(f"{n:,} {FAILURE_KINDS.get(k, k)}" for k, n in (failures or {}).items())
     items = (
         f"Units planned {run.planned:,}, done {run.done:,}, failed {run.failed:,}"
-        + (f": {by_kind}" if by_kind else ""),
+        + (f": {by_kind}" if by_kind else "")
+        + (f"; abstained {abstained:,} ({ABSTAINED_NOTE})" if abstained else ""),
         f"Tokens {run.tokens or 0:,}; cost {summaries.cost_text(run)}"
         + (f" (${run.cost_saved:.4f} saved by the response cache)" if run.cost_saved else ""),
         f"Duration {run.duration_s:.1f} s" if run.duration_s is not None else "Duration –",
@@ -227,7 +251,9 @@ def run_methods(store: Store, run_id: str) -> tuple[Section, ...]:
             tables=(models_table(models, spec.get("api_base"), _temperatures(spec)),),
         ),
         *cases,
-        counts_section(run, {} if study else store.run_failure_kinds(run.id)),
+        counts_section(run)
+        if study
+        else counts_section(run, store.run_failure_kinds(run.id), store.run_abstained(run.id)),
     )
 
 
@@ -299,5 +325,7 @@ def runs_methods(store: Store, runs: Sequence[Run]) -> list[Section]:
         models = models_table(spec.get("models") or [], spec.get("api_base"), _temperatures(spec))
         sections.append(Section(f"Run {run.id}", items=paired_settings(run)))
         sections.append(Section(f"Models of run {run.id}", tables=(models,)))
-        sections.append(counts_section(run, store.run_failure_kinds(run.id)))
+        sections.append(
+            counts_section(run, store.run_failure_kinds(run.id), store.run_abstained(run.id))
+        )
     return sections
