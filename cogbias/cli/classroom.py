@@ -257,8 +257,10 @@ def _delete(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         session = sessions.require_session(store, args.code)
         count = sum(sessions.count_answers(store, session.code).values())
+        asked = len(store.model_answers(session.code))
         print(
-            f"This deletes session {session.code} ({session.question.title}) and its {count} answers."
+            f"This deletes session {session.code} ({session.question.title}), its {count} "
+            f"answers and the {asked} answers of models (with the class runs that asked them)."
         )
         if not args.yes and _answer("Delete? [y/N] ") not in ("y", "yes"):
             print("Nothing deleted (answer y, or pass --yes).", file=sys.stderr)
