@@ -227,7 +227,7 @@ def _models_section(store: Store, session: Session) -> None:
     st.subheader("Models on the same question")
     started = st.session_state.get(ASKING)
     run = run_summary(store, started) if started else None
-    if run is not None and run["biases"] != f"class {session.code}":
+    if run is not None and kinds.record(run).spec.get("session") != session.code:
         run = None  # started for another session
     working = run is not None and _working(run)
     if working:

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from cogbias.core.answers import parse_number
 from cogbias.core.class_question import Question
 from cogbias.core.run_record import Run
-from cogbias.runs import class_plan, kinds
 from cogbias.store import Store
 from cogbias.store.class_models import ModelAnswer
 from cogbias.studies import condition_summary as summary
@@ -87,6 +86,8 @@ def _summary(
 
 def class_runs(store: Store, code: str) -> list[Run]:
     """The class runs that asked session `code`'s question, newest first."""
+    from cogbias.runs import class_plan, kinds  # the model stack: not for a participant's page
+
     return [
         run
         for run in kinds.records(store)
