@@ -1,18 +1,16 @@
-"""The one question a class answers: a classic experiment, a study's test, or a test case
-filled once, with each condition's text as a participant sees it and as a model is asked.
+"""The one question a class answers, built: a classic experiment, a study's test, or a test
+case filled once, with each condition's text as a participant sees it and as a model is asked.
 
-A session stores its `Question` as JSON when it opens, so a later change of the study file or
-the library never changes what a running class, or its results, refer to.
+The `Question` record itself is `cogbias.core.class_question` (the class run kind and the
+statistics read it too); a session stores it as JSON when it opens.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
+from cogbias.core.class_question import KINDS, Question
 from cogbias.core.errors import UserError
 from cogbias.core.templates import Filled
 from cogbias.library import examples
@@ -22,51 +20,10 @@ from cogbias.studies.questions import question, system_message
 from cogbias.studies.references import Reference, Use, load_references, references_for
 from cogbias.studies.study_catalog import get_study, load_studies
 
-KINDS = ("choice", "scale", "number")
+__all__ = ["KINDS", "Question", "case_question", "classic_choices", "classic_question"]
+
 _OPTION_LINE = re.compile(r"^\s*\(?([A-Za-z])\)\s+(.+?)\s*$")
 _BLANK_LINE = re.compile(r"^(.*?)_{2,}\s*$")  # "Percentage: __": where a number is written
-
-
-@dataclass(frozen=True)
-class Question:
-    """What every participant of a session answers, one condition each."""
-
-    source: str  # "classic" (a study's test) | "testcase"
-    title: str
-    conditions: tuple[str, ...]
-    labels: dict[str, str]  # condition -> a short label for tables and charts
-    texts: dict[str, str]  # condition -> the question as a participant reads it
-    prompts: dict[str, str]  # condition -> the exact text a model is asked
-    system: str
-    options: dict[str, tuple[str, ...]]  # condition -> option labels, in order
-    keys: tuple[str, ...]  # the stored answer of each option position
-    kind: str  # one of KINDS
-    low: float | None = None  # bounds of a number answer
-    high: float | None = None
-    number_label: str = ""  # the words before a number's blank ("Percentage:")
-    reference: str | None = None
-    reference_conditions: dict[str, str] = field(default_factory=dict)
-    study: str = ""
-    test: str = ""
-    test_case: str = ""
-    instance_id: str = ""
-    scenario: int = 0
-    seed: int = 0
-
-    def option_index(self, answer: str) -> int | None:
-        """The position of a stored answer among the options (None: not an option)."""
-        return self.keys.index(answer) if answer in self.keys else None
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> Question:
-        data: dict[str, Any] = json.loads(text)
-        data["conditions"] = tuple(data["conditions"])
-        data["keys"] = tuple(data["keys"])
-        data["options"] = {c: tuple(o) for c, o in data["options"].items()}
-        return cls(**data)
 
 
 def classic_choices() -> list[tuple[str, str, str]]:

@@ -8,7 +8,7 @@ are unpriced is the profile's to say, so every page and command agrees.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from cogbias.llm.errors import LLMError
 from cogbias.llm.profiles import resolve
@@ -40,6 +40,31 @@ def spent_text(cost: float | None, models: Iterable[str], api_base: str | None =
     """A run's spent cost as text (see `cost_text`), from its cost and the models it asked
     (which models a run asked is the runs layer's to say: `cogbias.runs.summaries`)."""
     return cost_text(cost, unpriced_models(models, api_base))
+
+
+CallSizes = Mapping[str, Mapping[tuple[int, int], int]]
+
+
+def estimated_cost(sizes: CallSizes, api_base: str | None, batch: bool = False) -> float | None:
+    """USD at most for a plan's calls, before any is made: `sizes` maps each model to how
+    many calls of each size (prompt tokens, completion tokens) its plan makes. The `random`
+    baseline and local models cost nothing; None when a priced call's model has no known
+    price. With `batch`, at the providers' batch prices. The one estimate every kind of run
+    that counts its calls by size gives (a study's, a class's)."""
+    total = 0.0
+    for model, counts in sizes.items():
+        if not any(counts.values()):
+            continue
+        profile = resolve(model, api_base)
+        if not profile.writes_text:  # the random baseline: no call, no cost
+            continue
+        price_of = profile.batch_price_per_call if batch else profile.price_per_call
+        for (prompt, completion), n in counts.items():
+            price = price_of(prompt, completion)
+            if price is None:
+                return None
+            total += n * price
+    return total
 
 
 def cost_cell(cost: float | None, text: str) -> float | str:

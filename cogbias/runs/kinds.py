@@ -34,11 +34,12 @@ if TYPE_CHECKING:
 
 
 def _kinds() -> list[RunKind]:
+    from cogbias.runs.class_answers import ClassKind
     from cogbias.runs.paired import DatasetKind, PairedKind, TokenBiasKind
     from cogbias.runs.study import StudyKind
 
     # asked in order: the first that owns a spec without a kind key is its kind
-    return [StudyKind(), TokenBiasKind(), DatasetKind(), PairedKind()]
+    return [ClassKind(), StudyKind(), TokenBiasKind(), DatasetKind(), PairedKind()]
 
 
 _KINDS: list[RunKind] = []

@@ -26,6 +26,7 @@ from cogbias.runs import decide, probabilities, reducers, sampling
 if TYPE_CHECKING:
     from cogbias.core.records import Decision, Instance
     from cogbias.llm import LLMClient
+    from cogbias.llm.profiles import ModelProfile
 
 CHOICE = "choice"  # the names of the built-in scorers, as stored in specs
 PROBABILITIES = probabilities.SCORING
@@ -253,6 +254,21 @@ def sampling_refusal(
         "sample is the most probable answer again: set a temperature above 0 (e.g. "
         "--temperature 0.7)"
     )
+
+
+def default_scoring(profiles: Sequence[ModelProfile], has_options: bool) -> str:
+    """How models are asked a question when the user names no way: `PROBABILITIES` when it
+    has options (a letter each, at most `logprobs.LABELS`) and every model that writes text
+    lists its most probable tokens (its profile's `top_logprobs`: the local model, OpenAI's),
+    else `CHOICE` (sampled answers). Probabilities take one call per question, give the
+    model's exact preference and leave no answer that cannot be read, which a small local
+    model's sampled answers often are. The `random` baseline writes no text and fits both;
+    models that are all `random` are sampled (their spread is the baseline's). One rule, so
+    the class kind and the paired runs default alike."""
+    writers = [p for p in profiles if p.writes_text]
+    if has_options and writers and all(p.top_logprobs for p in writers):
+        return PROBABILITIES
+    return CHOICE
 
 
 def _consistency(family: Scorer, argument: str) -> Scorer:

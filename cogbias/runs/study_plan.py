@@ -175,20 +175,9 @@ class StudyPlan:
     def estimated_cost(self, batch: bool = False) -> float | None:
         """USD for priced models when every answer is read at the first attempt; None when a
         model's price is unknown (the `random` model and local models cost nothing)."""
-        from cogbias.llm.profiles import resolve as resolve_model
+        from cogbias.llm.costs import estimated_cost
 
-        total = 0.0
-        for model, counts in self.call_sizes().items():
-            profile = resolve_model(model, self.spec.api_base)
-            if not profile.writes_text:  # the random baseline: no call, no cost
-                continue
-            price_of = profile.batch_price_per_call if batch else profile.price_per_call
-            for (prompt, completion), n in counts.items():
-                price = price_of(prompt, completion)
-                if price is None:
-                    return None
-                total += n * price
-        return total
+        return estimated_cost(self.call_sizes(), self.spec.api_base, batch)
 
     def describe(self) -> str:
         spec = self.spec

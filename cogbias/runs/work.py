@@ -211,10 +211,11 @@ class Job:
 class RunKind(Protocol):
     """What the executor asks of a kind of run."""
 
-    name: str  # "paired" | "dataset" | "tokenbias" | "study": what a stored spec's "kind" says
+    name: str  # "paired" | "dataset" | "tokenbias" | "study" | "class": a stored spec's "kind"
     unit_name: str  # what a unit is called in progress and summaries ("pairs", "units")
     # the table its results are read from: "decisions" (paired results: Explore shows them),
-    # "study_calls" (the Studies page); another name: no page shows them yet
+    # "study_calls" (the Studies page), "class_model_answers" (the Class page); another
+    # name: no page shows them yet
     results: str
     batchable: bool  # whether `cogbias batch` and `--batch` can hand its requests over
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 # The texts of a study turn (`study_calls`), every one redacted when stored (`store.turns`; a
 # self-help rewrite becomes the next prompt and its value): as texts, and JSON texts inside
@@ -342,6 +342,34 @@ def _schema_v12(db: sqlite_utils.Database) -> None:
     )
 
 
+_CLASS_MODEL_ANSWERS = """create table {name} (
+    session text not null, run_id text not null default '', model text not null,
+    condition text not null, mode text not null, temperature real not null,
+    repeat integer not null, answer text not null, option integer, probabilities text,
+    error text, failure_kind text, grammar text, created_at text not null,
+    primary key (session, run_id, model, condition, mode, temperature, repeat))"""
+
+
+def _schema_v13(db: sqlite_utils.Database) -> None:
+    """Issue 40, the class's model answers become a run kind (`cogbias.runs.class_answers`):
+    each answer names the run that asked it (`run_id`; '' for answers asked before, which
+    are kept), why it failed (`failure_kind`: a transient failure is asked again on resume)
+    and the grammar it was asked under (`grammar`, NULL when none was sent: a report says
+    "grammar" only then). SQLite cannot change a primary key in place: the table is copied.
+    A table that has the columns already is kept (a file whose version was set back)."""
+    if "run_id" in db["class_model_answers"].columns_dict:
+        return
+    db.execute(_CLASS_MODEL_ANSWERS.format(name="class_model_answers_v13"))
+    kept = "session, model, condition, mode, temperature, repeat, answer, option, probabilities"
+    kept += ", error, created_at"
+    db.execute(
+        f"insert into class_model_answers_v13 ({kept}) select {kept} from class_model_answers"
+    )
+    db.execute("drop table class_model_answers")
+    db.execute("alter table class_model_answers_v13 rename to class_model_answers")
+    db.execute("create index if not exists class_model_answers_run on class_model_answers (run_id)")
+
+
 def _chunks(items: list[Any], size: int = 200) -> Iterator[list[Any]]:
     """Lists of at most `size` items: SQLite binds at most 999 parameters a statement."""
     for start in range(0, len(items), size):
@@ -361,4 +389,5 @@ MIGRATIONS = {
     10: _schema_v10,
     11: _schema_v11,
     12: _schema_v12,
+    13: _schema_v13,
 }

@@ -260,11 +260,12 @@ class RunsRepo(StoreBase):
     )
 
     def run_footprint(self, run_id: str) -> dict[str, int]:
-        """What deleting a run removes: its decisions (a study run's model calls) and the
-        instances only it uses."""
+        """What deleting a run removes: its decisions (a study run's model calls, a class
+        run's answers) and the instances only it uses."""
         decisions = self.db.execute(
             "select (select count(*) from decisions where run_id = :run) "
-            "+ (select count(*) from study_calls where run_id = :run)",
+            "+ (select count(*) from study_calls where run_id = :run) "
+            "+ (select count(*) from class_model_answers where run_id = :run)",
             {"run": run_id},
         ).fetchone()[0]
         instances = self.db.execute(
@@ -282,5 +283,6 @@ class RunsRepo(StoreBase):
             self.db.execute("delete from decisions where run_id = ?", (run_id,))
             self.db.execute("delete from batch_requests where run_id = ?", (run_id,))
             self.db.execute("delete from study_calls where run_id = ?", (run_id,))
+            self.db.execute("delete from class_model_answers where run_id = ?", (run_id,))
             self.db.execute("delete from run_test_cases where run_id = ?", (run_id,))
             self.db.execute("delete from runs where id = ?", (run_id,))

@@ -277,9 +277,11 @@ def _paper_models(table: pd.DataFrame, study: str) -> list[Section]:
 
 
 def run_report(store: Store, run_id: str) -> Report:
-    """The report of one run, by its kind."""
-    kind = kinds.stored(store, run_id).kind
-    study = kind is not None and kind.name == "study"
+    """The report of one run, by its kind (a class run's is its session's)."""
+    run = kinds.stored(store, run_id)
+    if run.kind is not None and run.kind.name == "class":
+        return class_report(store, str(run.spec.get("session")))
+    study = run.kind is not None and run.kind.name == "study"
     return study_report(store, run_id) if study else paired_report(store, run_id)
 
 

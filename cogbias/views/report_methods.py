@@ -86,8 +86,15 @@ def _price(per_token: float | None) -> str:
     return "unknown" if per_token is None else f"${per_token * 1e6:.2f}"
 
 
-def models_table(models: Sequence[str], api_base: str | None, temperature: Any) -> Table:
-    """One row per model: its provider and the settings it was asked with (its profile)."""
+def models_table(
+    models: Sequence[str],
+    api_base: str | None,
+    temperature: Any,
+    structured: Mapping[str, str] | None = None,
+) -> Table:
+    """One row per model: its provider and the settings it was asked with (its profile).
+    `structured` says per model what structured output its answers were really asked under
+    (a class run stores the grammar it sent); without it, what the profile takes."""
     rows = []
     for model in models:
         try:
@@ -103,9 +110,13 @@ def models_table(models: Sequence[str], api_base: str | None, temperature: Any) 
                 "endpoint": endpoint(p.api_base) if p.kind == "remote" else "this machine",
                 "temperature": temperature,
                 "answer tokens (max)": p.answer_tokens or "–",
-                "structured output": "JSON schema"
-                if p.json_schema and p.kind == "remote"
-                else ("grammar" if p.grammar else "–"),
+                "structured output": structured.get(model, "none")
+                if structured is not None
+                else (
+                    "JSON schema"
+                    if p.json_schema and p.kind == "remote"
+                    else ("grammar" if p.grammar else "–")
+                ),
                 "input $ / 1M tokens": _price(p.input_price) if p.kind == "remote" else "0",
                 "output $ / 1M tokens": _price(p.output_price) if p.kind == "remote" else "0",
             }
@@ -319,7 +330,7 @@ def runs_methods(store: Store, runs: Sequence[Run]) -> list[Section]:
     (a dataset's runs, or every run behind a comparison of all results)."""
     sections = []
     for run in runs:
-        if run.kind is None or run.kind.name == "study":
+        if run.kind is None or run.kind.results != "decisions":  # a study's, a class's
             continue
         spec = run.spec
         models = models_table(spec.get("models") or [], spec.get("api_base"), _temperatures(spec))
