@@ -417,8 +417,11 @@ async def _flush(app: web.Application) -> None:
         return
     try:
         await app[STORES].run(Store.add_class_throttled, counts)
-    except Exception:  # busy or closing: kept for the next time
+    except Busy:  # kept for the next time
         tally.give_back(counts)
+    except Exception as exc:  # a bug: said, and the counts kept for the next time
+        tally.give_back(counts)
+        print(f"class server: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
 
 def _report(app: web.Application) -> None:

@@ -185,12 +185,13 @@ def assign_condition(
     """The participant's condition: kept per token, so a reload shows the same question; a
     new token takes the session's next place (`balanced_condition`). `admit` is asked only
     for a new participant (the server's rate limit); Throttled when it refuses."""
+    hashed = token_hash(session.code, token)
+    kept = store.class_assignment(session.code, hashed)  # a read: a reload writes nothing
+    if kept is not None:
+        return kept
     conditions = session.question.conditions
     condition = store.assign_class_condition(
-        session.code,
-        token_hash(session.code, token),
-        lambda seed, place: balanced_condition(conditions, seed, place),
-        admit,
+        session.code, hashed, lambda seed, place: balanced_condition(conditions, seed, place), admit
     )
     if condition is None:
         raise Throttled(session.code)

@@ -3,8 +3,9 @@
 Each store call runs on one of a few threads, each with its own connection to the file, so a
 slow call never holds the others up. A write waits at most `WAIT` seconds for another
 process's write lock (the teacher's app, a run, an import); when it is still locked the call
-raises `Busy` at once, and for `PAUSE` seconds after, every call does, without queueing
-behind the lock, so participants get a quick "try again" page rather than a 30 s wait.
+raises `Busy`, and for `PAUSE` seconds after, a write does not wait at all (reads go on:
+the file is in WAL mode), so calls do not queue behind the lock and participants get a quick
+"try again" page rather than a 30 s wait.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from cogbias.store import Store
 
 THREADS = 4
 WAIT = 2.0  # seconds a write waits for another process's lock
-PAUSE = 2.0  # seconds every call is refused after one found the database locked
+PAUSE = 2.0  # seconds writes do not wait after one found the database locked
 MAX_WAITING = 256  # calls queued for a thread at once; more are refused as busy
 T = TypeVar("T")
 
@@ -48,25 +49,28 @@ class StorePool:
         self._paused_until = 0.0
         self._waiting = 0
 
-    def _store(self) -> Store:
+    def _store(self, wait: float) -> Store:
+        """This thread's store, waiting at most `wait` seconds for another's write lock."""
         store: Store | None = getattr(self._local, "store", None)
         if store is None:
             store = Store(self.path)
-            store.set_busy_timeout(WAIT)
-            self._local.store = store
+            self._local.store, self._local.wait = store, None
             with self._lock:
                 self._stores.append(store)
+        if self._local.wait != wait:
+            store.set_busy_timeout(wait)
+            self._local.wait = wait
         return store
 
     def _call(self, work: Callable[..., T], args: tuple[Any, ...]) -> T:
-        if time.monotonic() < self._paused_until:
-            raise Busy("the database was locked a moment ago")
+        paused = time.monotonic() < self._paused_until
         try:
-            return work(self._store(), *args)
+            return work(self._store(0.0 if paused else WAIT), *args)
         except sqlite3.OperationalError as exc:
             if not _locked(exc):
                 raise
-            self._paused_until = time.monotonic() + PAUSE
+            if not paused:
+                self._paused_until = time.monotonic() + PAUSE
             raise Busy(str(exc)) from None
 
     async def run(self, work: Callable[..., T], *args: Any) -> T:

@@ -141,7 +141,7 @@ class ClassSessionsRepo(StoreBase):
         """Add to each session's count of requests refused as too fast (unknown codes are
         ignored)."""
         with self.atomic():
-            self.db.executemany(
+            self.db.conn.executemany(
                 "update class_sessions set throttled = throttled + ? where code = ?",
                 [(n, code) for code, n in counts.items()],
             )
