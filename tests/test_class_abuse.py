@@ -349,8 +349,10 @@ def test_idle_connections_at_a_laptops_file_limit_lock_nobody_out(tmp_path: Path
             hogs = []
             for _ in range(250):
                 hogs.append(await asyncio.open_connection("127.0.0.1", port))
-            try:
-                return await join_and_answer(base, code, "a", fresh_address())
+            try:  # (locked out, it would wait for ever)
+                return await asyncio.wait_for(
+                    join_and_answer(base, code, "a", fresh_address()), 120
+                )
             finally:
                 for _, writer in hogs:
                     writer.close()

@@ -183,3 +183,13 @@ def test_a_stored_join_link_whose_server_stopped_shows_the_command_again(app_db:
     assert "participant server is not running" in texts(at)
     assert [c.value for c in at.code] == ["cogbias class serve --host 0.0.0.0 --port 8765"]
     assert not at.get("image")  # no QR code of a link that leads nowhere
+
+
+def test_requests_refused_as_too_fast_are_flagged_for_the_teacher(app_db: Path) -> None:
+    at, session = _open_session(app_db)
+    assert "refused as too fast" not in texts(at)
+    with Store(app_db) as store:
+        store.add_class_throttled({session.code: 12})  # as the participant server writes it
+    at.run()
+    assert_clean(at)
+    assert "12 requests were refused as too fast from one network address" in texts(at)
