@@ -4,6 +4,7 @@ question whose every text is hostile."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import re
@@ -19,7 +20,9 @@ from pathlib import Path
 
 import aiohttp
 
+from cogbias.classroom import sessions
 from cogbias.classroom.questions import Question, classic_question
+from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 _URL = re.compile(r"Participants join at (http://\S+)")
@@ -104,6 +107,18 @@ async def join_and_answer(
             f"{base}/s/{code}", data={"answer": answer}, allow_redirects=False
         ) as posted:
             return page.status, posted.status
+
+
+def open_on(db: Path, question: Question | None = None) -> str:
+    """A session on `question` (the theatre ticket by default) in the database at `db`."""
+    with Store(db) as store:
+        return sessions.open_session(
+            store, question or classic_question("classics", "theatre_ticket")
+        )
+
+
+def run(coroutine):  # type: ignore[no-untyped-def]
+    return asyncio.run(coroutine)
 
 
 def hostile_question(evil: str) -> Question:

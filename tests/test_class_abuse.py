@@ -13,10 +13,9 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from class_helpers import fresh_address, join_and_answer, participant, serving
+from class_helpers import fresh_address, join_and_answer, open_on, participant, run, serving
 
 from cogbias.classroom import limits, questions, sessions
-from cogbias.classroom.questions import Question
 from cogbias.store import Store
 
 
@@ -30,17 +29,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         yield base, db, printed
     text = "".join(printed)
     assert "Traceback" not in text and "127.0.0.1" not in text and "198.51." not in text, text
-
-
-def open_on(db: Path, question: Question | None = None) -> str:
-    with Store(db) as store:
-        return sessions.open_session(
-            store, question or questions.classic_question("classics", "theatre_ticket")
-        )
-
-
-def run(coroutine):  # type: ignore[no-untyped-def]
-    return asyncio.run(coroutine)
 
 
 def port_of(base: str) -> int:

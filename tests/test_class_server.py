@@ -9,7 +9,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from class_helpers import fresh_address, join_and_answer, participant, serving
+from class_helpers import fresh_address, join_and_answer, open_on, participant, run, serving
 
 from cogbias.classroom import questions, sessions
 from cogbias.classroom.questions import Question
@@ -35,17 +35,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     Store(db).close()
     with serving(db) as base:
         yield base, db
-
-
-def open_on(db: Path, question: Question | None = None) -> str:
-    with Store(db) as store:
-        return sessions.open_session(
-            store, question or questions.classic_question("classics", "theatre_ticket")
-        )
-
-
-def run(coroutine):  # type: ignore[no-untyped-def]
-    return asyncio.run(coroutine)
 
 
 async def fetch(
