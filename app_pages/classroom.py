@@ -173,12 +173,18 @@ def _live_count(code: str) -> None:
     try:
         session = sessions.get_session(store, code)
         counts = sessions.count_answers(store, code) if session else {}
+        throttled = sessions.throttled_count(store, code) if session else 0
     except Exception as exc:  # the database busy or gone for a moment: said, retried in 1 s
         st.warning(f"The count could not be read just now: {friendly(exc)}")
         return
     if session is None:
         st.warning("This session was deleted.")
         return
+    if throttled:
+        st.warning(
+            f"{throttled} requests were refused as too fast from one network address: a "
+            "crowd joining at once behind one Wi-Fi, or someone trying to answer many times."
+        )
     st.metric("Answers", sum(counts.values()))
     st.dataframe(view.count_table(session.question, counts), hide_index=True)
 

@@ -230,3 +230,13 @@ def test_the_models_answer_in_a_worker_whose_progress_shows_and_can_be_cancelled
         assert_clean(at)
         assert "Run cancelled: 0 answers stored" in texts(at)
         assert not at.get("progress")  # the page stopped polling
+
+
+def test_requests_refused_as_too_fast_are_flagged_for_the_teacher(app_db: Path) -> None:
+    at, session = _open_session(app_db)
+    assert "refused as too fast" not in texts(at)
+    with Store(app_db) as store:
+        store.add_class_throttled({session.code: 12})  # as the participant server writes it
+    at.run()
+    assert_clean(at)
+    assert "12 requests were refused as too fast from one network address" in texts(at)

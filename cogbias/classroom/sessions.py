@@ -13,6 +13,7 @@ import hashlib
 import math
 import random
 import secrets
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,9 @@ from cogbias.studies.references import load_references
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
 MAX_ANSWER_CHARS = 40  # an option key or a number: anything longer is not an answer
+# The bound of a number answer whose question states none (a session stored before every
+# number question had bounds): no count, price or estimate a class gives comes near it.
+NUMBER_LIMIT = 1e6
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,12 @@ def delete_session(store: Store, code: str) -> None:
         store.delete_class_session(session.code)
 
 
+def throttled_count(store: Store, code: str) -> int:
+    """Requests to this session the participant server refused as too fast (one address
+    joining or answering faster than a room does): the teacher's page flags them."""
+    return store.class_throttled(normal_code(code))
+
+
 def count_answers(store: Store, code: str) -> dict[str, int]:
     """Answers so far per condition, every condition named (what the live count shows)."""
     session = require_session(store, code)
@@ -147,12 +157,37 @@ def count_answers(store: Store, code: str) -> dict[str, int]:
     return {c: counts.get(c, 0) for c in session.question.conditions}
 
 
-def assign_condition(store: Store, session: Session, token: str) -> str:
-    """The participant's condition: kept per token, so a reload shows the same question."""
-    rng = random.Random(secrets.randbits(64))
-    return store.assign_class_condition(
-        session.code, token_hash(session.code, token), session.question.conditions, rng
+class Throttled(Exception):
+    """A new participant was refused a place: too many joined from their address just now."""
+
+
+def balanced_condition(conditions: Sequence[str], seed: int, place: int) -> str:
+    """The condition at `place` of a session's sequence: blocks of one of each condition,
+    each block shuffled with the session's seed, so any stretch of participants is balanced
+    to within one block, whoever asks and however often."""
+    block, index = divmod(place, len(conditions))
+    order = list(conditions)
+    random.Random(f"{seed}:{block}").shuffle(order)
+    return order[index]
+
+
+def assign_condition(
+    store: Store, session: Session, token: str, admit: Callable[[], bool] | None = None
+) -> str:
+    """The participant's condition: kept per token, so a reload shows the same question; a
+    new token takes the session's next place (`balanced_condition`). `admit` is asked only
+    for a new participant (the server's rate limit); Throttled when it refuses."""
+    hashed = token_hash(session.code, token)
+    kept = store.class_assignment(session.code, hashed)  # a read: a reload writes nothing
+    if kept is not None:
+        return kept
+    conditions = session.question.conditions
+    condition = store.assign_class_condition(
+        session.code, hashed, lambda seed, place: balanced_condition(conditions, seed, place), admit
     )
+    if condition is None:
+        raise Throttled(session.code)
+    return condition
 
 
 def condition_of(store: Store, session: Session, token: str) -> str | None:
@@ -193,11 +228,17 @@ def valid_answer(question: Question, answer: str) -> str | None:
         value = float(answer.replace(",", "."))
     except ValueError:
         return None
-    low = -math.inf if question.low is None else question.low
-    high = math.inf if question.high is None else question.high
+    low, high = number_bounds(question)
     if not math.isfinite(value) or not low <= value <= high:
         return None
     return f"{value:g}"
+
+
+def number_bounds(question: Question) -> tuple[float, float]:
+    """The range a number answer must lie in: the question's, else +-`NUMBER_LIMIT`."""
+    low = -NUMBER_LIMIT if question.low is None else question.low
+    high = NUMBER_LIMIT if question.high is None else question.high
+    return low, high
 
 
 def results(store: Store, code: str) -> ClassResults:

@@ -188,7 +188,9 @@ class StoreBase:
             )
         with self.atomic():
             # Another process may have migrated while we waited for the write lock.
-            for version in range(self.schema_version + 1, SCHEMA_VERSION + 1):
+            # A number left unused (numbers are handed out before the work lands) is skipped.
+            start = self.schema_version
+            for version in sorted(v for v in MIGRATIONS if start < v <= SCHEMA_VERSION):
                 if "meta" not in self.db.table_names():
                     self.db["meta"].create({"key": str, "value": str}, pk="key")
                 MIGRATIONS[version](self.db)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 # The texts of a study turn (`study_calls`), every one redacted when stored (`store.turns`; a
 # self-help rewrite becomes the next prompt and its value): as texts, and JSON texts inside
@@ -368,6 +368,27 @@ def _schema_v13(db: sqlite_utils.Database) -> None:
     db.execute("drop table class_model_answers")
     db.execute("alter table class_model_answers_v13 rename to class_model_answers")
     db.execute("create index if not exists class_model_answers_run on class_model_answers (run_id)")
+def _schema_v14(db: sqlite_utils.Database) -> None:
+    """Issue 45, a class a prankster cannot steer: each session's conditions follow a balanced
+    sequence of its own (`seed`, and `slots`: how many participants it has placed), so a new
+    participant takes the next place in it and cannot draw again; `throttled` counts the
+    requests its participant server refused as too fast (the teacher's page shows it).
+    Existing sessions get a random seed and continue after the participants they have."""
+    have = db["class_sessions"].columns_dict
+    for column, kind in (
+        ("seed", "integer"),
+        ("slots", "integer not null default 0"),
+        ("throttled", "integer not null default 0"),
+    ):
+        if column not in have:
+            db.execute(f"alter table class_sessions add column {column} {kind}")
+    db.execute(
+        "update class_sessions set seed = abs(random() % 4611686018427387904) where seed is null"
+    )
+    db.execute(
+        "update class_sessions set slots = (select count(*) from class_assignments a "
+        "where a.session = class_sessions.code) where slots = 0"
+    )
 
 
 def _chunks(items: list[Any], size: int = 200) -> Iterator[list[Any]]:
@@ -390,4 +411,5 @@ MIGRATIONS = {
     11: _schema_v11,
     12: _schema_v12,
     13: _schema_v13,
+    14: _schema_v14,
 }
