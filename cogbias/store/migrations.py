@@ -368,6 +368,8 @@ def _schema_v13(db: sqlite_utils.Database) -> None:
     db.execute("drop table class_model_answers")
     db.execute("alter table class_model_answers_v13 rename to class_model_answers")
     db.execute("create index if not exists class_model_answers_run on class_model_answers (run_id)")
+
+
 def _schema_v14(db: sqlite_utils.Database) -> None:
     """Issue 45, a class a prankster cannot steer: each session's conditions follow a balanced
     sequence of its own (`seed`, and `slots`: how many participants it has placed), so a new
