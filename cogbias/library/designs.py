@@ -108,7 +108,9 @@ def design_table(cases: dict[str, TestCase], designs: dict[str, Design]) -> str:
         for departure in case.departures:
             lines.append(f"- **{departure.what.strip()}** {departure.why.strip()}")
         for difference in wording:
-            lines.append(f"- *Wording:* **{difference['what'].strip()}** {difference['why'].strip()}")
+            lines.append(
+                f"- *Wording:* **{difference['what'].strip()}** {difference['why'].strip()}"
+            )
         lines.append("")
     return "\n".join(lines)
 
