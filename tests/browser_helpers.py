@@ -160,7 +160,11 @@ EDITOR_FRAME = 'iframe[title="streamlit_ace.streamlit_ace"]'  # the Templates pa
 
 
 def toml_editor(page: Any) -> Any:
-    """The Templates page's TOML editor (Ace, in the component's own frame)."""
+    """The Templates page's TOML editor (Ace, in the component's own frame). A page that
+    replaced the draft draws a new editor; until its run ends the old one is still there."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(EDITOR_FRAME)).to_have_count(1, timeout=60_000)
     return page.frame_locator(EDITOR_FRAME)
 
 
