@@ -122,7 +122,8 @@ def preview_draft(case: TestCase, scenario: str, seed: int = 0) -> DraftPreview:
         what = f"[[{missing[0].instruction}]]" if missing else str(exc)
         note = (
             f"No example fills for {what} yet, so the [[gaps]] stay as written: add them under "
-            "[examples] (docs/format.md), or save the file and let a model fill it on Preview."
+            "[examples] (docs/format.md), or save it to your library and let a model fill it on "
+            "Preview."
         )
     halves = highlight.filled_halves_html(case, instance)
     return DraftPreview(scenario, halves, highlight.legend_html(instance), note)
