@@ -85,3 +85,15 @@ def test_a_key_with_escaped_quotes_is_located_at_its_own_line() -> None:
     problems = _problems(text)
     assert problems, "the shortened key must be reported"
     assert problems[0].line == _line(text, key)
+
+
+def test_a_draft_whose_broken_value_a_gap_uses_is_reported_not_crashed() -> None:
+    """The example check runs beside other problems, so it meets values the parser refused
+    (a step of 0 cannot even be walked): those are listed, and nothing else breaks."""
+    text = FRAMING.replace(
+        "[values.opposite]",
+        '[values.n]\ntype = "int"\nmin = 1\nmax = 5\nstep = 0\n\n[values.opposite]',
+    )
+    text = text.replace("It is time to assess", "It is time to assess, [[say why {{n}} matters]],")
+    messages = [p.message for p in _problems(text)]
+    assert "value 'n': step must be at least 1" in messages, messages

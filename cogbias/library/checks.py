@@ -225,12 +225,16 @@ def example_coverage(case: TestCase, check: Checker) -> None:
     ]
     reported: set[str] = set()
     rng = random.Random(0)
-    for fixed in _assignments(case) if gaps else ():
-        try:
-            values = case.sample_values(rng, fixed)
-        except (SamplingError, ArithmeticError, LookupError, TypeError, ValueError):
-            continue
-        _report_missing_examples(case, values, gaps, named, reported, check)
+    broken = (SamplingError, ArithmeticError, LookupError, TypeError, ValueError)
+    try:
+        for fixed in _assignments(case) if gaps else ():
+            try:
+                values = case.sample_values(rng, fixed)
+            except broken:
+                continue
+            _report_missing_examples(case, values, gaps, named, reported, check)
+    except broken:  # a value the parser found wrong (a step of 0) cannot even be walked
+        return
 
 
 def _matches(gap: LLMGap, key: str, named: set[str]) -> bool:
