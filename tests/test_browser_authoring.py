@@ -269,10 +269,12 @@ def _listed(page: Any) -> list[str]:
 
 
 def test_templates_check_what_is_typed_and_mark_its_line_without_leaving_the_editor(
-    page: Any,
+    page: Any, app_url: str
 ) -> None:
     from playwright.sync_api import expect
 
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
     _open_templates(page)
     text = editor_text(page)
     line = text[: text.index('kind = "likert7"')].count("\n") + 1
@@ -292,6 +294,8 @@ def test_templates_check_what_is_typed_and_mark_its_line_without_leaving_the_edi
     expect(marked).to_have_count(0, timeout=2_000)
     expect(message).to_have_count(0)
     assert editor_text(page) == text
+    assert any("streamlit_ace" in url for url in fetched)  # the editor came from the app...
+    assert all(url.startswith(app_url) for url in fetched), fetched  # ...and nothing else
     no_exception(page)
 
 
