@@ -22,7 +22,13 @@ from cogbias.library.cases import (
     TestCase,
     ValueSpec,
 )
-from cogbias.library.checks import check_examples, check_expression, check_references, dry_run
+from cogbias.library.checks import (
+    check_examples,
+    check_expression,
+    check_references,
+    dry_run,
+    example_coverage,
+)
 from cogbias.library.example_fills import MAX_EXAMPLE_CHARS, MIN_EXAMPLES
 from cogbias.library.problems import Checker, LibraryError, Problem, clip, read_toml
 
@@ -64,7 +70,8 @@ def parse_test_case(text: str, file: str = "<string>", *, proven: bool = False) 
     if check.problems or not check.fields(data, _TOP, ()):
         raise LibraryError(check.problems)
     case = _build(data, check)
-    if check.problems:
+    if check.problems:  # the gaps without example fills are listed with the other problems
+        example_coverage(case, check)
         raise LibraryError(check.problems)
     if not proven:
         dry_run(case, check)
