@@ -33,6 +33,7 @@ from app_pages._common import (
 from cogbias.classroom import models as class_models
 from cogbias.classroom import questions, sessions
 from cogbias.classroom.sessions import Session
+from cogbias.core.safetext import shown
 from cogbias.store import Store
 from cogbias.views import classroom as view
 from cogbias.views.safe_text import escape_markdown
@@ -105,7 +106,8 @@ def _question_preview(question: questions.Question) -> None:
 
 def _session_label(session: Session) -> str:
     state = "revealed" if session.revealed else "open" if session.open else "closed"
-    return f"{session.code} · {session.question.title} · {state} · {minute(session.created_at)}"
+    title = shown(session.question.title, 80)  # a picker shows its text raw: no U+202E acts
+    return f"{session.code} · {title} · {state} · {minute(session.created_at)}"
 
 
 def _pick_session(store: Store) -> Session | None:

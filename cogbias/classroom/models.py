@@ -23,6 +23,7 @@ from cogbias.classroom.questions import Question
 from cogbias.classroom.sessions import get_session
 from cogbias.core import probabilities as probs
 from cogbias.core.answers import parse_letter, parse_number
+from cogbias.core.limits import checked_name
 from cogbias.core.reading import read_option
 from cogbias.core.records import cap_text
 from cogbias.llm import direct, logprobs
@@ -80,8 +81,9 @@ class RunOutcome:
 
 def _profile(model: str, api_base: str | None) -> ModelProfile:
     try:
+        checked_name(model, "model")  # a label on the class's pages and its report
         return resolve(model, api_base)
-    except LLMError as exc:
+    except (LLMError, ValueError) as exc:
         raise ClassModelError(str(exc)) from None
 
 
