@@ -14,7 +14,16 @@ import time
 from pathlib import Path
 
 import pytest
-from batch_helpers import PAIRS, ROOT, cogbias, needs_extraction
+from batch_helpers import (
+    ANTHROPIC_KEY,
+    ANTHROPIC_MODEL,
+    KEY_ENV,
+    PAIRS,
+    ROOT,
+    anthropic_run,
+    cogbias,
+    needs_extraction,
+)
 from dataset_helpers import snapshot
 from fake_anthropic_batches import FakeAnthropic
 
@@ -23,20 +32,17 @@ from cogbias.llm.anthropic_batches import litellm_body, message_params, openai_l
 from cogbias.llm.profiles import resolve
 from cogbias.store import Store
 
-MODEL = "anthropic/claude-haiku-4-5"
-KEY = "fake-anthropic-batch-value-0123456789"  # no real key shape: redacted as an env value
+MODEL, KEY = ANTHROPIC_MODEL, ANTHROPIC_KEY
 
 
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     """The key every `cogbias` process of these tests reads (and must never write)."""
-    monkeypatch.setenv("COGBIAS_TEST_ANTHROPIC_KEY", KEY)
+    monkeypatch.setenv(KEY_ENV, KEY)
 
 
 def run_args(db: Path, base_url: str, *extra: object) -> list[object]:
-    return ["run", "pairs", "--db", db, "--biases", "anchoring,framing_effect,loss_aversion",
-            "--generator", "examples", "--models", MODEL, "--api-base", base_url,
-            "--api-key-env", "COGBIAS_TEST_ANTHROPIC_KEY", *extra]  # fmt: skip
+    return anthropic_run(db, base_url, *extra)
 
 
 def canonical(bodies: list[dict]) -> set[str]:

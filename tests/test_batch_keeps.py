@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_helpers import ROOT, cogbias, needs_extraction
+from batch_helpers import (
+    ANTHROPIC_KEY,
+    ANTHROPIC_MODEL,
+    KEY_ENV,
+    ROOT,
+    anthropic_run,
+    cogbias,
+    needs_extraction,
+)
 from fake_anthropic_batches import FakeAnthropic
 from fake_llm_server import FakeLLMServer
 
@@ -27,21 +35,14 @@ from cogbias.llm.errors import LLMError
 from cogbias.llm.profiles import resolve
 from cogbias.store import Store
 
-MODEL = "anthropic/claude-haiku-4-5"
-KEY = "fake-anthropic-batch-value-0123456789"  # no real key shape: redacted as an env value
+MODEL, KEY = ANTHROPIC_MODEL, ANTHROPIC_KEY
 UNKNOWN = "f" * 64
 WAIT_S = 120  # a generous bound for a worker to end: never a timing assertion
 
 
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COGBIAS_TEST_ANTHROPIC_KEY", KEY)
-
-
-def run_args(db: Path, base_url: str, *extra: object) -> list[object]:
-    return ["run", "pairs", "--db", db, "--biases", "anchoring,framing_effect,loss_aversion",
-            "--generator", "examples", "--models", MODEL, "--api-base", base_url,
-            "--api-key-env", "COGBIAS_TEST_ANTHROPIC_KEY", *extra]  # fmt: skip
+    monkeypatch.setenv(KEY_ENV, KEY)
 
 
 def broken(number: int, lines: list[str]) -> list[str]:
@@ -64,7 +65,7 @@ def keys_of(lines: list[dict[str, Any]]) -> list[str]:
 def test_every_good_line_is_kept_and_each_bad_line_is_named_and_asked_again(tmp_path):
     db = tmp_path / "batch.db"
     with FakeAnthropic(needs_extraction, mangle=broken) as server:
-        out = cogbias(*run_args(db, server.base_url, "--batch", "--poll-seconds", 0.1))
+        out = cogbias(*anthropic_run(db, server.base_url, "--batch", "--poll-seconds", 0.1))
         first = keys_of(server.batches["msgbatch_0001"]["results"])
         later = [keys_of(b["requests"]) for b in list(server.batches.values())[1:]]
     assert out.returncode == 0, out.stderr
@@ -93,7 +94,7 @@ def test_every_good_line_is_kept_and_each_bad_line_is_named_and_asked_again(tmp_
 def start_worker(db: Path, base_url: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "cogbias",
-         *map(str, run_args(db, base_url, "--batch", "--poll-seconds", 0.1))],
+         *map(str, anthropic_run(db, base_url, "--batch", "--poll-seconds", 0.1))],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
 

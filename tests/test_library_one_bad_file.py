@@ -5,12 +5,10 @@ library loads every good file and names the bad one by file, line and column."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from batch_helpers import cogbias
 from streamlit.testing.v1 import AppTest
 
 from cogbias.library import testcases as library
@@ -36,14 +34,6 @@ def user_case(home: Path, case_id: str, value: str) -> Path:
 
 def line_of(path: Path, needle: str) -> int:
     return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
-
-
-def cogbias(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cogbias", *map(str, args)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "COGBIAS_DEMO": "0"},
-    )  # fmt: skip
 
 
 @pytest.fixture

@@ -10,16 +10,14 @@ class report. A chart that still cannot be drawn is an `error:` line."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import struct
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import altair as alt
 import pandas as pd
 import pytest
+from batch_helpers import cogbias
 
 from cogbias.classroom import models as class_models
 from cogbias.classroom import questions, sessions
@@ -30,16 +28,7 @@ from cogbias.store import Store
 from cogbias.views import figures, svg
 from tests.hostile_names import BEL_CASE, BEL_MODEL, LONG_CASE, LONG_MODEL, hostile_run_db
 
-ROOT = Path(__file__).resolve().parent.parent
 RAW = ("\x07", "\u202e")  # what no rendered file may hold raw
-
-
-def cogbias(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cogbias", *map(str, args)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "COGBIAS_DEMO": "0"},
-    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")

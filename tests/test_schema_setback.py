@@ -5,19 +5,15 @@ gets a message that says what to do instead of `invalid literal for int()` or `e
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from batch_helpers import cogbias
 
 from cogbias.core.errors import SchemaError
 from cogbias.store import Store
 from cogbias.store.migrations import SCHEMA_VERSION
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def set_version(path: Path, value: str) -> None:
@@ -29,14 +25,6 @@ def schema(path: Path) -> set[tuple[str, str, str]]:
     with sqlite3.connect(path) as conn:
         rows = conn.execute("select type, name, sql from sqlite_master where name != 'meta'")
         return set(rows.fetchall())
-
-
-def cogbias(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cogbias", *map(str, args)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "COGBIAS_DEMO": "0"},
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize("version", range(SCHEMA_VERSION))
