@@ -40,7 +40,7 @@ FINISHED = ("completed", "failed", "expired", "cancelled")
 WAKE_S = 0.5  # how often the wait between polls, and a request in flight, look for a cancel
 CALL_DEADLINE_S = 600.0  # one request to a Batch API, its retries included
 DOWNLOAD_S = 3 * 3600.0  # one results file, whole (4 GB at 400 KB/s)
-CANCEL_WAIT_S = 1.0  # after a cancel, how long the provider is given to take its batches' cancel
+CANCEL_WAIT_S = 1.0  # after a cancel, how long the provider is given to take the batches' cancels
 
 
 class Cancelled(Exception):
@@ -56,7 +56,7 @@ class Watch:
 
     def __init__(self, store: Store, run_id: str, owner: str) -> None:
         self.store, self.run_id, self.owner = store, run_id, owner
-        self.cancelling = False  # once cancelled: requests are waited on, not cancelled again
+        self.cancel_by: float | None = None  # once cancelled: when the provider's time is up
 
     def stopped(self) -> bool:
         """Beat the lease; True once the run is cancelled or its lease is lost."""
@@ -64,9 +64,12 @@ class Watch:
         return current is None or bool(current.get("cancel_requested"))
 
     def __call__(self, fn: Callable[..., Any], *args: Any, seconds: float | None = None) -> Any:
-        """`fn(*args)`, waited on for at most `seconds` (CALL_DEADLINE_S; CANCEL_WAIT_S once
-        cancelling); `Cancelled` as soon as the run is cancelled."""
-        seconds = CANCEL_WAIT_S if self.cancelling else seconds or CALL_DEADLINE_S
+        """`fn(*args)`, waited on for at most `seconds` (CALL_DEADLINE_S; once cancelling,
+        until `cancel_by`); `Cancelled` as soon as the run is cancelled."""
+        cancelling = self.cancel_by is not None
+        if self.cancel_by is not None:
+            seconds = max(self.cancel_by - time.monotonic(), WAKE_S / 10)
+        seconds = seconds or CALL_DEADLINE_S
         box: dict[str, Any] = {}
 
         def target() -> None:
@@ -82,7 +85,7 @@ class Watch:
             worker.join(max(min(WAKE_S, end - time.monotonic()), 0.0))
             if not worker.is_alive():
                 break
-            if not self.cancelling and self.stopped():
+            if not cancelling and self.stopped():
                 raise Cancelled
             if time.monotonic() >= end:
                 raise LLMError(
@@ -182,7 +185,7 @@ def _batches(
         pass
     else:
         return
-    watch.cancelling = True
+    watch.cancel_by = time.monotonic() + CANCEL_WAIT_S
     _cancel_open(store, run_id, key_env, watch)  # the interactive pass that follows sees it
 
 
@@ -375,21 +378,20 @@ def _content(client: Any, file_id: str) -> bytes:
     return client.files.content(file_id).content
 
 
-def _cancel_open(store: Store, run_id: str, key_env: str | None, call: batch.Call) -> None:
-    """Ask the provider to cancel the run's open batches, giving it CANCEL_WAIT_S for each
-    and at most twice that in all: a server that does not answer cannot hold the cancel up.
-    A batch it did not confirm stays open (a resumed run polls it again)."""
-    end = time.monotonic() + 2 * CANCEL_WAIT_S
+def _cancel_open(store: Store, run_id: str, key_env: str | None, watch: Watch) -> None:
+    """Ask the provider to cancel the run's open batches, within CANCEL_WAIT_S in all (the
+    watch's `cancel_by`): a server that does not answer cannot hold the cancel up. A batch
+    it did not confirm stays open (a resumed run polls it again)."""
     for row in store.batches(run_id, open_only=True):
-        if time.monotonic() >= end:
-            print(f"batch {row['id']}: not cancelled (no time left)", file=sys.stderr)
+        if watch.cancel_by is not None and time.monotonic() >= watch.cancel_by:
+            print(f"batch {row['id']}: not cancelled (the provider's time was up)", file=sys.stderr)
             continue
         try:
             if _anthropic(row):
-                batch_anthropic.cancel(store, row, key_env, call)
+                batch_anthropic.cancel(store, row, key_env, watch)
                 continue
             client = _client(row["model"], row["api_base"], key_env)
-            cancelled = call(client.batches.cancel, row["id"])
+            cancelled = watch(client.batches.cancel, row["id"])
             store.save_batch({"id": row["id"], "status": cancelled.status})
         except Exception as exc:  # noqa: BLE001 (the run is cancelled whatever the server says)
             print(
