@@ -169,6 +169,14 @@ def api(base_url: str) -> anthropic_batches.BatchesAPI:
     return anthropic_batches.BatchesAPI(resolve(MODEL, base_url, registry=[]), KEY)
 
 
+def ended_batch(batches: anthropic_batches.BatchesAPI) -> dict[str, Any]:
+    """A batch of one request, created and polled until it has ended (the server says at once)."""
+    batch = batches.create([{"custom_id": "k1", "params": {
+        "model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}}])  # fmt: skip
+    assert batches.retrieve(batch["id"])["processing_status"] == "ended"
+    return batch
+
+
 def test_a_poll_that_never_answers_fails_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(anthropic_batches, "DEADLINE_S", 1.0)
     with FakeAnthropic(hang="poll") as server:
@@ -180,8 +188,16 @@ def test_results_that_trickle_fail_at_the_deadline(tmp_path, monkeypatch) -> Non
     monkeypatch.setattr(anthropic_batches, "RESULTS_DEADLINE_S", 2.0)
     with FakeAnthropic(batch_delay=0, trickle=0.5) as server:
         batches = api(server.base_url)
-        batch = batches.create([{"custom_id": "k1", "params": {
-            "model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}}])  # fmt: skip
-        assert batches.retrieve(batch["id"])["processing_status"] == "ended"
+        batch = ended_batch(batches)
         with pytest.raises(LLMError, match="timed out"):
+            batches.results(batch["id"], tmp_path / "r.jsonl")
+
+
+def test_results_that_trickle_too_slowly_are_refused_before_the_deadline(tmp_path, monkeypatch):
+    monkeypatch.setattr(anthropic_batches, "RATE_AFTER_S", 0.5)
+    monkeypatch.setattr(anthropic_batches, "ATTEMPTS", 1)
+    with FakeAnthropic(batch_delay=0, trickle=0.3) as server:
+        batches = api(server.base_url)
+        batch = ended_batch(batches)
+        with pytest.raises(LLMError, match="bytes a second, too slowly to finish"):
             batches.results(batch["id"], tmp_path / "r.jsonl")

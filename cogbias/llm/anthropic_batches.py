@@ -43,7 +43,8 @@ TIMEOUT_S = 120.0
 ATTEMPTS = 4  # per request to the Batches API: transient failures are retried with backoff
 DEADLINE_S = 300.0  # one request to the Batches API, its retries included
 RESULTS_DEADLINE_S = 3 * 3600.0  # a results file, whole (MAX_RESULTS_BYTES at 400 KB/s)
-MIN_RESULTS_RATE = 1024  # bytes per second, on average after the first minute: else refused
+MIN_RESULTS_RATE = 1024  # bytes per second on average, once RATE_AFTER_S have passed
+RATE_AFTER_S = 60.0
 
 
 def custom_id(cache_key: str) -> str:
@@ -294,7 +295,7 @@ async def _bounded(response: Any, name: str, model: str) -> bytes:
 
 async def _save(response: Any, path: Path, name: str, model: str) -> None:
     """Write the results to `path` as they arrive: at most MAX_RESULTS_BYTES, and at least
-    MIN_RESULTS_RATE bytes a second on average once a minute has passed (a server that sends
+    MIN_RESULTS_RATE bytes a second on average once RATE_AFTER_S have passed (a server that sends
     a byte every few seconds would otherwise hold the run for the whole deadline)."""
     size, start = 0, time.monotonic()
     with path.open("wb") as handle:
@@ -306,7 +307,7 @@ async def _save(response: Any, path: Path, name: str, model: str) -> None:
                 )
             handle.write(chunk)
             elapsed = time.monotonic() - start
-            if elapsed > 60 and size < MIN_RESULTS_RATE * elapsed:
+            if elapsed > RATE_AFTER_S and size < MIN_RESULTS_RATE * elapsed:
                 raise LLMError(
                     f"{name}: the batch's results arrive at {size / elapsed:,.0f} bytes a "
                     f"second, too slowly to finish; resume the run later to fetch them again",
