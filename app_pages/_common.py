@@ -16,6 +16,7 @@ import streamlit as st
 
 from cogbias.core.redact import redact
 from cogbias.core.run_record import Run
+from cogbias.core.safetext import shown
 from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError, TestCase
 from cogbias.llm import registry
@@ -155,7 +156,7 @@ def test_cases() -> dict[str, TestCase]:
 
 
 def case_label(cases: dict[str, TestCase]) -> Callable[[str], str]:
-    return lambda cid: cases[cid].name + ("" if cases[cid].is_builtin else " (yours)")
+    return lambda cid: shown(cases[cid].name, 120) + ("" if cases[cid].is_builtin else " (yours)")
 
 
 @st.cache_data(show_spinner=False)
@@ -233,10 +234,11 @@ def run_label(run: dict[str, Any]) -> str:
 
 
 def run_option(run: dict[str, Any]) -> str:
-    """A run as a select box option: plain text (options are not Markdown, so nothing is
-    escaped) and no status (an open select box would not redraw a label that changes)."""
+    """A run as a select box option: plain text (options are not Markdown, so only what no
+    page shows raw is escaped, `safetext.shown`) and no status (an open select box would not
+    redraw a label that changes)."""
     parts = (run.get("name"), run.get("study"), run["id"], minute(run.get("created_at")))
-    return " · ".join(str(p) for p in parts if p)
+    return " · ".join(shown(p, 120) for p in parts if p)
 
 
 def pick_run(

@@ -35,6 +35,7 @@ from cogbias.classroom import questions, sessions
 from cogbias.classroom.sessions import Session
 from cogbias.core.redact import redact
 from cogbias.core.run_record import ACTIVE
+from cogbias.core.safetext import shown
 from cogbias.runs import kinds
 from cogbias.runs.class_plan import MAX_SAMPLES, ClassPlan, ClassSpec
 from cogbias.runs.summaries import run_summary
@@ -111,7 +112,8 @@ def _question_preview(question: questions.Question) -> None:
 
 def _session_label(session: Session) -> str:
     state = "revealed" if session.revealed else "open" if session.open else "closed"
-    return f"{session.code} · {session.question.title} · {state} · {minute(session.created_at)}"
+    title = shown(session.question.title, 80)  # a picker shows its text raw: no U+202E acts
+    return f"{session.code} · {title} · {state} · {minute(session.created_at)}"
 
 
 def _pick_session(store: Store) -> Session | None:

@@ -202,7 +202,9 @@ def dry_run(case: TestCase, check: Checker) -> None:
                 path: tuple[str, ...] = ("metric", key)
                 what = f"metric parameter '{key}'"
             else:
-                path, what = ("values", exc.name, "expr"), f"value '{exc.name}'"
+                derived = exc.name in case.values and case.values[exc.name].type == "derived"
+                path = ("values", exc.name, "expr") if derived else ("values", exc.name)
+                what = f"value '{exc.name}'"
             check.add(path, f"{what} fails for {drawn}: {exc.message}", offset=exc.offset)
             continue
         _check_finite(case, values, reported, check)

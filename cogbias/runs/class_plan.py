@@ -21,6 +21,7 @@ from typing import Any
 
 from cogbias.core import records
 from cogbias.core.class_question import Question
+from cogbias.core.limits import checked_name
 from cogbias.llm import logprobs
 from cogbias.llm.errors import LLMError
 from cogbias.llm.keys import missing_key, missing_key_message
@@ -203,8 +204,9 @@ def _profiles(spec: ClassSpec) -> dict[str, ModelProfile]:
     profiles = {}
     for model in spec.models:
         try:
+            checked_name(model, "model")  # a label on the class's pages and its report
             profiles[model] = resolve(model, spec.api_base)
-        except LLMError as exc:
+        except (LLMError, ValueError) as exc:
             raise ClassAskError(str(exc)) from None
     return profiles
 

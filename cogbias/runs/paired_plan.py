@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from cogbias.core import metrics, records
+from cogbias.core.limits import checked_name
 from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.library import examples
 from cogbias.library import testcases as library
@@ -347,7 +348,8 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
         raise ValueError(problem)
     if spec.api_base:
         check_api_base(spec.api_base)
-    for model in {*spec.models, spec.generator}:
+    for model in {*spec.models, spec.generator, spec.extractor or spec.generator}:
+        checked_name(model, "model")  # a model is a label on every page, chart and report
         resolve(model, spec.api_base)  # unknown local models fail here, before any work
     if spec.extractor is not None and not resolve(spec.extractor, spec.api_base).writes_text:
         raise ValueError(
