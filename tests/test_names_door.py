@@ -19,11 +19,10 @@ import pandas as pd
 import pytest
 from batch_helpers import cogbias
 
-from cogbias.classroom import models as class_models
 from cogbias.classroom import questions, sessions
 from cogbias.core.limits import MAX_NAME_CHARS
 from cogbias.library import testcases as library
-from cogbias.runs import study_plan
+from cogbias.runs import class_plan, study_plan
 from cogbias.store import Store
 from cogbias.views import figures, svg
 from tests.hostile_names import BEL_CASE, BEL_MODEL, LONG_CASE, LONG_MODEL, hostile_run_db
@@ -170,13 +169,14 @@ def test_a_model_that_cannot_be_shown_is_refused_before_any_work(
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith("error: model '") and message in done.stderr
         assert "\x07" not in done.stderr
-    with pytest.raises(class_models.ClassModelError, match="model '"):
+    with pytest.raises(class_plan.ClassAskError, match="model '"), Store(db) as store:
         question = questions.classic_question(*questions.classic_choices()[0][:2])
-        class_models.check_ask(question, class_models.ModelAsk(models=(model,)))
+        code = sessions.open_session(store, question)
+        class_plan.plan(class_plan.ClassSpec(code, (model,)), store)
     with pytest.raises(study_plan.StudyPlanError, match="a name"):
         study = study_plan.get_study("mohr8")
         study_plan.resolve(study_plan.StudySpec(study="mohr8", models=[model]), study)
-    assert not db.exists() or not Store(db).runs()
+    assert not Store(db).runs()
 
 
 def test_library_list_prints_one_line_per_test_case(isolated_home: Path) -> None:
