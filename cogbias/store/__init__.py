@@ -21,8 +21,8 @@ from __future__ import annotations
 from cogbias.core.errors import SchemaError, StoreError
 from cogbias.core.records import dumps
 from cogbias.store.cache import CacheRepo
+from cogbias.store.class_lessons import ClassLessonsRepo
 from cogbias.store.class_models import ClassModelsRepo
-from cogbias.store.class_sessions import ClassSessionsRepo
 from cogbias.store.connection import (
     LOCK_TIMEOUT,
     StoreBase,
@@ -74,7 +74,7 @@ class Store(
     TurnsRepo,
     DatasetsRepo,
     EffectsRepo,
-    ClassSessionsRepo,
+    ClassLessonsRepo,
     ClassModelsRepo,
 ):
     """A cogbias database file. Cheap to open; safe to use from one thread at a time.
