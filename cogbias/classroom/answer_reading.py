@@ -41,13 +41,12 @@ def read_answer(question: Question, raw: str) -> Reading:
     """The answer as stored: one of the options' keys, or a finite number within the
     question's bounds in its plain spelling (`number_text`)."""
     answer = raw.strip()
-    if not answer or len(answer) > MAX_ANSWER_CHARS:
-        what = "one of the answers" if question.kind != "number" else "a number"
-        return Reading(None, f"Please give {what}.")
     if question.kind != "number":
         if answer in question.keys:
             return Reading(answer)
         return Reading(None, "Please choose one of the answers.")
+    if not answer or len(answer) > MAX_ANSWER_CHARS:
+        return Reading(None, "Please give a number.")
     value, problem = read_number(answer)
     low, high = number_bounds(question)
     if value is None:

@@ -113,8 +113,8 @@ def resolve(store: Store, code: str, at: str | None = None) -> tuple[Lesson, Ses
     lesson = get_lesson(store, code, at)
     if lesson is None:
         raise KeyError(
-            f"no class session or lesson with code '{sessions.normal_code(code)}' in "
-            f"{store.path} (`cogbias class list` lists them)"
+            f"no class session with code '{sessions.normal_code(code)}' in {store.path} "
+            "(`cogbias class list` lists the sessions and lessons)"
         )
     named = sessions.normal_code(code)
     chosen = next((q for q in lesson.questions if q.code == named), lesson.session)
