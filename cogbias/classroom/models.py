@@ -43,7 +43,7 @@ def model_summaries(store: Store, code: str, question: Question) -> list[Conditi
     session's model answers (empty when no model answered)."""
     out = []
     for (model, mode, temperature), by_condition in sorted(answers_by_group(store, code).items()):
-        used = temperature if _uses_temperature(model) else None  # the baseline: none
+        used = temperature if uses_temperature(model) else None  # the baseline: none
         for condition in question.conditions:
             answers = by_condition.get(condition)
             if answers:
@@ -86,7 +86,7 @@ def _summary(
     return summary.of_choices(question, condition, who, chosen, unreadable, **about)
 
 
-def _uses_temperature(model: str) -> bool:
+def uses_temperature(model: str) -> bool:
     """Whether the model's answers depend on a temperature: not the `random` baseline's,
     which draws uniformly (asked of its profile, never of its name)."""
     from cogbias.llm.errors import LLMError

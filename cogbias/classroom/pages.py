@@ -86,7 +86,7 @@ def enter_code(message: str = "") -> str:
         "Join the class",
         "<h1>Join the class</h1>"
         f'{error}<form method="get" action="/"><label for="code">Code shown by your teacher'
-        '</label><br><input type=text id=code name=code maxlength=12 '
+        "</label><br><input type=text id=code name=code maxlength=12 "
         f'autocomplete="off" autocapitalize="characters" required autofocus{described}><br>'
         '<button type="submit">Join</button></form>',
     )
@@ -132,7 +132,7 @@ def question_form(
     if question.kind == "number":
         field = (
             f'<label for="answer">{escape(question.number_label or "Your answer")}</label><br>'
-            f'<input type=text id=answer name=answer inputmode=decimal maxlength=20 '
+            f"<input type=text id=answer name=answer inputmode=decimal maxlength=20 "
             f"required{_bounds(question)}{described}>"
         )
     else:
