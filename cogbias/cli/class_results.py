@@ -8,7 +8,6 @@ option (or the original's neutral name for it), a model's temperature only where
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from typing import Any
@@ -43,34 +42,13 @@ def _results(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(sessions.results_json(result), indent=2, ensure_ascii=False))
     elif args.format == "csv":
-        _csv(result)
+        from cogbias.views.classroom import reveal_csv
+
+        sys.stdout.write(reveal_csv(result))
     else:
         for line in text_lines(result):
             print(line)
     return 0
-
-
-def _csv(result: Any) -> None:
-    """The reveal's rows (`views.classroom.reveal_frame`), one per condition, option and
-    who, numbers plain; cells safe for a spreadsheet."""
-    from cogbias.classroom import reveal
-    from cogbias.core.safetext import csv_cell
-    from cogbias.views.classroom import reveal_frame
-
-    frame = reveal_frame(result)
-    measure = reveal.measure_of(result.question)
-    writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(["session", "question", "condition", "option", "who", "measure", "value",
-                     "low", "high", "n"])  # fmt: skip
-    for row in frame.itertuples(index=False):
-        cells = [result.code, result.question.title, row.condition, row.option or measure,
-                 row.who, measure, _plain(row.value), _plain(row.low), _plain(row.high),
-                 "" if row.n is None or row.n != row.n else int(row.n)]  # fmt: skip
-        writer.writerow([csv_cell(cell) for cell in cells])
-
-
-def _plain(value: float) -> str:
-    return "" if value != value else f"{value:.6g}"
 
 
 def text_lines(result: Any) -> list[str]:

@@ -8,6 +8,8 @@ test read the same numbers. Nothing here imports Streamlit.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -233,6 +235,31 @@ def reveal_table(frame: pd.DataFrame, question: Question) -> pd.DataFrame:
     ]
     columns = ["Condition", "Option", "Who", reveal.RESULT_HEADING, "n"]
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+RESULT_COLUMNS = ["session", "question", "condition", "option", "who", "measure", "value",
+                  "low", "high", "n"]  # fmt: skip
+
+
+def reveal_csv(results: ClassResults) -> str:
+    """The reveal's rows (`reveal_frame`, with your classes pooled where there are), one per
+    condition, option and who, numbers plain; cells safe for a spreadsheet."""
+    from cogbias.core.safetext import csv_cell
+
+    measure = measure_of(results.question)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(RESULT_COLUMNS)
+    for row in reveal_frame(results).itertuples(index=False):
+        n = "" if row.n is None or pd.isna(row.n) else int(row.n)
+        cells = [results.code, results.question.title, row.condition, row.option or measure,
+                 row.who, measure, _plain(row.value), _plain(row.low), _plain(row.high), n]  # fmt: skip
+        writer.writerow([csv_cell(cell) for cell in cells])
+    return out.getvalue()
+
+
+def _plain(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.6g}"
 
 
 def pool_note(results: ClassResults) -> str:
