@@ -79,8 +79,9 @@ def _controls(store: Store, lesson: Lesson, session: Session) -> None:
             if st.button("Yes, reveal", type="primary", key="class_do_reveal"):
                 _act("Revealing", lambda: lessons.reveal(store, code))
     if session.state in (LOCKED, REVEALED) and lesson.has_next:
-        kind = "primary" if session.state == REVEALED else "secondary"
-        if c2.button("Next question", type=kind, key="class_next"):
+        revealed = session.state == REVEALED
+        where, kind = (c1, "primary") if revealed else (c2, "secondary")
+        if where.button("Next question", type=kind, key="class_next"):
             _act("Opening the next question", lambda: lessons.next_question(store, lesson.code))
     if session.state in (LOBBY, ANSWERING):
         with c3.popover("Countdown…"):

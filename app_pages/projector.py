@@ -31,12 +31,20 @@ def _code(store: Store) -> str | None:
 
 
 def _join(store: Store, lesson: Lesson) -> None:
+    """The code, the link and its QR code, and beside them the live count."""
     base = sessions.join_base(store)
     url = view.safe_join_url(sessions.join_url(base, lesson.code)) if base else None
-    svg = view.join_qr_svg(url) if url else None
-    st.html(projector.join_html(lesson.code, url, svg))
-    if url is None:
-        st.caption("The participant server is not running: start it from the Class page.")
+    left, middle, right = st.columns([5, 4, 4])
+    with left:
+        st.html(projector.join_html(lesson.code, url))
+        if url is None:
+            st.caption("The participant server is not running: start it from the Class page.")
+    if url is not None:
+        svg = attempt("Drawing the QR code", lambda: view.join_qr_svg(url))
+        if svg:
+            middle.image(svg, width=300)
+    with right:
+        _live(lesson.code)
 
 
 def _reveal(store: Store, lesson: Lesson) -> None:
@@ -95,7 +103,6 @@ def main() -> None:
         _live_quietly(lesson.code)
         return
     _join(store, lesson)
-    _live(lesson.code)
 
 
 @st.fragment(run_every=1.0)

@@ -41,10 +41,12 @@ a{color:#1d4380}
 .given{font-size:1.15rem;font-weight:600;border-left:4px solid #1d4380;padding-left:.6rem}
 .state{display:inline-block;font-weight:600;color:#1b1b1b;background:#e8e8e8;
 padding:.1rem .5rem;border-radius:.3rem}
-table{border-collapse:collapse;width:100%}td,th{padding:.3rem;text-align:left;
-border-bottom:1px solid #ddd;vertical-align:top}
-.bar{background:#1d4380;height:.9rem;display:inline-block}
-.human{background:#595959}.who{display:inline-block;width:4.5rem}
+ul.shares{list-style:none;padding:0;margin:0}
+ul.shares li{border-bottom:1px solid #ddd;padding:.3rem 0}ul.shares p{margin:.2rem 0}
+.line{white-space:nowrap}
+.track{display:inline-block;width:9rem;height:.9rem;background:#e8e8e8;vertical-align:middle}
+.bar{background:#1d4380;height:100%;display:block}
+.human{background:#595959}.who{display:inline-block;width:4.8rem}
 .timer{height:.6rem;background:#e8e8e8;border-radius:.3rem;overflow:hidden}
 .timer span{display:block;height:100%;background:#1d4380;animation:shrink linear forwards}
 .timeup{visibility:hidden;animation:show 0s forwards}
@@ -290,25 +292,25 @@ def _condition_block(question: Question, row: ConditionResult, human: HumanResul
         if human is not None and human.median is not None:
             lines.append(f"<p>Original study: median {reveal.readable(human.median, 'number')}</p>")
         return head + "".join(lines)
-    cells = []
+    items = []
     for i, label in enumerate(question.options[row.condition]):
         share = row.shares[i] if i < len(row.shares) else math.nan
-        line = _bar("Class", share, "bar")
+        lines = [_bar("Class", share, "bar")]
         if human is not None and i < len(human.shares) and human.shares[i] is not None:
-            line += "<br>" + _bar("Original", human.shares[i], "bar human")
-        cells.append(f"<tr><td>{escape(label)}</td><td>{line}</td></tr>")
+            lines.append(_bar("Original", human.shares[i], "bar human"))
+        items.append(f"<li><p>{escape(label)}</p>{''.join(lines)}</li>")
     mean = ""
     if question.kind == "scale" and row.mean is not None:
         mean = f"<p>Mean position: {row.mean:.2f} of {len(question.keys)}</p>"
-    header = '<tr><th scope="col">Answer</th><th scope="col">Share</th></tr>'
-    return head + f"<table>{header}{''.join(cells)}</table>{mean}"
+    return head + f'<ul class="shares">{"".join(items)}</ul>{mean}'
 
 
 def _bar(who: str, share: float | None, css: str) -> str:
+    """One line: who, a bar of the share (of a track that is 100 %) and the share."""
     if share is None or math.isnan(share):
-        return f'<span class="who">{who}</span>no answers'
-    width = round(share * 10, 1)
+        return f'<p class="line"><span class="who">{who}</span>no answers</p>'
     return (
-        f'<span class="who">{who}</span><span class="{css}" style="width:{width}rem"></span> '
-        f"{reveal.readable(share, reveal.SHARE)}"
+        f'<p class="line"><span class="who">{who}</span><span class="track">'
+        f'<span class="{css}" style="width:{share * 100:.0f}%"></span></span> '
+        f"{reveal.readable(share, reveal.SHARE)}</p>"
     )

@@ -173,9 +173,11 @@ class _Sizes:
 
     @staticmethod
     def height(data: pd.DataFrame) -> int:
-        """Room for every row and who without scrolling at 1280×720 (the type stays large)."""
-        per_row = len(set(data["who"])) * 30 + 24
-        return int(min(400, max(180, per_row * data["row"].nunique())))
+        """The whole chart's height (the page fits legend, plot and axis into it): room for
+        every row and who, at most what fits below the title at 1280×720."""
+        lines = max(r.count("\n") + 1 for r in data["row"])
+        per_row = max(len(set(data["who"])) * 36, lines * 30) + 30
+        return int(min(500, max(300, 150 + per_row * data["row"].nunique())))
 
 
 def _tooltip(measure: str) -> list[alt.Tooltip]:

@@ -38,13 +38,11 @@ max-width:100% !important}
 .room h1{font-size:2.6rem;margin:0 0 .4rem 0;line-height:1.15}
 .room .place{font-size:1.4rem;color:#333;margin:0}
 .room .state{font-size:2rem;font-weight:700;margin:.6rem 0}
-.room .code{font-size:5rem;font-weight:800;letter-spacing:.4rem;font-family:monospace;
+.room .code{font-size:4.6rem;font-weight:800;letter-spacing:.4rem;font-family:monospace;
 margin:0;line-height:1.1}
 .room .link{font-size:1.6rem;font-family:monospace;word-break:break-all;margin:.2rem 0}
 .room .count{font-size:3rem;font-weight:700;margin:.4rem 0}
 .room .timer{font-size:4rem;font-weight:800;font-family:monospace;color:#a00000}
-.room .join{display:flex;gap:2.5rem;align-items:center}
-.room .join svg{width:260px;height:260px}
 </style>"""
 
 
@@ -75,13 +73,12 @@ def heading_html(lesson: Lesson, session: Session) -> str:
     return f'<div class="room">{shown}<h1>{escape(session.question.title)}</h1></div>'
 
 
-def join_html(code: str, url: str | None, qr_svg: str | None) -> str:
-    """The code in large type, the link and the QR code beside them."""
-    link = f'<p class="link">{escape(url)}</p>' if url else ""
-    qr = qr_svg or ""
+def join_html(code: str, url: str | None) -> str:
+    """The code in large type and the link (the QR code is drawn beside them)."""
+    link = f'<p class="place">or open</p><p class="link">{escape(url)}</p>' if url else ""
     return (
-        f'<div class="room"><div class="join"><div><p class="place">Join with the code</p>'
-        f'<p class="code">{escape(code)}</p>{link}</div><div>{qr}</div></div></div>'
+        f'<div class="room"><p class="place">Join with the code</p>'
+        f'<p class="code">{escape(code)}</p>{link}</div>'
     )
 
 
