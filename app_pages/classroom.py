@@ -98,8 +98,8 @@ def _open_section(store: Store) -> None:
             "Countdown per question, seconds (0: none)", 0, sessions.MAX_SECONDS, 0,
             key="class_seconds",
         )  # fmt: skip
-        lobby = c2.checkbox(
-            "Wait in a lobby until I press Start", value=len(asked) > 1, key="class_lobby",
+        lobby = c2.checkbox(  # no key: its default follows the number of questions
+            "Wait in a lobby until I press Start", value=len(asked) > 1,
             help="Participants join and wait; answers open when you press Start answers.",
         )  # fmt: skip
         label = "Open lesson" if len(asked) > 1 else "Open session"
