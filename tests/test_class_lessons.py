@@ -286,3 +286,12 @@ def test_a_version_14_file_takes_the_lesson_columns_and_keeps_its_sessions(
     with Store(path) as store:
         assert sessions.require_session(store, code).state == sessions.ANSWERING
     assert now() > session.created_at
+
+
+def test_the_confirmation_quotes_the_option_whole_without_a_second_full_stop() -> None:
+    """Before: "Your answer is in: A) With programme A, 200 people will be saved.." """
+    from cogbias.classroom import pages
+
+    question = classic("asian_disease")
+    text = pages.answered("/s/ABCDEF", question, "lives_saved", "a")
+    assert "200 people will be saved.</p>" in text and ".." not in text
