@@ -10,16 +10,13 @@ n per condition. The statistics are the studies layer's (`condition_summary.pool
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cogbias.classroom.answer_reading import answers_by_condition
 from cogbias.core.class_question import Question
 from cogbias.store import Store
 from cogbias.studies import condition_summary as summary
 from cogbias.studies.condition_summary import ConditionSummary
-
-if TYPE_CHECKING:
-    from cogbias.classroom.sessions import Session
 
 
 @dataclass(frozen=True)
@@ -38,18 +35,19 @@ class PoolPart:
         return {"code": self.code, "opened": self.opened, "n": dict(self.n), "total": self.total}
 
 
-def pool_results(store: Store, session: Session) -> tuple[list[ConditionSummary], list[PoolPart]]:
-    """Per condition, every session of the same question pooled (this one always; others
-    once they have answers), oldest first, and what each session adds."""
-    question = session.question
+def pool_results(
+    store: Store, code: str, question: Question
+) -> tuple[list[ConditionSummary], list[PoolPart]]:
+    """Per condition, every session of the same question pooled (session `code`, asking
+    `question`, always; others once they have answers), oldest first, and what each adds."""
     identity = question.identity()
     parts: list[PoolPart] = []
     values: dict[str, list[list[float]]] = {c: [] for c in question.conditions}
     for row in sorted(store.class_sessions(), key=lambda r: (r.created_at, r.code)):
-        if row.code != session.code and _identity(row.question) != identity:
+        if row.code != code and _identity(row.question) != identity:
             continue
         answers = answers_by_condition(store, row.code, question)
-        if row.code != session.code and not any(answers.values()):
+        if row.code != code and not any(answers.values()):
             continue
         parts.append(PoolPart(row.code, row.created_at, {c: len(answers[c]) for c in values}))
         for condition in values:

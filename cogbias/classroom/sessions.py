@@ -315,7 +315,7 @@ def results(store: Store, code: str, pool: bool = False) -> ClassResults:
     rows = [_class_summary(question, c, by_condition[c]) for c in question.conditions]
     humans, citation = _humans(question)
     models = model_summaries(store, session.code, question)
-    pooled, parts = pool_results(store, session) if pool else ([], [])
+    pooled, parts = pool_results(store, session.code, question) if pool else ([], [])
     return ClassResults(session.code, question, rows, humans, citation, models, pooled, parts)
 
 
