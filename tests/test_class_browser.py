@@ -35,6 +35,7 @@ from tests.browser_helpers import (
     running_app,
     settle,
 )
+from tests.class_helpers import app_env
 
 pytestmark = pytest.mark.browser
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -47,9 +48,7 @@ pytest.importorskip("playwright.sync_api")
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("class-home")
-    return {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-            "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    return app_env(tmp_path_factory.mktemp("class-home"))
 
 
 @pytest.fixture(scope="module")

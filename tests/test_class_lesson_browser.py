@@ -12,14 +12,13 @@ to artifacts/screenshots/ to be looked at.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from class_helpers import serving
+from class_helpers import app_env, serving
 
 from cogbias.classroom import lessons, sessions
 from cogbias.store import Store
@@ -37,9 +36,7 @@ pytest.importorskip("playwright.sync_api")
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("lesson-home")
-    return {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-            "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    return app_env(tmp_path_factory.mktemp("lesson-home"))
 
 
 @pytest.fixture(scope="module")
