@@ -10,7 +10,10 @@ repository mixin per aggregate, each owning its tables:
 - `turns`: study conversation turns (`study_calls`) and study sources;
 - `datasets`: imported datasets and their rows;
 - `effects`: the Mohr thesis tables (effect sizes, study prompts, model features);
-- `class_sessions`: a class's sessions, participants' conditions and answers.
+- `class_sessions`: a class's sessions (their states and countdown), participants'
+  conditions and answers;
+- `class_lessons`: lessons, several sessions in a row under one code;
+- `class_models`: the models' answers to a session's question.
 
 `Store` combines them, so callers keep one object. Every row a run writes has a deterministic
 key, which makes re-running idempotent and a killed run resumable.
