@@ -150,3 +150,25 @@ def test_pages_that_wait_break_only_the_reload_rule_and_can_stop(
                                   "nobody") is None  # fmt: skip
     finally:
         you.context.close()
+
+
+def test_the_question_s_countdown_hides_send_at_zero_without_script(
+    browser: Any, server: tuple[str, Path]
+) -> None:
+    """The question never reloads; its countdown is CSS from the seconds left when it was
+    served: at zero Send goes and the page says answers are locked."""
+    base, db = server
+    with Store(db) as store:
+        code = sessions.open_session(
+            store, questions.classic_question("classics", "linda"), seconds=sessions.MIN_SECONDS
+        )
+    you = phone(browser)
+    try:
+        you.goto(f"{base}/s/{code}")
+        send = you.get_by_role("button", name="Send my answer")
+        assert send.is_visible() and you.get_by_text("seconds left to answer").is_visible()
+        you.get_by_text("Time is up: answers are locked.").wait_for(timeout=30_000)
+        assert send.is_hidden()
+        assert violations(you) == [], "the question at zero"
+    finally:
+        you.context.close()
