@@ -27,6 +27,15 @@ PARTICIPANT_INTRO = (
     "answered: compare them."
 )
 RESULT_HEADING = "Result (95% interval)"
+# the report's paragraph above the chart
+REPORT_NOTE = (
+    "Per condition, the original study's people (where the question is one of theirs), your "
+    "classes pooled (where other sessions asked the same question), this class and each model "
+    "asked the same words, each with its 95% interval: Wilson's for a share, a t-interval for "
+    "a mean position, a distribution-free one for a median. A model's option probabilities "
+    "(one call) have no interval. Each option is named as its own condition words it, or by "
+    "the original study's neutral name for it."
+)
 POOL_NOTE = "your classes: {sessions} sessions of this question, {n} answers, {first} to {last}"
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 from cogbias.classroom import lessons, sessions
 from cogbias.classroom import models as class_models
 from cogbias.classroom.questions import Question
+from cogbias.classroom.reveal import REPORT_NOTE
 from cogbias.classroom.sessions import ClassResults, Session
 from cogbias.core.run_record import Run
 from cogbias.runs import class_answers
@@ -26,14 +27,6 @@ from cogbias.views.report_methods import models_table, software
 from cogbias.views.report_parts import Report, ReportError, Section, Table
 from cogbias.views.svg import chart_svg
 
-REVEAL_NOTE = (
-    "Per condition, the original study's people (where the question is one of theirs), your "
-    "classes pooled (where other sessions asked the same question), this class and each model "
-    "asked the same words, each with its 95% interval: Wilson's for a share, a t-interval for "
-    "a mean position, a distribution-free one for a median. A model's option probabilities "
-    "(one call) have no interval. Each option is named as its own condition words it, or by "
-    "the original study's neutral name for it."
-)
 ASSIGNED = (
     "Each participant was given one condition when they first opened the question: the next "
     "place in the session's own balanced order (blocks holding each condition once, each "
@@ -273,7 +266,7 @@ def class_report(store: Store, code: str) -> Report:
         )
     reveal = Section(
         "The class beside the humans and the models",
-        paragraphs=(REVEAL_NOTE,) + ((f"Humans: {results.citation}",) if results.citation else ()),
+        paragraphs=(REPORT_NOTE,) + ((f"Humans: {results.citation}",) if results.citation else ()),
         charts=(chart_svg(figures.printed(chart)),),
         tables=(_numbers(frame, question), _class_answers(results), *_pool_table(results)),
     )
