@@ -142,6 +142,7 @@ def test_a_two_question_lesson_with_a_countdown_projector_and_confirmed_reveal(
         confirm = teacher.get_by_role("button", name="Yes, reveal")
         confirm.wait_for()
         assert _state(db, code) == sessions.LOCKED  # opening "Reveal…" only asks
+        teacher.wait_for_timeout(600)  # the popover fades in: its words, not a ghost, shown
         teacher.screenshot(path=str(SHOTS / "class_teacher_reveal_confirm.png"))
         confirm.click()
         teacher.get_by_role("heading", name="Reveal").wait_for()
