@@ -24,7 +24,7 @@ from tests.app_helpers import make_results_db
 from tests.fake_llm_server import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["learn", "templates", "preview", "run", "explore", "settings"]
+PAGES = ["learn", "templates", "preview", "run", "explore", "settings", "projector"]
 
 
 @pytest.fixture(scope="module")

@@ -215,13 +215,14 @@ def test_the_reveal_puts_humans_class_and_models_on_one_share_scale(store, theat
     results = sessions.results(store, theatre)
     frame = view.reveal_frame(results)
     who = list(dict.fromkeys(frame["who"]))
-    assert who == [view.HUMANS, view.CLASS, "model random (T 0.7)"]
+    assert who == [view.HUMANS, view.CLASS, "model random"]  # the baseline uses no temperature
     ticket = frame[frame["condition"] == results.question.labels["lost_ticket"]]
     row = ticket.set_index("who").loc[view.CLASS]
     assert row["value"] == pytest.approx(1 / 3) and row["n"] == 3
     assert row["low"] < 1 / 3 < row["high"]
     assert ticket.set_index("who").loc[view.HUMANS, "value"] == pytest.approx(0.46)
-    assert set(frame["option"]) == {"A) Yes"}  # two options: the one the original reports
+    # two options: the one the original reports, by its neutral name (the same in both)
+    assert set(frame["option"]) == {"yes, pay $10 for a ticket"}
     spec = view.reveal_chart(frame, results.question).to_dict()
     assert spec["layer"][1]["encoding"]["x"]["scale"]["domain"] == [0, 1]
     table = view.reveal_table(frame, results.question)
@@ -294,12 +295,12 @@ def test_a_seven_point_test_case_shows_class_and_models_as_mean_positions(store)
     assert 1 <= mine["low"] < 3.0 < mine["high"] <= 7
     uniform = rows.loc[(question.labels[first], "model random (probabilities)")]
     assert uniform["value"] == pytest.approx(4.0)  # the middle of 1..7
-    sampled = rows.loc[(question.labels[second], "model random (T 0.7)")]
+    sampled = rows.loc[(question.labels[second], "model random")]
     assert 2.5 < sampled["value"] < 5.5 and sampled["n"] == 40
     spec = view.reveal_chart(frame, question).to_dict()
     assert spec["layer"][1]["encoding"]["x"]["scale"]["domain"] == [1, 7]
     legend = spec["layer"][1]["encoding"]["color"]["scale"]["domain"]
-    assert legend == [view.CLASS, "model random (probabilities)", "model random (T 0.7)"]
+    assert legend == [view.CLASS, "model random (probabilities)", "model random"]
     assert "mean position" in view.reveal_table(frame, question)["Option"].iloc[0]
 
 

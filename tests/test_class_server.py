@@ -298,3 +298,69 @@ def test_behind_https_the_cookie_is_sent_over_tls_only(tmp_path: Path) -> None:
 
     secure, plain = run(scenario())
     assert "Secure" in secure and "Secure" not in plain
+
+
+def test_a_lesson_is_followed_at_one_code_and_a_late_answer_never_counts_for_the_next(
+    server: tuple[str, Path],
+) -> None:
+    from cogbias.classroom import lessons
+
+    base, db = server
+    with Store(db) as store:
+        code = lessons.open_lesson(store, [questions.classic_question("classics", "linda")] * 2)
+    url = f"{base}/s/{code}"
+
+    async def scenario() -> None:
+        async with participant(fresh_address()) as you, participant(fresh_address()) as late:
+            status, text, _ = await fetch(you, "GET", url)
+            assert status == 200 and "You are in" in text and 'http-equiv="refresh"' in text
+            status, text, _ = await fetch(you, "POST", url, data={"answer": "a"})
+            assert status == 409 and "not open yet" in text  # the lobby takes no answer
+            with Store(db) as store:
+                lessons.start(store, code)
+            status, text, _ = await fetch(you, "GET", url)
+            assert status == 200 and f'name="question" value="{code}-1"' in text
+            assert 'http-equiv="refresh"' not in text  # a question never reloads
+            with Store(db) as store:
+                lessons.next_question(store, code)  # question 1 locked, 2 open
+            form = {"question": f"{code}-1", "answer": "a"}  # the form of question 1, late
+            status, text, _ = await fetch(you, "POST", url, data=form)
+            assert status == 409 and "That question is over" in text
+            status, text, _ = await fetch(you, "GET", url)
+            assert "Question 2 of 2" in text and f'value="{code}-2"' in text
+            form = {"question": f"{code}-2", "answer": "b"}
+            status, _, _ = await fetch(you, "POST", url, data=form)
+            assert status == 303
+            status, text, _ = await fetch(you, "GET", f"{url}?still=1")
+            assert "Thank you" in text and 'http-equiv="refresh"' not in text
+            assert "Check again" in text
+            with Store(db) as store:
+                lessons.lock(store, code)
+            status, text, _ = await fetch(late, "GET", url)
+            assert status == 410 and "Answers to this question are locked" in text
+            form = {"question": "not a code!", "answer": "b"}
+            status, _, _ = await fetch(you, "POST", url, data=form)
+            assert status == 400
+
+    run(scenario())
+    with Store(db) as store:
+        assert [a.answer for a in store.class_answers(f"{code}-1")] == []
+        assert [a.answer for a in store.class_answers(f"{code}-2")] == ["b"]
+
+
+def test_a_number_is_shown_back_as_it_was_stored(server: tuple[str, Path]) -> None:
+    """Before: "40,5" was taken without saying how it was read; "25%" was refused."""
+    base, db = server
+    code = open_on(db, questions.classic_question("classics", "un_anchor"))
+
+    async def answer(typed: str) -> str:
+        async with participant(fresh_address()) as client:
+            await fetch(client, "GET", f"{base}/s/{code}")
+            status, _, _ = await fetch(client, "POST", f"{base}/s/{code}", data={"answer": typed})
+            assert status == 303, typed
+            return (await fetch(client, "GET", f"{base}/s/{code}"))[1]
+
+    assert 'stored as the number:</p><p class="given">40.5</p>' in run(answer("40,5"))
+    assert '<p class="given">25</p>' in run(answer("25%"))
+    with Store(db) as store:
+        assert sorted(a.answer for a in store.class_answers(code)) == ["25", "40.5"]

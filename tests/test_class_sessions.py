@@ -4,11 +4,13 @@ conditions, one answer per participant, closing, results beside the humans, expo
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from cogbias.classroom import questions, sessions
+from cogbias.classroom.answer_reading import read_answer
 from cogbias.classroom.questions import Question
 from cogbias.core.errors import UserError
 from cogbias.store import Store
@@ -18,6 +20,11 @@ from cogbias.store import Store
 def store(tmp_path: Path) -> Store:
     with Store(tmp_path / "class.db") as opened:
         yield opened
+
+
+def valid(question: Question, text: str) -> str | None:
+    """The answer as the session would store it (None: refused)."""
+    return read_answer(question, text).stored
 
 
 def theatre() -> Question:
@@ -53,10 +60,26 @@ def test_a_number_classic_takes_a_number_within_its_bounds() -> None:
     assert question.kind == "number" and (question.low, question.high) == (0, 100)
     assert question.number_label == "Percentage:"
     assert "__" not in question.texts["low_anchor"]
-    assert sessions.valid_answer(question, " 45 ") == "45"
-    assert sessions.valid_answer(question, "12,5") == "12.5"
+    assert valid(question, " 45 ") == "45"
+    assert valid(question, "12,5") == "12.5"
     for wrong in ("101", "-1", "nan", "inf", "forty", "", "1" * 50):
-        assert sessions.valid_answer(question, wrong) is None, wrong
+        assert valid(question, wrong) is None, wrong
+
+
+def test_numbers_are_read_as_people_type_them_and_stored_plainly() -> None:
+    """Before: "25%" was refused for a percentage, "40,5" taken without saying how it was
+    read, and "1,000" stored as 1."""
+    question = questions.classic_question("classics", "un_anchor")
+    typed = {"25%": "25", "25 %": "25", "40,5": "40.5", "40.50": "40.5", "$7.5": "7.5",
+             "0,5": "0.5", "12.0": "12", "+3": "3"}  # fmt: skip
+    for text, stored in typed.items():
+        assert valid(question, text) == stored, text
+    ambiguous = read_answer(question, "1,000")
+    assert ambiguous.stored is None and "1000 or 1.000" in ambiguous.problem
+    assert "from 0 to 100" in read_answer(question, "250").problem
+    wide = replace(question, high=1e6)
+    assert valid(wide, "1,000.5") == "1000.5" and valid(wide, "1 000") == "1000"
+    assert valid(wide, "1.000,5") == "1000.5" and valid(wide, "1,000,000") == "1000000"
 
 
 def test_a_test_case_is_one_instance_filled_offline() -> None:
@@ -240,13 +263,13 @@ def test_every_number_question_is_bounded_so_1e308_is_refused() -> None:
         assert question.low is not None and question.high is not None, question.test
         assert -1e6 <= question.low < question.high <= 1e6, question.test
         for wrong in ("1e308", "-1e308", "1e40", "inf", "nan"):
-            assert sessions.valid_answer(question, wrong) is None, (question.test, wrong)
+            assert valid(question, wrong) is None, (question.test, wrong)
     endowment = next(q for q in numbers if q.test == "endowment")
     assert endowment.high == questions.PLAUSIBLE_FACTOR * 4  # the mug's $4, times 25
     # a session stored before its question had bounds still refuses what is not a number
     unbounded = Question.from_json(endowment.to_json().replace('"high": 100.0', '"high": null'))
-    assert unbounded.high is None and sessions.valid_answer(unbounded, "1e308") is None
-    assert sessions.valid_answer(unbounded, "250") == "250"
+    assert unbounded.high is None and valid(unbounded, "1e308") is None
+    assert valid(unbounded, "250") == "250"
 
 
 def test_the_balanced_order_is_blocks_of_each_condition_shuffled_by_the_seed() -> None:

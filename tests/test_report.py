@@ -279,19 +279,20 @@ def test_class_report_numbers_equal_class_results(world: dict, reports: dict) ->
     sampled = {(m["condition"], m["model"], m["mode"]): m for m in expected["models"]}
     rows = records(page, "reveal")
     assert {r["who"] for r in rows} == {
-        "humans (original study)", "this class", "model random (T 0.7)",
+        "humans (original study)", "this class", "model random",
         "model random (probabilities)", f"model {MODEL} (T 0.7)",
-    }  # fmt: skip
+    }  # fmt: skip  # the random baseline uses no temperature: none is named
     assert len(rows) == 2 * 5  # one option shown (its complement is the other), per condition
     for row in rows:
         condition = labels[row["condition"]]
-        option = expected["options"][condition].index(row["option"])
+        # each condition's option as the reveal names it (the original's neutral name here)
+        option = expected["option_labels"][condition].index(row["option"])
         if row["who"] == "this class":
             want = klass[condition]
         elif row["who"].startswith("humans"):
             want = humans[condition]
         else:
-            model, _, how = row["who"].removeprefix("model ").rpartition(" (")
+            model, _, how = row["who"].removeprefix("model ").partition(" (")
             mode = "probabilities" if how == "probabilities)" else "sample"
             want = sampled[(condition, model, mode)]
         assert _close(row["share"], want["shares"][option]), (row, want)
@@ -307,7 +308,7 @@ def test_class_report_numbers_equal_class_results(world: dict, reports: dict) ->
     assert sum(counted.values()) == len(TOKENS)
     assert "Tversky" in page  # the humans' citation
     asked = {(r["model"], r["asked"]): r for r in records(page, "asked")}
-    sampled_random = asked[("random", "sampled at temperature 0.7, 6 per condition")]
+    sampled_random = asked[("random", "drawn at random (no temperature), 6 per condition")]
     assert sampled_random["readable answers"] == "12" and sampled_random["run"].startswith("run-")
     assert sampled_random["cost"] == "$0.0000"  # offline
     assert asked[(MODEL, "sampled at temperature 0.7")]["cost"] == "unknown"  # no run of it
@@ -323,8 +324,9 @@ def test_class_report_has_no_participant_and_says_how_it_ran(world: dict, report
         assert html.escape(text.splitlines()[0], quote=True) in page
     assert "Study classics, test theatre_ticket (study file version " in page
     assert "SHA-256 of the question as the session stored it: " in page
-    assert "the condition with the fewest participants so far" in page
-    assert re.search(r"Opened \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, closed \d{4}", page)
+    assert "the next place in the session&#x27;s own balanced order" in page
+    assert re.search(r"Opened \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, answers from \d{4}", page)
+    assert re.search(r"locked \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", page)
     assert "Answers per condition:" in page and "(total 7)" in page
 
 

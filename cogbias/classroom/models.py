@@ -43,10 +43,11 @@ def model_summaries(store: Store, code: str, question: Question) -> list[Conditi
     session's model answers (empty when no model answered)."""
     out = []
     for (model, mode, temperature), by_condition in sorted(answers_by_group(store, code).items()):
+        used = temperature if uses_temperature(model) else None  # the baseline: none
         for condition in question.conditions:
             answers = by_condition.get(condition)
             if answers:
-                out.append(_summary(question, condition, answers, model, mode, temperature))
+                out.append(_summary(question, condition, answers, model, mode, used))
     return out
 
 
@@ -56,10 +57,11 @@ def _summary(
     answers: Sequence[ModelAnswer],
     model: str,
     mode: str,
-    temperature: float,
+    temperature: float | None,
 ) -> ConditionSummary:
     """One model's answers to one condition, asked one way; every answer without a reading
-    is counted with its reason (a failed call's reason too)."""
+    is counted with its reason (a failed call's reason too). `temperature` None: the model
+    uses none."""
     who = summary.model_who(model, mode, temperature)
     about = {"model": model, "mode": mode, "temperature": temperature}
     unreadable = [a.error or "no reading" for a in answers if a.error is not None]
@@ -82,6 +84,18 @@ def _summary(
     chosen = [a.option for a in good if a.option is not None and 0 <= a.option < n_options]
     unreadable += ["no option"] * (len(good) - len(chosen))
     return summary.of_choices(question, condition, who, chosen, unreadable, **about)
+
+
+def uses_temperature(model: str) -> bool:
+    """Whether the model's answers depend on a temperature: not the `random` baseline's,
+    which draws uniformly (asked of its profile, never of its name)."""
+    from cogbias.llm.errors import LLMError
+    from cogbias.llm.profiles import resolve
+
+    try:
+        return resolve(model).writes_text
+    except (LLMError, KeyError, ValueError):  # a model no longer known: as it was asked
+        return True
 
 
 def class_runs(store: Store, code: str) -> list[Run]:

@@ -3,7 +3,8 @@ nothing else (`cogbias class serve`).
 
 It is a separate, small aiohttp app so that the teacher's Streamlit app can stay on
 127.0.0.1 while the room reaches this one. It serves three things: `/` (enter a code),
-`/s/{code}` (the question, or the result after the reveal) and the answer posted there.
+`/s/{code}` (the question on screen of that lesson or session, in its state: the lobby, the
+question, answers locked, the result after the reveal) and the answer posted there.
 Every other path is a plain 404; responses carry no server name and no script. Each request
 reads and writes the database in one short transaction on a database thread
 (`store_pool`), so the teacher's page sees an answer as soon as it is stored and a restart
@@ -28,7 +29,8 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from cogbias.classroom import connections, limits, pages, sessions
+from cogbias.classroom import connections, lessons, limits, pages, sessions
+from cogbias.classroom.answer_reading import read_answer
 from cogbias.classroom.store_pool import Busy, StorePool
 from cogbias.store import Store
 
@@ -201,14 +203,6 @@ def _unknown() -> tuple[str, int]:
     return pages.message("No such session", text), 404
 
 
-def _closed(answered: bool) -> tuple[str, int]:
-    """Closed before the reveal: those who answered wait for it (the page reloads itself)."""
-    text = "Answers are no longer taken. The result appears here when it is revealed."
-    if answered:
-        return pages.message("This session is closed", text, refresh=5), 200
-    return pages.message("This session is closed", text), 410
-
-
 def _token(request: web.Request) -> tuple[str, bool]:
     """The participant's token from their cookie, or a new one (True: set the cookie)."""
     token = request.cookies.get(COOKIE, "")
@@ -222,7 +216,10 @@ async def _question(request: web.Request) -> web.Response:
     address = _address(request)
     joins = request.app[LIMITS].joins
     code = request.match_info["code"]
-    text, status = await _db(request, _question_page, code, token, lambda: joins.take(address))
+    follow = "still" not in request.query  # "Stop updating": the page waits without reloads
+    text, status = await _db(
+        request, _question_page, code, token, lambda: joins.take(address), follow
+    )
     if status == 429:
         return _too_fast(request, joins, address)
     response = _html(text, status)
@@ -239,29 +236,51 @@ async def _question(request: web.Request) -> web.Response:
     return response
 
 
+def _lesson(store: Store, code: str) -> lessons.Lesson | None:
+    """The lesson (or session on its own) a participant's code names, if any."""
+    if not _CODE.fullmatch(code):
+        return None
+    lesson = lessons.get_lesson(store, code)
+    return lesson if lesson is not None and lesson.code == code else None
+
+
 def _question_page(
-    store: Store, code: str, token: str, admit: Callable[[], bool]
+    store: Store, code: str, token: str, admit: Callable[[], bool], follow: bool = True
 ) -> tuple[str, int]:
-    """What this participant sees at /s/{code}, read in one go on a database thread; a new
-    participant takes the session's next place if `admit` lets them (429 if not)."""
-    session = sessions.get_session(store, code) if _CODE.fullmatch(code) else None
-    if session is None:
+    """What this participant sees at /s/{code}, read in one go on a database thread: the
+    question on screen in its state. Opening it in its lobby or while it takes answers
+    places a new participant at that question's next place, if `admit` lets them (429 if
+    not); after it stopped, only those placed in it see more than that it stopped."""
+    lesson = _lesson(store, code)
+    if lesson is None:
         return _unknown()
-    if session.revealed:  # the result, for those who took part only
-        condition = sessions.condition_of(store, session, token)
-        if condition is not None:
-            answer = sessions.answer_of(store, session, token)
-            return pages.revealed(sessions.results(store, session.code), condition, answer), 200
-    answer = sessions.answer_of(store, session, token)
-    if not session.open:
-        return _closed(answer is not None)
+    session, here, place = lesson.session, f"/s/{lesson.code}", lesson.place()
+    state, more = session.state, lesson.has_next
+    condition = sessions.condition_of(store, session, token)
+    answer = sessions.answer_of(store, session, token) if condition is not None else None
+    if state in (sessions.LOCKED, sessions.REVEALED):
+        revealed = state == sessions.REVEALED
+        if condition is None:
+            return pages.late(here, revealed, more, place, follow), 200 if more else 410
+        if revealed:
+            result = sessions.results(store, session.code)
+            return pages.revealed(result, condition, answer, here, place, more, follow), 200
+        return pages.locked(here, session.question, condition, answer, place, follow), 200
     try:
         condition = sessions.assign_condition(store, session, token, admit)
     except sessions.Throttled:
         return "", 429
+    if state == sessions.LOBBY:
+        return pages.lobby(here, place, follow), 200
     if answer is not None:
-        return pages.answered(session.question, condition, answer), 200
-    return pages.question_form(session.code, session.question, condition), 200
+        return pages.answered(here, session.question, condition, answer, place, follow), 200
+    return pages.question_form(
+        here, session.code, session.question, condition, "", place, session.seconds_left()
+    ), 200
+
+
+_FIELDS = (["answer"], ["question", "answer"])  # a form of an older page had no "question"
+_QUESTION = re.compile(rf"[{sessions.CODE_ALPHABET}]{{{sessions.CODE_LENGTH}}}(-[0-9]{{1,2}})?")
 
 
 async def _answer(request: web.Request) -> web.Response:
@@ -279,50 +298,70 @@ async def _answer(request: web.Request) -> web.Response:
     except ValueError:  # not form data in UTF-8
         return _html(pages.message("Not accepted", "That form is not one this page sent."), 400)
     fields = [name for name, _ in form.items()]
-    if fields != ["answer"] or any(len(str(v)) > MAX_FIELD for v in form.values()):
+    asked = str(form.get("question", ""))
+    if (
+        fields not in _FIELDS
+        or any(len(str(v)) > MAX_FIELD for v in form.values())
+        or (asked and not _QUESTION.fullmatch(asked))
+    ):
         return _html(pages.message("Not accepted", "That form is not one this page sent."), 400)
     token = request.cookies.get(COOKIE, "")
     if not _TOKEN.fullmatch(token):
         text = "Open the question first (this page needs cookies to keep your one answer)."
         return _html(pages.message("No question yet", text), 400)
     code = request.match_info["code"]
-    text, status = await _db(request, _answer_page, code, token, str(form["answer"]))
+    text, status = await _db(request, _answer_page, code, token, str(form["answer"]), asked)
     if status == 303:
         raise web.HTTPSeeOther(text)
     return _html(text, status)
 
 
-def _answer_page(store: Store, code: str, token: str, answer: str) -> tuple[str, int]:
-    """Store the answer (303 and where to go) or say why not, in one go on a database
-    thread. Nobody is given a place here: only opening the question does that."""
-    session = sessions.get_session(store, code) if _CODE.fullmatch(code) else None
-    if session is None:
+def _answer_page(
+    store: Store, code: str, token: str, answer: str, asked: str = ""
+) -> tuple[str, int]:
+    """Store the answer to the question on screen (303 and where to go) or say why not, in
+    one go on a database thread. Nobody is given a place here: only opening the question
+    does that. `asked`: the question the form was for; an answer to a question no longer on
+    screen is refused, never stored as an answer to the next."""
+    lesson = _lesson(store, code)
+    if lesson is None:
         return _unknown()
+    session, here = lesson.session, f"/s/{lesson.code}"
+    if asked and asked != session.code:
+        text = "That question no longer takes answers, so yours was not counted. "
+        text += "This page goes to the question on screen now."
+        return pages.message("That question is over", text, refresh=RETRY, url=here), 409
+    if session.state == sessions.LOBBY:
+        text = "Answers are not open yet; this page goes back to wait for the question."
+        return pages.message("Not open yet", text, refresh=RETRY, url=here), 409
     if not session.open:
-        return _closed(sessions.answer_of(store, session, token) is not None)
+        return _stopped(sessions.answer_of(store, session, token) is not None, here)
     outcome = sessions.submit_answer(store, session, token, answer)
     if outcome == "saved":
-        return f"/s/{session.code}", 303
+        return here, 303
     condition = sessions.condition_of(store, session, token)
     if outcome == "invalid" and condition is not None:
-        error = (
-            "Please choose one of the answers."
-            if session.question.keys
-            else ("Please give a number" + _range(session.question) + ".")
-        )
-        return pages.question_form(session.code, session.question, condition, error), 400
+        error = read_answer(session.question, answer).problem
+        form = pages.question_form(
+            here, session.code, session.question, condition, error, lesson.place(),
+            session.seconds_left(),
+        )  # fmt: skip
+        return form, 400
     if outcome == "already":
         text = "You already answered; one answer per person is kept."
         return pages.message("Already answered", text), 409
     if outcome in ("unassigned", "invalid"):
         return pages.message("No question yet", "Open the question first."), 400
-    return _closed(False)
+    return _stopped(False, here)
 
 
-def _range(question: Any) -> str:
-    if question.low is None or question.high is None:
-        return ""
-    return f" from {question.low:g} to {question.high:g}"
+def _stopped(answered: bool, here: str) -> tuple[str, int]:
+    """An answer sent after answers stopped (locked by the teacher or the countdown)."""
+    if answered:
+        text = "You already answered; answers are now locked."
+        return pages.message("Answers are locked", text, refresh=RETRY, url=here), 409
+    text = "Answers to this question were locked before yours arrived, so it was not counted."
+    return pages.message("Answers are locked", text, refresh=RETRY, url=here), 410
 
 
 def lan_address() -> str:

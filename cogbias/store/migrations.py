@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 # The texts of a study turn (`study_calls`), every one redacted when stored (`store.turns`; a
 # self-help rewrite becomes the next prompt and its value): as texts, and JSON texts inside
@@ -419,6 +419,34 @@ def _add_columns(db: sqlite_utils.Database, table: str, columns: dict[str, Any])
             db[table].add_column(column, kind)
 
 
+def _schema_v15(db: sqlite_utils.Database) -> None:
+    """Issue 42, a lesson a teacher can give: a session moves lobby -> answering -> locked ->
+    revealed (`started_at`: answers opened, NULL in the lobby; `seconds`: its countdown;
+    `deadline`: when that countdown locks it), and several sessions make a lesson under one
+    code (`class_lessons`, its `current` question; each session's `lesson` and `position`).
+    Sessions stored before took answers from their start, so they start when they opened.
+    Only what is missing is added (a file whose version was set back keeps its states)."""
+    had_start = "started_at" in db["class_sessions"].columns_dict
+    _add_columns(
+        db,
+        "class_sessions",
+        {
+            "lesson": "text",
+            "position": "integer",
+            "started_at": "text",
+            "seconds": "integer",
+            "deadline": "text",
+        },
+    )
+    if not had_start:
+        db.execute("update class_sessions set started_at = created_at")
+    db.execute(
+        """create table if not exists class_lessons (
+            code text primary key, created_at text not null, current integer not null default 1)"""
+    )
+    db.execute("create index if not exists class_sessions_lesson on class_sessions (lesson)")
+
+
 def _chunks(items: list[Any], size: int = 200) -> Iterator[list[Any]]:
     """Lists of at most `size` items: SQLite binds at most 999 parameters a statement."""
     for start in range(0, len(items), size):
@@ -440,4 +468,5 @@ MIGRATIONS = {
     12: _schema_v12,
     13: _schema_v13,
     14: _schema_v14,
+    15: _schema_v15,
 }

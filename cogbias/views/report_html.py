@@ -65,7 +65,7 @@ th, td { border-bottom: 1px solid #dee2e6; padding: 4px 10px; text-align: left;
 th { background: #f1f3f5; position: sticky; top: 0; }
 td.num { text-align: right; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #fafbfc; }
-footer { margin-top: 48px; color: #868e96; font-size: 13px; }
+footer { margin-top: 48px; color: #5c636a; font-size: 13px; }
 @media print { body { background: #fff; } main { box-shadow: none; padding: 0; }
   h2 { break-after: avoid; } figure, table { break-inside: avoid; } }
 """
@@ -114,8 +114,9 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def safe_svg(svg: str, prefix: str) -> str:
-    """`svg` rebuilt from drawing elements and plain attributes only, ids prefixed."""
+def safe_svg(svg: str, prefix: str, label: str = "") -> str:
+    """`svg` rebuilt from drawing elements and plain attributes only, ids prefixed; an image
+    named `label` for a screen reader."""
     ET.register_namespace("", SVG_NS)
     root = ET.fromstring(svg)
     ids = {e.get("id") for e in root.iter() if e.get("id")}
@@ -143,6 +144,7 @@ def safe_svg(svg: str, prefix: str) -> str:
         if (root.get(side) or "").replace(".", "", 1).isdigit():
             root.set(side, f"{float(root.get(side) or 0) * ZOOM:.0f}")
     root.set("role", "img")
+    root.set("aria-label", label or "Chart")
     return ET.tostring(root, encoding="unicode")
 
 
@@ -151,7 +153,10 @@ def section_html(section: Section, anchor: str, charts: list[str], level: int = 
     parts += [f"<p>{esc(p)}</p>" for p in section.paragraphs]
     for svg in section.charts:
         charts.append(svg)
-        parts.append(f"<figure>{safe_svg(svg, f'chart{len(charts)}')}</figure>")
+        label = f"Chart: {section.heading}" + (
+            ". Its numbers are in the table below." if section.tables else ""
+        )
+        parts.append(f"<figure>{safe_svg(svg, f'chart{len(charts)}', label)}</figure>")
     parts += [table_html(t) for t in section.tables]
     if section.items:
         parts.append("<ul>" + "".join(f"<li>{esc(i)}</li>" for i in section.items) + "</ul>")
