@@ -309,3 +309,24 @@ def test_the_disguise_patterns_catch_the_key_and_leave_ordinary_text_alone() -> 
         "'=1", "'+a", "'-a", "'@a", "'\tx", "'\rx", "-3", "+1.5e3", 2,
     ]  # fmt: skip
     assert terminal("a\x1b[2Jb\nc\u202e\x00") == "a\\x1b[2Jb\\nc\\u202e\\x00"
+
+
+def test_a_secret_without_a_key_shape_is_caught_reversed_as_well(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only the environment value tells the redactor about such a secret (no `sk-` shape to
+    fall back on), so each of its disguises, the reversed ones too, must come from knowing it."""
+    from cogbias.core.redact import redactor
+
+    secret = "own-server-value-7Qx2Lm5Xw8Rt4"
+    monkeypatch.setenv("OWN_SERVER_TOKEN", secret)
+    clean = redactor()
+    for form in (
+        secret,
+        secret[::-1],
+        secret.upper()[::-1],
+        " ".join(secret[::-1]),
+        "\n".join(secret[::-1].swapcase()),
+    ):
+        cleaned = clean(f"echo: {form} end") or ""
+        assert cleaned == "echo: *** end", (form, cleaned)
