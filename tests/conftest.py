@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +45,33 @@ def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("COGBIAS_DB", str(path))
     monkeypatch.setenv("COGBIAS_DEMO", "0")
     return path
+
+
+@pytest.fixture
+def downloaded(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], bytes]:
+    """What an AppTest page's download button hands the browser: `downloaded(button)` is its
+    bytes. AppTest keeps them in an in-memory media store it makes for each run; this keeps
+    hold of those stores so a test can read the file the button's URL names."""
+    from streamlit.runtime.media_file_storage import MediaFileStorageError
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+    from streamlit.testing.v1 import app_test
+
+    stores: list[MemoryMediaFileStorage] = []
+
+    class Kept(MemoryMediaFileStorage):
+        def __init__(self, media_endpoint: str) -> None:
+            super().__init__(media_endpoint)
+            stores.append(self)
+
+    monkeypatch.setattr(app_test, "MemoryMediaFileStorage", Kept)
+
+    def read(button: Any) -> bytes:
+        name = button.proto.url.rsplit("/", 1)[-1]
+        for store in reversed(stores):  # the latest run's first
+            try:
+                return bytes(store.get_file(name).content)
+            except MediaFileStorageError:
+                continue
+        raise AssertionError(f"no file behind the download button {button.proto.label!r}")
+
+    return read
