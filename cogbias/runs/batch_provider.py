@@ -115,26 +115,29 @@ def _batches(
     progress: Any,
     key_env: str | None = None,
 ) -> None:
-    folder = Path(tempfile.mkdtemp(prefix=f"cogbias-{run_id}-"))
     store.update_run(run_id, status="running", pid=os.getpid())
-    while True:
-        current = store.heartbeat_run(run_id, owner)  # the lease says we are alive
-        if current is None or current.get("cancel_requested"):
-            _cancel_open(store, run_id, key_env)  # the interactive pass that follows sees it
-            return
-        if _poll(store, run_id, key_env):  # batches still running: wait for them
-            _say(progress, store, run_id)
-            _wait(store, run_id, owner, poll_seconds)
-            continue
-        pending = batch.pending_requests(plan, store)
-        attempts = store.batch_requests(list(pending))
-        limit = 1 if fallback == "interactive" else MAX_ATTEMPTS
-        todo = {
-            k: v for k, v in pending.items() if (attempts.get(k) or {}).get("attempts", 0) < limit
-        }
-        if not todo:
-            return  # what is left (if anything) is asked interactively
-        _submit(store, run_id, todo, attempts, folder, key_env)
+    # the batch files, once uploaded, are the provider's: the folder goes when the run stops
+    with tempfile.TemporaryDirectory(prefix=f"cogbias-{run_id}-") as folder:
+        while True:
+            current = store.heartbeat_run(run_id, owner)  # the lease says we are alive
+            if current is None or current.get("cancel_requested"):
+                _cancel_open(store, run_id, key_env)  # the interactive pass that follows sees it
+                return
+            if _poll(store, run_id, key_env):  # batches still running: wait for them
+                _say(progress, store, run_id)
+                _wait(store, run_id, owner, poll_seconds)
+                continue
+            pending = batch.pending_requests(plan, store)
+            attempts = store.batch_requests(list(pending))
+            limit = 1 if fallback == "interactive" else MAX_ATTEMPTS
+            todo = {
+                k: v
+                for k, v in pending.items()
+                if (attempts.get(k) or {}).get("attempts", 0) < limit
+            }
+            if not todo:
+                return  # what is left (if anything) is asked interactively
+            _submit(store, run_id, todo, attempts, Path(folder), key_env)
 
 
 def _wait(store: Store, run_id: str, owner: str, seconds: float) -> None:
