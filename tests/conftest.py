@@ -27,7 +27,10 @@ def isolated_home(
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's headless Chromium through Playwright, one per browser test module."""
+    """Debian's headless Chromium through Playwright, one per browser test module.
+
+    Not one per session: while Playwright's sync API is started it keeps an event loop
+    running in this thread, and every later `asyncio.run` here (a run, an import) would fail."""
     from playwright.sync_api import sync_playwright
 
     from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS
@@ -36,6 +39,69 @@ def browser() -> Iterator[Any]:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+# --------------------------------------------------------------------------- the app served
+# A browser test module gets the app (`streamlit run app.py` on a free 127.0.0.1 port) from
+# `app_url`, one server per module, on a home of its own. A module that needs more overrides
+# a fixture of the same name: `app_home` to fill the home's database before the app starts,
+# `app_env` to change the app's environment (`browser_helpers.app_environment` makes one).
+
+
+@pytest.fixture(scope="module")
+def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The served app's home (its database is `app.db` in it): empty unless overridden."""
+    return tmp_path_factory.mktemp("app-home")
+
+
+@pytest.fixture(scope="module")
+def app_env(app_home: Path) -> dict[str, str]:
+    """The served app's environment (override to add variables or the demo results)."""
+    from tests.browser_helpers import app_environment
+
+    return app_environment(app_home)
+
+
+@pytest.fixture(scope="module")
+def app_url(app_env: dict[str, str]) -> Iterator[str]:
+    """The URL of the app served with `app_env`, one server per module; its log is
+    `streamlit.log` in the app's home."""
+    from tests.browser_helpers import running_app
+
+    with running_app(app_env, Path(app_env["COGBIAS_HOME"]) / "streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture
+def page(browser: Any, app_url: str) -> Iterator[Any]:
+    """A fresh browser tab (its own context) on the served app's first page, loaded."""
+    from tests.browser_helpers import learn_tab
+
+    with learn_tab(browser, app_url) as tab:
+        yield tab
+
+
+# --------------------------------------------------------------------------- store and model
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Any]:
+    """A store on a fresh database file (`x.db` in the test's folder), closed afterwards."""
+    from cogbias.store import Store
+
+    with Store(tmp_path / "x.db") as opened:
+        yield opened
+
+
+@pytest.fixture
+def llm_server() -> Iterator[Any]:
+    """The scripted OpenAI-compatible model server (tests/fake_llm_server.py) with its default
+    answers, on a free 127.0.0.1 port; `llm_server.base_url` is what a run's api_base takes.
+    A test that needs other answers starts its own `FakeLLMServer(responder)`."""
+    from fake_llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        yield server
 
 
 @pytest.fixture

@@ -9,10 +9,8 @@ browsers, which these machines cannot do.
 from __future__ import annotations
 
 import csv
-import os
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,11 +19,10 @@ from tests.browser_helpers import (
     CHROMIUM,
     ROOT,
     add_option,
+    app_environment,
     choose,
     go,
-    learn_tab,
     no_exception,
-    running_app,
     settle,
 )
 
@@ -47,28 +44,10 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("browser-home")
-
-
-@pytest.fixture(scope="module")
-def app_url(app_home: Path) -> Iterator[str]:
-    env = {
-        **os.environ,
-        "COGBIAS_HOME": str(app_home),
-        "COGBIAS_DB": str(app_home / "app.db"),
-        "COGBIAS_DEMO": "1",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
+def app_env(app_home: Path) -> dict[str, str]:
+    env = app_environment(app_home, demo=True)
     env.pop(KEYED_VARIABLE, None)  # a fresh machine: the keyed models must say what they need
-    with running_app(env, app_home / "streamlit.log") as url:
-        yield url
-
-
-@pytest.fixture
-def page(browser: object, app_url: str) -> Iterator[object]:
-    with learn_tab(browser, app_url) as tab:
-        yield tab
+    return env
 
 
 def shot(page: object, name: str) -> None:

@@ -27,12 +27,12 @@ import pytest
 from tests.browser_helpers import (
     CHROMIUM,
     ROOT,
+    app_environment,
     choose,
     free_port,
     go,
     learn_tab,
     no_exception,
-    running_app,
     settle,
 )
 
@@ -46,10 +46,8 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("class-home")
-    return {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-            "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+def env(app_home: Path) -> dict[str, str]:
+    return app_environment(app_home)
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +75,9 @@ def participant_url(env: dict[str, str]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def app_url(env: dict[str, str], participant_url: str) -> Iterator[str]:
-    with running_app(env, Path(env["COGBIAS_HOME"]) / "streamlit.log") as url:
-        yield url
+def app_env(env: dict[str, str], participant_url: str) -> dict[str, str]:
+    """The app starts once the participant server runs."""
+    return env
 
 
 def _status(url: str, data: bytes | None = None) -> int:
