@@ -141,3 +141,27 @@ def downloaded(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], bytes]:
         raise AssertionError(f"no file behind the download button {button.proto.label!r}")
 
     return read
+
+
+# --------------------------------------------------------------------------- worker balance
+# `./scripts/test` hands whole files to two workers, in the order collected. Counting tests
+# (xdist's default) put the few long browser files last, and one worker ran them alone at
+# the end; so the longest files go first (tests/durations.json: seconds per file from a
+# measured run, refreshed by `python tests/durations.py RUN_OUTPUT`), a file never measured
+# among the middle ones. Within a file the order is unchanged.
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import json
+
+    try:
+        seconds: dict[str, float] = json.loads(DURATIONS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not seconds:
+        return
+    middle = sorted(seconds.values())[len(seconds) // 2]
+    files = list(dict.fromkeys(item.path.name for item in items))
+    rank = {name: -seconds.get(name, middle) for name in files}
+    items.sort(key=lambda item: rank[item.path.name])  # stable: a file keeps its order
