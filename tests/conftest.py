@@ -143,6 +143,34 @@ def downloaded(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], bytes]:
     return read
 
 
+@pytest.fixture
+def cogbias_main(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Any]:
+    """`cogbias ARGS` run in this process (`cogbias.cli.main.main`, as the console script
+    calls it), with `env` added to the environment; a CompletedProcess of its exit status and
+    printed output. For a test that runs many commands and reads what they print and store:
+    starting Python and cogbias again for each is most of such a test's time. Each command
+    keeps at least one test that starts the real `python -m cogbias` process."""
+    import subprocess
+
+    from cogbias.cli.main import main
+
+    def run(*args: object, env: dict[str, str] | None = None) -> Any:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        words = [str(a) for a in args]
+        capsys.readouterr()
+        try:
+            status = main(words)
+        except SystemExit as stop:  # argparse's refusals exit with 2
+            status = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+        printed = capsys.readouterr()
+        return subprocess.CompletedProcess(["cogbias", *words], status, printed.out, printed.err)
+
+    return run
+
+
 # --------------------------------------------------------------------------- worker balance
 # `./scripts/test` hands whole files to two workers, in the order collected. Counting tests
 # (xdist's default) put the few long browser files last, and one worker ran them alone at

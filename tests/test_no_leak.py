@@ -245,7 +245,7 @@ CSI = "\x9b31m"  # the one-byte C1 form of ESC [
 RAW = ("\x1b", "\x07", "\x9b", "\u202e")
 
 
-def test_names_with_terminal_controls_are_printed_escaped(tmp_path: Path) -> None:
+def test_names_with_terminal_controls_are_printed_escaped(tmp_path: Path, cogbias_main) -> None:
     """Names with controls are refused where they come in (issue 29, point 10) and the
     refusal prints them escaped; a label an older version stored still lists as one row."""
     from dataset_helpers import HUB_CSV
@@ -279,7 +279,7 @@ def test_names_with_terminal_controls_are_printed_escaped(tmp_path: Path) -> Non
         if command == ["runs"]:  # a label stored by an older version, before labels were checked
             with Store(db) as store:
                 store.update_run(store.runs()[0]["id"], name=run_name)
-        done = cli(*command, "--db", db)
+        done = cogbias_main(*command, "--db", db, env={"OPENAI_API_KEY": KEY})
         printed = done.stdout + done.stderr
         assert "Traceback" not in printed, printed
         for char in RAW:
