@@ -245,12 +245,12 @@ BAD_FLAGS = {
 
 @pytest.mark.parametrize("flag", list(BAD_FLAGS), ids=lambda f: f"{f[0]}={f[1]!r}")
 def test_bad_study_flags_get_a_message_and_write_nothing(
-    flag: tuple[str, str], tmp_path: Path
+    flag: tuple[str, str], tmp_path: Path, cogbias_main
 ) -> None:
     db = tmp_path / "s.db"
     args = {"--models": "random", **dict([flag])}
     flat = [x for pair in args.items() for x in pair]
-    done = cogbias("run", "--study", "mohr8", *flat, "--db", db)
+    done = cogbias_main("run", "--study", "mohr8", *flat, "--db", db)  # real processes below
     assert done.returncode == 2, done.stderr
     assert BAD_FLAGS[flag] in done.stderr
     no_traceback(done)
