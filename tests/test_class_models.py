@@ -8,7 +8,6 @@ Offline: the `random` baseline, and a scripted OpenAI-compatible server on 127.0
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -18,11 +17,6 @@ from cogbias.llm import logprobs
 from cogbias.store import Store
 from cogbias.views import classroom as view
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "class.db")
 
 
 @pytest.fixture

@@ -14,12 +14,6 @@ from cogbias.core.errors import UserError
 from cogbias.store import Store
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    with Store(tmp_path / "class.db") as opened:
-        yield opened
-
-
 def theatre() -> Question:
     return questions.classic_question("classics", "theatre_ticket")
 
