@@ -133,6 +133,9 @@ class FakeLLMServer:
         batch_delay: seconds after which a created batch (`/v1/batches`) is complete.
         batch_fail: fraction of the requests inside a batch answered with an error.
 
+    Setting `held` to True makes every request wait (asynchronously) until it is set back to
+    False: a test sees what a run shows before any answer, then lets the answers come.
+
     Batches follow OpenAI's Batch API: `POST /v1/files` (multipart, purpose "batch"),
     `POST /v1/batches`, `GET /v1/batches/{id}`, `POST /v1/batches/{id}/cancel`, and
     `GET /v1/files/{id}/content`; answers come from the same responder, and
@@ -156,6 +159,7 @@ class FakeLLMServer:
     ) -> None:
         self.responder = responder or default_responder
         self.latency = latency
+        self.held = False
         self.fail_500 = fail_500
         self.server_status = server_status
         self.fail_429 = fail_429
@@ -228,6 +232,8 @@ class FakeLLMServer:
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         payload = await request.json()
         self.requests.append(payload)
+        while self.held:
+            await asyncio.sleep(0.05)
         if self.latency:
             await asyncio.sleep(self.latency)
         if self.api_key is not None:
