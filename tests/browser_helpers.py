@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -23,6 +24,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def app_environment(home: Path, demo: bool = False, **extra: str) -> dict[str, str]:
+    """The environment of an app served for a test: its home and database in `home`, the demo
+    results only with `demo`, no network for litellm's price list, and `extra` variables."""
+    return {
+        **os.environ,
+        "COGBIAS_HOME": str(home),
+        "COGBIAS_DB": str(home / "app.db"),
+        "COGBIAS_DEMO": "1" if demo else "0",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        **extra,
+    }
 
 
 @contextmanager

@@ -89,12 +89,6 @@ def serving(
             errors.append(process.stderr.read())
 
 
-def app_env(home: Path) -> dict[str, str]:
-    """The environment of a teacher's app and server on their own home and empty database."""
-    return {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-            "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-
-
 def participant(address: str | None = None) -> aiohttp.ClientSession:
     """One participant's browser: its own cookies (kept for an IP address too), from
     `address` when given (`fresh_address`), else from this machine."""

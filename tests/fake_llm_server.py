@@ -134,6 +134,9 @@ class FakeLLMServer:
         batch_fail: fraction of the requests inside a batch answered with an error.
         batch_hang: polls and cancels of a batch never answer (a server that hangs).
 
+    Setting `held` to True makes every request wait (asynchronously) until it is set back to
+    False: a test sees what a run shows before any answer, then lets the answers come.
+
     Batches follow OpenAI's Batch API: `POST /v1/files` (multipart, purpose "batch"),
     `POST /v1/batches`, `GET /v1/batches/{id}`, `POST /v1/batches/{id}/cancel`, and
     `GET /v1/files/{id}/content`; answers come from the same responder, and
@@ -158,6 +161,7 @@ class FakeLLMServer:
     ) -> None:
         self.responder = responder or default_responder
         self.latency = latency
+        self.held = False
         self.fail_500 = fail_500
         self.server_status = server_status
         self.fail_429 = fail_429
@@ -231,6 +235,8 @@ class FakeLLMServer:
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         payload = await request.json()
         self.requests.append(payload)
+        while self.held:
+            await asyncio.sleep(0.05)
         if self.latency:
             await asyncio.sleep(self.latency)
         if self.api_key is not None:

@@ -9,11 +9,10 @@ browsers, which these machines cannot do.
 from __future__ import annotations
 
 import csv
-import os
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,13 +20,12 @@ from tests.browser_helpers import (
     CHROMIUM,
     ROOT,
     add_option,
+    app_environment,
     choose,
     editor_marked_lines,
     go,
-    learn_tab,
     no_exception,
     replace_editor_text,
-    running_app,
     settle,
 )
 
@@ -49,28 +47,10 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("browser-home")
-
-
-@pytest.fixture(scope="module")
-def app_url(app_home: Path) -> Iterator[str]:
-    env = {
-        **os.environ,
-        "COGBIAS_HOME": str(app_home),
-        "COGBIAS_DB": str(app_home / "app.db"),
-        "COGBIAS_DEMO": "1",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
+def app_env(app_home: Path) -> dict[str, str]:
+    env = app_environment(app_home, demo=True)
     env.pop(KEYED_VARIABLE, None)  # a fresh machine: the keyed models must say what they need
-    with running_app(env, app_home / "streamlit.log") as url:
-        yield url
-
-
-@pytest.fixture
-def page(browser: object, app_url: str) -> Iterator[object]:
-    with learn_tab(browser, app_url) as tab:
-        yield tab
+    return env
 
 
 def shot(page: object, name: str) -> None:
@@ -160,45 +140,43 @@ def test_preview_fills_with_the_local_model(page: object) -> None:
 def test_run_progress_completes_and_explore_shows_it(page: object, app_home: Path) -> None:
     """A run started from the page shows its progress moving, completes, opens in Explore.
 
-    The generator is a scripted server answering each call after a second (page and runner
-    logic; the real local model has its own smoke tests), so progress has something to show.
+    The generator is a scripted server (page and runner logic; the real local model has its
+    own smoke tests) that holds its answers until the page has shown the run's first state,
+    so the move to the last is seen whatever the machine's load.
     """
     from fake_llm_server import FakeLLMServer
 
     from cogbias.llm import settings
 
-    with FakeLLMServer(latency=1.0) as slow:
+    with FakeLLMServer() as slow:
         settings.add_custom_model(
             "openai/progressfake", "Progress fake", slow.base_url, json_schema=True,
             path=app_home / "models.toml",
         )  # fmt: skip
-        _run_two_pairs_and_explore(page)
+        _run_two_pairs_and_explore(page, slow)
 
 
-def _run_two_pairs_and_explore(page: object) -> None:
+def _run_two_pairs_and_explore(page: object, slow: Any) -> None:
     go(page, "Run")
     add_option(page, "Test cases", "Framing Effect")
     instances = page.get_by_role("spinbutton", name="Instances each")  # type: ignore[attr-defined]
     instances.fill("2")
     instances.press("Enter")
-    # the slow scripted model writes the gaps, so that progress has something to show
+    # the held scripted model writes the gaps, so that progress has something to show
     choose(page, "Generator (fills [[gaps]])", "Progress fake (openai/progressfake)")
     page.get_by_text("LLM calls (at most)").wait_for()  # type: ignore[attr-defined]
     page.get_by_test_id("stMetricValue").first.filter(has_text="2").wait_for()  # type: ignore[attr-defined]
+    slow.held = True  # no answer until the page has shown where the run starts
     page.get_by_role("button", name="Start run").click()  # type: ignore[attr-defined]
     page.get_by_text("Progress").wait_for()  # type: ignore[attr-defined]
-    page.get_by_test_id("stProgress").first.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
+    progress = page.get_by_test_id("stProgress")  # type: ignore[attr-defined]
+    progress.filter(has_text="0 of 2 pairs").first.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)
     shot(page, "4a_run_progress")
+    first = " | ".join(progress.all_inner_texts())
+    slow.held = False
     done = page.get_by_text("2 of 2 pairs, 0 failed")  # type: ignore[attr-defined]
-    seen: list[str] = []  # what the polling fragment showed, in order
-    deadline = time.monotonic() + LOCAL_MODEL_TIMEOUT_MS / 1000
-    while not done.is_visible() and time.monotonic() < deadline:
-        states = page.get_by_test_id("stProgress").all_inner_texts()  # type: ignore[attr-defined]
-        if states and (not seen or seen[-1] != " | ".join(states)):
-            seen.append(" | ".join(states))
-        time.sleep(0.3)
-    done.wait_for(timeout=10_000)
-    assert len(seen) >= 2, f"progress never moved: {seen}"
+    done.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # drawn by the polling fragment: no reload
+    assert "0 of 2 pairs" in first and done.count() == 1, first
     shot(page, "4b_run_done")
     page.get_by_role("button", name="Open this run in Explore").click()  # type: ignore[attr-defined]
     cells = page.get_by_test_id("stVegaLiteChart").locator("g.mark-rect path[aria-label]")  # type: ignore[attr-defined]

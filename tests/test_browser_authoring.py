@@ -9,15 +9,16 @@ the local model was seen to do. Each journey saves a screenshot to artifacts/scr
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.browser_helpers import (
     CHROMIUM,
+    app_environment,
     choose,
     editor_marked_lines,
     editor_text,
@@ -25,7 +26,6 @@ from tests.browser_helpers import (
     learn_tab,
     no_exception,
     replace_editor_text,
-    running_app,
     settle,
     shot,
     shown_choice,
@@ -58,19 +58,17 @@ def scripted(request: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def app_env(app_home: Path) -> Iterator[dict[str, str]]:
+    """The scripted generator, registered in the app's home, answers while the app runs."""
     from cogbias.llm import settings
     from tests.fake_llm_server import FakeLLMServer
 
-    home = tmp_path_factory.mktemp("authoring-home")
     with FakeLLMServer(responder=scripted) as fake:
         settings.add_custom_model(
-            MODEL, "Scripted generator", fake.base_url, json_schema=True, path=home / "models.toml"
-        )
-        env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-               "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-        with running_app(env, home / "streamlit.log") as url:
-            yield url
+            MODEL, "Scripted generator", fake.base_url, json_schema=True,
+            path=app_home / "models.toml",
+        )  # fmt: skip
+        yield app_environment(app_home)
 
 
 @pytest.fixture

@@ -28,14 +28,13 @@ from tests.browser_helpers import (
     CHROMIUM,
     ROOT,
     add_option,
+    app_environment,
     free_port,
     go,
     learn_tab,
     no_exception,
-    running_app,
     settle,
 )
-from tests.class_helpers import app_env
 
 pytestmark = pytest.mark.browser
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -47,8 +46,8 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return app_env(tmp_path_factory.mktemp("class-home"))
+def env(app_home: Path) -> dict[str, str]:
+    return app_environment(app_home)
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +75,9 @@ def participant_url(env: dict[str, str]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def app_url(env: dict[str, str], participant_url: str) -> Iterator[str]:
-    with running_app(env, Path(env["COGBIAS_HOME"]) / "streamlit.log") as url:
-        yield url
+def app_env(env: dict[str, str], participant_url: str) -> dict[str, str]:
+    """The app starts once the participant server runs."""
+    return env
 
 
 def _status(url: str, data: bytes | None = None) -> int:

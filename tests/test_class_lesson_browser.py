@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from class_helpers import app_env, serving
+from class_helpers import serving
 
 from cogbias.classroom import lessons, sessions
 from cogbias.store import Store
@@ -36,16 +36,11 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return app_env(tmp_path_factory.mktemp("lesson-home"))
-
-
-@pytest.fixture(scope="module")
-def urls(env: dict[str, str]) -> Iterator[tuple[str, str]]:
+def urls(app_env: dict[str, str]) -> Iterator[tuple[str, str]]:
     """(the teacher's app, the participant server) on one database."""
-    db = Path(env["COGBIAS_DB"])
+    db = Path(app_env["COGBIAS_DB"])
     Store(db).close()
-    with serving(db) as participants, running_app(env, db.parent / "streamlit.log") as app:
+    with serving(db) as participants, running_app(app_env, db.parent / "streamlit.log") as app:
         yield app, participants
 
 
@@ -80,10 +75,10 @@ def _state(db: Path, code: str) -> str:
 
 
 def test_a_two_question_lesson_with_a_countdown_projector_and_confirmed_reveal(
-    browser: Any, urls: tuple[str, str], env: dict[str, str]
+    browser: Any, urls: tuple[str, str], app_env: dict[str, str]
 ) -> None:
     app, participants = urls
-    db = Path(env["COGBIAS_DB"])
+    db = Path(app_env["COGBIAS_DB"])
     SHOTS.mkdir(parents=True, exist_ok=True)
     teacher = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
     teacher.set_default_timeout(60_000)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -26,11 +25,6 @@ from cogbias.runs.summaries import run_summaries
 from cogbias.store import Store
 from cogbias.views import classroom as view
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "class.db")
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@ starts the participant server, count answers, ask a model, reveal, export, delet
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import socket
 from collections.abc import Iterator
@@ -130,14 +132,21 @@ def _has(at: AppTest, key: str) -> bool:
     return any(b.key == key for b in at.button)
 
 
-def test_export_and_delete_with_confirmation(app_db: Path) -> None:
+def test_export_and_delete_with_confirmation(app_db: Path, downloaded) -> None:
     at, session = _open_session(app_db)
     with Store(app_db) as store:
-        sessions.assign_condition(store, session, "p1")
-        sessions.submit_answer(store, session, "p1", "a")
+        for token, key in [("p1", "a"), ("p2", "b")]:
+            sessions.assign_condition(store, session, token)
+            sessions.submit_answer(store, session, token, key)
+        conditions = {a.answer: a.condition for a in store.class_answers(session.code)}
     at.run()
     (download,) = at.get("download_button")
     assert download.proto.label == "Export answers (CSV)"
+    rows = list(csv.DictReader(io.StringIO(downloaded(download).decode("utf-8"))))
+    assert sorted((r["session"], r["answer"], r["condition"]) for r in rows) == [
+        (session.code, "a", conditions["a"]),
+        (session.code, "b", conditions["b"]),
+    ]  # the answers' rows, not just a header
     at.button(key="class_close").click().run()
     assert not sessions.get_session(Store(app_db), session.code).open
     at.button(key="class_delete").click().run()

@@ -16,12 +16,6 @@ from cogbias.core.errors import UserError
 from cogbias.store import Store
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    with Store(tmp_path / "class.db") as opened:
-        yield opened
-
-
 def valid(question: Question, text: str) -> str | None:
     """The answer as the session would store it (None: refused)."""
     return read_answer(question, text).stored

@@ -648,12 +648,15 @@ def _write(path: Path, data: bytes) -> Path:
 
 
 @pytest.mark.parametrize("kind", list(BROKEN_DATABASES))
-def test_broken_databases_get_a_message_and_stay_untouched(kind: str, tmp_path: Path) -> None:
+def test_broken_databases_get_a_message_and_stay_untouched(
+    kind: str, tmp_path: Path, cogbias_main
+) -> None:
     make, fragment = BROKEN_DATABASES[kind]
     db = make(tmp_path)
     before = file_hash(db) if db.is_file() else None
+    run = cli if kind == "corrupt" else cogbias_main  # one kind in real processes
     for command in (["runs"], ["results"], ["datasets"], ["analyze"]):
-        done = cli(*command, "--db", str(db))
+        done = run(*command, "--db", str(db))
         no_traceback(done)
         assert done.returncode == 1, (command, done.stderr)
         assert fragment in done.stderr, (command, done.stderr)

@@ -297,9 +297,11 @@ def test_a_folder_holding_the_database_is_refused_even_with_force(store_path, tm
         (["-o", "x.csv"], "not allowed with argument"),
     ],
 )
-def test_flags_that_do_not_apply_to_a_folder_are_refused(store_path, tmp_path, extra, message):
+def test_flags_that_do_not_apply_to_a_folder_are_refused(
+    store_path, tmp_path, extra, message, cogbias_main
+):
     db = store_path["db"]
-    done = cogbias(
+    done = cogbias_main(
         "export", "--db", db, "--dataset", "malberg2024", "--hub", tmp_path / "h", *extra
     )
     assert done.returncode != 0 and message in done.stderr and "Traceback" not in done.stderr

@@ -402,7 +402,12 @@ def test_methods_say_what_ran(reports: dict, world: dict) -> None:
     assert re.fullmatch(r"[0-9a-f]{64}", source["sha256"])
 
 
-def test_refusals_name_the_problem(world: dict, tmp_path: Path) -> None:
+def test_refusals_name_the_problem(world: dict, tmp_path: Path, cogbias_main) -> None:
+    """In this process: the `reports` fixture runs the real command."""
+
+    def cogbias(world: dict[str, Any], *words: str) -> subprocess.CompletedProcess[str]:
+        return cogbias_main(*words, "--db", world["db"], env=world["env"])
+
     out = tmp_path / "r.html"
     cases = [
         (["--run", "run-nope"], "no run run-nope"),

@@ -101,9 +101,9 @@ def test_effects_refuses_a_paired_run_saying_what_it_is(runs) -> None:
     ],
     ids=lambda argv: " ".join(argv[:2]),
 )
-def test_a_missing_run_is_named_as_missing(runs, argv, tmp_path: Path) -> None:
-    out = tmp_path / "out.csv"
-    done = cogbias(*[w.format(out=out) for w in argv], "--db", runs["db"])
+def test_a_missing_run_is_named_as_missing(runs, argv, tmp_path: Path, cogbias_main) -> None:
+    out = tmp_path / "out.csv"  # in this process: the other tests start the real one
+    done = cogbias_main(*[w.format(out=out) for w in argv], "--db", runs["db"])
     said = clean(done)
     assert done.returncode == 2 and "no run" in said and "run-nope" in said, said
     assert not out.exists()  # `export` once wrote an empty file and said "wrote 0 rows"

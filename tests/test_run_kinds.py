@@ -202,6 +202,9 @@ def test_the_registry_alone_tells_kinds_apart():
         assert kinds.kind_of(_spec(kind, base)).name == kind
         assert kinds.kind_of(_spec(kind, base).canonical()).name == kind  # as stored
     assert kinds.kind_of(None).name == "paired"  # a run stored without a spec
-    assert {k.unit_name for k in kinds.registry()} == {"pairs", "units", "answers"}
-    assert kinds.get("class").results == "class_model_answers"
+    assert {"paired", "dataset", "tokenbias", "study", "class"} <= {
+        k.name for k in kinds.registry()
+    }
+    assert all(k.unit_name for k in kinds.registry())  # every kind says what it counts
+    assert kinds.get("paired").unit_name == "pairs" and kinds.get("study").unit_name == "units"
     assert kinds.get("study").results == "study_calls"

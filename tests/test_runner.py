@@ -26,25 +26,21 @@ def cli_args(s: paired_plan.RunSpec, db: Path) -> list[str]:
     return args + ["--api-base", s.api_base] if s.api_base else args
 
 
-def test_rerunning_an_identical_run_makes_no_new_llm_calls(tmp_path):
-    with FakeLLMServer() as server, Store(tmp_path / "x.db") as store:
-        first = executor.execute(
-            paired_plan.plan(spec(server.base_url), store), store, concurrency=8
-        )
-        assert first["status"] == "done" and first["done"] == first["planned"] == 24
-        assert server.calls > 0
-        server.reset_counts()
-        again = executor.execute(
-            paired_plan.plan(spec(server.base_url), store), store, concurrency=8
-        )
-        assert again["status"] == "done" and server.calls == 0
-        assert store.counts()["decisions"] == 24
-        # a different run over the same instances asks the model again only where needed:
-        # the response cache answers every identical request
-        server.reset_counts()
-        other = spec(server.base_url, models=["openai/fake"])
-        executor.execute(paired_plan.plan(other, store), store, concurrency=8)
-        assert server.calls == 0
+def test_rerunning_an_identical_run_makes_no_new_llm_calls(llm_server, store):
+    server = llm_server
+    first = executor.execute(paired_plan.plan(spec(server.base_url), store), store, concurrency=8)
+    assert first["status"] == "done" and first["done"] == first["planned"] == 24
+    assert server.calls > 0
+    server.reset_counts()
+    again = executor.execute(paired_plan.plan(spec(server.base_url), store), store, concurrency=8)
+    assert again["status"] == "done" and server.calls == 0
+    assert store.counts()["decisions"] == 24
+    # a different run over the same instances asks the model again only where needed:
+    # the response cache answers every identical request
+    server.reset_counts()
+    other = spec(server.base_url, models=["openai/fake"])
+    executor.execute(paired_plan.plan(other, store), store, concurrency=8)
+    assert server.calls == 0
 
 
 def test_injected_500s_and_429s_end_with_every_pair_scored_or_failed_with_reason(tmp_path):

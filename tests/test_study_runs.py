@@ -118,8 +118,9 @@ def test_a_temperature_a_provider_refuses_is_left_out_with_a_note():
         (["--max-attempts", "50"], "attempts must be between 1 and 20"),
     ],
 )
-def test_what_a_study_cannot_do_is_refused_by_name(tmp_path, args, message):
-    out = cogbias("run", "--study", "mohr8", "--models", "random", "--db", tmp_path / "s.db", *args)
+def test_what_a_study_cannot_do_is_refused_by_name(tmp_path, args, message, cogbias_main):
+    db = tmp_path / "s.db"  # in this process: the real one runs the studies below
+    out = cogbias_main("run", "--study", "mohr8", "--models", "random", "--db", db, *args)
     assert out.returncode != 0 and message in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
 

@@ -176,15 +176,16 @@ def _batches(
     progress: Any,
     key_env: str | None = None,
 ) -> None:
-    folder = Path(tempfile.mkdtemp(prefix=f"cogbias-{run_id}-"))
     store.update_run(run_id, status="running", pid=os.getpid())
     watch = Watch(store, run_id, owner)
-    try:
-        _rounds(plan, store, watch, poll_seconds, fallback, progress, folder, key_env)
-    except Cancelled:
-        pass
-    else:
-        return
+    # the batch files, once uploaded, are the provider's: the folder goes when the run stops
+    with tempfile.TemporaryDirectory(prefix=f"cogbias-{run_id}-") as folder:
+        try:
+            _rounds(plan, store, watch, poll_seconds, fallback, progress, Path(folder), key_env)
+        except Cancelled:
+            pass
+        else:
+            return
     watch.cancel_by = time.monotonic() + CANCEL_WAIT_S
     _cancel_open(store, run_id, key_env, watch)  # the interactive pass that follows sees it
 
