@@ -10,6 +10,7 @@ from app_pages._common import (
     source_filter,
     test_cases,
 )
+from cogbias.core.records import DecisionStatus
 from cogbias.core.redact import redactor
 from cogbias.runs import kinds
 from cogbias.studies import analysis, cells
@@ -106,7 +107,9 @@ for number, item in enumerate(top.itertuples(), start=1):
             with column, st.container(border=True):
                 st.markdown(f"**{safe_text.escape_markdown(model)}** · score {signed(score)}")
                 for pair in (
-                    p for p in pairs if p.decision.model == model and p.decision.status == "ok"
+                    p
+                    for p in pairs
+                    if p.decision.model == model and p.decision.status == DecisionStatus.OK
                 ):
                     shown = shown_pairs.shown_stored_pair(pair, clean)
                     if shown is not None:

@@ -25,6 +25,7 @@ from app_pages._common import (
     share_local_server,
     test_cases,
 )
+from cogbias.core.run_record import RunStatus
 from cogbias.datasets import import_run_id
 from cogbias.datasets.formats import holds
 from cogbias.runs import executor, paired_plan, summaries
@@ -78,7 +79,7 @@ def _dataset_runs(store: Store, dataset: str, was_active: bool) -> None:
             f"{run_label(ended)}: {ended['done']:,} of {ended['planned']:,} "
             f"{_progress.counted(ended)}, {ended['failed']:,} failed · {_progress.totals(ended)}."
         )
-        (st.success if ended["status"] == "done" else st.warning)(text)
+        (st.success if ended["status"] == RunStatus.DONE else st.warning)(text)
     if runs:
         cols = ["id", "status", "models", "planned", "done", "failed", "cost", "duration_s"]
         st.dataframe(runs_table(runs, cols), hide_index=True)

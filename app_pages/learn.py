@@ -16,6 +16,7 @@ from app_pages._common import (
     scoring_choice,
     test_cases,
 )
+from cogbias.core.records import DecisionStatus
 from cogbias.library import examples
 from cogbias.llm.errors import MissingKeyError
 from cogbias.runs import scorers
@@ -165,7 +166,7 @@ if held and held[0] == chosen:
         )
         for rejected in highlight.rejected_fills(instance):  # a fill that copied its instruction
             st.caption(safe_text.escape_markdown(rejected))
-        scored = decision.status == "ok"
+        scored = decision.status == DecisionStatus.OK
         if pair is not None:
             _pair.show_pair(pair, html, with_error=scored)  # the warning below says why
             _pair.show_probabilities(pair)

@@ -35,6 +35,7 @@ from app_pages._common import (
 from cogbias.core import run_record
 from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.core.redact import redact
+from cogbias.core.run_record import RunStatus
 from cogbias.library import examples
 from cogbias.llm.settings import check_api_base
 from cogbias.runs import paired_plan, scorers
@@ -295,7 +296,7 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
     busy = existing is not None and existing["status"] in ACTIVE
     if busy:
         st.info("This exact run is running now: watch it below.")
-    elif existing and existing["status"] == "done":
+    elif existing and existing["status"] == RunStatus.DONE:
         st.info(
             f"This exact run already finished ({existing['done']} pairs). Starting it again "
             "only does work that is missing; change the seed or the models for new results."
@@ -357,7 +358,7 @@ def progress(run_id: str) -> None:
     _progress.bars(run)
     if run["status"] not in ACTIVE:
         st.rerun()  # finished: redraw the whole page (past runs, no more polling)
-    cancelling = run["status"] == "cancelling"
+    cancelling = run["status"] == RunStatus.CANCELLING
     if not cancelling:
         if run["done"] == 0 and not run.get("to_generate"):
             st.caption("Filling gaps first (the local model may take a while per instance)…")
@@ -402,7 +403,7 @@ def last_run(run_id: str, run: dict) -> None:
         f"{run_label(run)}: {run['done']:,} of {run['planned']:,} {counted(run)}, "
         f"{run['failed']:,} failed · {totals(run)}."
     )
-    if run["status"] == "done":
+    if run["status"] == RunStatus.DONE:
         st.success(text)
     else:
         st.warning(text + (f" {shown(run['error'])}" if run.get("error") else ""))

@@ -26,6 +26,7 @@ from app_pages._common import (
 from cogbias.core import run_record
 from cogbias.core.limits import name_problem
 from cogbias.core.redact import redact
+from cogbias.core.run_record import RunStatus
 from cogbias.runs import study_plan, study_results, summaries
 from cogbias.runs.study_plan import MITIGATION_ORDER, StudyPlan, StudySpec
 from cogbias.store import pid_alive
@@ -209,7 +210,7 @@ def offer_start(resolved: StudySpec, the_plan: StudyPlan, run_name: str, stale: 
     busy = existing is not None and existing["status"] in run_record.WORKING
     if busy:
         st.info("This exact study run is running now: watch it below.")
-    elif existing is not None and existing["status"] == "done":
+    elif existing is not None and existing["status"] == RunStatus.DONE:
         st.info(
             "This exact study run already finished. Starting it again only asks what is "
             "missing; change the repeats or the models for new results."
@@ -238,7 +239,9 @@ def working(run: dict) -> bool:
     died interrupted), or a worker process started for it has not claimed it yet."""
     if run["status"] in run_record.WORKING:
         return True
-    starting = run["status"] == "planned" or run["id"] == st.session_state.get("study_active")
+    starting = run["status"] == RunStatus.PLANNED or run["id"] == st.session_state.get(
+        "study_active"
+    )
     return starting and pid_alive(run.get("pid"))
 
 
@@ -254,7 +257,7 @@ def progress(run_id: str) -> None:
         min(run["done"] / planned, 1.0), text=f"{run['done']:,} of {run['planned']:,} units"
     )
     st.caption(f"{run['failed']:,} failed · {run['tokens'] or 0:,} tokens · ${run['cost']:.4f}")
-    if run["status"] == "cancelling":
+    if run["status"] == RunStatus.CANCELLING:
         st.warning("cancelling… the run stops within seconds and keeps what is finished.")
     elif st.button("Cancel", key=f"study_cancel:{run_id}"):
         store.request_cancel(run_id)
@@ -285,7 +288,7 @@ pick, gone = pick_run(
     ["id", "name", "study", "status", "created_at", "planned", "done", "failed", "cost", "models"],
 )
 picked = runs[pick]
-stalled = picked["status"] == "planned" and not working(picked)  # its worker never began
+stalled = picked["status"] == RunStatus.PLANNED and not working(picked)  # its worker never began
 if stalled:
     log = db_path().parent / f"{pick}.log"
     st.warning("This run's worker stopped before it began. The end of its log:")

@@ -12,6 +12,7 @@ import streamlit as st
 from app_pages import _paper_models
 from app_pages._common import attempt, db_path, keep, open_store_or_stop
 from app_pages._progress import ACTIVE
+from cogbias.core.run_record import RunStatus
 from cogbias.runs import executor, paired_plan
 from cogbias.runs.summaries import run_summaries
 from cogbias.studies import analysis, tokenbias
@@ -60,7 +61,7 @@ def progress(run_id: str) -> None:
         return
     if run["status"] not in ACTIVE:
         st.session_state.pop("tb_run", None)
-        if run["status"] == "done":
+        if run["status"] == RunStatus.DONE:
             st.rerun()  # redraw the whole page with the baseline's tables
         st.error(f"The random baseline ended {run['status']}; the reason:")
         st.text(run["error"] or "(none recorded)")  # may quote a model: text, never Markdown

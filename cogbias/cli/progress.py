@@ -6,6 +6,8 @@ import sys
 import time
 from typing import Any
 
+from cogbias.core.run_record import RunStatus
+
 
 class TerminalProgress:
     """A one-line progress bar on stderr (a plain line every two seconds when not a terminal)."""
@@ -17,7 +19,7 @@ class TerminalProgress:
 
     def __call__(self, run: dict[str, Any]) -> None:
         t = time.monotonic()
-        final = run.get("status") not in ("running", None)
+        final = run.get("status") not in (RunStatus.RUNNING, None)
         if not final and t - self.last < (0.2 if self.tty else 2.0):
             return
         self.last = t

@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from cogbias.cli.options import _table, execution_options, is_token_bias, refuse_pair_options
+from cogbias.core.run_record import RunStatus
 from cogbias.core.safetext import csv_cell
 from cogbias.llm import costs
 
@@ -272,9 +273,9 @@ def _cancelled(run_id: str, done: str) -> str:
         return "cancelling (the worker stops within 2 s)"
     if done == "marked":
         return "cancelled"
-    if done == "done":
+    if done == RunStatus.DONE:
         return "already finished (done): nothing to cancel"
-    if done == "cancelled":
+    if done == RunStatus.CANCELLED:
         return "already cancelled: nothing to cancel"
     return (
         f"not running (it ended {done}): nothing to cancel; `cogbias resume {run_id}` continues it"

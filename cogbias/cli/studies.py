@@ -10,6 +10,7 @@ from typing import Any
 
 from cogbias.cli.options import execution_options, is_token_bias
 from cogbias.cli.terminal import print_data
+from cogbias.core.run_record import RunStatus
 
 
 def _split(text: str | None, flag: str = "") -> list[str]:
@@ -98,8 +99,8 @@ def execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> 
         f"units, {outcome['failed']} without a readable answer; cost ${outcome['cost'] or 0:.4f}",
         file=sys.stderr,
     )
-    if outcome["status"] in ("failed", "incomplete"):
-        kind = "error" if outcome["status"] == "failed" else "note"
+    if outcome["status"] in (RunStatus.FAILED, RunStatus.INCOMPLETE):
+        kind = "error" if outcome["status"] == RunStatus.FAILED else "note"
         print(f"{kind}: {outcome['error']}", file=sys.stderr)
         return 1
     print(f"see the figures with `cogbias results run {outcome['id']} --by mitigation`")

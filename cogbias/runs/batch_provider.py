@@ -116,7 +116,7 @@ def _batches(
     key_env: str | None = None,
 ) -> None:
     folder = Path(tempfile.mkdtemp(prefix=f"cogbias-{run_id}-"))
-    store.update_run(run_id, status="running", pid=os.getpid())
+    store.update_run(run_id, status=RunStatus.RUNNING, pid=os.getpid())
     while True:
         current = store.heartbeat_run(run_id, owner)  # the lease says we are alive
         if current is None or current.get("cancel_requested"):

@@ -21,7 +21,14 @@ from cogbias.core.reading import (
     read_extraction,
     read_option,
 )
-from cogbias.core.records import Decision, Instance, cap_text, decision_id, stable_id
+from cogbias.core.records import (
+    Decision,
+    DecisionStatus,
+    Instance,
+    cap_text,
+    decision_id,
+    stable_id,
+)
 from cogbias.core.templates import (
     SECTIONS,
     Filled,
@@ -383,7 +390,7 @@ def decision_row(
         control_choice=c.choice,
         treatment_choice=t.choice,
         score=scored,
-        status="failed" if failed else "ok",
+        status=DecisionStatus.FAILED if failed else DecisionStatus.OK,
         error="; ".join(f"{name}: {h.error}" for name, h in failed) or None,
         failure_kind=kinds[0] if kinds else None,
         truncated=cut_c or cut_t,

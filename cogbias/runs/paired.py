@@ -16,7 +16,7 @@ from typing import Any
 
 from cogbias.core import expressions, metrics, records
 from cogbias.core.metrics import MetricParams
-from cogbias.core.records import Decision, Instance
+from cogbias.core.records import Decision, DecisionStatus, Instance
 from cogbias.core.run_record import Run
 from cogbias.core.templates import Filled
 from cogbias.library import testcases as library
@@ -218,7 +218,7 @@ def _failed_instance(job: InstanceJob, spec: RunSpec, error: str, kind: str) -> 
         generator=spec.generator,
         temperature=spec.generator_temperature,
         seed=spec.seed,
-        status="failed",
+        status=DecisionStatus.FAILED,
         error=f"generation failed: {error}",
         failure_kind=kind,
     )
@@ -249,7 +249,7 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
     async def decide(pair: tuple[Instance, str, int, str]) -> None:
         instance, model, repeat, key = pair
         ask = pair_ask(plan, repeat)
-        if instance.status != "ok":
+        if instance.status != DecisionStatus.OK:
             error = instance.error or "instance failed"
             kind = instance.failure_kind or "invalid"
             row = pipeline.failed_decision(instance, model, ask, error, kind)
@@ -268,5 +268,5 @@ def _add_decision(writer: Writer, retried: dict[str, str], decision: Decision) -
         writer.run["done"] += 1
     else:
         writer.run["failed"] -= 1
-    writer.run["failed"] += decision.status == "failed"
+    writer.run["failed"] += decision.status == DecisionStatus.FAILED
     writer.add("decisions", decision)

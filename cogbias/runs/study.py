@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogbias.core import records
-from cogbias.core.records import Turn
+from cogbias.core.records import Turn, TurnStatus
 from cogbias.core.redact import redactor
 from cogbias.core.run_record import Run
 from cogbias.llm.profiles import resolve as resolve_model
@@ -110,7 +110,7 @@ def stored_turns(store: Store, run_id: str, retry_failed: bool) -> dict[str, dic
     columns = ["id", "run_id", "conversation", "turn", "role", "test", "status"]
     for row in store.turn_values(run_id, [*columns, "failure_kind", "response"]):
         turn = Turn.from_row(row)
-        if turn.status == "failed" and (retry_failed or turn.failure_kind == "transient"):
+        if turn.status == TurnStatus.FAILED and (retry_failed or turn.failure_kind == "transient"):
             continue
         kept.setdefault(turn.conversation, {})[turn.turn] = turn
     return kept
@@ -169,14 +169,14 @@ class _Conversations:
             asked, turn = script.turns[0], 0
             if script.rewrite is not None:
                 row = rows.get(0) or await self._ask(talk, 0, "rewrite", [script.rewrite])
-                if row.status == "failed":
+                if row.status == TurnStatus.FAILED:
                     return False
-                if row.status != "ok":
+                if row.status != TurnStatus.OK:
                     continue
                 asked, turn = rewritten(row.response or ""), 1
             row = rows.get(turn) or await self._ask(talk, turn, "decide", [asked])
-            if row.status in ("ok", "failed"):
-                return row.status == "ok"
+            if row.status in (TurnStatus.OK, TurnStatus.FAILED):
+                return row.status == TurnStatus.OK
         return False
 
     async def _sequence(self, unit: Unit, test: StudyTest, script: Script) -> bool:
@@ -190,7 +190,7 @@ class _Conversations:
         for turn, (role, text) in enumerate(role_turns):
             said.append(text)
             row = rows.get(turn) or await self._ask(talk, turn, role, said)
-            if row.status == "failed":
+            if row.status == TurnStatus.FAILED:
                 return False
             # An empty answer goes back as a visible mark: providers refuse empty turns.
             said.append(row.response or NO_ANSWER)
@@ -199,7 +199,7 @@ class _Conversations:
     def _invalid(self, unit: Unit, test: StudyTest, error: str) -> None:
         talk = _Talk(unit, test, Script([], ""), unit.conversation(self.run_id))
         row = self._row(talk, 0, "decide", "")
-        row.status, row.error, row.failure_kind = "failed", error, "invalid"
+        row.status, row.error, row.failure_kind = TurnStatus.FAILED, error, "invalid"
         self.writer.add("study_calls", row)
         self.writer.run["done"] += 1
         self.writer.run["failed"] += 1
@@ -228,7 +228,7 @@ class _Conversations:
             status_quo_at=script.status_quo_at,
             prompt=prompt,
             original=script.original if first_decision else None,
-            status="ok",
+            status=TurnStatus.OK,
         )
 
     async def _ask(self, talk: _Talk, turn: int, role: str, said: list[str]) -> Turn:
@@ -260,7 +260,9 @@ class _Conversations:
             raise
         except LLMError as exc:
             # an empty answer is an answer that cannot be read: asked again like one
-            status = "unparseable" if exc.failure_kind == "unparseable" else "failed"
+            status = (
+                TurnStatus.UNPARSEABLE if exc.failure_kind == "unparseable" else TurnStatus.FAILED
+            )
             row.status, row.error, row.failure_kind = status, str(exc), exc.failure_kind
             self.writer.add("study_calls", row)
             return row

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cogbias.core.records import DecisionStatus
+
 ALPHA = 0.05
 
 
@@ -125,23 +127,15 @@ def summarize(scores: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     p, from one row per decision (`cells.heatmap_summary`: the same from SQLite's sums)."""
     records = []
     for (bias, model), group in scores.groupby(["bias", "model"], sort=True):
-        ok = group.loc[group["status"] == "ok", "score"].dropna().to_numpy(dtype=float)
-        failures = int((group["status"] != "ok").sum())
+        scored = group["status"] == DecisionStatus.OK
+        ok = group.loc[scored, "score"].dropna().to_numpy(dtype=float)
+        failures = int((~scored).sum())
         low, high = t_interval(ok)
-        records.append(
-            {
-                "bias": bias,
-                "model": model,
-                "mean": float(np.mean(ok)) if len(ok) else float("nan"),
-                "mean_abs": float(np.mean(np.abs(ok))) if len(ok) else float("nan"),
-                "n": len(ok),
-                "failures": failures,
-                "failure_rate": failures / (len(ok) + failures) if len(ok) + failures else 0.0,
-                "ci_low": low,
-                "ci_high": high,
-                "p_value": one_sample_p(ok),
-            }
-        )
+        n, mean = len(ok), (float(np.mean(ok)) if len(ok) else float("nan"))
+        mean_abs = float(np.mean(np.abs(ok))) if n else float("nan")
+        rate = failures / (n + failures) if n + failures else 0.0
+        row = [bias, model, mean, mean_abs, n, failures, rate, low, high, one_sample_p(ok)]
+        records.append(dict(zip(SUMMARY_COLUMNS[:-2], row, strict=True)))
     table = pd.DataFrame.from_records(records, columns=SUMMARY_COLUMNS[:-2])
     return with_significance(table, alpha)
 

@@ -23,6 +23,7 @@ from scipy import stats
 
 from cogbias.core import probabilities
 from cogbias.core.metrics import MetricParams, params_problem
+from cogbias.core.records import DecisionStatus
 from cogbias.store import Store
 from cogbias.studies.analysis import ALPHA, SCORE_RANGE, identical_interval, with_significance
 
@@ -90,7 +91,7 @@ def cells_from_status_groups(rows: Iterable[Mapping[str, Any]]) -> list[dict[str
             {"bias": r["bias"], "model": r["model"], "n": 0, "s1": 0.0, "s2": 0.0,
              "sabs": 0.0, "smin": None, "smax": None, "failures": 0},
         )  # fmt: skip
-        if r["status"] == "ok":
+        if r["status"] == DecisionStatus.OK:
             cell.update({k: r[k] for k in ("n", "s1", "s2", "sabs", "smin", "smax")})
         else:
             cell["failures"] += int(r["rows"])

@@ -24,7 +24,7 @@ from cogbias.core.export_columns import (
     pair_record,
 )
 from cogbias.core.outputs import check_output, replacing
-from cogbias.core.records import Turn
+from cogbias.core.records import Turn, TurnStatus
 from cogbias.core.safetext import csv_cell
 from cogbias.runs import kinds
 from cogbias.store import Store
@@ -55,7 +55,7 @@ def coded_answer(study: Study | None, turn: Turn) -> float | None:
     recomputed from an export has the run's sign; None for a rewrite, a revision (several
     answers in one) and a turn without a readable answer."""
     test = study.tests.get(turn.test) if study is not None else None
-    if test is None or turn.role != "decide" or turn.status != "ok" or turn.value is None:
+    if test is None or turn.role != "decide" or turn.status != TurnStatus.OK or turn.value is None:
         return None
     try:
         return code_answer(test, json.loads(turn.value))

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.records import DecisionStatus
 from cogbias.core.redact import redactor
 from cogbias.views.report_html import cell
 from cogbias.views.report_methods import version
@@ -66,7 +67,7 @@ class HubTable:
                 if row.get("status"):
                     self.statuses[str(row["status"])] += 1
                 self.published += str(row.get("run_id") or "").startswith("import:")
-                if row.get("status") == "failed":
+                if row.get("status") == DecisionStatus.FAILED:
                     self.failure_kinds[str(row.get("failure_kind") or "transient")] += 1
             yield batch
 
