@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
 from cogbias.core.redact import redact
-from cogbias.core.run_record import Run
+from cogbias.core.run_record import ResultsPage, Run
 from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError, TestCase
 from cogbias.llm import registry
@@ -285,13 +286,36 @@ def load_secrets_into_env() -> None:
             os.environ.setdefault(name, value)
 
 
+@dataclass(frozen=True)
+class OpenIn:
+    """The Run page's button to a run's results: its label and key, the page it opens and the
+    session value (`value`, with the run's `{id}`) that page reads to show the run."""
+
+    label: str
+    key: str
+    page: str
+    state: str
+    value: str
+
+
+# the page each results page is (a run of a kind shown on none has no such button)
+OPEN_IN = {
+    ResultsPage.EXPLORE: OpenIn(
+        "Open in Explore", "run_explore", "app_pages/explore.py", "explore_source", "run:{id}"
+    ),
+    ResultsPage.STUDIES: OpenIn(
+        "Open in Studies", "run_studies", "app_pages/studies.py", "study_run", "{id}"
+    ),
+}
+
+
 def result_sources(
     runs: Sequence[Run], datasets: Iterable[Mapping[str, Any]]
 ) -> tuple[list[str], Callable[[str], str]]:
     """What paired results can be shown: "all", each paired run ("run:ID") and each dataset
     ("dataset:NAME"), with a label function for a selectbox; of `runs` (`kinds.records`) and
     `datasets` (`Store.datasets`) as the page read them, once per rerun."""
-    paired = {r.id: r for r in runs if r.kind and r.kind.results == "decisions"}
+    paired = {r.id: r for r in runs if r.kind and r.kind.page is ResultsPage.EXPLORE}
     from cogbias.datasets.formats import results_page
 
     names = [d["name"] for d in datasets if results_page(d["kind"]) == "explore"]
@@ -323,7 +347,7 @@ def studies_link(runs: Sequence[Run]) -> None:
     """Point at the Studies page when `runs` (`kinds.records`) hold study runs: their results
     are pivoted there (by mitigation, temperature, prompt variant or model), not in the
     paired heatmaps."""
-    count = sum(bool(r.kind and r.kind.results == "study_calls") for r in runs)
+    count = sum(bool(r.kind and r.kind.page is ResultsPage.STUDIES) for r in runs)
     if count:
         st.page_link(
             "app_pages/studies.py",

@@ -15,6 +15,7 @@ import streamlit as st
 
 from app_pages import _launch, _progress
 from app_pages._common import (
+    OPEN_IN,
     RANDOM_MODEL,
     case_label,
     chosen_gone,
@@ -35,7 +36,7 @@ from app_pages._common import (
 from cogbias.core import run_record
 from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.core.redact import redact
-from cogbias.core.run_record import RunStatus
+from cogbias.core.run_record import ResultsPage, RunStatus
 from cogbias.library import examples
 from cogbias.llm.settings import check_api_base
 from cogbias.runs import paired_plan, scorers
@@ -383,7 +384,7 @@ def progress_section(by_id: dict[str, dict]) -> str | None:
             (
                 r["id"]
                 for r in by_id.values()
-                if r["status"] in ACTIVE and r["results"] == "decisions"
+                if r["status"] in ACTIVE and r["page"] is ResultsPage.EXPLORE
             ),
             None,
         )
@@ -442,14 +443,10 @@ def run_buttons(pick: str, picked: dict, gone: bool) -> None:
     """Open, Resume, Retry failed pairs and Cancel for the picked run; no click acts on a
     run deleted elsewhere (`gone`)."""
     b1, b2, b3, b4 = st.columns(4)
-    shown_in = picked["results"]  # the table its results are read from
-    if shown_in == "study_calls":  # shown on the Studies page
-        if b1.button("Open in Studies", key="run_studies") and not gone:
-            st.session_state["study_run"] = pick
-            st.switch_page("app_pages/studies.py")
-    elif shown_in == "decisions" and b1.button("Open in Explore", key="run_explore") and not gone:
-        st.session_state["explore_source"] = f"run:{pick}"
-        st.switch_page("app_pages/explore.py")
+    opens = OPEN_IN.get(picked["page"])  # the page that shows its kind's results, if any
+    if opens is not None and b1.button(opens.label, key=opens.key) and not gone:
+        st.session_state[opens.state] = opens.value.format(id=pick)
+        st.switch_page(opens.page)
     retry = (
         b3.button(
             "Retry failed pairs",

@@ -26,7 +26,7 @@ from app_pages._common import (
 from cogbias.core import run_record
 from cogbias.core.limits import name_problem
 from cogbias.core.redact import redact
-from cogbias.core.run_record import RunStatus
+from cogbias.core.run_record import ResultsPage, RunStatus
 from cogbias.runs import study_plan, study_results, summaries
 from cogbias.runs.study_plan import MITIGATION_ORDER, StudyPlan, StudySpec
 from cogbias.store import pid_alive
@@ -230,7 +230,7 @@ start_form()
 runs = {
     r["id"]: {**r, "study": StudySpec.from_stored(r["spec"]).study}
     for r in summaries.run_summaries(store)
-    if r["results"] == "study_calls"
+    if r["page"] is ResultsPage.STUDIES
 }
 
 

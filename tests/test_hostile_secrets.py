@@ -17,7 +17,7 @@ from fake_llm_server import FakeLLMServer, _last_user_text, default_responder
 
 from cogbias.core.records import Turn
 from cogbias.core.redact import redactor, secret_values
-from cogbias.runs import executor, paired_plan
+from cogbias.runs import deletion, executor, paired_plan
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store, migrations
 from cogbias.views import export
@@ -277,7 +277,7 @@ def test_a_short_digit_secret_leaves_cached_log_probabilities_intact(
             assert [lp for _, lp in json.loads(entry)["positions"][0]] == list(LISTED.values())
         # the same run again reads every answer from the cache, and reads them right
         server.reset_counts()
-        store.delete_run(first["id"])
+        deletion.apply(store, deletion.plan_run(store, first["id"]))
         again = _probability_run(store, server.base_url)
         assert again["status"] == "done" and again["failed"] == 0 and server.calls == 0, again
         [pair] = store.query("select control_distribution from decisions")
@@ -335,7 +335,7 @@ def test_a_cache_entry_that_no_longer_parses_is_a_miss_removed_and_asked_again(
             )
         assert all("***91" in e for e in _logprob_entries(store))
         server.reset_counts()
-        store.delete_run(first["id"])
+        deletion.apply(store, deletion.plan_run(store, first["id"]))
         again = _probability_run(store, server.base_url)
         assert again["status"] == "done" and again["failed"] == 0, again
         assert server.calls == 2  # both halves asked afresh

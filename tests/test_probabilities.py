@@ -18,7 +18,7 @@ from cogbias.core.metrics import MetricParams
 from cogbias.core.probabilities import Distribution, expected_score, uniform
 from cogbias.core.records import Instance
 from cogbias.llm import logprobs
-from cogbias.runs import executor, paired_plan, probabilities
+from cogbias.runs import deletion, executor, paired_plan, probabilities
 from cogbias.store import Store
 from cogbias.views import export
 
@@ -105,7 +105,7 @@ def test_a_scripted_server_gives_the_hand_computed_expected_scores(tmp_path):
         calls = server.calls
         # the distributions are cached like any answer: the same run again asks nothing
         server.reset_counts()
-        store.delete_run(run_spec.run_id)
+        deletion.apply(store, deletion.plan_run(store, run_spec.run_id))
         again = executor.execute(paired_plan.plan(run_spec, store), store, concurrency=4)
         assert again["status"] == "done" and server.calls == 0 < calls
         export.export(store, tmp_path / "again.csv", run_id=run_spec.run_id)

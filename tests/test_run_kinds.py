@@ -23,6 +23,7 @@ from fake_llm_server import FakeLLMServer
 from run_helpers import spec as paired_spec
 from test_study_runs import admissions_responder
 
+from cogbias.core.run_record import ResultsPage
 from cogbias.datasets import tokenbias_study
 from cogbias.runs import executor, kinds, paired_plan, study_plan
 from cogbias.store import Store
@@ -186,4 +187,5 @@ def test_the_registry_alone_tells_kinds_apart():
         assert kinds.kind_of(_spec(kind, base).canonical()).name == kind  # as stored
     assert kinds.kind_of(None).name == "paired"  # a run stored without a spec
     assert {k.unit_name for k in kinds.registry()} == {"pairs", "units"}
-    assert kinds.get("study").results == "study_calls"
+    assert kinds.get("study").page is ResultsPage.STUDIES  # the page its results are on
+    assert kinds.get("paired").page is ResultsPage.EXPLORE

@@ -288,15 +288,17 @@ def _export_hub(store: Any, args: argparse.Namespace) -> int:
 
 
 def _check_run(store: Any, run_id: str, needs_pairs: str | None) -> None:
-    """Refuse a run that does not exist, and a study run where `needs_pairs` (the command or
-    flag that reads pairs, if any) would find none, saying where a study run is shown."""
+    """Refuse a run that does not exist, and a run whose kind Explore does not show where
+    `needs_pairs` (the command or flag that reads pairs, if any) would find none, saying
+    where such a run is shown."""
+    from cogbias.core.run_record import ResultsPage
     from cogbias.runs import kinds
 
     run = kinds.stored(store, run_id)
-    if needs_pairs and run.kind is not None and run.kind.name == "study":
+    if needs_pairs and kinds.of(run).page is not ResultsPage.EXPLORE:
         raise ValueError(
             f"{needs_pairs} works on the pairs of paired, dataset and token-bias runs; run {run_id} is "
-            f"{kinds.described(run)}: see it with `cogbias results run {run_id}` (its turns: "
+            f"{kinds.described(run)}: see it with `cogbias results run {run_id}` (its rows: "
             f"`cogbias export --run {run_id} -o FILE`)"
         )
 

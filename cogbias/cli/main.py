@@ -59,6 +59,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
         args.db = default_path()
     try:
+        if os.environ.get("COGBIAS_PLUGINS"):  # a plugin that cannot load says so at once
+            from cogbias.runs import kinds
+
+            kinds.registry()
         code = args.handler(args) or 0
         # Only a real command line (argv from sys.argv) may end the process: a caller that
         # passes argv (a test, a script) keeps its interpreter.

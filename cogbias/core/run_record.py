@@ -44,12 +44,43 @@ RESUMABLE: tuple[str, ...] = (
 )
 
 
+class ResultsPage(StrEnum):
+    """The page that shows a kind's results (a kind with none is read by export and report
+    alone); the Run page's "Open in …" button goes there."""
+
+    EXPLORE = "explore"  # pairs scored per bias × model: Explore, Compare, `cogbias analyze`
+    STUDIES = "studies"  # a study's cells, pivots, conversations and the humans beside them
+
+
+@dataclass(frozen=True)
+class RunRows:
+    """The rows of `table` that are one run's: those whose `column` holds its id. Deleting
+    the run deletes them; `results` rows are what a deletion counts (its decisions, turns)."""
+
+    table: str
+    column: str = "run_id"
+    results: bool = True
+
+
+@dataclass(frozen=True)
+class SharedRows:
+    """Rows of `table` that a run's rows point at by `key` and that other runs may share (an
+    instance two runs drew): `refs` are the (table, column) pairs of run rows (keyed by
+    `run_id`) that point at them. Deleting a run deletes the ones only it points at, unless
+    `kept_if_set` (a column: a dataset owns the row) holds a value."""
+
+    table: str
+    key: str
+    refs: tuple[tuple[str, str], ...]
+    kept_if_set: str | None = None
+
+
 class KindInfo(Protocol):
     """What a record says of its kind (a `cogbias.runs.work.RunKind` satisfies it)."""
 
     name: str
     unit_name: str
-    results: str
+    page: ResultsPage | None
 
 
 @dataclass(frozen=True)

@@ -29,16 +29,17 @@ from cogbias.runs.paired_plan import (
     create_run,
     plan,
 )
+from cogbias.runs.paired_results import PairedResults
 from cogbias.runs.work import Job, Writer, pool
 from cogbias.store import Store
 
 
-class PairedKind:
-    """Library test cases × scenarios × instances × models × repeats."""
+class PairedKind(PairedResults):
+    """Library test cases × scenarios × instances × models × repeats (its read side:
+    `paired_results.PairedResults`)."""
 
     name = "paired"
     unit_name = "pairs"
-    results = "decisions"
     batchable = True
 
     def owns(self, spec: Mapping[str, Any]) -> bool:

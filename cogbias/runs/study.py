@@ -35,6 +35,7 @@ from cogbias.runs.study_plan import (
     compose,
     rewritten,
 )
+from cogbias.runs.study_read import StudyResults
 from cogbias.runs.work import Job, Writer, pool
 from cogbias.store import Store
 from cogbias.studies.definitions import StudyTest
@@ -43,12 +44,12 @@ from cogbias.studies.questions import system_message
 SPEC_VERSION = 1
 
 
-class StudyKind:
-    """A study's tests × models × temperatures × variants × mitigations × repeats."""
+class StudyKind(StudyResults):
+    """A study's tests × models × temperatures × variants × mitigations × repeats (its read
+    side: `study_read.StudyResults`)."""
 
     name = "study"
     unit_name = "units"
-    results = "study_calls"
     batchable = False  # each turn depends on the answer before it: no round to hand over
 
     def owns(self, spec: Mapping[str, Any]) -> bool:

@@ -14,8 +14,8 @@ OFFLINE_GENERATORS = ("examples", "random")  # fill gaps without a model call
 
 
 def run_summaries(store: Store) -> list[dict[str, Any]]:
-    """Runs with duration, models, biases, what a unit is called (`unit`), the table their
-    results are in (`results`) and their cost as text (`cost_text`); a 'running' run whose
+    """Runs with duration, models, biases, what a unit is called (`unit`), the page that shows
+    their results (`page`, a `ResultsPage` or None) and their cost as text (`cost_text`); a 'running' run whose
     worker died is 'interrupted'. Each run's spec is parsed and its kind resolved once."""
     return [_summary(run) for run in store.runs()]
 
@@ -38,7 +38,7 @@ def _summary(run: dict[str, Any]) -> dict[str, Any]:
         run["status"] = RunStatus.CANCELLING
     run["models"] = ",".join(spec.get("models", []))
     run["biases"] = kind.target(spec)
-    run["unit"], run["results"] = kind.unit_name, kind.results
+    run["unit"], run["page"] = kind.unit_name, kind.page
     if run.get("duration_s") is None:  # made before durations accumulated
         run["duration_s"] = _duration(run["started_at"], run["finished_at"] or run["heartbeat_at"])
     else:

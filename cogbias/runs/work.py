@@ -14,10 +14,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cogbias.core.run_record import Run
+from cogbias.core.run_record import ResultsPage, Run, RunRows, SharedRows
+from cogbias.runs.read_side import ExportTable
 from cogbias.store.buffered_cache import BufferedCache
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from cogbias.llm import LLMClient
     from cogbias.store import Store
 
@@ -209,14 +212,27 @@ class Job:
 
 
 class RunKind(Protocol):
-    """What the executor asks of a kind of run."""
+    """What the executor asks of a kind of run (the methods below), and what its readers ask
+    (`read_side.ReadSide`: a kind subclasses it and overrides what it has)."""
 
     name: str  # "paired" | "dataset" | "tokenbias" | "study": what a stored spec's "kind" says
     unit_name: str  # what a unit is called in progress and summaries ("pairs", "units")
-    # the table its results are read from: "decisions" (paired results: Explore shows them),
-    # "study_calls" (the Studies page); another name: no page shows them yet
-    results: str
     batchable: bool  # whether `cogbias batch` and `--batch` can hand its requests over
+    # its read side (`read_side.ReadSide` says what each is and gives the defaults)
+    page: ResultsPage | None
+    tables: tuple[RunRows | SharedRows, ...]
+    exports: tuple[ExportTable, ...]
+    noun: str
+    failed_noun: str
+
+    def cells(self, store: Store, run: Run) -> pd.DataFrame:
+        """Its rows reduced to cells (`read_side.ReadSide.cells`)."""
+
+    def settings(self, store: Store, run: Run) -> tuple[str, ...]:
+        """What the run asked, in words (`read_side.ReadSide.settings`)."""
+
+    def failures(self, store: Store, run: Run) -> Mapping[str, int]:
+        """Its failed units by failure kind (`read_side.ReadSide.failures`)."""
 
     def owns(self, spec: Mapping[str, Any]) -> bool:
         """Whether a spec without a "kind" key (a paired spec object, or a spec stored

@@ -106,6 +106,22 @@ def heatmap_summary(
     return summarize_aggregates(cells_from_status_groups(groups))
 
 
+RESULT_COLUMNS = ["bias", "model", "mean", "n", "failures", "failure_rate"]
+
+
+def results_table(
+    store: Store, run_id: str | None = None, dataset: str | None = None
+) -> pd.DataFrame:
+    """Per bias x model of a run, a dataset or everything: the mean score and the failure rate
+    to four decimals, scored and failed pairs (`cogbias results`' table)."""
+    rows = store.results(run_id=run_id, dataset=dataset)
+    for row in rows:
+        total = (row["n"] or 0) + (row["failures"] or 0)
+        row["failure_rate"] = round(row["failures"] / total, 4) if total else 0.0
+        row["mean"] = None if row["mean"] is None else round(row["mean"], 4)
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
 def token_bias_test_cases(store: Store) -> set[str]:
     """The test cases of token-bias studies and imports (their datasets carry hypotheses).
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from cogbias.core.run_record import Run
+from cogbias.core.run_record import ResultsPage, Run
 from cogbias.views.numbers import interval, p_text, signed_or_dash
 
 
@@ -23,8 +23,8 @@ def runs_behind(
     dataset: str | None = None,
 ) -> list[Run]:
     """The runs whose pairs a heatmap of `run_id` / `dataset` (or of everything) shows, of
-    `runs` (`kinds.records`) and `datasets` (`Store.datasets`) as the page read them: paired
-    runs, not those on a dataset another page reads (token-bias, effect sizes), nor a run
+    `runs` (`kinds.records`) and `datasets` (`Store.datasets`) as the page read them: runs
+    whose kind Explore shows (paired runs), not those on a dataset another page reads (token-bias, effect sizes), nor a run
     whose stored spec cannot be read (it cannot be placed, so it is not named)."""
     from cogbias.datasets.formats import results_page
 
@@ -34,7 +34,7 @@ def runs_behind(
     shown = []
     for run in runs:
         on = run.spec.get("dataset")
-        if run.spec_readable and run.kind and run.kind.results == "decisions":
+        if run.spec_readable and run.kind and run.kind.page is ResultsPage.EXPLORE:
             if on not in elsewhere and (dataset is None or on == dataset):
                 shown.append(run)
     return shown

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import platform
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,15 +32,6 @@ from cogbias.views.safe_text import escape_markdown
 
 # Parquet type (as pyarrow names it) -> the `datasets` dtype the card declares
 DTYPES = {"string": "string", "int64": "int64", "double": "float64", "bool": "bool"}
-DESCRIPTIONS = {
-    "pairs": "one row per model decision on a control/treatment pair, joined to its instance "
-    "(both texts as the model read them, the answers, the metric and the score)",
-    "turns": "one row per model call of the study's conversations, with the answer as the "
-    "study's metric counts it (`coded`)",
-    "instances": "the filled control/treatment pairs (test instances) the decisions answered",
-    "runs": "the runs that made the decisions: spec (JSON, without keys), status, counts, "
-    "tokens and cost",
-}
 LICENSE_NOTE = (
     "set the license you publish under (an SPDX id such as cc-by-4.0), or keep `other` "
     "and add `license_name` and `license_link`"
@@ -54,7 +45,8 @@ class HubTable:
 
     name: str
     path: str
-    columns: dict[str, str]
+    columns: Mapping[str, str]
+    description: str = ""  # what one row is (a run kind's `ExportTable.description`)
     rows: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     failure_kinds: Counter[str] = field(default_factory=Counter)
@@ -125,7 +117,7 @@ def card(
         + ". One Parquet file per table, each a config of this dataset:",
         "",
     ]
-    body += [f"- `{t.name}` (`{t.path}`, {t.rows} rows): {DESCRIPTIONS[t.name]}." for t in tables]
+    body += [f"- `{t.name}` (`{t.path}`, {t.rows} rows): {t.description}." for t in tables]
     body += [
         "",
         "The columns are those of `cogbias export` (cogbias' docs/datasets.md): answers are "
