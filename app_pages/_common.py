@@ -212,47 +212,54 @@ def minute(stamp: str | None) -> str:
     return (stamp or "")[:16].replace("T", " ")
 
 
-def runs_table(runs: Iterable[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
-    """`columns` of `runs` as every page lists them: created to the minute, models with a
-    space after each comma (the CLI keeps "a,b", which `--models` takes back)."""
+def runs_table(
+    runs: Iterable[Run], columns: list[str], extra: Mapping[str, Mapping[str, Any]] | None = None
+) -> pd.DataFrame:
+    """`columns` of `runs` (`summaries.run_summaries`) as every page lists them, with a
+    page's `extra` columns by run id: created to the minute, models with a space after each
+    comma (the CLI keeps "a,b", which `--models` takes back)."""
     # Imported here: every page imports this module, and pandas (~0.3 s) would otherwise
     # delay the first page (Learn), which shows no table.
     import pandas as pd
 
-    rows = [
-        {**r, "created_at": minute(r.get("created_at")), "models": r["models"].replace(",", ", ")}
-        for r in runs
-    ]
+    from cogbias.runs.summaries import table_row
+
+    rows = []
+    for run in runs:
+        row = {**table_row(run), **(extra or {}).get(run.id, {})}
+        row.update(created_at=minute(run.created_at), models=row["models"].replace(",", ", "))
+        rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 
 
-def run_label(run: dict[str, Any]) -> str:
+def run_label(run: Run) -> str:
     """Safe in Markdown: a run's name is the user's text."""
-    name = f"{run['name']} · " if run.get("name") else ""
-    when = minute(run.get("created_at"))
-    return safe_text.escape_markdown(f"{name}{run['id']} · {run['status']} · {when}")
+    name = f"{run.name} · " if run.name else ""
+    return safe_text.escape_markdown(f"{name}{run.id} · {run.status} · {minute(run.created_at)}")
 
 
-def run_option(run: dict[str, Any]) -> str:
+def run_option(run: Run, study: str = "") -> str:
     """A run as a select box option: plain text (options are not Markdown, so nothing is
     escaped) and no status (an open select box would not redraw a label that changes)."""
-    parts = (run.get("name"), run.get("study"), run["id"], minute(run.get("created_at")))
+    parts = (run.name, study, run.id, minute(run.created_at))
     return " · ".join(str(p) for p in parts if p)
 
 
 def pick_run(
     label: str,
-    runs: dict[str, dict[str, Any]],
+    runs: dict[str, Run],
     key: str,
     default: str,
     columns: list[str],
     column_config: dict[str, Any] | None = None,
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[str, bool]:
-    """`columns` of `runs` as a table, and the id picked below it in the select box `key`,
-    with whether the run picked before was deleted elsewhere since the page was drawn (said
-    above the box by `chosen_gone`; the page then acts on no click of this run)."""
+    """`columns` of `runs` (with a page's `extra` columns by id, a study run's "study") as a
+    table, and the id picked below it in the select box `key`, with whether the run picked
+    before was deleted elsewhere since the page was drawn (said above the box by
+    `chosen_gone`; the page then acts on no click of this run)."""
     st.dataframe(
-        runs_table(runs.values(), columns),
+        runs_table(runs.values(), columns, extra),
         hide_index=True,
         width="stretch",
         column_config={
@@ -261,7 +268,10 @@ def pick_run(
         },
     )
     gone = chosen_gone(key, runs, "Run", default)
-    pick = st.selectbox(label, list(runs), format_func=lambda r: run_option(runs[r]), key=key)
+    study = {run_id: str(row.get("study", "")) for run_id, row in (extra or {}).items()}
+    pick = st.selectbox(
+        label, list(runs), format_func=lambda r: run_option(runs[r], study.get(r, "")), key=key
+    )
     return pick, gone
 
 
@@ -326,7 +336,7 @@ def result_sources(
             return "All results in this database"
         kind, _, name = source.partition(":")
         # options are plain text: a Markdown-escaped label would show its backslashes
-        return f"Run {run_option(vars(paired[name]))}" if kind == "run" else f"Dataset {name}"
+        return f"Run {run_option(paired[name])}" if kind == "run" else f"Dataset {name}"
 
     return sources, label
 

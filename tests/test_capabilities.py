@@ -136,7 +136,7 @@ def test_an_answer_without_alternatives_never_becomes_a_distribution(tmp_path: P
     with pytest.raises(NotADistribution, match="listed 1 token"):
         probabilities.read_half(logprobs.encode_answer(answer, "openai/fake"), 2)
     run, row = _one_pair_run(tmp_path, {"content": "A", "logprobs": alone})
-    assert run["failed"] == 1 and row["failure_kind"] == "unparseable" and row["score"] is None
+    assert run.failed == 1 and row["failure_kind"] == "unparseable" and row["score"] is None
     assert row["control_distribution"] is None and row["treatment_distribution"] is None
 
 
@@ -156,7 +156,7 @@ def test_the_random_baseline_is_recognised_by_its_profile_not_its_name(tmp_path:
         )  # fmt: skip
         run = executor.execute(paired_plan.plan(asked, store), store, concurrency=2)
         (row,) = store.query("select * from decisions")
-    assert run["status"] == "done" and run["failed"] == 0, run
+    assert run.status == "done" and run.failed == 0, run
     assert row["status"] == "ok"
     for half in ("control_distribution", "treatment_distribution"):
         p = json.loads(row[half])["p"]

@@ -78,10 +78,10 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         with Store(db) as store:
             paired = executor.execute(paired_plan.plan(spec, store), store, concurrency=4)
             # a provider error that echoed the key, stored before redaction existed
-            store.update_run(paired["id"], name=RUN_NAME, error=f"denied: {KEY}")
+            store.update_run(paired.id, name=RUN_NAME, error=f"denied: {KEY}")
             import_malberg(store, FORMAT_DIR)
     study = study_run(db, StudySpec("biasbuster", ["random"], tests=["framing"], repeats=1))
-    return {"db": db, "paired": paired["id"], "study": study}
+    return {"db": db, "paired": paired.id, "study": study}
 
 
 def front_matter(card: str) -> tuple[dict[str, Any], str]:

@@ -95,7 +95,7 @@ def test_a_scripted_server_gives_the_hand_computed_expected_scores(tmp_path):
         choice = paired_plan.RunSpec(**{**run_spec.__dict__, "scoring": "choice"})
         assert run_spec.run_id != choice.run_id
         run = executor.execute(paired_plan.plan(run_spec, store), store, concurrency=4)
-        assert run["status"] == "done"
+        assert run.status == "done"
         path = tmp_path / "pairs.csv"
         export.export(store, path, run_id=run_spec.run_id)
         rows = list(csv.DictReader(path.open()))
@@ -107,7 +107,7 @@ def test_a_scripted_server_gives_the_hand_computed_expected_scores(tmp_path):
         server.reset_counts()
         deletion.apply(store, deletion.plan_run(store, run_spec.run_id))
         again = executor.execute(paired_plan.plan(run_spec, store), store, concurrency=4)
-        assert again["status"] == "done" and server.calls == 0 < calls
+        assert again.status == "done" and server.calls == 0 < calls
         export.export(store, tmp_path / "again.csv", run_id=run_spec.run_id)
         scores = {r["decision_id"]: r["score"] for r in rows}
         rerun = csv.DictReader((tmp_path / "again.csv").open())

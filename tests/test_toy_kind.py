@@ -167,9 +167,9 @@ def test_a_registered_kind_runs_in_process_and_is_refused_by_batch_by_name(
     db = str(tmp_path / "toy.db")
     with Store(db) as store:
         outcome = executor.execute(kinds.plan(toy.ToySpec(units=3, seed=1), store), store)
-    assert outcome["status"] == "done" and outcome["done"] == 3
+    assert outcome.status == "done" and outcome.done == 3
     out = str(tmp_path / "requests.jsonl")
-    assert cogbias(["batch", "export", outcome["id"], "--db", db, "-o", out]) == 2
+    assert cogbias(["batch", "export", outcome.id, "--db", db, "-o", out]) == 2
     assert "a toy run asks its units directly" in capsys.readouterr().err
 
 
@@ -195,7 +195,7 @@ def test_a_kind_this_cogbias_does_not_know_is_listed_but_not_resumed(
     with Store(db) as store:
         store.create_run("run-fromafuture", {"kind": "hologram", "models": ["random"]}, 1)
         assert kinds.kind_of(store.run("run-fromafuture")["spec"]).name == "paired"  # listed
-        assert [r["id"] for r in run_summaries(store)] == ["run-fromafuture"]
+        assert [r.id for r in run_summaries(store)] == ["run-fromafuture"]
     assert cogbias(["resume", "run-fromafuture", "--db", db]) == 2
     said = capsys.readouterr().err
     assert "'hologram'" in said and "upgrade cogbias" in said

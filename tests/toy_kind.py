@@ -126,7 +126,7 @@ class ToyKind(ReadSide):
             while number >= hold:  # held until the run is cancelled
                 await asyncio.sleep(0.05)
             self.asked.append(number)
-            job.writer.run["done"] += 1
+            job.writer.run.done += 1
             job.writer.add(TABLE, {"run_id": job.plan.spec.run_id, "unit": number})
 
         await pool(todo, unit, job.concurrency)

@@ -18,7 +18,6 @@ def execute(
     plan: Any, store: Any, args: argparse.Namespace, name: str = "", kind: Any = None
 ) -> int:
     """Work on `plan` (of `kind`, when the caller has resolved it) and say how it ended."""
-    from cogbias.core.run_record import Run
     from cogbias.runs import executor, kinds, summaries
 
     kind = kind or kinds.kind_of(plan.spec)
@@ -45,20 +44,20 @@ def execute(
     except executor.RunBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    saved = outcome.get("cost_saved") or 0.0
+    saved = outcome.cost_saved or 0.0
     print(
-        f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} "
-        f"{kind.unit_name}, {outcome['failed']} {kind.failed_noun}; cost "
-        f"{summaries.cost_text(Run.from_row(outcome))}"
+        f"run {outcome.id}: {outcome.status} — {outcome.done} of {outcome.planned} "
+        f"{kind.unit_name}, {outcome.failed} {kind.failed_noun}; cost "
+        f"{summaries.cost_text(outcome)}"
         + (f" (${saved:.4f} saved by the cache)" if saved else ""),
         file=sys.stderr,
     )
-    if outcome["status"] in (RunStatus.FAILED, RunStatus.INCOMPLETE):
+    if outcome.status in (RunStatus.FAILED, RunStatus.INCOMPLETE):
         print(
-            f"{'error' if outcome['status'] == RunStatus.FAILED else 'note'}: {outcome['error']}",
+            f"{'error' if outcome.status == RunStatus.FAILED else 'note'}: {outcome.error}",
             file=sys.stderr,
         )
         return 1
     if kind.page in NEXT_STEP:
-        print(NEXT_STEP[kind.page].format(id=outcome["id"]))
+        print(NEXT_STEP[kind.page].format(id=outcome.id))
     return 0

@@ -231,13 +231,12 @@ def _cancelled(run_id: str, done: str) -> str:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from cogbias.runs.summaries import run_summaries
+    from cogbias.runs.summaries import run_summaries, table_row
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        rows = [
-            {**r, "cost": costs.cost_cell(r["cost"], r["cost_text"])} for r in run_summaries(store)
-        ]
+        rows = [table_row(r) for r in run_summaries(store)]
+        rows = [{**r, "cost": costs.cost_cell(r["cost"], r["cost_text"])} for r in rows]
         batches = store.batches()
     if not rows:
         print("no runs yet: start one with `cogbias run pairs|dataset|study`", file=sys.stderr)

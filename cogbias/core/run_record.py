@@ -123,6 +123,11 @@ class Run:
         return cls(spec=spec, spec_readable=readable, **values)
 
     @property
+    def page(self) -> ResultsPage | None:
+        """The page that shows this run's results (its kind's), or None."""
+        return self.kind.page if self.kind is not None else None
+
+    @property
     def active(self) -> bool:
         """Whether a worker is on the run or about to be (see `ACTIVE`)."""
         return self.status in ACTIVE

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core.records import dumps
-from cogbias.core.run_record import RunStatus
+from cogbias.core.run_record import Run, RunStatus
 from cogbias.llm import keys as key_rules
 from cogbias.llm.errors import LLMError
 from cogbias.llm.profiles import ModelProfile
@@ -83,8 +83,8 @@ def execute(
     fallback: str = "round",
     progress: Any = None,
     **interactive: Any,
-) -> dict[str, Any]:
-    """Run a plan through batches, then score it from the cache; returns the run row."""
+) -> Run:
+    """Run a plan through batches, then score it from the cache; returns the run as stored."""
     check_batchable(plan)
     run_id = executor.create(plan, store)
     owner = lease_owner(os.getpid(), "batch")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from cogbias.core.run_record import ACTIVE, RunRows, SharedRows
 from cogbias.runs import kinds, read_side
-from cogbias.runs.summaries import run_summaries
+from cogbias.runs.summaries import run_summaries, target
 from cogbias.store import Store
 
 
@@ -48,9 +48,9 @@ def _active(store: Store, run_ids: list[str], dataset: str | None = None) -> lis
     """Which of these runs (or runs on `dataset`, even before their first decision) still run."""
     wanted = set(run_ids)
     return [
-        r["id"]
+        r.id
         for r in run_summaries(store)
-        if r["status"] in ACTIVE and (r["id"] in wanted or (dataset and r["biases"] == dataset))
+        if r.status in ACTIVE and (r.id in wanted or (dataset and target(r) == dataset))
     ]
 
 

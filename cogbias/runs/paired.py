@@ -192,10 +192,10 @@ async def _instances(job: Job) -> dict[str, Instance]:
         made[instance_job.id] = instance
         if instance.failure_kind != "transient":
             writer.add("instances", instance.to_row())
-        writer.run["generated"] += 1
+        writer.run.generated += 1
 
     missing = [j for j in plan.jobs if j.id not in existing]
-    writer.run.update(generated=0, to_generate=len(missing))
+    writer.run.generated, writer.run.to_generate = 0, len(missing)
     await pool(iter(missing), make, job.concurrency)
     rows = {r["id"]: r for r in store.instances(existing)}
     return made | {i: Instance.from_row(r) for i, r in rows.items()}
@@ -266,8 +266,8 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
 def _add_decision(writer: Writer, retried: dict[str, str], decision: Decision) -> None:
     """Count a finished pair (a retried one replaces its failure) and hand it to the writer."""
     if retried.pop(decision.id, None) is None:
-        writer.run["done"] += 1
+        writer.run.done += 1
     else:
-        writer.run["failed"] -= 1
-    writer.run["failed"] += decision.status == DecisionStatus.FAILED
+        writer.run.failed -= 1
+    writer.run.failed += decision.status == DecisionStatus.FAILED
     writer.add("decisions", decision)

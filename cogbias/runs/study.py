@@ -91,7 +91,7 @@ class StudyKind(StudyResults):
         )
 
     def end_fields(self, job: Job) -> dict[str, Any]:
-        return {"done": job.writer.run["done"], "failed": job.writer.run["failed"]}
+        return {"done": job.writer.run.done, "failed": job.writer.run.failed}
 
 
 def create(plan: StudyPlan, store: Store, name: str = "") -> str:
@@ -159,8 +159,8 @@ class _Conversations:
             ok = await self._sequence(unit, test, script)
         else:
             ok = await self._single(unit, test, script)
-        self.writer.run["done"] += 1
-        self.writer.run["failed"] += not ok
+        self.writer.run.done += 1
+        self.writer.run.failed += not ok
 
     async def _single(self, unit: Unit, test: StudyTest, script: Script) -> bool:
         """One decision, after a self-help rewrite when asked; again while unreadable."""
@@ -202,8 +202,8 @@ class _Conversations:
         row = self._row(talk, 0, "decide", "")
         row.status, row.error, row.failure_kind = TurnStatus.FAILED, error, "invalid"
         self.writer.add("study_calls", row)
-        self.writer.run["done"] += 1
-        self.writer.run["failed"] += 1
+        self.writer.run.done += 1
+        self.writer.run.failed += 1
 
     def _row(self, talk: _Talk, turn: int, role: str, prompt: str) -> Turn:
         """A turn's record before it is asked."""
