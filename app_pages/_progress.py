@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from cogbias.core.run_record import ACTIVE, Run
+from cogbias.llm.costs import dollars
 from cogbias.runs.summaries import cost_text
 from cogbias.views import safe_text
 
@@ -26,7 +27,7 @@ def totals(run: Run) -> str:
     saved = run.cost_saved or 0.0
     return (
         f"{run.tokens or 0:,} tokens · cost {cost_text(run)}"
-        + (f" (${saved:.4f} saved by the cache)" if saved else "")
+        + (f" ({dollars(saved)} saved by the cache)" if saved else "")
         + (f" · {run.duration_s:.0f} s" if run.duration_s is not None else "")
     )
 

@@ -38,6 +38,7 @@ from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.core.redact import redact
 from cogbias.core.run_record import ResultsPage, Run, RunStatus
 from cogbias.library import examples
+from cogbias.llm.costs import dollars
 from cogbias.llm.settings import check_api_base
 from cogbias.runs import paired_plan, scorers
 from cogbias.runs.paired_plan import RunSpec
@@ -287,7 +288,7 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
     m1, m2, m3 = st.columns(3)
     m1.metric("Pairs to decide", f"{plan['planned']:,}")
     m2.metric("LLM calls (at most)", f"{sum(calls.values()):,}")
-    m3.metric("Estimated cost", "unknown" if cost is None else f"${cost:,.4f}")
+    m3.metric("Estimated cost", "unknown" if cost is None else dollars(cost))
     st.caption(
         f"{calls['generate']:,} to fill gaps, {calls['decide']:,} to decide, "
         f"{calls['extract']:,} to extract the chosen option. Answers already in the "
@@ -305,7 +306,7 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
     batch_cost = plan.get("batch_cost")
     use_batch = st.checkbox(
         "Send the calls through the provider's Batch API"
-        + (f" (estimated ${batch_cost:,.4f})" if batch_cost else ""),
+        + (f" (estimated {dollars(batch_cost)})" if batch_cost else ""),
         key="run_batch",
         help="Half price and no rate limits, for OpenAI, OpenAI-compatible servers and "
         "Anthropic (Message Batches); "

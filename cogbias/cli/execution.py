@@ -9,6 +9,7 @@ from typing import Any
 
 from cogbias.cli.options import execution_options
 from cogbias.core.run_record import ResultsPage, RunStatus
+from cogbias.llm import costs
 
 # what to do next once a run shown on a page has ended (a run of another kind: nothing)
 NEXT_STEP = {ResultsPage.STUDIES: "see the figures with `cogbias results run {id} --by mitigation`"}
@@ -49,7 +50,7 @@ def execute(
         f"run {outcome.id}: {outcome.status} — {outcome.done} of {outcome.planned} "
         f"{kind.unit_name}, {outcome.failed} {kind.failed_noun}; cost "
         f"{summaries.cost_text(outcome)}"
-        + (f" (${saved:.4f} saved by the cache)" if saved else ""),
+        + (f" ({costs.dollars(saved)} saved by the cache)" if saved else ""),
         file=sys.stderr,
     )
     if outcome.status in (RunStatus.FAILED, RunStatus.INCOMPLETE):

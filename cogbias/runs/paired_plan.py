@@ -18,6 +18,7 @@ from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.library import examples
 from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
+from cogbias.llm import costs
 from cogbias.llm.profiles import resolve
 from cogbias.runs import pipeline, scorers
 from cogbias.runs import prompting as prompting_methods
@@ -165,27 +166,16 @@ class Plan:
         return {"generate": gen, "decide": asked, "extract": asked if scorer.reads_answers else 0}
 
     def estimated_cost(self, batch: bool = False) -> float | None:
-        """USD for priced models (computed once per model); None when a price is unknown.
-        With `batch`, at the providers' batch prices (see `ModelProfile.batch_price_per_call`)."""
+        """USD for priced models (`costs.estimate`); None when a price is unknown. With
+        `batch`, at the providers' batch prices."""
         calls = self.llm_calls()
         llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
-        per_model = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
-        pricing = [(self.spec.generator, {"generate": calls["generate"]})]
-        for m in llm_models:
-            decide = {k: v for k, v in per_model.items() if k != "extract"}
-            pricing += [(m, decide), (self.spec.extractor or m, {"extract": per_model["extract"]})]
-        total = 0.0
-        for model, counts in pricing:
-            if not any(counts.values()):
-                continue
-            profile = resolve(model, self.spec.api_base)
-            price_of = profile.batch_price_per_call if batch else profile.price_per_call
-            for kind, n in counts.items():
-                price = price_of(EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind])
-                if price is None:
-                    return None
-                total += n * price
-        return total
+        each = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
+        asked = [_calls(self.spec.generator, "generate", calls["generate"])]
+        for model in llm_models:
+            asked.append(_calls(model, "decide", each["decide"]))
+            asked.append(_calls(self.spec.extractor or model, "extract", each["extract"]))
+        return costs.estimate(asked, self.spec.api_base, batch)
 
     def describe(self) -> str:
         calls = self.llm_calls()
@@ -209,8 +199,12 @@ class Plan:
             f"run {self.spec.run_id}: {source} x {len(self.spec.models)} models x {self.spec.repeats} repeats "
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
             f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract); "
-            f"estimated cost: {'unknown (unpriced model)' if cost is None else f'${cost:.4f}'}"
-            + ("" if not cost or batch_cost is None else f", ${batch_cost:.4f} with --batch")
+            f"estimated cost: {costs.estimate_text(cost)}"
+            + (
+                ""
+                if not cost or batch_cost is None
+                else f", {costs.dollars(batch_cost)} with --batch"
+            )
             + " (answers already in the cache are free)"
             + self.kept_note()
         )
@@ -224,6 +218,11 @@ class Plan:
             f"{', '.join(self.kept)}, which the library has changed since; for the current "
             f"design, delete the run (cogbias delete run {self.spec.run_id}) and run it again"
         )
+
+
+def _calls(model: str, kind: str, count: int) -> costs.Calls:
+    """`count` calls of one kind (generate, decide, extract) at that kind's estimated size."""
+    return costs.Calls(model, EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind], count)
 
 
 _ORDER_WORDS = {

@@ -85,7 +85,7 @@ def run_models(run: Run) -> list[str]:
 def cost_text(run: Run) -> str:
     """A stored run's spent cost as text: "≥ $0.0120, some unknown" when a model it asked
     has no price (see `cogbias.llm.costs.cost_text`)."""
-    return costs.spent_text(run.cost, run_models(run), run.spec.get("api_base"))
+    return costs.cost_text(run.cost, run_models(run), run.spec.get("api_base"))
 
 
 def _duration(start: str | None, end: str | None) -> float | None:

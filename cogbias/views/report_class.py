@@ -17,6 +17,7 @@ from cogbias.classroom import models as class_models
 from cogbias.classroom import sessions
 from cogbias.classroom.questions import Question
 from cogbias.classroom.sessions import ClassResults, Session
+from cogbias.llm.costs import dollars
 from cogbias.store import Store
 from cogbias.views import classroom, figures
 from cogbias.views.report_methods import models_table, software
@@ -186,7 +187,7 @@ def _how(mode: str, temperature: float) -> str:
 
 
 def _cost(cost: float | None) -> str:
-    return "unknown" if cost is None else f"${cost:.4f}"
+    return "unknown" if cost is None else dollars(cost)
 
 
 def class_report(store: Store, code: str) -> Report:

@@ -25,6 +25,7 @@ import pandas as pd
 from cogbias.core.run_record import RESUMABLE, ResultsPage, Run
 from cogbias.library import testcases as library
 from cogbias.llm import profiles
+from cogbias.llm.costs import dollars
 from cogbias.llm.errors import LLMError
 from cogbias.runs import kinds, summaries
 from cogbias.store import Store
@@ -154,7 +155,7 @@ def counts_section(run: Run, failures: Mapping[str, int] | None = None) -> Secti
         f"Units planned {run.planned:,}, done {run.done:,}, failed {run.failed:,}"
         + (f": {by_kind}" if by_kind else ""),
         f"Tokens {run.tokens or 0:,}; cost {summaries.cost_text(run)}"
-        + (f" (${run.cost_saved:.4f} saved by the response cache)" if run.cost_saved else ""),
+        + (f" ({dollars(run.cost_saved)} saved by the response cache)" if run.cost_saved else ""),
         f"Duration {run.duration_s:.1f} s" if run.duration_s is not None else "Duration –",
     )
     left = (
