@@ -164,7 +164,9 @@ def _n(n: int | None) -> str:
 
 
 def _share(value: float | None) -> str:
-    return "–" if value is None or value != value else f"{value:.0%}"
+    from cogbias.views.numbers import percent
+
+    return percent(value)
 
 
 def _num(value: float | None) -> str:

@@ -150,6 +150,8 @@ class ByteProgress:
         self.label = ""
 
     def __call__(self, label: str, done: int, total: int) -> None:
+        from cogbias.views.numbers import percent
+
         now = time.monotonic()
         final = total and done >= total
         if label == self.label and not final and now - self.last < (0.2 if self.tty else 3.0):
@@ -158,7 +160,7 @@ class ByteProgress:
         label = terminal(label)  # a file name with a newline or ESC is shown, not acted out
         if total:
             bar = "#" * int(30 * done / total)
-            line = f"[{bar:<30}] {done / total:4.0%} {label} ({done / 1e6:.1f} of {total / 1e6:.1f} MB)"
+            line = f"[{bar:<30}] {percent(done / total):>4} {label} ({done / 1e6:.1f} of {total / 1e6:.1f} MB)"
         else:
             line = f"{label}: {done / 1e6:.1f} MB"
         end = "\n" if final or not self.tty else ""

@@ -376,6 +376,7 @@ def _pair_scenario(
     )
     from cogbias.core.probabilities import Distribution
     from cogbias.runs import scorers
+    from cogbias.views.numbers import percent
 
     decide_pair = scorers.get(args.scoring).decide_pair
     ask = pipeline.PairAsk(
@@ -393,7 +394,7 @@ def _pair_scenario(
                 print(f"{half}: extraction {clean(row[f'{half}_extraction'])!r}")
             dist = Distribution.from_json(row.get(f"{half}_distribution"))
             if dist is not None:
-                listed = ", ".join(f"{i + 1}: {p:.0%}" for i, p in enumerate(dist.p))
+                listed = ", ".join(f"{i + 1}: {percent(p)}" for i, p in enumerate(dist.p))
                 print(f"{half}: option probabilities {listed}")
             if row.get(f"{half}_samples"):
                 named = [s["choice"] for s in json.loads(row[f"{half}_samples"])]

@@ -16,7 +16,7 @@ import altair as alt
 import pandas as pd
 
 from cogbias.views.charts import category_axis, column_axis, column_step
-from cogbias.views.numbers import MISSING, interval, p_text, signed, signed_or_dash
+from cogbias.views.numbers import MISSING, interval, p_text, percent, signed, signed_or_dash
 
 SELECTION = "cell"
 VIEWS = {"mean": "Mean score", "failure_rate": "Failure rate", "n": "Scored pairs (n)"}
@@ -80,13 +80,13 @@ def heatmap_frame(
             for v, sig, n in zip(frame["mean"], frame["significant"], frame["n"], strict=True)
         ]
     elif view == "failure_rate":
-        frame["label"] = [MISSING if pd.isna(v) else f"{v:.0%}" for v in frame["value"]]
+        frame["label"] = [percent(v) for v in frame["value"]]
     else:
         frame["label"] = [MISSING if pd.isna(v) else str(int(v)) for v in frame["value"]]
     frame["has_value"] = frame["value"].notna()
     frame["mean_text"] = [signed_or_dash(v, 3) for v in frame["mean"]]
     frame["failure_text"] = [
-        "no pairs" if none else f"{rate:.1%}"
+        "no pairs" if none else percent(rate, 1)
         for none, rate in zip(no_pairs, frame["failure_rate"], strict=True)
     ]
     frame["p_text"] = [p_text(p) for p in frame["p_adjusted"]]

@@ -20,6 +20,7 @@ from cogbias.classroom.models import ModelResult
 from cogbias.classroom.questions import Question
 from cogbias.classroom.sessions import ClassResults
 from cogbias.views.charts import category_axis
+from cogbias.views.numbers import percent
 
 HUMANS = "humans (original study)"
 CLASS = "this class"
@@ -181,7 +182,7 @@ def _row_label(condition: str, option: str) -> str:
 
 def _figure(value: float, low: float, high: float, measure: str) -> str:
     def one(x: float) -> str:
-        return f"{x * 100:.0f}%" if measure == "share" else f"{x:,.2f}".rstrip("0").rstrip(".")
+        return percent(x) if measure == "share" else f"{x:,.2f}".rstrip("0").rstrip(".")
 
     if math.isnan(value):
         return "–"

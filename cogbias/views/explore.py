@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from cogbias.core.run_record import ResultsPage, Run
-from cogbias.views.numbers import interval, p_text, signed_or_dash
+from cogbias.views.numbers import interval, p_text, percent, signed_or_dash
 
 
 def runs_behind(
@@ -79,6 +79,6 @@ def numbers_table(summary: pd.DataFrame, names: Mapping[str, str] | None = None)
             "p (BH-adjusted)": [p_text(p) for p in summary["p_adjusted"]],
             "significant after BH": summary["significant"].fillna(False).astype(bool),
             "failures": summary["failures"].astype(int),
-            "failure rate": [f"{r:.1%}" for r in summary["failure_rate"]],
+            "failure rate": [percent(r, 1) for r in summary["failure_rate"]],
         }
     )
