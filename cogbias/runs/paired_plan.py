@@ -329,12 +329,30 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
         check_api_base(spec.api_base)
     for model in {*spec.models, spec.generator}:
         resolve(model, spec.api_base)  # unknown local models fail here, before any work
+    asked = [(m, spec.temperature) for m in spec.models]
+    if not spec.dataset and not answers_offline(spec.generator, spec):  # it fills the gaps
+        asked.append((spec.generator, spec.generator_temperature))
+    for model, temperature in asked:
+        if problem := temperature_refusal(model, spec.api_base, temperature):
+            raise ValueError(problem)
     if spec.extractor is not None and not resolve(spec.extractor, spec.api_base).writes_text:
         raise ValueError(
             f"--extractor {spec.extractor} cannot read answers: it writes no text; choose a "
             "language model (e.g. local/smollm2) or leave it out (each model reads its own)"
         )
     return spec
+
+
+def temperature_refusal(model: str, api_base: str | None, temperature: float) -> str | None:
+    """Why `model` cannot be asked at `temperature` (its profile's `max_temperature`: a
+    provider's API refuses more, Anthropic's above 1), or None."""
+    limit = resolve(model, api_base).max_temperature
+    if temperature <= limit:
+        return None
+    return (
+        f"{model} accepts temperatures up to {limit:g}, not {temperature:g}: choose a "
+        f"temperature of at most {limit:g}, or leave {model} out"
+    )
 
 
 def pinned_cases(store: Store, run_id: str) -> dict[str, TestCase] | None:
