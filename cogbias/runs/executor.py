@@ -141,7 +141,7 @@ async def _work(
     run_id = spec.run_id
     if (store.run(run_id) or {}).get("cancel_requested"):  # cancelled while this worker started
         store.update_run(run_id, status=RunStatus.CANCELLED, cancel_requested=0, finished_at=now())
-        return kinds.stored(store, run_id)
+        return replace(Run.from_row(store.run(run_id) or {"id": run_id}), kind=kind)
     with store.atomic():
         counts = kind.prepare(plan, store, retry_failed)
         previous = store.run(run_id) or {}
@@ -168,7 +168,8 @@ async def _work(
     if status == RunStatus.DONE:
         error = kind.incomplete(job)
         status = RunStatus.INCOMPLETE if error else status
-    return end_run(store, run, status, error, progress, **kind.end_fields(job))
+    ended = end_run(store, run, status, error, progress, **kind.end_fields(job))
+    return replace(ended, kind=kind)  # the kind this worker resolved, not asked again
 
 
 async def until_stopped(work: asyncio.Task[Any], writer: Writer) -> tuple[str, str | None]:
@@ -209,10 +210,11 @@ def end_run(
     progress: Progress | None,
     **fields: Any,
 ) -> Run:
-    """Record how a run ended (unless its lease was lost: the new owner records that).
+    """Record how a run ended (unless its lease was lost: the new owner records that) and
+    return it as stored (a `Run`; the caller sets the kind it resolved).
 
     When even that cannot be written (a full disk), stderr says so and what to do, and the
-    returned row carries the ending anyway: the stored row still says `running`, which reads
+    returned run carries the ending anyway: the stored row still says `running`, which reads
     as `interrupted` once this process has ended, and `cogbias resume` takes it over."""
     recorded = True
     if status != RunStatus.INTERRUPTED:
@@ -240,7 +242,7 @@ def end_run(
     if progress:
         progress(run)
     stored = store.run(run.id)
-    ended = kinds.record(stored) if stored is not None else run.record()
+    ended = Run.from_row(stored) if stored is not None else run.record()
     return ended if recorded else replace(ended, status=status, error=error)
 
 
