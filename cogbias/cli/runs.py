@@ -269,6 +269,8 @@ def _results(args: argparse.Namespace) -> int:
     from cogbias.studies import cells
 
     with Store(args.db) as store:
+        if args.run and store.run(args.run) is None:
+            raise KeyError(f"no run {args.run} in {store.path}; see `cogbias runs`")
         run = kinds.stored(store, args.run) if args.run else None
         page = kinds.of(run).page if run is not None else None
         if page is ResultsPage.STUDIES or (args.study and not is_token_bias(args.study, store)):
