@@ -17,6 +17,7 @@ import streamlit as st
 
 from cogbias.core.redact import redact
 from cogbias.core.run_record import ResultsPage, Run
+from cogbias.core.safetext import shown
 from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError, TestCase
 from cogbias.llm import registry
@@ -156,7 +157,7 @@ def test_cases() -> dict[str, TestCase]:
 
 
 def case_label(cases: dict[str, TestCase]) -> Callable[[str], str]:
-    return lambda cid: cases[cid].name + ("" if cases[cid].is_builtin else " (yours)")
+    return lambda cid: shown(cases[cid].name, 120) + ("" if cases[cid].is_builtin else " (yours)")
 
 
 @st.cache_data(show_spinner=False)
@@ -239,10 +240,11 @@ def run_label(run: Run) -> str:
 
 
 def run_option(run: Run, study: str = "") -> str:
-    """A run as a select box option: plain text (options are not Markdown, so nothing is
-    escaped) and no status (an open select box would not redraw a label that changes)."""
+    """A run as a select box option: plain text (options are not Markdown, so only what no
+    page shows raw is escaped, `safetext.shown`) and no status (an open select box would not
+    redraw a label that changes)."""
     parts = (run.name, study, run.id, minute(run.created_at))
-    return " · ".join(str(p) for p in parts if p)
+    return " · ".join(shown(p, 120) for p in parts if p)
 
 
 def pick_run(
@@ -299,7 +301,8 @@ def load_secrets_into_env() -> None:
 @dataclass(frozen=True)
 class OpenIn:
     """The Run page's button to a run's results: its label and key, the page it opens and the
-    session value (`value`, with the run's `{id}`) that page reads to show the run."""
+    session value (`value`, with the run's `{id}` or a field of its `{spec}`) that page reads
+    to show the run."""
 
     label: str
     key: str
@@ -315,6 +318,9 @@ OPEN_IN = {
     ),
     ResultsPage.STUDIES: OpenIn(
         "Open in Studies", "run_studies", "app_pages/studies.py", "study_run", "{id}"
+    ),
+    ResultsPage.CLASS: OpenIn(  # the class run's session, beside the class and the humans
+        "Open in Class", "run_class", "app_pages/classroom.py", "class_session", "{spec[session]}"
     ),
 }
 
@@ -438,9 +444,11 @@ def removed_here(key: str, value: Any) -> None:
     st.session_state[f"_removed:{key}"] = value
 
 
-def scoring_choice(key: str) -> str:
-    """The scoring radio of Learn and Run: the registered scorers (`runs.scorers`)."""
-    from cogbias.runs import scorers
+def scoring_choice(key: str) -> dict[str, Any]:
+    """The scoring controls of Learn and Run: the registered scorers' radio, the answers
+    asked of each half and the reducer of those samples (`runs.scorers`, `runs.reducers`);
+    the run's `scoring`, `samples` and `reducer`, in their one spelling (`scorers.spelled`)."""
+    from cogbias.runs import sampling, scorers
     from cogbias.views.probability_bars import scoring_labels
 
     labels = scoring_labels()
@@ -453,12 +461,29 @@ def scoring_choice(key: str) -> str:
         help="Option probabilities: each half's probability of every option, read from the "
         "model's token log-probabilities (it is asked for an option's letter); the score is "
         "the exact expected score. Models with log-probabilities only, e.g. the local model. "
-        "Self-consistency: each half asked N times at a temperature above 0, the option "
-        "named most often scored (docs/runs.md).",
+        "Samples per half above 1: each half asked N times at a temperature above 0, and "
+        "the reducer makes the N answers into the half's answer (docs/runs.md).",
     )
-    family = next(s for s in scorers.all_scorers() if s.spelling == picked)
-    if not family.argument:
-        return picked
-    low, default, high = family.argument_range
-    n = st.number_input(family.argument_label, low, high, default, key=f"{key}_argument")
-    return f"{family.name}:{int(n)}"
+    scorer = scorers.get(picked)
+    samples = 1
+    if scorer.ask_half is not None:
+        samples = int(
+            st.number_input("Samples per half", 1, sampling.MAX_SAMPLES, 1, key=f"{key}_samples")
+        )
+    if samples == 1:
+        return dict(zip(("scoring", "samples", "reducer"), scorers.spelled(picked), strict=True))
+    fitting = {r.name: r for r in scorers.reducers_for(scorer)}
+    if st.session_state.get(f"_{key}_reducer_of") != picked:  # another scorer's: its own
+        st.session_state.pop(f"{key}_reducer", None)
+        st.session_state[f"_{key}_reducer_of"] = picked
+    reducer = st.selectbox(
+        "Reducer",
+        list(fitting),
+        index=list(fitting).index(scorer.reducer),
+        format_func=lambda name: fitting[name].label or name,
+        key=f"{key}_reducer",
+        help="How a half's samples become its answer: "
+        + "; ".join(f"{r.name}: {r.help}" for r in fitting.values()),
+    )
+    spelled = scorers.spelled(picked, samples, reducer)
+    return dict(zip(("scoring", "samples", "reducer"), spelled, strict=True))

@@ -69,23 +69,24 @@ def decide(
     model: str,
     infos: list[ModelInfo],
     seed: int = 0,
-    scoring: str = scorers.DEFAULT,
     temperature: float = 0.0,
+    scoring: str = scorers.DEFAULT,
+    samples: int = 1,
+    reducer: str | None = None,
 ) -> Decision:
-    """Both halves answered by `model` and scored by the scorer `scoring` (`runs.scorers`):
-    one decision (not saved to a run). With `scoring="probabilities"` it carries both
-    halves' distributions. A model the scorer cannot use is refused by name
-    (ValueError)."""
+    """Both halves answered by `model` (`samples` times each, reduced by `reducer`) and
+    scored by the scorer `scoring` (`runs.scorers`): one decision (not saved to a run). With
+    `scoring="probabilities"` it carries both halves' distributions. A model the scorer
+    cannot use is refused by name (ValueError)."""
     problem = scorers.refusal(
         scoring,
         [model],
         api_base_of(model, infos),
         BASELINE,
         {instance.test_case: instance.n_options},
-    )
+    ) or scorers.sampling_refusal(scoring, samples, reducer, temperature)
     if problem:
         raise ValueError(problem)
-    decide_pair = scorers.get(scoring).decide_pair
-    ask = pipeline.PairAsk(seed=seed, temperature=temperature)
+    ask = pipeline.PairAsk(seed=seed, temperature=temperature, samples=samples, reducer=reducer)
     with _client(model, infos) as client:
-        return pipeline.run_sync(decide_pair(client, instance, model, ask))
+        return pipeline.run_sync(scorers.get(scoring).decide(client, instance, model, ask))

@@ -146,7 +146,7 @@ def show_probabilities(pair: shown_pairs.ShownPair) -> None:
 
 
 def show_samples(pair: shown_pairs.ShownPair) -> None:
-    """Each half's samples and how they split (pairs of `--scoring consistency:N` runs only;
+    """Each half's samples and how they split (pairs of sampled runs only, `--samples N`;
     nothing for the others). Answers are shown in a table: text, never markup."""
     tables = [sample_tables.sample_table(half) for half in pair.halves]
     if all(t is None for t in tables):

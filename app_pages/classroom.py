@@ -4,8 +4,9 @@ the models.
 The teacher opens a session on one question (a classic experiment or a test case filled
 once); participants join on the small participant server (`cogbias class serve`, its own
 host and port: this app stays on 127.0.0.1), each answering one condition. The page counts
-answers live, asks the chosen models the same question, and on Reveal shows one chart. Every
-session's text (titles, options, answers, models' replies) is shown as text.
+answers live, asks the chosen models the same question (a class run in a worker process,
+as `cogbias class ask` does, with the Run page's progress), and on Reveal shows one chart.
+Every session's text (titles, options, answers, models' replies) is shown as text.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from app_pages import _report
+from app_pages import _launch, _progress, _report
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
@@ -30,15 +31,21 @@ from app_pages._common import (
     open_store_or_stop,
     test_cases,
 )
-from cogbias.classroom import models as class_models
 from cogbias.classroom import questions, sessions
 from cogbias.classroom.sessions import Session
-from cogbias.store import Store
+from cogbias.core.redact import redact
+from cogbias.core.run_record import Run, RunStatus
+from cogbias.core.safetext import shown
+from cogbias.runs import kinds
+from cogbias.runs.class_plan import MAX_SAMPLES, ClassPlan, ClassSpec
+from cogbias.runs.summaries import cost_text, run_summary
+from cogbias.store import Store, pid_alive
 from cogbias.views import classroom as view
 from cogbias.views.safe_text import escape_markdown
 
 SERVE = "cogbias class serve --host 0.0.0.0 --port 8765"
 PICKED = "class_session"
+ASKING = "class_asking"  # the class run this page started last
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -105,7 +112,8 @@ def _question_preview(question: questions.Question) -> None:
 
 def _session_label(session: Session) -> str:
     state = "revealed" if session.revealed else "open" if session.open else "closed"
-    return f"{session.code} · {session.question.title} · {state} · {minute(session.created_at)}"
+    title = shown(session.question.title, 80)  # a picker shows its text raw: no U+202E acts
+    return f"{session.code} · {title} · {state} · {minute(session.created_at)}"
 
 
 def _pick_session(store: Store) -> Session | None:
@@ -167,54 +175,118 @@ def _live_count(code: str) -> None:
     try:
         session = sessions.get_session(store, code)
         counts = sessions.count_answers(store, code) if session else {}
+        throttled = sessions.throttled_count(store, code) if session else 0
     except Exception as exc:  # the database busy or gone for a moment: said, retried in 1 s
         st.warning(f"The count could not be read just now: {friendly(exc)}")
         return
     if session is None:
         st.warning("This session was deleted.")
         return
+    if throttled:
+        st.warning(
+            f"{throttled} requests were refused as too fast from one network address: a "
+            "crowd joining at once behind one Wi-Fi, or someone trying to answer many times."
+        )
     st.metric("Answers", sum(counts.values()))
     st.dataframe(view.count_table(session.question, counts), hide_index=True)
 
 
-def _models_section(store: Store, session: Session) -> None:
-    st.subheader("Models on the same question")
+WAYS = {
+    "": "the models' default",
+    "sample": "sampled answers (n at a temperature)",
+    "probabilities": "option probabilities (one call)",
+}
+
+
+def _ask_plan(store: Store, session: Session) -> ClassPlan | None:
+    """The class run the chosen models, way and n make, with its notes and cost; None after
+    saying what is missing or refused (no model, a key not set, two endpoints, a way the
+    models or the question cannot take)."""
     infos = models()
     ids = [m.id for m in infos]
     chosen = st.multiselect(
         "Models", ids, default=[RANDOM_MODEL] if RANDOM_MODEL in ids else [],
         format_func=model_names(infos), key="class_models",
     )  # fmt: skip
-    ways = {"sample": "answer n times", "probabilities": "option probabilities (one call)"}
-    mode = st.radio("How", list(ways), format_func=ways.get, horizontal=True, key="class_mode")
+    mode = st.radio("How", list(WAYS), format_func=WAYS.get, horizontal=True, key="class_mode")
     c1, c2 = st.columns(2)
-    n = c1.number_input("Answers per condition (n)", 1, class_models.MAX_N, 20, key="class_n")
+    n = c1.number_input("Answers per condition (n)", 1, MAX_SAMPLES, 20, key="class_n")
     temperature = c2.slider("Temperature", 0.0, 2.0, 0.7, 0.1, key="class_temperature")
-    ask = class_models.ModelAsk(tuple(chosen), str(mode), int(n), float(temperature))
-    try:
-        class_models.check_ask(session.question, ask)
-    except class_models.ClassModelError as exc:
-        st.info(escape_markdown(str(exc)))
-        return
-    cost = attempt("Estimating the cost", lambda: class_models.cost_text(session.question, ask))
-    if cost:
-        st.caption(escape_markdown(f"Before any call: {cost}"))
-    if st.button("Ask the models", key="class_ask"):
-        with st.spinner("The models are answering…"):
-            outcome = attempt(
-                "Asking the models", lambda: class_models.run_models(store, session.code, ask)
-            )
-        if outcome is not None:
-            _outcome(outcome)
-
-
-def _outcome(outcome: class_models.RunOutcome) -> None:
-    spent = "unknown" if outcome.cost is None else f"${outcome.cost:.4f}"
-    st.success(
-        f"{outcome.stored} answers stored ({outcome.failed} unreadable or failed); spent {spent}."
+    bases = _launch.endpoints(chosen, infos)
+    if chosen and _launch.refused(chosen, infos, bases):  # said on the page
+        return None
+    spec = ClassSpec(
+        session.code, tuple(chosen), int(n), float(temperature), str(mode), next(iter(bases), None)
     )
-    for problem in outcome.problems:
-        st.caption(escape_markdown(problem))
+    try:
+        plan = kinds.plan(spec, store)
+    except (KeyError, ValueError) as exc:  # ClassAskError is a ValueError
+        st.info(escape_markdown(friendly(exc)))
+        return None
+    for note in plan.notes:
+        st.caption(escape_markdown(note))
+    st.caption(escape_markdown(f"Before any call: {plan.cost_text()}"))
+    return plan
+
+
+def _models_section(store: Store, session: Session) -> None:
+    """Ask the models in a worker process (a class run: closing the tab does not stop it),
+    its progress while it runs, and how it ended."""
+    st.subheader("Models on the same question")
+    started = st.session_state.get(ASKING)
+    run = run_summary(store, started) if started else None
+    if run is not None and run.spec.get("session") != session.code:
+        run = None  # started for another session
+    working = run is not None and _working(run)
+    if working:
+        _ask_progress(str(started))
+    elif run is not None:
+        _outcome(store, session, run)
+    plan = _ask_plan(store, session)
+    if plan is None:
+        return
+    if st.button("Ask the models", key="class_ask", disabled=working):
+        run_id = _launch.launch("class run", plan)
+        if run_id is not None:
+            st.session_state[ASKING] = run_id
+            st.rerun()
+
+
+def _working(run: Run) -> bool:
+    """A worker is on the run, or one started for it has not claimed it yet."""
+    if run.status == RunStatus.PLANNED:
+        return pid_alive(run.pid)
+    return run.active
+
+
+@st.fragment(run_every=1.0)
+def _ask_progress(run_id: str) -> None:
+    """The class run's progress, as the Run and Studies pages draw it, with Cancel; the
+    whole page is drawn again once it ends."""
+    store = open_store_or_stop()
+    run = run_summary(store, run_id)
+    if run is None or not _working(run):
+        st.rerun()
+        return
+    _progress.bars(run, prefix="Asking the models: ")
+    if run.status == RunStatus.CANCELLING:
+        st.warning("cancelling… the run stops within seconds and keeps what is finished.")
+    elif st.button("Cancel", key="class_cancel"):
+        store.request_cancel(run_id)
+        st.warning("cancelling… the run stops within seconds and keeps what is finished.")
+
+
+def _outcome(store: Store, session: Session, run: Run) -> None:
+    """How the class run started here ended, and every answer that could not be read."""
+    text = f"{run.done} answers stored ({run.failed} unreadable or failed); spent {cost_text(run)}."
+    if run.status == RunStatus.DONE:
+        st.success(escape_markdown(text))
+    else:
+        error = redact(run.error or "")
+        st.warning(escape_markdown(f"Run {run.status}: {text} {error}".strip()))
+    results = attempt("Reading the answers", lambda: sessions.results(store, session.code))
+    for note in view.unreadable_notes(results) if results else []:
+        st.caption(escape_markdown(note))
 
 
 def _reveal(store: Store, session: Session) -> None:
@@ -222,13 +294,15 @@ def _reveal(store: Store, session: Session) -> None:
     results = attempt("Reading the results", lambda: sessions.results(store, session.code))
     if results is None:
         return
-    frame = view.reveal_frame(results, class_models.model_results(store, session.code))
+    frame = view.reveal_frame(results)
     chart = view.reveal_chart(frame, session.question)
     if chart is None:
         st.info("Nothing to show yet: no answers from the class or the models.")
         return
     st.altair_chart(chart, theme=None)  # its own larger fonts: it goes on a projector
     st.dataframe(view.reveal_table(frame, session.question), hide_index=True)
+    for note in view.unreadable_notes(results):
+        st.caption(escape_markdown(note))
     if results.citation:
         st.caption(escape_markdown(f"Humans: {results.citation}"))
     _report.offer("class", "class_report", code=session.code)  # the question, chart, methods

@@ -243,7 +243,9 @@ def _cell_line(table: pd.DataFrame, bias: str, model: str, names: dict[str, str]
     significant = "significant" if c["significant"] else "not significant"
     st.markdown(
         f"**{title}**: mean {mean}{ci}, null (uniform answers) {null}, n = {c['n']}, "
-        f"{c['failures']} failed, {significant} after the BH correction over all cells"
+        f"{c['failures']} failed, "
+        + (f"{c['abstained']} abstained (undecided samples), " if c.get("abstained") else "")
+        + f"{significant} after the BH correction over all cells"
     )
 
 

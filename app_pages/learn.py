@@ -120,11 +120,12 @@ generator = c2.selectbox(
     key="learn_generator",
 )
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="learn_seed"))
-scoring = scoring_choice("learn_scoring")
-# a scorer that samples each half several times needs a temperature at which samples differ
+sampled = scoring_choice("learn_scoring")  # scoring, samples and reducer
+scoring = sampled["scoring"]
+# each half asked several times needs a temperature at which samples differ
 temperature = (
     st.slider("Temperature of the samples", 0.1, 1.5, 0.7, 0.1, key="learn_temperature")
-    if scorers.get(scoring).samples > 1
+    if sampled["samples"] > 1
     else 0.0
 )
 scenario = scenarios()[seed % len(scenarios())]
@@ -137,7 +138,7 @@ def _run_pair() -> tuple[Instance, dict] | str:
     try:
         instance = _live.fill_pair(case, scenario.text, generator, seed, infos)
         step = "Asking the model"
-        return instance, _live.decide(instance, model, infos, seed, scoring, temperature)
+        return instance, _live.decide(instance, model, infos, seed, temperature, **sampled)
     except MissingKeyError as exc:  # says what to set: no advice on servers after it
         return f"{step} failed: {friendly(exc)}"
     except Exception as exc:
@@ -145,7 +146,7 @@ def _run_pair() -> tuple[Instance, dict] | str:
 
 
 # A result belongs to exactly these choices: switching the bias, a model or the seed hides it.
-chosen = (case.content_hash, generator, model, seed, scoring, temperature)
+chosen = (case.content_hash, generator, model, seed, *sampled.values(), temperature)
 if st.button("Run this pair", type="primary", key="learn_run") and not gone:
     who = f"Filling the gaps with {label(generator)}, then asking {label(model)}…"
     with st.spinner(safe_text.escape_markdown(who)):
@@ -172,7 +173,10 @@ if held and held[0] == chosen:
             _pair.show_probabilities(pair)
             _pair.show_samples(pair)
         explained = shown_pairs.explain_score(instance, decision)
-        if not scored and scorers.get(scoring).needs == scorers.SAMPLED_TEXT:
+        unread = (
+            not scored and decision.status != DecisionStatus.ABSTAINED
+        )  # an abstention was read
+        if unread and scorers.get(scoring).needs == scorers.SAMPLED_TEXT:
             if _live.probability_problem(instance, model, infos) is None:
                 explained += " " + READ_PROBABILITIES
         (st.info if scored else st.warning)(safe_text.escape_markdown(explained))

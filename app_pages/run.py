@@ -57,7 +57,8 @@ READING_LABELS = {
 # What a run is set up with outlives a look at another page (the Models page, say).
 KEPT = (
     "run_source run_all run_scenarios run_instances run_per_bias run_base run_custom_model "
-    "run_temperature run_repeats run_seed run_scoring run_scoring_argument run_reading"
+    "run_temperature run_repeats run_seed run_scoring run_scoring_samples run_scoring_reducer "
+    "run_reading"
 ).split()
 
 st.title("Run a batch")
@@ -88,8 +89,8 @@ def what_to_run() -> tuple[RunSpec | None, bool]:
     temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_temperature")
     repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
     seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
-    scoring = scoring_choice("run_scoring")
-    reading, extractor = reading_asked(scoring)
+    scoring = scoring_choice("run_scoring")  # the spec's scoring, samples and reducer
+    reading, extractor = reading_asked(scoring["scoring"])
     asked = [*decision_models, generator, *([extractor] if extractor else [])]
     bases = endpoints(asked, custom_base)
     if not decision_models:
@@ -107,7 +108,7 @@ def what_to_run() -> tuple[RunSpec | None, bool]:
         repeats=repeats,
         seed=seed,
         api_base=next(iter(bases), None),
-        scoring=scoring,
+        **scoring,
         extractor=extractor,
         reading=reading,
         **instances,
@@ -442,7 +443,7 @@ def run_buttons(pick: str, picked: Run, gone: bool) -> None:
     b1, b2, b3, b4 = st.columns(4)
     opens = OPEN_IN.get(picked.page)  # the page that shows its kind's results, if any
     if opens is not None and b1.button(opens.label, key=opens.key) and not gone:
-        st.session_state[opens.state] = opens.value.format(id=pick)
+        st.session_state[opens.state] = opens.value.format(id=pick, spec=picked.spec)
         st.switch_page(opens.page)
     retry = (
         b3.button(

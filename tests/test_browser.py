@@ -22,9 +22,11 @@ from tests.browser_helpers import (
     ROOT,
     add_option,
     choose,
+    editor_marked_lines,
     go,
     learn_tab,
     no_exception,
+    replace_editor_text,
     running_app,
     settle,
 )
@@ -78,12 +80,6 @@ def shot(page: object, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
 
 
-def edit_text_area(page: object, label: str, text: str) -> None:
-    area = page.get_by_role("textbox", name=label, exact=True)  # type: ignore[attr-defined]
-    area.fill(text)
-    area.press("Control+Enter")  # commits the text and reruns the page
-
-
 def test_explore_heatmap_and_paired_responses(page: object) -> None:
     go(page, "Explore")
     chart = page.get_by_test_id("stVegaLiteChart")  # type: ignore[attr-defined]
@@ -121,15 +117,16 @@ def test_templates_error_fix_save(page: object) -> None:
     page.get_by_text("Valid: My Bias").wait_for()  # type: ignore[attr-defined]
     broken = authoring.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
     line = broken[: broken.index('kind = "likert9"')].count("\n") + 1
-    edit_text_area(page, "Test case (TOML)", broken)
-    # said above the editor, and again in the draft's preview tab
+    replace_editor_text(page, broken)
+    # listed under the editor, and marked at its line in the editor
     page.get_by_text(f"Line {line}, column").first.wait_for()  # type: ignore[attr-defined]
     page.get_by_text("unknown scale kind 'likert9'").first.wait_for()  # type: ignore[attr-defined]
+    assert editor_marked_lines(page) == [line]
     shot(page, "2a_templates_error")
     fixed = authoring.BLANK_TEST_CASE.replace('"my_bias"', '"browser_bias"').replace(
         '"My Bias"', '"Browser Bias"'
     )
-    edit_text_area(page, "Test case (TOML)", fixed)
+    replace_editor_text(page, fixed)
     page.get_by_text("Valid: Browser Bias").wait_for()  # type: ignore[attr-defined]
     page.get_by_role("button", name="Save to my library").click()  # type: ignore[attr-defined]
     page.get_by_text("Saved 'browser_bias'").wait_for()  # type: ignore[attr-defined]

@@ -81,9 +81,14 @@ def test_a_model_answers_and_the_reveal_shows_humans_class_and_model(app_db: Pat
         sessions.submit_answer(store, session, "p1", "b")
     at.multiselect(key="class_models").set_value(["random"]).run()
     at.number_input(key="class_n").set_value(8).run()
-    assert "Before any call: 16 calls; free" in texts(at)
-    at.button(key="class_ask").click().run()
+    assert "Before any call: 16 answers, 16 calls; free" in texts(at)
+    at.button(key="class_ask").click().run()  # a class run, in a worker process
     assert_clean(at)
+    run_id = at.session_state["class_asking"]
+    with Store(app_db) as store:
+        run = store.wait_for(run_id, timeout=120)
+    assert run is not None and run["status"] == "done", run
+    at.run()
     assert "16 answers stored (0 unreadable or failed)" in texts(at)
     assert not chart_specs(at)  # nothing revealed yet
     at.button(key="class_do_reveal").click().run()
@@ -111,7 +116,11 @@ def test_no_model_chosen_is_a_message_and_a_priced_model_needs_its_key_first(
     assert not _has(at, "class_ask")  # no call can start without the key
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     at.run()
-    assert re.search(r"Before any call: 40 calls; at most \$0\.0\d+", texts(at))
+    # its profile lists its most probable tokens: read as option probabilities by default
+    assert "scored by option probabilities" in texts(at)
+    assert re.search(r"Before any call: 2 answers, 2 calls; at most \$0\.0\d+", texts(at))
+    at.radio(key="class_mode").set_value("sample").run()
+    assert re.search(r"Before any call: 40 answers, 40 calls; at most \$0\.0\d+", texts(at))
     assert _has(at, "class_ask")  # the cost is on the page before the button is pressed
 
 
@@ -150,7 +159,8 @@ def test_a_test_case_opens_as_one_filled_instance_with_its_seven_options(app_db:
 
 def test_hostile_question_text_stays_text_everywhere_on_the_page(app_db: Path) -> None:
     """A user's own test case may carry markup in its title, labels, texts and options."""
-    from cogbias.classroom import models
+    from cogbias.runs import executor, kinds
+    from cogbias.runs.class_plan import ClassSpec
     from tests.class_helpers import hostile_question
 
     evil = "<img src=x onerror=alert(1)> **bold** [link](javascript:alert(2))"
@@ -160,7 +170,7 @@ def test_hostile_question_text_stays_text_everywhere_on_the_page(app_db: Path) -
         session = sessions.get_session(store, code)
         sessions.assign_condition(store, session, "p1")
         sessions.submit_answer(store, session, "p1", "a")
-        models.run_models(store, code, models.ModelAsk(("random",), n=3))
+        executor.execute(kinds.plan(ClassSpec(code, ("random",), samples=3), store), store)
         sessions.reveal_session(store, code)
     at = open_page("classroom")
     assert_clean(at)
@@ -183,3 +193,50 @@ def test_a_stored_join_link_whose_server_stopped_shows_the_command_again(app_db:
     assert "participant server is not running" in texts(at)
     assert [c.value for c in at.code] == ["cogbias class serve --host 0.0.0.0 --port 8765"]
     assert not at.get("image")  # no QR code of a link that leads nowhere
+
+
+def test_the_models_answer_in_a_worker_whose_progress_shows_and_can_be_cancelled(
+    app_db: Path,
+) -> None:
+    """Closing the tab would not stop the run: it is a worker process; the page polls its
+    progress as the Run page does, and Cancel stops it keeping what was stored."""
+    import time
+
+    from cogbias.llm import settings
+    from tests.fake_llm_server import FakeLLMServer
+
+    with FakeLLMServer(lambda _: "A", latency=60) as slow:  # every call hangs until cancelled
+        settings.add_custom_model("openai/slowclass", "Slow class model", slow.base_url)
+        at, _ = _open_session(app_db)
+        at.multiselect(key="class_models").set_value(["openai/slowclass"]).run()
+        at.radio(key="class_mode").set_value("sample").run()
+        at.number_input(key="class_n").set_value(5).run()
+        at.button(key="class_ask").click().run()
+        assert_clean(at)
+        run_id = at.session_state["class_asking"]
+        with Store(app_db) as store:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and (store.run(run_id) or {}).get("status") != (
+                "running"
+            ):
+                time.sleep(0.1)
+            at.run()
+            assert any("0 of 10 answers" in str(p.proto.text) for p in at.get("progress"))
+            at.button(key="class_cancel").click().run()
+            assert "cancelling" in texts(at)
+            run = store.wait_for(run_id, timeout=60)
+        assert run is not None and run["status"] == "cancelled", run
+        at.run()
+        assert_clean(at)
+        assert "Run cancelled: 0 answers stored" in texts(at)
+        assert not at.get("progress")  # the page stopped polling
+
+
+def test_requests_refused_as_too_fast_are_flagged_for_the_teacher(app_db: Path) -> None:
+    at, session = _open_session(app_db)
+    assert "refused as too fast" not in texts(at)
+    with Store(app_db) as store:
+        store.add_class_throttled({session.code: 12})  # as the participant server writes it
+    at.run()
+    assert_clean(at)
+    assert "12 requests were refused as too fast from one network address" in texts(at)

@@ -16,7 +16,7 @@ from fake_llm_server import FakeHTTPError, FakeLLMServer, _last_user_text, defau
 from cogbias.cli.main import main
 from cogbias.core.records import Instance
 from cogbias.llm import LLMRequest, random_provider
-from cogbias.runs import batch, consistency, decide, paired_plan, scorers
+from cogbias.runs import batch, decide, paired_plan, reducers, sampling, scorers
 from cogbias.store import Store
 from tests.test_app_pages import assert_clean, open_page, shown_text
 
@@ -36,18 +36,22 @@ def _half(choice: int | None, error: str | None = None, kind: str | None = None)
     )
 
 
+def _modal(samples):
+    return sampling.half_of(samples, reducers.get("mode"), n_options=5)
+
+
 def test_the_modal_answer_is_scored_and_a_tie_goes_to_the_option_named_first():
-    assert consistency.half_of([_half(2), _half(1), _half(1), _half(0)]).choice == 1
-    tied = consistency.half_of([_half(4), _half(2), _half(2), _half(4)])
+    assert _modal([_half(2), _half(1), _half(1), _half(0)]).choice == 1
+    tied = _modal([_half(4), _half(2), _half(2), _half(4)])
     assert tied.choice == 4 and tied.answer == "answer 4" and tied.error is None
     unreadable = _half(None, "no option could be extracted", "unparseable")
-    abstained = consistency.half_of([unreadable, _half(3), unreadable])
+    abstained = _modal([unreadable, _half(3), unreadable])
     assert abstained.choice == 3 and abstained.error is None
-    nothing = consistency.half_of([unreadable, unreadable])
+    nothing = _modal([unreadable, unreadable])
     assert nothing.choice is None and nothing.failure_kind == "unparseable"
     assert "none of the 2 samples named an option" in (nothing.error or "")
     # a call that failed after its retries fails the half so that a resume asks it again
-    failed = consistency.half_of([_half(1), _half(None, "HTTP 429", "transient"), unreadable])
+    failed = _modal([_half(1), _half(None, "HTTP 429", "transient"), unreadable])
     assert failed.failure_kind == "transient" and "HTTP 429" in (failed.error or "")
 
 
@@ -75,7 +79,8 @@ def test_temperature_zero_is_refused_and_the_plan_counts_every_sample(tmp_path):
     with pytest.raises(ValueError, match="--temperature 0 every sample"):
         paired_plan.plan(spec)
     warm = paired_plan.RunSpec(**{**spec.__dict__, "temperature": 0.7})
-    choice = paired_plan.RunSpec(**{**warm.__dict__, "scoring": "choice"})
+    # the spec carries its samples: choice with one of them
+    choice = paired_plan.RunSpec(**{**warm.__dict__, "scoring": "choice", "samples": 1})
     calls, once = paired_plan.plan(warm).llm_calls(), paired_plan.plan(choice).llm_calls()
     assert calls["decide"] == 4 * once["decide"] > 0 and calls["extract"] == 4 * once["extract"]
 
@@ -187,8 +192,9 @@ def test_learn_offers_self_consistency_with_n_and_a_temperature(app_db: Path) ->
     at = open_page("learn")
     at.selectbox(key="learn_bias").set_value("framing_effect")
     at.selectbox(key="learn_model").set_value("random")
-    at.radio(key="learn_scoring").set_value("consistency:N").run()
-    at.number_input(key="learn_scoring_argument").set_value(4).run()
+    at.radio(key="learn_scoring").set_value("choice").run()
+    at.number_input(key="learn_scoring_samples").set_value(4).run()
+    assert at.selectbox(key="learn_scoring_reducer").value == "mode"
     assert at.slider(key="learn_temperature").value == 0.7
     at.button(key="learn_run").click().run()
     assert_clean(at)

@@ -98,3 +98,39 @@ def test_the_design_table_in_the_docs_is_generated_from_the_facts() -> None:
 def test_each_description_says_what_a_positive_score_means() -> None:
     for case in CASES.values():
         assert "positive" in case.description.lower(), case.id
+
+
+def test_each_recorded_wording_difference_says_what_differs_and_why() -> None:
+    """docs/designs.md says "None: the design is the authors'." only where it is true: the
+    wording differences named in issue 43 are changed back to the authors' meaning or listed."""
+    listed = {bias for bias, design in DESIGNS.items() if design.wording}
+    assert {"confirmation_bias", "in_group_bias", "negativity_bias"} <= listed
+    for bias in listed:
+        for difference in DESIGNS[bias].wording:
+            assert set(difference) == {"what", "why"}, bias
+            assert all(len(text.split()) >= 8 for text in difference.values()), bias
+    docs = (ROOT / "docs" / "designs.md").read_text(encoding="utf-8")
+    for bias in listed:
+        section = docs.split(f"### {CASES[bias].name}\n", 1)[1].split("\n### ", 1)[0]
+        assert "None: the design is the authors'." not in section, bias
+        assert section.count("*Wording:*") == len(DESIGNS[bias].wording), bias
+
+
+def test_the_named_wordings_carry_the_authors_meaning() -> None:
+    """Issue 43: the scales and messages that had drifted from the authors' design."""
+    reactance = CASES["reactance"]
+    for half in ("control", "treatment"):  # the message itself is quoted, not described
+        assert reactance.templates()[half].situation.count('"') == 2, half
+    assert "You must give it up completely" in reactance.treatment.situation
+    assert "could be worth a try" in reactance.control.situation
+    bandwagon = CASES["bandwagon_effect"].control.options
+    assert [o.split(" opinion")[0] for o in bandwagon[:3]] == [
+        "Very likely",
+        "Likely",
+        "Somewhat likely",
+    ]
+    assert "equally likely" in bandwagon[3]
+    conservatism = CASES["conservatism"]
+    for half, template in conservatism.templates().items():
+        evidence = [g for g in template.llm_gaps() if "piece of evidence" in g.instruction]
+        assert len(evidence) == 6, half  # three for each alternative, each its own gap

@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from cogbias.classroom import models as class_models
 from cogbias.classroom import questions, sessions
 from cogbias.library import testcases as library
-from cogbias.runs import executor, paired_plan
+from cogbias.runs import executor, kinds, paired_plan
+from cogbias.runs.class_plan import ClassSpec
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
 from cogbias.store.class_models import ModelAnswer
@@ -102,8 +102,11 @@ def class_session(store: Store) -> str:
     for i, token in enumerate(TOKENS):
         sessions.assign_condition(store, session, token)
         assert sessions.submit_answer(store, session, token, "ab"[i % 3 == 0]) == "saved"
-    class_models.run_models(store, code, class_models.ModelAsk(("random",), n=6))
-    class_models.run_models(store, code, class_models.ModelAsk(("random",), "probabilities"))
+    for spec in (
+        ClassSpec(code, ("random",), samples=6),
+        ClassSpec(code, ("random",), scoring="probabilities"),
+    ):
+        executor.execute(kinds.plan(spec, store), store)
     store.save_model_answers(
         [ModelAnswer(code, MODEL, c, "sample", 0.7, 0, f"A {HOSTILE}", option=0)
          for c in ("lost_ticket", "lost_bill")]
@@ -304,9 +307,10 @@ def test_class_report_numbers_equal_class_results(world: dict, reports: dict) ->
     assert sum(counted.values()) == len(TOKENS)
     assert "Tversky" in page  # the humans' citation
     asked = {(r["model"], r["asked"]): r for r in records(page, "asked")}
-    assert asked[("random", "sampled at temperature 0.7")]["readable answers"] == "12"
-    assert asked[("random", "sampled at temperature 0.7")]["cost"] == "$0.0000"  # offline
-    assert asked[(MODEL, "sampled at temperature 0.7")]["cost"] == "unknown"  # not resolved
+    sampled_random = asked[("random", "sampled at temperature 0.7, 6 per condition")]
+    assert sampled_random["readable answers"] == "12" and sampled_random["run"].startswith("run-")
+    assert sampled_random["cost"] == "$0.0000"  # offline
+    assert asked[(MODEL, "sampled at temperature 0.7")]["cost"] == "unknown"  # no run of it
 
 
 def test_class_report_has_no_participant_and_says_how_it_ran(world: dict, reports: dict) -> None:
@@ -327,19 +331,29 @@ def test_class_report_has_no_participant_and_says_how_it_ran(world: dict, report
 def test_what_a_class_sessions_models_cost_is_read_back_from_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The report's cost of a model's answers is what `run_models` paid for them: the same
-    requests rebuilt, their cost read from the response cache (offline models cost 0)."""
+    """The report's cost of a model's answers is what its class run paid for them: the same
+    requests rebuilt, their cost read from the response cache (offline models cost 0); and
+    the report says "grammar" only for answers that were asked under one."""
+    from cogbias.runs import class_answers
+    from cogbias.views.report import build
     from tests.fake_llm_server import FakeLLMServer
 
     monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
     with Store(tmp_path / "c.db") as store, FakeLLMServer(lambda _: "A") as fake:
         code = sessions.open_session(store, questions.classic_question("classics", "linda"))
-        ask = class_models.ModelAsk(("openai/gpt-4o-mini", "random"), n=3, api_base=fake.base_url)
-        paid = class_models.run_models(store, code, ask).cost
-        spent = class_models.spent(store, code, fake.base_url)
-    assert paid is not None and paid > 0
-    assert spent[("openai/gpt-4o-mini", "sample", 0.7)] == pytest.approx(paid)
-    assert spent[("random", "sample", 0.7)] == 0.0
+        spec = ClassSpec(code, ("openai/gpt-4o-mini", "random"), samples=3, scoring="sample",
+                         api_base=fake.base_url)  # fmt: skip
+        run = executor.execute(kinds.plan(spec, store), store)
+        spent = class_answers.spent(store, kinds.stored(store, run["id"]))
+        report = build("class", store, code=code)
+    assert run["cost"] > 0
+    assert spent["openai/gpt-4o-mini"] == pytest.approx(run["cost"])
+    assert spent["random"] == 0.0
+    [models] = [s for s in report.methods if s.heading == "Models"]
+    asked = models.tables[0].frame.set_index("model")
+    assert asked.loc["random", "structured output"] == "none"  # no grammar was sent
+    assert asked.loc["openai/gpt-4o-mini", "cost"] == f"${run['cost']:.4f}"
+    assert set(models.tables[1].frame["structured output"]) == {"none"}
 
 
 @pytest.mark.parametrize("kind", list(REPORTS))

@@ -2,7 +2,8 @@
 midway and resumed, ends with exactly its planned units: none missing, none twice.
 
 One executor works every kind (`cogbias.runs.executor`), so one test holds them all to it:
-paired test cases, an imported dataset, the token-bias study and a study of conversations.
+paired test cases, an imported dataset, the token-bias study, a study of conversations and a
+class session's question asked of models.
 The models are a scripted server on 127.0.0.1 whose latency makes the kill land mid-run.
 """
 
@@ -23,14 +24,17 @@ from fake_llm_server import FakeLLMServer
 from run_helpers import spec as paired_spec
 from test_study_runs import admissions_responder
 
+from cogbias.classroom.questions import classic_question
 from cogbias.core.run_record import ResultsPage
 from cogbias.datasets import tokenbias_study
 from cogbias.runs import executor, kinds, paired_plan, study_plan
+from cogbias.runs.class_plan import ClassSpec
 from cogbias.store import Store
 from cogbias.studies import tokenbias
 
 ROOT = Path(__file__).resolve().parent.parent
-KINDS = ("paired", "dataset", "tokenbias", "study")
+KINDS = ("paired", "dataset", "tokenbias", "study", "class")
+SESSION = "KINDS2"  # a class session opened under a fixed code, so its spec can be written
 COPY = "tbcopy"  # an imported dataset: the token-bias pairs stored under another name
 STUDY_FLAGS = ["--tests", "anchoring", "--mitigations", "none,selfhelp", "--repeats", "1"]
 
@@ -53,6 +57,8 @@ def _spec(kind: str, base_url: str) -> Any:
     """The spec the app would start for each kind."""
     if kind == "paired":
         return paired_spec(base_url, scenarios=4)
+    if kind == "class":
+        return ClassSpec(SESSION, ("openai/fake",), 60, 0.7, "sample", base_url)
     if kind == "study":
         return study_plan.StudySpec(
             "biasbuster", ["openai/fake"], tests=["anchoring"], mitigations=["none", "selfhelp"],
@@ -71,6 +77,9 @@ def _cli_args(kind: str, base_url: str, db: Path) -> list[str]:
                 "--scenarios", 4, "--instances", 2, "--generator", s.generator]  # fmt: skip
     if kind == "study":
         return ["run", *common, "--study", "biasbuster", "--models", "openai/fake", *STUDY_FLAGS]
+    if kind == "class":
+        return ["class", "ask", SESSION, *common, "--models", "openai/fake", "--scoring",
+                "sample", "--samples", 60]  # fmt: skip
     if kind == "dataset":
         return ["run", *common, "--dataset", COPY, "--models", "openai/fake"]
     return ["run", *common, "--study", "tokenbias", "--models", "openai/fake"]
@@ -80,7 +89,7 @@ def _stored(db: Path, kind: str) -> int:
     """Rows the run has stored so far (pairs, or a study's turns)."""
     if not db.exists():
         return 0
-    table = "study_calls" if kind == "study" else "decisions"
+    table = {"study": "study_calls", "class": "class_model_answers"}.get(kind, "decisions")
     with Store(db) as store:
         return store.counts().get(table, 0)
 
@@ -104,6 +113,10 @@ def _check_exactly_planned(db: Path, kind: str, run_id: str) -> None:
         plan = kinds.replan(store, run_id)
         assert run["status"] == "done", run["error"]
         assert run["done"] == plan.planned
+        if kind == "class":
+            answers = store.run_model_answers(run_id)
+            assert len({(a.condition, a.repeat) for a in answers}) == len(answers) == plan.planned
+            return
         if kind != "study":
             rows = store.query(
                 "select instance_id, model, repeat from decisions where run_id = ?", [run_id]
@@ -137,6 +150,10 @@ def test_a_run_of_every_kind_killed_midway_resumes_to_exactly_its_planned_units(
     with FakeLLMServer(responder, latency=latency) as server:
         if kind == "dataset":
             _store_copy(db)
+        if kind == "class":
+            with Store(db) as store:
+                question = classic_question("classics", "asian_disease")
+                store.add_class_session(SESSION, question.to_json())
         if start == "cli":
             proc = subprocess.Popen(
                 [sys.executable, "-m", "cogbias", *map(str, _cli_args(kind, server.base_url, db))],
@@ -186,6 +203,7 @@ def test_the_registry_alone_tells_kinds_apart():
         assert kinds.kind_of(_spec(kind, base)).name == kind
         assert kinds.kind_of(_spec(kind, base).canonical()).name == kind  # as stored
     assert kinds.kind_of(None).name == "paired"  # a run stored without a spec
-    assert {k.unit_name for k in kinds.registry()} == {"pairs", "units"}
-    assert kinds.get("study").page is ResultsPage.STUDIES  # the page its results are on
+    assert {k.unit_name for k in kinds.registry()} == {"pairs", "units", "answers"}
+    assert kinds.get("class").page is ResultsPage.CLASS  # the page its results are on
+    assert kinds.get("study").page is ResultsPage.STUDIES
     assert kinds.get("paired").page is ResultsPage.EXPLORE

@@ -68,7 +68,10 @@ def test_the_command_offers_the_registry_s_scorers(capsys):
     assert set(scorers.names()) >= {"choice", "probabilities"}
     for argv in (["run", "pairs"], ["run", "dataset"], ["pair"]):
         assert _offered(argv, capsys) == scorers.names()
-    assert list(scoring_labels()) == list(scorers.names())  # the pages' radios
+    # the pages' radios: every scorer but a sampled spelling of another (consistency:N is
+    # offered as choice with a number of samples)
+    assert list(scoring_labels()) == [s.spelling for s in scorers.all_scorers() if not s.samples_of]
+    assert "consistency:N" in scorers.names() and "consistency:N" not in scoring_labels()
 
 
 def test_an_unknown_scoring_is_refused_naming_the_registered_ones():
@@ -133,7 +136,7 @@ def test_every_scorer_takes_the_run_s_settings_as_one_ask(toy):
     ask = decide.PairAsk(run_id="run-s", temperature=0.7, repeat=2, seed=3)
     client = LLMClient(cache=None)  # the random model asks it only for the profile
     for scorer in (*scorers.all_scorers()[:2], scorers.get("consistency:2"), toy):
-        decision = pipeline.run_sync(scorer.decide_pair(client, instance, "random", ask))
+        decision = pipeline.run_sync(scorer.decide(client, instance, "random", ask))
         assert decision.id == decision_id("run-s", instance.id, "random", 2, 0.7), scorer.name
         assert (decision.run_id, decision.repeat, decision.temperature) == ("run-s", 2, 0.7)
         assert decision.status == "ok", (scorer.name, decision.error)

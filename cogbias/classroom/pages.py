@@ -29,9 +29,11 @@ border-bottom:1px solid #ddd;vertical-align:top}
 """.strip()
 
 
-def page(title: str, body: str, refresh: int | None = None) -> str:
-    """A whole page; `refresh` reloads it every so many seconds (waiting for the reveal)."""
-    meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
+def page(title: str, body: str, refresh: int | None = None, url: str | None = None) -> str:
+    """A whole page; `refresh` reloads it every so many seconds (waiting for the reveal), or
+    then goes to `url` (a form's page back to its question, so nothing is posted again)."""
+    target = f";url={escape(url)}" if url else ""
+    meta = f'<meta http-equiv="refresh" content="{refresh}{target}">' if refresh else ""
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -51,8 +53,8 @@ def enter_code(message: str = "") -> str:
     )
 
 
-def message(title: str, text: str, refresh: int | None = None) -> str:
-    return page(title, f"<h1>{escape(title)}</h1><p>{escape(text)}</p>", refresh)
+def message(title: str, text: str, refresh: int | None = None, url: str | None = None) -> str:
+    return page(title, f"<h1>{escape(title)}</h1><p>{escape(text)}</p>", refresh, url)
 
 
 def question_form(code: str, question: Question, condition: str, error: str = "") -> str:

@@ -1,18 +1,17 @@
-"""The one question a class answers: a classic experiment, a study's test, or a test case
-filled once, with each condition's text as a participant sees it and as a model is asked.
+"""The one question a class answers, built: a classic experiment, a study's test, or a test
+case filled once, with each condition's text as a participant sees it and as a model is asked.
 
-A session stores its `Question` as JSON when it opens, so a later change of the study file or
-the library never changes what a running class, or its results, refer to.
+The `Question` record itself is `cogbias.core.class_question` (the class run kind and the
+statistics read it too); a session stores it as JSON when it opens.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Iterable
 
+from cogbias.core.class_question import KINDS, Question
 from cogbias.core.errors import UserError
 from cogbias.core.templates import Filled
 from cogbias.library import examples
@@ -22,51 +21,18 @@ from cogbias.studies.questions import question, system_message
 from cogbias.studies.references import Reference, Use, load_references, references_for
 from cogbias.studies.study_catalog import get_study, load_studies
 
-KINDS = ("choice", "scale", "number")
+__all__ = ["KINDS", "Question", "case_question", "classic_choices", "classic_question"]
+
 _OPTION_LINE = re.compile(r"^\s*\(?([A-Za-z])\)\s+(.+?)\s*$")
 _BLANK_LINE = re.compile(r"^(.*?)_{2,}\s*$")  # "Percentage: __": where a number is written
-
-
-@dataclass(frozen=True)
-class Question:
-    """What every participant of a session answers, one condition each."""
-
-    source: str  # "classic" (a study's test) | "testcase"
-    title: str
-    conditions: tuple[str, ...]
-    labels: dict[str, str]  # condition -> a short label for tables and charts
-    texts: dict[str, str]  # condition -> the question as a participant reads it
-    prompts: dict[str, str]  # condition -> the exact text a model is asked
-    system: str
-    options: dict[str, tuple[str, ...]]  # condition -> option labels, in order
-    keys: tuple[str, ...]  # the stored answer of each option position
-    kind: str  # one of KINDS
-    low: float | None = None  # bounds of a number answer
-    high: float | None = None
-    number_label: str = ""  # the words before a number's blank ("Percentage:")
-    reference: str | None = None
-    reference_conditions: dict[str, str] = field(default_factory=dict)
-    study: str = ""
-    test: str = ""
-    test_case: str = ""
-    instance_id: str = ""
-    scenario: int = 0
-    seed: int = 0
-
-    def option_index(self, answer: str) -> int | None:
-        """The position of a stored answer among the options (None: not an option)."""
-        return self.keys.index(answer) if answer in self.keys else None
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> Question:
-        data: dict[str, Any] = json.loads(text)
-        data["conditions"] = tuple(data["conditions"])
-        data["keys"] = tuple(data["keys"])
-        data["options"] = {c: tuple(o) for c, o in data["options"].items()}
-        return cls(**data)
+_SHOWN_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+# A number question whose study states no upper bound (mohr8's endowment test: "What is the
+# most you would pay?" for a mug that sold for $4) takes at most this many times the largest
+# number its text shows, and at least 100. The mug's original study (Kahneman, Knetsch &
+# Thaler 1990) elicited values between $0.25 and $9.25 for a mug that sold for $6, so 25
+# times the price leaves every honest valuation room, while one answer of 1e308 would
+# otherwise make the class's mean infinite.
+PLAUSIBLE_FACTOR = 25
 
 
 def classic_choices() -> list[tuple[str, str, str]]:
@@ -117,14 +83,26 @@ def classic_question(study_id: str, test_id: str) -> Question:
         options=options,
         keys=() if test.answer == "number" else tuple(test.letters[: len(options[names[0]])]),
         kind="number" if test.answer == "number" else "choice",
-        low=test.min,
-        high=test.max,
+        **_number_bounds(test, texts.values()),
         number_label=label,
         reference=reference.id if reference else None,
         reference_conditions=_reference_conditions(names, reference, use),
         study=study_id,
         test=test_id,
     )
+
+
+def _number_bounds(test: StudyTest, texts: Iterable[str]) -> dict[str, float | None]:
+    """A number question's bounds: the test's, and where it states no upper one, 25 times the
+    largest number the question shows (`PLAUSIBLE_FACTOR`), with no lower one the negative of
+    that; an option question has none."""
+    if test.answer != "number":
+        return {"low": test.min, "high": test.max}
+    high = test.max
+    if high is None:
+        shown = [float(n.replace(",", "")) for t in texts for n in _SHOWN_NUMBER.findall(t)]
+        high = max([100.0, *(PLAUSIBLE_FACTOR * n for n in shown)])
+    return {"low": -high if test.min is None else test.min, "high": high}
 
 
 def _variant(study: Study, use: Use | None) -> Variant:

@@ -13,22 +13,25 @@ import hashlib
 import math
 import random
 import secrets
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from cogbias.classroom.questions import Question
 from cogbias.core.outputs import replacing
 from cogbias.core.safetext import csv_cell
 from cogbias.store import Store
-from cogbias.studies.reference_stats import median, median_interval, wilson_interval
-from cogbias.studies.references import HumanCondition, load_references
+from cogbias.studies import condition_summary as summary
+from cogbias.studies.condition_summary import ConditionSummary
+from cogbias.studies.references import load_references
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
 MAX_ANSWER_CHARS = 40  # an option key or a number: anything longer is not an answer
+# The bound of a number answer whose question states none (a session stored before every
+# number question had bounds): no count, price or estimate a class gives comes near it.
+NUMBER_LIMIT = 1e6
 
 
 @dataclass(frozen=True)
@@ -48,46 +51,22 @@ class Session:
         return self.revealed_at is not None
 
 
-@dataclass(frozen=True)
-class ConditionResult:
-    """The class's answers in one condition: per option its count and share (Wilson 95 %);
-    for a scale the mean position (1 = first option), for a number the mean and median."""
-
-    condition: str
-    label: str
-    n: int
-    counts: list[int]
-    shares: list[float]
-    low: list[float]
-    high: list[float]
-    mean: float | None = None
-    mean_low: float | None = None
-    mean_high: float | None = None
-    median: float | None = None
-    median_low: float | None = None
-    median_high: float | None = None
-
-
-@dataclass(frozen=True)
-class HumanResult:
-    """The original study's people in the condition that asked the same question."""
-
-    condition: str  # our condition's key
-    label: str
-    n: int | None
-    shares: list[float | None]
-    low: list[float | None]
-    high: list[float | None]
-    median: float | None = None
+# The names the participant pages (`classroom/pages.py`) read the class's and the humans'
+# rows by: both are the one summary every group gets (`studies.condition_summary`).
+ConditionResult = HumanResult = ConditionSummary
 
 
 @dataclass(frozen=True)
 class ClassResults:
+    """A session's results: per condition the class, the humans beside it (where the
+    question is an original's) and every model's answers, each asked way apart."""
+
     code: str
     question: Question
-    conditions: list[ConditionResult]
-    humans: list[HumanResult]
+    conditions: list[ConditionSummary]
+    humans: list[ConditionSummary]
     citation: str = ""
+    models: list[ConditionSummary] = field(default_factory=list)
 
 
 def normal_code(code: str) -> str:
@@ -145,7 +124,30 @@ def reveal_session(store: Store, code: str) -> None:
 
 
 def delete_session(store: Store, code: str) -> None:
-    store.delete_class_session(require_session(store, code).code)
+    """The session, its answers, and the class runs that asked models its question (with
+    their answers), in one transaction; refused while such a run is still asking."""
+    from cogbias.classroom.models import class_runs
+    from cogbias.runs import deletion
+    from cogbias.runs.summaries import run_summary
+
+    session = require_session(store, code)
+    runs = [run.id for run in class_runs(store, session.code)]
+    busy = [r for r in runs if (run := run_summary(store, r)) is not None and run.active]
+    if busy:
+        raise ValueError(
+            f"class run {busy[0]} is still asking models this session's question: cancel it "
+            f"first (`cogbias cancel {busy[0]}`), then delete the session"
+        )
+    with store.atomic():
+        for run_id in runs:  # each as its kind declares its rows (`runs.deletion`)
+            deletion.apply(store, deletion.plan_run(store, run_id))
+        store.delete_class_session(session.code)
+
+
+def throttled_count(store: Store, code: str) -> int:
+    """Requests to this session the participant server refused as too fast (one address
+    joining or answering faster than a room does): the teacher's page flags them."""
+    return store.class_throttled(normal_code(code))
 
 
 def count_answers(store: Store, code: str) -> dict[str, int]:
@@ -155,12 +157,37 @@ def count_answers(store: Store, code: str) -> dict[str, int]:
     return {c: counts.get(c, 0) for c in session.question.conditions}
 
 
-def assign_condition(store: Store, session: Session, token: str) -> str:
-    """The participant's condition: kept per token, so a reload shows the same question."""
-    rng = random.Random(secrets.randbits(64))
-    return store.assign_class_condition(
-        session.code, token_hash(session.code, token), session.question.conditions, rng
+class Throttled(Exception):
+    """A new participant was refused a place: too many joined from their address just now."""
+
+
+def balanced_condition(conditions: Sequence[str], seed: int, place: int) -> str:
+    """The condition at `place` of a session's sequence: blocks of one of each condition,
+    each block shuffled with the session's seed, so any stretch of participants is balanced
+    to within one block, whoever asks and however often."""
+    block, index = divmod(place, len(conditions))
+    order = list(conditions)
+    random.Random(f"{seed}:{block}").shuffle(order)
+    return order[index]
+
+
+def assign_condition(
+    store: Store, session: Session, token: str, admit: Callable[[], bool] | None = None
+) -> str:
+    """The participant's condition: kept per token, so a reload shows the same question; a
+    new token takes the session's next place (`balanced_condition`). `admit` is asked only
+    for a new participant (the server's rate limit); Throttled when it refuses."""
+    hashed = token_hash(session.code, token)
+    kept = store.class_assignment(session.code, hashed)  # a read: a reload writes nothing
+    if kept is not None:
+        return kept
+    conditions = session.question.conditions
+    condition = store.assign_class_condition(
+        session.code, hashed, lambda seed, place: balanced_condition(conditions, seed, place), admit
     )
+    if condition is None:
+        raise Throttled(session.code)
+    return condition
 
 
 def condition_of(store: Store, session: Session, token: str) -> str | None:
@@ -201,69 +228,44 @@ def valid_answer(question: Question, answer: str) -> str | None:
         value = float(answer.replace(",", "."))
     except ValueError:
         return None
-    low = -math.inf if question.low is None else question.low
-    high = math.inf if question.high is None else question.high
+    low, high = number_bounds(question)
     if not math.isfinite(value) or not low <= value <= high:
         return None
     return f"{value:g}"
 
 
+def number_bounds(question: Question) -> tuple[float, float]:
+    """The range a number answer must lie in: the question's, else +-`NUMBER_LIMIT`."""
+    low = -NUMBER_LIMIT if question.low is None else question.low
+    high = NUMBER_LIMIT if question.high is None else question.high
+    return low, high
+
+
 def results(store: Store, code: str) -> ClassResults:
-    """The class per condition, and the humans beside them where the question has a reference."""
+    """The class per condition, the humans beside them where the question has a reference,
+    and the models' answers (`classroom.models.model_summaries`)."""
+    from cogbias.classroom.models import model_summaries
+
     session = require_session(store, code)
     question = session.question
     by_condition: dict[str, list[str]] = {c: [] for c in question.conditions}
     for answer in store.class_answers(session.code):
         by_condition.setdefault(answer.condition, []).append(answer.answer)
-    rows = [_condition_result(question, c, by_condition[c]) for c in question.conditions]
+    rows = [_class_summary(question, c, by_condition[c]) for c in question.conditions]
     humans, citation = _humans(question)
-    return ClassResults(session.code, question, rows, humans, citation)
+    models = model_summaries(store, session.code, question)
+    return ClassResults(session.code, question, rows, humans, citation, models)
 
 
-def _condition_result(question: Question, condition: str, answers: list[str]) -> ConditionResult:
-    label = question.labels.get(condition, condition)
-    n = len(answers)
+def _class_summary(question: Question, condition: str, answers: list[str]) -> ConditionSummary:
+    """The class's stored answers (each valid when it was stored: `valid_answer`)."""
     if question.kind == "number":
-        values = [float(a) for a in answers]
-        bounds = (
-            -math.inf if question.low is None else question.low,
-            math.inf if question.high is None else question.high,
-        )
-        mean, low, high = _mean(values, bounds)
-        mid = median(values) if values else None
-        mid_low, mid_high = median_interval(values) if values else (None, None)
-        return ConditionResult(
-            condition, label, n, [], [], [], [], mean, low, high, mid, mid_low, mid_high
-        )
-    counts = [answers.count(key) for key in question.keys]
-    shares = [count / n if n else math.nan for count in counts]
-    intervals = [wilson_interval(share, n) for share in shares]
-    result = ConditionResult(
-        condition, label, n, counts, shares, [i[0] for i in intervals], [i[1] for i in intervals]
-    )
-    if question.kind != "scale":
-        return result
-    positions = [float(question.keys.index(a) + 1) for a in answers if a in question.keys]
-    mean, low, high = _mean(positions, (1.0, float(len(question.keys))))
-    return ConditionResult(**{**asdict(result), "mean": mean, "mean_low": low, "mean_high": high})
+        return summary.of_numbers(question, condition, summary.CLASS, [float(a) for a in answers])
+    chosen = [question.keys.index(a) for a in answers if a in question.keys]
+    return summary.of_choices(question, condition, summary.CLASS, chosen)
 
 
-def _mean(
-    values: list[float], bounds: tuple[float, float]
-) -> tuple[float | None, float | None, float | None]:
-    from cogbias.studies.analysis import t_interval  # scipy: only once results are read
-
-    if not values:
-        return None, None, None
-    low, high = t_interval(np.array(values), bounds=bounds)
-    return float(np.mean(values)), _number(low), _number(high)
-
-
-def _number(value: float) -> float | None:
-    return None if math.isnan(value) else value
-
-
-def _humans(question: Question) -> tuple[list[HumanResult], str]:
+def _humans(question: Question) -> tuple[list[ConditionSummary], str]:
     reference = load_references().get(question.reference or "")
     if reference is None:
         return [], ""
@@ -271,52 +273,27 @@ def _humans(question: Question) -> tuple[list[HumanResult], str]:
     for ours in question.conditions:  # in the question's order, as the class's rows
         human = reference.conditions.get(question.reference_conditions.get(ours, ""))
         if human is not None:
-            rows.append(_human_result(question, ours, human))
+            rows.append(summary.of_reference(question, ours, human))
     return rows, f"{reference.citation} ({reference.where})"
 
 
-def _human_result(question: Question, condition: str, human: HumanCondition) -> HumanResult:
-    shares = [human.shares.get(key) for key in question.keys]
-    intervals = [
-        wilson_interval(s, human.n) if s is not None and human.n else (None, None) for s in shares
-    ]
-    return HumanResult(
-        condition,
-        human.label,
-        human.n,
-        shares,
-        [i[0] for i in intervals],
-        [i[1] for i in intervals],
-        human.median,
-    )
-
-
 def results_json(result: ClassResults) -> dict[str, Any]:
-    """The results as JSON-able data (NaN, where nobody answered, as null)."""
+    """The results as JSON-able data (NaN, where nobody answered, as null): the class, the
+    humans and the models per condition, each with its answers that could not be read."""
     question = result.question
-    return _clean(
-        {
-            "code": result.code,
-            "title": question.title,
-            "kind": question.kind,
-            "conditions": list(question.conditions),
-            "options": {c: list(o) for c, o in question.options.items()},
-            "keys": list(question.keys),
-            "class": [asdict(row) for row in result.conditions],
-            "humans": [asdict(row) for row in result.humans],
-            "humans_citation": result.citation,
-        }
-    )
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
+    return {
+        "code": result.code,
+        "title": question.title,
+        "kind": question.kind,
+        "conditions": list(question.conditions),
+        "options": {c: list(o) for c, o in question.options.items()},
+        "keys": list(question.keys),
+        "class": [row.to_json() for row in result.conditions],
+        "humans": [row.to_json() for row in result.humans],
+        "humans_citation": result.citation,
+        # n_failed: what the models' rows called their unreadable answers before
+        "models": [row.to_json() | {"n_failed": row.n_unreadable} for row in result.models],
+    }
 
 
 EXPORT_COLUMNS = (

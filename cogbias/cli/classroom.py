@@ -1,8 +1,9 @@
 """`cogbias class ...`: run a question on the room from the command line (docs/teaching.md).
 
 `open` stores a session and prints its code, `serve` serves participants and prints the join
-address, `results` prints the class beside the humans and the models, and `close`, `reveal`,
-`list`, `export` and `delete` do what the teacher's page does.
+address, `ask` asks models the session's question (a class run: `cogbias runs`, `cancel` and
+`resume` work on it), `results` prints the class beside the humans and the models, and
+`close`, `reveal`, `list`, `export` and `delete` do what the teacher's page does.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from cogbias.cli.options import add_db
+from cogbias.cli.options import API_BASE_HELP, add_calls, add_db, run_label, temperature, whole
 
 
 def add_commands(commands: Any) -> None:
@@ -33,6 +34,7 @@ def add_commands(commands: Any) -> None:
     q.add_argument("--public-url", help="the address participants use, behind a proxy")
     add_db(q)
     q.set_defaults(handler=_serve)
+    _add_ask(actions)
     q = actions.add_parser("results", help="the class per condition, humans and models beside")
     q.add_argument("code")
     q.add_argument("--format", choices=["text", "json"], default="text")
@@ -60,6 +62,72 @@ def add_commands(commands: Any) -> None:
     q.add_argument("--force", action="store_true", help="replace an existing file")
     add_db(q)
     q.set_defaults(handler=_export)
+
+
+def _add_ask(actions: Any) -> None:
+    from cogbias.runs.class_plan import MAX_SAMPLES, SCORINGS
+
+    q = actions.add_parser(
+        "ask",
+        help="ask models the session's question (a class run); prints the run id",
+        description="Ask models exactly what the class read, as a run: its progress shows "
+        "here, and `cogbias runs`, `cancel` and `resume` work on it. By default a model that "
+        "lists its most probable tokens (the local model) is read as option probabilities on "
+        "a question with options; --scoring sample draws --samples answers at --temperature.",
+    )
+    q.add_argument("code", help="the session's code")
+    q.add_argument("--models", required=True, help="comma-separated, e.g. random,local/smollm2")
+    q.add_argument(
+        "--samples", type=whole(1, MAX_SAMPLES), help="sampled answers per model and condition (20)"
+    )
+    q.add_argument("--temperature", type=temperature, help="of sampled answers (0.7)")
+    q.add_argument(
+        "--scoring",
+        choices=SCORINGS,
+        help="sample: --samples answers at --temperature; probabilities: one call per "
+        "condition, read as option probabilities (default: probabilities when every model "
+        "gives them and the question has options, else sample)",
+    )
+    q.add_argument("--api-base", help=API_BASE_HELP)
+    q.add_argument("--name", type=run_label, default="", help="a label for the run")
+    q.add_argument("--dry-run", action="store_true", help="show the plan and its cost only")
+    add_calls(q)
+    add_db(q)
+    q.set_defaults(handler=_ask)
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from cogbias.classroom import sessions
+    from cogbias.cli.execution import execute
+    from cogbias.runs import kinds
+    from cogbias.runs.class_plan import PROBABILITIES, ClassSpec
+    from cogbias.store import Store
+
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    with Store(args.db) as store:
+        session = sessions.require_session(store, args.code)
+        spec = ClassSpec(
+            session.code,
+            tuple(models),
+            samples=20 if args.samples is None else args.samples,
+            temperature=0.7 if args.temperature is None else args.temperature,
+            scoring=args.scoring or "",
+            api_base=args.api_base,
+        )
+        plan = kinds.plan(spec, store)
+        print(plan.describe(), file=sys.stderr)
+        sampled = args.samples is not None or args.temperature is not None
+        if plan.spec.scoring == PROBABILITIES and sampled:
+            print("note: --samples and --temperature apply to sampled answers", file=sys.stderr)
+        if args.dry_run:
+            return 0
+        code = execute(plan, store, args, name=args.name)
+        result = sessions.results(store, session.code)
+    print(plan.spec.run_id)
+    for row in result.models:
+        if row.n_unreadable:
+            print(f"{row.who}, {row.label}: {row.unreadable_text()}", file=sys.stderr)
+    return code
 
 
 def _open(args: argparse.Namespace) -> int:
@@ -108,23 +176,20 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _results(args: argparse.Namespace) -> int:
-    from cogbias.classroom import models, sessions
+    from cogbias.classroom import sessions
     from cogbias.store import Store
 
     with Store(args.db) as store:
         result = sessions.results(store, args.code)
-        model_rows = models.model_results(store, result.code)
-        model_json = models.model_results_json(store, result.code)
     if args.format == "json":
-        data = sessions.results_json(result) | {"models": model_json}
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        print(json.dumps(sessions.results_json(result), indent=2, ensure_ascii=False))
         return 0
-    for line in _text_lines(result, model_rows):
+    for line in _text_lines(result):
         print(line)
     return 0
 
 
-def _text_lines(result: Any, model_rows: list[Any]) -> list[str]:
+def _text_lines(result: Any) -> list[str]:
     question = result.question
     lines = [f"{result.code}  {question.title}"]
     humans = {h.condition: h for h in result.humans}
@@ -143,15 +208,17 @@ def _text_lines(result: Any, model_rows: list[Any]) -> list[str]:
                 lines.append(said)
             if row.mean is not None:
                 lines.append(f"  class mean position {row.mean:.2f} of {len(question.keys)}")
-        for model in (m for m in model_rows if m.condition == row.condition):
+        for model in (m for m in result.models if m.condition == row.condition):
             lines.append(f"  model {model.model}: {_model_text(question, model)}")
+            if model.n_unreadable:
+                lines.append(f"    {model.unreadable_text()}")
     if result.citation:
         lines.append(f"\nhumans: {result.citation}")
     return lines
 
 
 def _model_text(question: Any, model: Any) -> str:
-    how = f"n {model.n}" + (f", {model.n_failed} unreadable" if model.n_failed else "")
+    how = f"n {model.n}" + (f", {model.n_unreadable} unreadable" if model.n_unreadable else "")
     if question.kind == "number":
         return f"median {_num(model.median)}, mean {_num(model.mean)} ({how})"
     shares = ", ".join(_share(s) for s in model.shares)
@@ -192,8 +259,10 @@ def _delete(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         session = sessions.require_session(store, args.code)
         count = sum(sessions.count_answers(store, session.code).values())
+        asked = len(store.model_answers(session.code))
         print(
-            f"This deletes session {session.code} ({session.question.title}) and its {count} answers."
+            f"This deletes session {session.code} ({session.question.title}), its {count} "
+            f"answers and the {asked} answers of models (with the class runs that asked them)."
         )
         if not args.yes and _answer("Delete? [y/N] ") not in ("y", "yes"):
             print("Nothing deleted (answer y, or pass --yes).", file=sys.stderr)

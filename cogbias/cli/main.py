@@ -343,10 +343,13 @@ def _pair(args: argparse.Namespace) -> int:
     from cogbias.runs.paired_plan import reading_refusal
     from cogbias.runs.prompting import BASELINE
 
+    args.scoring, args.samples, args.reducer = scorers.spelled(
+        args.scoring, args.samples or 1, args.reducer
+    )
     problem = (
         reading_refusal(args.reading, args.scoring)
         or scorers.refusal(args.scoring, models, args.api_base, BASELINE, {case.id: case.n_options})
-        or scorers.temperature_refusal(args.scoring, args.temperature)
+        or scorers.sampling_refusal(args.scoring, args.samples, args.reducer, args.temperature)
     )
     if problem:
         raise ValueError(problem)
@@ -375,20 +378,27 @@ def _pair_scenario(
         pipeline.generate(gen_client, case, scenario.text, generator, seed=args.seed)
     )
     from cogbias.core.probabilities import Distribution
+    from cogbias.core.records import DecisionStatus
     from cogbias.runs import scorers
     from cogbias.views.numbers import percent
 
-    decide_pair = scorers.get(args.scoring).decide_pair
+    scorer = scorers.get(args.scoring)
     ask = pipeline.PairAsk(
-        temperature=args.temperature, seed=args.seed, extractor=args.extractor, reading=args.reading
+        temperature=args.temperature,
+        seed=args.seed,
+        extractor=args.extractor,
+        reading=args.reading,
+        samples=args.samples,
+        reducer=args.reducer,
     )
     for model in models:
-        row = pipeline.run_sync(decide_pair(client, instance, model, ask)).to_row()
+        row = pipeline.run_sync(scorer.decide(client, instance, model, ask)).to_row()
         print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
         for half in ("control", "treatment"):
             choice = row[f"{half}_choice"]
             options = instance.half(half).options
-            shown = "none" if choice is None else f"{choice + 1} {clean(options[choice])!r}"
+            none = "abstained" if row["status"] == DecisionStatus.ABSTAINED else "none"
+            shown = none if choice is None else f"{choice + 1} {clean(options[choice])!r}"
             print(f"{half}: answer {clean(row[f'{half}_answer'])!r} -> {shown}")
             if "(extracted by " in row[f"{half}_extraction"]:  # an extraction call read it
                 print(f"{half}: extraction {clean(row[f'{half}_extraction'])!r}")
@@ -401,7 +411,10 @@ def _pair_scenario(
                 said = ", ".join("none" if c is None else str(c + 1) for c in named)
                 print(f"{half}: the samples chose {said}")
         error = f"  error: {clean(row['error'])}" if row["error"] else ""
-        print(f"score: {row['score']}{error}")
+        status = " (abstained: a half's samples were left undecided)" * (
+            row["status"] == DecisionStatus.ABSTAINED
+        )
+        print(f"score: {row['score']}{status}{error}")
     print(f"pair time: {time.perf_counter() - start:.1f} s (scenario {scenario.id})")
 
 

@@ -5,6 +5,7 @@ cli/studies.py import from here, so neither imports the other for these pieces."
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -46,12 +47,24 @@ def add_reading(p: argparse.ArgumentParser) -> None:
 
 
 def add_scoring(p: argparse.ArgumentParser) -> None:
-    """`--scoring`, offering the scorers registered when the parser is built
-    (`runs.scorers`); study modes take it too, to refuse it by name rather than as unknown."""
-    from cogbias.runs import scorers
+    """`--scoring`, `--samples` and `--reducer`, offering the scorers and reducers registered
+    when the parser is built (`runs.scorers`, `runs.reducers`); study modes take them too, to
+    refuse them by name rather than as unknown."""
+    from cogbias.runs import reducers, sampling, scorers
 
     def scoring(text: str) -> str:
         if problem := scorers.unknown(text):
+            raise argparse.ArgumentTypeError(problem)
+        return text
+
+    def samples(text: str) -> int:
+        try:
+            return sampling.sample_count(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    def reducer(text: str) -> str:
+        if problem := reducers.unknown(text):
             raise argparse.ArgumentTypeError(problem)
         return text
 
@@ -61,6 +74,22 @@ def add_scoring(p: argparse.ArgumentParser) -> None:
         metavar="{" + ",".join(scorers.names()) + "}",
         default=scorers.DEFAULT,
         help="; ".join(f"{s.spelling}: {s.help}" for s in scorers.all_scorers()),
+    )
+    p.add_argument(
+        "--samples",
+        type=samples,
+        metavar="N",
+        help=f"answers asked of each half (1 to {sampling.MAX_SAMPLES}, default 1; above 1 "
+        "at a --temperature above 0), made into the half's answer by --reducer; every sample "
+        "is stored (docs/runs.md, 'Samples and reducers')",
+    )
+    p.add_argument(
+        "--reducer",
+        type=reducer,
+        metavar="{" + ",".join(reducers.names()) + "}",
+        help="how a half's samples become its answer (default: the scorer's own, mode; "
+        "mean_probability for --scoring probabilities): "
+        + "; ".join(f"{r.name}: {r.help}" for r in reducers.all_reducers()),
     )
 
 
@@ -163,12 +192,15 @@ def add_api_key_env(p: argparse.ArgumentParser) -> None:
     )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # bytes that are not UTF-8, named by main._not_text
+
+
 def run_label(text: str) -> str:
     """An argparse type: a run's label, one line of visible text (`core.limits.name_problem`);
     an empty label is no label."""
     from cogbias.core.limits import name_problem
 
-    problem = name_problem(text) if text else None
+    problem = name_problem(text) if text and not _SURROGATE.search(text) else None
     if problem:
         raise argparse.ArgumentTypeError(f"the label {problem}")
     return text

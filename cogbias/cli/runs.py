@@ -32,9 +32,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.study and args.study != "tokenbias":
         from cogbias.cli import studies as cli_studies
 
-        if args.scoring != scorers.DEFAULT:
+        given = [f"--{o}" for o in ("samples", "reducer") if getattr(args, o, None)]
+        if args.scoring != scorers.DEFAULT or given:
+            flags = ", ".join(
+                [f"--scoring {args.scoring}"] * (args.scoring != scorers.DEFAULT) + given
+            )
             raise ValueError(
-                f"--scoring {args.scoring} does not apply to the study '{args.study}': its "
+                f"{flags} does not apply to the study '{args.study}': its "
                 "answers are numbers or conversations, not one option of a pair"
             )
         return cli_studies.run(args)
@@ -113,6 +117,8 @@ def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
         per_bias=args.per_bias,
         prompting=args.prompting,
         scoring=args.scoring,
+        samples=args.samples or 1,
+        reducer=args.reducer,
         extractor=args.extractor or None,
         option_order=args.option_order,
         reading=args.reading,
@@ -322,6 +328,6 @@ def _print_cells(table: Any, fmt: str) -> None:
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=columns)
         writer.writeheader()
-        writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
+        writer.writerows({k: csv_cell(row[k]) for k in columns} for row in rows)
     else:
         _table(rows, columns)

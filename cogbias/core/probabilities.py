@@ -134,3 +134,22 @@ def expected_score(
     # random baseline's uniform halves would otherwise score ±1e-17, a constant that a
     # t-test against 0 calls significant.
     return round(total, EXPECTATION_DIGITS) + 0.0
+
+
+def mean(distributions: Sequence[Distribution]) -> Distribution:
+    """The mean of a half's per-sample distributions over the same options (the
+    `mean_probability` reducer): each option's probability, and `outside` and `unlisted`,
+    averaged. N identical distributions (a server whose probabilities do not vary between
+    calls) have that one distribution as their mean."""
+    if not distributions or len({len(d.p) for d in distributions}) != 1:
+        raise ValueError("a mean needs distributions over the same options")
+    if all(d == distributions[0] for d in distributions):
+        return distributions[0]  # exactly, not up to the rounding of a sum
+    n = len(distributions)
+    p = [math.fsum(d.p[i] for d in distributions) / n for i in range(len(distributions[0].p))]
+    total = math.fsum(p)  # 1 up to rounding: renormalised so the check in Distribution holds
+    return Distribution(
+        tuple(x / total for x in p),
+        math.fsum(d.outside for d in distributions) / n,
+        math.fsum(d.unlisted for d in distributions) / n,
+    )

@@ -46,6 +46,10 @@ class DecisionStatus(StrEnum):
 
     OK = "ok"  # made (an instance) or scored (a decision)
     FAILED = "failed"  # see its `failure_kind`
+    # a decision only: a half whose samples the run's reducer left undecided (a tie under
+    # `majority`, `runs/reducers.py`). A result, not a failure: never retried, scored by no
+    # mean, counted apart from failures.
+    ABSTAINED = "abstained"
 
 
 class TurnStatus(StrEnum):
@@ -259,7 +263,7 @@ class Decision:
     control_choice: int | None = None
     treatment_choice: int | None = None
     score: float | None = None
-    status: str = DecisionStatus.OK
+    status: str = DecisionStatus.OK  # OK | FAILED | ABSTAINED
     error: str | None = None
     failure_kind: str | None = None  # FailureKind of a failed decision
     truncated: bool | None = None
@@ -271,7 +275,7 @@ class Decision:
     # `--scoring probabilities`: each half's option probabilities (core.probabilities JSON)
     control_distribution: str | None = None
     treatment_distribution: str | None = None
-    # `--scoring consistency:N`: each half's samples (runs.consistency JSON list)
+    # `--samples N` (`--scoring consistency:N`): each half's samples (runs.sampling JSON list)
     control_samples: str | None = None
     treatment_samples: str | None = None
 

@@ -50,6 +50,7 @@ class ResultsPage(StrEnum):
 
     EXPLORE = "explore"  # pairs scored per bias × model: Explore, Compare, `cogbias analyze`
     STUDIES = "studies"  # a study's cells, pivots, conversations and the humans beside them
+    CLASS = "class"  # a class session's answers: the class, the humans and the models beside
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Costs: the one estimator of what calls will cost, and the one way a cost is printed.
 
-A plan (paired or study) says how many calls of which size it will make of each model
+A plan (paired, study or class) says how many calls of which size it will make of each model
 (`Calls`); `estimate` prices them at the models' profiles, or at their batch prices. A model
 without a known price makes the estimate unknown (None), never $0.
 

@@ -10,10 +10,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogbias.core import metrics
 from cogbias.core.limits import extraction_input
+from cogbias.core.probabilities import Distribution
 from cogbias.core.reading import (
     READ_ANSWER,
     READ_EXTRACTION,
@@ -80,6 +81,11 @@ class HalfResult:
     cost: float = 0.0
     cost_saved: float = 0.0
     cached: bool = True
+    # the half's option probabilities (the `probabilities` scorer), original order
+    distribution: Distribution | None = None
+    # the run's reducer left the half's samples undecided (`runs.reducers`): no choice, no
+    # error; the pair is `DecisionStatus.ABSTAINED`
+    abstained: bool = False
 
     def account(self, response: LLMResponse) -> None:
         self.tokens += 0 if response.cached else response.prompt_tokens + response.completion_tokens
@@ -122,6 +128,10 @@ class PairAsk:
     extractor: str | None = None  # who reads an answer when it must be read (default: model)
     option_order: str = metrics.HALF_REVERSED  # the run's (`RunSpec.option_order`)
     reading: str = READ_ANSWER  # the run's (`RunSpec.reading`); see `decide_half`
+    # answers asked of each half and how they become its answer (`RunSpec.samples`,
+    # `RunSpec.reducer`; None: the scorer's own); see `runs.sampling`
+    samples: int = 1
+    reducer: str | None = None
 
 
 def random_draw_of(ask: PairAsk, instance: Instance, half: str) -> str:
@@ -362,12 +372,14 @@ def decision_row(
     score: Callable[[HalfResult, HalfResult], float | None] | None = None,
 ) -> Decision:
     """One decision from both halves, whatever the scorer (`runs.scorers`): the pair fails
-    when a half failed, and is scored otherwise by `score(control, treatment)` (default
-    `choice_score`: the test case's metric on both choices). A scorer that keeps more of each
-    half sets its own fields on the decision it gets back."""
+    when a half failed, abstains (`DecisionStatus.ABSTAINED`, unscored) when a half's samples were left
+    undecided by the run's reducer, and is scored otherwise by `score(control, treatment)`
+    (default `choice_score`: the test case's metric on both choices). A scorer that keeps
+    more of each half sets its own fields on the decision it gets back."""
     failed = [(name, h) for name, h in (("control", c), ("treatment", t)) if h.error]
+    abstained = not failed and (c.abstained or t.abstained)
     scored = None
-    if not failed:
+    if not failed and not abstained:
         scored = (score or partial(choice_score, instance))(c, t)
     kinds = sorted((h.failure_kind or "invalid" for _, h in failed), key=KIND_RANK.__getitem__)
     control_answer, cut_c = cap_text(c.answer)
@@ -390,7 +402,7 @@ def decision_row(
         control_choice=c.choice,
         treatment_choice=t.choice,
         score=scored,
-        status=DecisionStatus.FAILED if failed else DecisionStatus.OK,
+        status=_status(failed, abstained),
         error="; ".join(f"{name}: {h.error}" for name, h in failed) or None,
         failure_kind=kinds[0] if kinds else None,
         truncated=cut_c or cut_t,
@@ -399,6 +411,13 @@ def decision_row(
         cost=c.cost + t.cost,
         cost_saved=c.cost_saved + t.cost_saved,
     )
+
+
+def _status(failed: Sequence[Any], abstained: bool) -> DecisionStatus:
+    """A pair fails when a half failed, abstains when a half was left undecided, else is ok."""
+    if failed:
+        return DecisionStatus.FAILED
+    return DecisionStatus.ABSTAINED if abstained else DecisionStatus.OK
 
 
 def choice_score(instance: Instance, c: HalfResult, t: HalfResult) -> float | None:

@@ -41,17 +41,21 @@ if TYPE_CHECKING:
 
 
 def _kinds() -> list[RunKind]:
+    from cogbias.runs.class_answers import ClassKind
     from cogbias.runs.paired import DatasetKind, PairedKind, TokenBiasKind
     from cogbias.runs.study import StudyKind
 
     # asked in order: the first that owns a spec without a kind key is its kind
-    return [StudyKind(), TokenBiasKind(), DatasetKind(), PairedKind()]
+    return [ClassKind(), StudyKind(), TokenBiasKind(), DatasetKind(), PairedKind()]
 
 
 _KINDS: list[RunKind] = []
 PLUGINS = "COGBIAS_PLUGINS"  # modules to import first: each registers its kinds
 # what every kind offers its readers (`read_side.ReadSide` gives each a default)
-READ_SIDE = ("page", "tables", "exports", "noun", "failed_noun", "cells", "settings", "failures")
+READ_SIDE = (
+    "page", "tables", "exports", "noun", "failed_noun", "cells", "settings", "failures",
+    "abstained",
+)  # fmt: skip
 
 
 def registry() -> list[RunKind]:

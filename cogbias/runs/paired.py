@@ -227,7 +227,7 @@ def _failed_instance(job: InstanceJob, spec: RunSpec, error: str, kind: str) -> 
 
 def pair_ask(plan: Plan, repeat: int) -> PairAsk:
     """How `plan`'s run asks its pairs of `repeat` (the run's settings, its option order as
-    planned): what every scorer's `decide_pair` is handed."""
+    planned): what every scorer's `decide` is handed."""
     spec = plan.spec
     return PairAsk(
         run_id=spec.run_id,
@@ -238,6 +238,8 @@ def pair_ask(plan: Plan, repeat: int) -> PairAsk:
         extractor=spec.extractor,
         option_order=plan.option_order,
         reading=spec.reading,
+        samples=spec.samples,
+        reducer=spec.reducer,
     )
 
 
@@ -257,7 +259,7 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
         else:
             asked_before = retried.get(key) not in (None, "transient")
             client = job.fresh if asked_before else job.client
-            row = await scorers.get(spec.scoring).decide_pair(client, instance, model, ask)
+            row = await scorers.get(spec.scoring).decide(client, instance, model, ask)
         _add_decision(writer, uncounted, row)
 
     await pool(decision_jobs(plan, instances, skip), decide, job.concurrency)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from cogbias.core import metrics, records
+from cogbias.core.limits import checked_name
 from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.library import examples
 from cogbias.library import testcases as library
@@ -56,6 +57,17 @@ class RunSpec:
     # how answers become choices (core.reading.READINGS): cogbias' reader, or the Malberg
     # paper's extraction call for every half
     reading: str = READ_ANSWER
+    # answers asked of each half and how they become its answer (`runs.sampling`,
+    # `runs.reducers`; None: the scorer's own reducer). One spelling (`scorers.spelled`):
+    # `choice` asked N times is stored as `consistency:N`, whose N `samples` then repeats
+    samples: int = 1
+    reducer: str | None = None
+
+    def __post_init__(self) -> None:
+        scoring, samples, reducer = scorers.spelled(self.scoring, self.samples, self.reducer)
+        object.__setattr__(self, "scoring", scoring)
+        object.__setattr__(self, "samples", samples)
+        object.__setattr__(self, "reducer", reducer)
 
     def canonical(self) -> dict[str, Any]:
         """The spec as stored and hashed into the run id.
@@ -64,13 +76,17 @@ class RunSpec:
         versioned stay valid); fields added later appear only when they differ from their
         default, so adding an optional field never changes an existing run's id. A field whose
         value is what every run did before the field existed (`_AS_BEFORE`) is left out too:
-        such a run is the run stored before, under the same id.
+        such a run is the run stored before, under the same id. `samples` is left out where the
+        scoring names it (`consistency:N`), as it always was.
         """
         out: dict[str, Any] = {}
+        named = scorers.get(self.scoring).samples if scorers.unknown(self.scoring) is None else 1
         for f in fields(self):
             value = getattr(self, f.name)
             before = _AS_BEFORE.get(f.name, _default(f))
             if f.name not in _V1_FIELDS and value in (_default(f), before):
+                continue
+            if f.name == "samples" and value == named:
                 continue
             out[f.name] = list(value) if isinstance(value, list | tuple) else value
         return out
@@ -161,7 +177,7 @@ class Plan:
             )
         llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
         scorer = scorers.get(self.spec.scoring)
-        asked = len(self.instance_ids) * self.spec.repeats * 2 * scorer.samples * len(llm_models)
+        asked = len(self.instance_ids) * self.spec.repeats * 2 * self.spec.samples * len(llm_models)
         # a scorer that reads no sampled answer (log-probabilities) extracts nothing
         return {"generate": gen, "decide": asked, "extract": asked if scorer.reads_answers else 0}
 
@@ -195,6 +211,10 @@ class Plan:
         elif self.spec.extractor:
             source += f" (unclear answers read by {self.spec.extractor})"
         source += f" (options {_ORDER_WORDS[self.option_order]})"
+        scorer = scorers.get(self.spec.scoring)
+        if scorer.sampled(self.spec.samples):
+            reducer = self.spec.reducer or scorer.reducer
+            source += f" ({self.spec.samples} samples a half, reduced by {reducer})"
         return (
             f"run {self.spec.run_id}: {source} x {len(self.spec.models)} models x {self.spec.repeats} repeats "
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
@@ -327,7 +347,8 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
         raise ValueError(problem)
     if spec.api_base:
         check_api_base(spec.api_base)
-    for model in {*spec.models, spec.generator}:
+    for model in {*spec.models, spec.generator, spec.extractor or spec.generator}:
+        checked_name(model, "model")  # a model is a label on every page, chart and report
         resolve(model, spec.api_base)  # unknown local models fail here, before any work
     asked = [(m, spec.temperature) for m in spec.models]
     if not spec.dataset and not answers_offline(spec.generator, spec):  # it fills the gaps
@@ -399,7 +420,9 @@ def _check_scoring(spec: RunSpec, option_counts: Mapping[str, int]) -> None:
     problem = scorers.refusal(
         spec.scoring, spec.models, spec.api_base, spec.prompting, option_counts
     )
-    problem = problem or scorers.temperature_refusal(spec.scoring, spec.temperature)
+    problem = problem or scorers.sampling_refusal(
+        spec.scoring, spec.samples, spec.reducer, spec.temperature
+    )
     if problem:
         raise ValueError(problem)
 

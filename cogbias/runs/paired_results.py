@@ -83,6 +83,9 @@ class PairedResults(ReadSide):
     def failures(self, store: Store, run: Run) -> Mapping[str, int]:
         return store.run_failure_kinds(run.id)
 
+    def abstained(self, store: Store, run: Run) -> int:
+        return store.run_abstained(run.id)
+
 
 def settings(run: Run, kind: str) -> tuple[str, ...]:
     """A paired run's stored spec in words."""
@@ -97,7 +100,7 @@ def settings(run: Run, kind: str) -> tuple[str, ...]:
         + (f" ({run.name})" if run.name else "")
         + f": a {kind} run on {target}, status {run.status}",
         f"Scorer: {scorer} ({spec.get('scoring') or scorers.DEFAULT}); answers read by "
-        f"{spec.get('reading') or 'answer'}",
+        f"{spec.get('reading') or 'answer'}" + _sampled(spec),
         f"Decision temperature {spec.get('temperature', 0.0)}, seed {spec.get('seed', 0)}, "
         f"{spec.get('repeats', 1)} repeat(s) per pair",
         f"Prompting: {spec.get('prompting') or 'baseline'}; option order: "
@@ -110,6 +113,22 @@ def settings(run: Run, kind: str) -> tuple[str, ...]:
         f"Created {run.created_at or '–'}, started {run.started_at or '–'}, finished "
         f"{run.finished_at or '–'}",
     )
+
+
+def _sampled(spec: Mapping[str, Any]) -> str:
+    """How many answers each half was asked and how they were reduced, or '' for one."""
+    try:
+        scoring, samples, reducer = scorers.spelled(
+            str(spec.get("scoring") or scorers.DEFAULT),
+            int(spec.get("samples") or 1),
+            spec.get("reducer"),
+        )
+        scorer = scorers.get(scoring)
+    except (TypeError, ValueError):
+        return ""
+    if not scorer.sampled(samples):
+        return ""
+    return f"; {samples} sample(s) a half, reduced by {reducer or scorer.reducer}"
 
 
 def _generator(spec: Mapping[str, Any]) -> str:

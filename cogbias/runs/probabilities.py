@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from cogbias.core import metrics
@@ -92,9 +93,10 @@ async def decide_half(
     model: str,
     ask: decide.PairAsk,
     draw: str = "",
-) -> tuple[decide.HalfResult, probs.Distribution | None]:
-    """Ask for the letter of one half; (the half as sampled, its distribution in original
-    option order). No option among the listed tokens is an unparseable half. A model that
+) -> decide.HalfResult:
+    """Ask for the letter of one half: the half as sampled, with its `distribution` in
+    original option order (as `decide.decide_half` asks a half, so `runs.sampling` can ask
+    it N times). No option among the listed tokens is an unparseable half. A model that
     writes no text (the random baseline) is asked nothing: `draw` seeds its sampled letter
     (`decide.random_draw`: per decision, not per text), and its distribution is uniform
     whatever it draws."""
@@ -108,7 +110,8 @@ async def decide_half(
         presented = random_provider.choose_option(n, draw)
         result.answer = result.extraction = logprobs.LABELS[presented]
         result.choice = order[presented]
-        return result, probs.uniform(n)
+        result.distribution = probs.uniform(n)
+        return result
     response = await client.complete(
         LLMRequest(
             model=model,
@@ -128,16 +131,17 @@ async def decide_half(
         result.answer = _text_of(response.text)
         result.error = f"the log-probabilities are no distribution over the options: {exc}"
         result.failure_kind = "unparseable"
-        return result, None
+        return result
     if sampled is not None:
         result.extraction = logprobs.LABELS[sampled]
         result.choice = order[sampled]
     original = [0.0] * n
     for k, j in enumerate(order):
         original[j] = presented_dist.p[k]
-    return result, probs.Distribution(
+    result.distribution = probs.Distribution(
         tuple(original), presented_dist.outside, presented_dist.unlisted
     )
+    return result
 
 
 def read_half(text: str, n_options: int) -> tuple[str, probs.Distribution, int | None]:
@@ -181,21 +185,22 @@ async def decide_pair(
     # at once: the local server does not reuse a cached prefix for these requests (see
     # LLMClient._call), so asking the halves one after the other would gain nothing
     outcomes = await asyncio.gather(*asks, return_exceptions=True)
-    halves: list[decide.HalfResult] = []
-    dists: list[probs.Distribution | None] = []
-    for outcome in outcomes:
-        got = decide.settled(outcome)
-        half, dist = (got, None) if isinstance(got, decide.HalfResult) else got
-        halves.append(half)
-        dists.append(dist)
-    control, treatment = dists
-
-    def expected(_c: decide.HalfResult, _t: decide.HalfResult) -> float | None:
-        if control is None or treatment is None:
-            return None
-        return probs.expected_score(control, treatment, instance.metric, instance.n_options)
-
-    row = decide.decision_row(instance, model, ask, order, halves[0], halves[1], score=expected)
-    row.control_distribution = control.to_json() if control else None
-    row.treatment_distribution = treatment.to_json() if treatment else None
+    control, treatment = (decide.settled(outcome) for outcome in outcomes)
+    row = decide.decision_row(
+        instance, model, ask, order, control, treatment, score=partial(expected, instance)
+    )
+    row.control_distribution = distribution_json(control)
+    row.treatment_distribution = distribution_json(treatment)
     return row
+
+
+def expected(instance: Instance, c: decide.HalfResult, t: decide.HalfResult) -> float | None:
+    """The pair's exact expected score from both halves' distributions (None without one)."""
+    if c.distribution is None or t.distribution is None:
+        return None
+    return probs.expected_score(c.distribution, t.distribution, instance.metric, instance.n_options)
+
+
+def distribution_json(half: decide.HalfResult) -> str | None:
+    """A half's distribution as stored (`decisions.*_distribution`), or None."""
+    return half.distribution.to_json() if half.distribution else None

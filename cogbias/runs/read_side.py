@@ -4,14 +4,14 @@ live in, how they export, what they reduce to and how its settings read.
 `work.RunKind` is what the executor asks of a kind (plan, work, save); this is what every
 reader asks of it: Explore, Studies and Compare (`page`), `cogbias results` (`cells`),
 `cogbias export` and the Hub export (`exports`), `cogbias report` and a Hub card's methods
-(`settings`, `failures`), the Run page's "Open in …" button (`page`) and deletion (`tables`).
-A reader holds a run's `Run` record, whose `kind` is resolved once (`kinds.record`), and asks
-it; none of them tells kinds apart by name.
+(`settings`, `failures`, `abstained`), the Run page's "Open in …" button (`page`) and
+deletion (`tables`). A reader holds a run's `Run` record, whose `kind` is resolved once
+(`kinds.record`), and asks it; none of them tells kinds apart by name.
 
 A kind subclasses `ReadSide` and overrides what it has. What it leaves out reads as nothing
 to show: no page, no export rows, no cells (a report says so), its stored spec as its
-settings, no failure kinds, and deleting one of its runs removes its `runs` row and only the
-tables it declares.
+settings, no failure kinds or abstentions, and deleting one of its runs removes its `runs`
+row and only the tables it declares.
 """
 
 from __future__ import annotations
@@ -81,6 +81,11 @@ class ReadSide:
         """Its failed units by failure kind (`core.records.FAILURE_KINDS`), where its rows
         say; empty when they do not."""
         return {}
+
+    def abstained(self, store: Store, run: Run) -> int:
+        """How many of its units abstained (a result, counted apart from failures: a paired
+        run's pairs whose samples its reducer left undecided); 0 when none can."""
+        return 0
 
 
 def owned(kind: ReadSide) -> list[RunRows]:

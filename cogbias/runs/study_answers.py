@@ -11,6 +11,7 @@ import re
 from cogbias.core.answers import Answer
 from cogbias.core.records import Turn, TurnStatus
 from cogbias.llm.random_provider import AnswerSpace
+from cogbias.runs import grammars
 from cogbias.runs.study_plan import REWRITE_MARKER, REWRITE_TOKENS, Script, rewritten
 from cogbias.studies.definitions import MAX_NUMBER, StudyTest
 from cogbias.studies.questions import read_answer
@@ -23,14 +24,15 @@ MAX_REWRITE_CHARS = REWRITE_TOKENS * 10
 
 def answer_grammar(test: StudyTest, role: str) -> str | None:
     """GBNF that only admits an answer in the test's format (for llama.cpp-served models,
-    which otherwise ramble past the answer); a rewrite is free text."""
+    which otherwise ramble past the answer; the rules are `grammars`'); a rewrite is free
+    text."""
     if role == "rewrite":
         return None
     one = {
-        "admit_reject": '("admit" | "reject")',
-        "yes_no": '("yes" | "no")',
-        "letter": "(" + " | ".join(f'"{c}"' for c in test.letters[: test.k or None]) + ")",
-        "number": '("-"? [0-9]+ ("." [0-9]+)?)',
+        "admit_reject": grammars.one_of(("admit", "reject")),
+        "yes_no": grammars.one_of(("yes", "no")),
+        "letter": grammars.one_of(test.letters[: test.k or None]),
+        "number": grammars.NUMBER,
     }[test.answer]
     if role == "revise":
         return "root ::= " + ' "\\n" '.join(["answer"] * test.length) + "\nanswer ::= " + one

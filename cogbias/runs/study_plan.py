@@ -23,6 +23,7 @@ from typing import Any
 
 from cogbias.core import records
 from cogbias.core.answers import permuted_orders
+from cogbias.core.limits import checked_name
 from cogbias.studies.definitions import (
     MAX_ATTEMPTS,
     MAX_REPEATS,
@@ -270,6 +271,11 @@ def resolve(spec: StudySpec, study: Study) -> StudySpec:
     """The spec with every default filled in and the study's source hash."""
     if not spec.models:
         raise StudyPlanError("give at least one model")
+    for model in spec.models:
+        try:
+            checked_name(model, "model")  # a label on every page, chart and report
+        except ValueError as exc:
+            raise StudyPlanError(str(exc)) from None
     # A name given twice is asked once (twice would plan the same conversations twice).
     tests = _pick(list(dict.fromkeys(spec.tests)), list(study.tests), "test")
     variants = _pick(

@@ -251,7 +251,7 @@ class RunKind(Protocol):
     """What the executor asks of a kind of run (the methods below), and what its readers ask
     (`read_side.ReadSide`: a kind subclasses it and overrides what it has)."""
 
-    name: str  # "paired" | "dataset" | "tokenbias" | "study": what a stored spec's "kind" says
+    name: str  # "paired" | "dataset" | "tokenbias" | "study" | "class": a stored spec's "kind"
     unit_name: str  # what a unit is called in progress and summaries ("pairs", "units")
     batchable: bool  # whether `cogbias batch` and `--batch` can hand its requests over
     # its read side (`read_side.ReadSide` says what each is and gives the defaults)
@@ -269,6 +269,9 @@ class RunKind(Protocol):
 
     def failures(self, store: Store, run: Run) -> Mapping[str, int]:
         """Its failed units by failure kind (`read_side.ReadSide.failures`)."""
+
+    def abstained(self, store: Store, run: Run) -> int:
+        """How many of its units abstained (`read_side.ReadSide.abstained`)."""
 
     def owns(self, spec: Mapping[str, Any]) -> bool:
         """Whether a spec without a "kind" key (a paired spec object, or a spec stored

@@ -1,9 +1,11 @@
-"""The models' answers to a class session's question (`class_model_answers`, migration 12).
+"""The models' answers to a class session's question (`class_model_answers`, migrations 12
+and 13): the rows of the class run kind (`cogbias.runs.class_answers`).
 
 A model answers exactly what the class saw, so its answers belong to the session: they are
-kept beside the class's answers and deleted with them, and a restart of the teacher's app
-shows them again. One row per (session, model, condition, mode, temperature, repeat): asking
-again with the same settings replaces the rows, so a re-run never counts an answer twice.
+kept beside the class's answers and deleted with them (and with the run that asked them), and
+a restart of the teacher's app shows them again. One row per (session, run, model, condition,
+mode, temperature, repeat): a run stores each of its answers once, so a resumed run asks
+nothing twice; answers asked before runs existed have the run ''.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ FIELDS = (
     "option",
     "probabilities",
     "error",
+    "run_id",
+    "failure_kind",
+    "grammar",
 )
 
 
@@ -34,7 +39,9 @@ class ModelAnswer:
 
     `option` is the 0-based option read from it (None: unreadable, or a number question,
     whose number is read from `answer` again); `probabilities` the model's probability of
-    each option (mode "probabilities" only); `error` why nothing could be read."""
+    each option (mode "probabilities" only); `error` why nothing could be read, and
+    `failure_kind` of what kind (`core.records`: "transient" is asked again on resume);
+    `run_id` the run that asked it; `grammar` the GBNF it was asked under (None: none)."""
 
     session: str
     model: str
@@ -46,6 +53,9 @@ class ModelAnswer:
     option: int | None = None
     probabilities: tuple[float, ...] | None = None
     error: str | None = None
+    run_id: str = ""
+    failure_kind: str | None = None
+    grammar: str | None = None
 
 
 def _row(answer: ModelAnswer) -> tuple[object, ...]:
@@ -61,6 +71,9 @@ def _row(answer: ModelAnswer) -> tuple[object, ...]:
         answer.option,
         probabilities,
         answer.error,
+        answer.run_id,
+        answer.failure_kind,
+        answer.grammar,
     )
 
 
@@ -78,6 +91,9 @@ def _record(row: Sequence[object]) -> ModelAnswer:
         option=None if values["option"] is None else int(values["option"]),  # type: ignore[call-overload]
         probabilities=(None if probabilities is None else tuple(json.loads(str(probabilities)))),
         error=None if values["error"] is None else str(values["error"]),
+        run_id=str(values["run_id"]),
+        failure_kind=None if values["failure_kind"] is None else str(values["failure_kind"]),
+        grammar=None if values["grammar"] is None else str(values["grammar"]),
     )
 
 
@@ -95,11 +111,21 @@ class ClassModelsRepo(StoreBase):
             )
 
     def model_answers(self, session: str) -> list[ModelAnswer]:
-        """A session's model answers, by model, condition, settings and repeat."""
+        """A session's model answers, by model, condition, settings and repeat, each
+        repeat's answers oldest first (every run's: `classroom.models` keeps the newest)."""
         rows = self.db.execute(
             f"select {', '.join(FIELDS)} from class_model_answers where session = ? "
-            "order by model, condition, mode, temperature, repeat",
+            "order by model, condition, mode, temperature, repeat, created_at, rowid",
             (session,),
+        ).fetchall()
+        return [_record(row) for row in rows]
+
+    def run_model_answers(self, run_id: str) -> list[ModelAnswer]:
+        """The answers one class run stored, by model, condition and repeat."""
+        rows = self.db.execute(
+            f"select {', '.join(FIELDS)} from class_model_answers where run_id = ? "
+            "order by model, condition, repeat",
+            (run_id,),
         ).fetchall()
         return [_record(row) for row in rows]
 

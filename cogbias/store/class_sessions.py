@@ -1,4 +1,4 @@
-"""A class's sessions, each participant's condition and their one answer (migration 12).
+"""A class's sessions, each participant's condition and their one answer (migrations 12, 15).
 
 `cogbias.classroom.sessions` is the only caller: it turns these rows into a session's
 question and results. Every write is one short transaction, so the participant server and
@@ -7,8 +7,8 @@ the teacher's app, two processes on one file, never see half of one.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Sequence
+import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from cogbias.store.connection import StoreBase, now
@@ -34,7 +34,9 @@ class StoredAnswer:
     created_at: str
 
 
-JOIN_URL_KEY = "class_join_url"
+JOIN_URL_KEY = "class_join_url"  # one record per running server: KEY:started:random
+MAX_PENDING = 2000  # participants of a session who opened the question but have not answered
+_PRUNE_EVERY = 100  # places handed out between two prunings of the oldest unanswered
 _SESSION_COLUMNS = "code, question, created_at, closed_at, revealed_at"
 
 
@@ -45,9 +47,9 @@ class ClassSessionsRepo(StoreBase):
         """Store a new session; False when the code is taken (the caller draws another)."""
         with self.atomic():
             cursor = self.db.execute(
-                "insert or ignore into class_sessions (code, question, created_at) "
-                "values (?, ?, ?)",
-                (code, question, now()),
+                "insert or ignore into class_sessions (code, question, created_at, seed) "
+                "values (?, ?, ?, ?)",
+                (code, question, now(), secrets.randbits(62)),
             )
             return cursor.rowcount == 1
 
@@ -87,10 +89,18 @@ class ClassSessionsRepo(StoreBase):
             self.db.execute("delete from class_sessions where code = ?", (code,))
 
     def assign_class_condition(
-        self, code: str, token_hash: str, conditions: Sequence[str], rng: random.Random
-    ) -> str:
-        """This participant's condition: the one they already have, else the condition with
-        the fewest participants so far (ties drawn with `rng`), so the room stays balanced."""
+        self,
+        code: str,
+        token_hash: str,
+        condition_at: Callable[[int, int], str],
+        admit: Callable[[], bool] | None = None,
+    ) -> str | None:
+        """This participant's condition: the one they already have, else the one at the
+        session's next place, `condition_at(seed, place)` (a balanced sequence), so a new
+        participant takes the next place and never a choice. None when `admit` (asked only
+        for a new participant) refuses them. Every so many places the oldest unanswered
+        participants beyond `MAX_PENDING` are forgotten, so unanswered ones cannot fill
+        the file."""
         with self.atomic():
             row = self.db.execute(
                 "select condition from class_assignments where session = ? and token_hash = ?",
@@ -98,21 +108,49 @@ class ClassSessionsRepo(StoreBase):
             ).fetchone()
             if row:
                 return str(row[0])
-            taken = dict(
-                self.db.execute(
-                    "select condition, count(*) from class_assignments where session = ? "
-                    "group by condition",
-                    (code,),
-                ).fetchall()
-            )
-            fewest = min(taken.get(c, 0) for c in conditions)
-            condition = rng.choice([c for c in conditions if taken.get(c, 0) == fewest])
+            if admit is not None and not admit():
+                return None
+            seed, place = self.db.execute(
+                "select coalesce(seed, 0), slots from class_sessions where code = ?", (code,)
+            ).fetchone()
+            condition = condition_at(int(seed), int(place))
+            self.db.execute("update class_sessions set slots = slots + 1 where code = ?", (code,))
             self.db.execute(
                 "insert into class_assignments (session, token_hash, condition, created_at) "
                 "values (?, ?, ?, ?)",
                 (code, token_hash, condition, now()),
             )
+            if place % _PRUNE_EVERY == _PRUNE_EVERY - 1:
+                self.prune_class_pending(code, MAX_PENDING)
             return condition
+
+    def prune_class_pending(self, code: str, keep: int) -> int:
+        """Forget all but the newest `keep` participants who have not answered (they get a
+        new place if they come back); how many were forgotten."""
+        with self.atomic():
+            cursor = self.db.execute(
+                "delete from class_assignments where rowid in (select a.rowid from "
+                "class_assignments a where a.session = ? and not exists (select 1 from "
+                "class_answers b where b.session = a.session and b.token_hash = a.token_hash) "
+                "order by a.rowid desc limit -1 offset ?)",
+                (code, keep),
+            )
+            return cursor.rowcount
+
+    def add_class_throttled(self, counts: Mapping[str, int]) -> None:
+        """Add to each session's count of requests refused as too fast (unknown codes are
+        ignored)."""
+        with self.atomic():
+            self.db.conn.executemany(
+                "update class_sessions set throttled = throttled + ? where code = ?",
+                [(n, code) for code, n in counts.items()],
+            )
+
+    def class_throttled(self, code: str) -> int:
+        row = self.db.execute(
+            "select throttled from class_sessions where code = ?", (code,)
+        ).fetchone()
+        return int(row[0]) if row else 0
 
     def class_assignment(self, code: str, token_hash: str) -> str | None:
         row = self.db.execute(
@@ -159,20 +197,26 @@ class ClassSessionsRepo(StoreBase):
         ).fetchall()
         return [StoredAnswer(*row) for row in rows]
 
-    def set_class_join_url(self, url: str) -> None:
-        """Where participants join (the running `cogbias class serve`), for the teacher's page."""
+    def set_class_join_url(self, url: str) -> str:
+        """Record where a running `cogbias class serve` lets participants join, for the
+        teacher's page; the record's key, which only that server clears when it stops (two
+        servers on one file each keep their own)."""
+        key = f"{JOIN_URL_KEY}:{now()}:{secrets.token_hex(4)}"
         with self.atomic():
-            self.db.execute(
-                "insert into meta (key, value) values (?, ?) "
-                "on conflict(key) do update set value = excluded.value",
-                (JOIN_URL_KEY, url),
-            )
+            self.db.execute("insert into meta (key, value) values (?, ?)", (key, url))
+        return key
 
-    def clear_class_join_url(self, url: str) -> None:
-        """Forget the join address when its server stops (unless another took its place)."""
+    def clear_class_join_url(self, key: str) -> None:
+        """Forget one server's join address when it stops."""
         with self.atomic():
-            self.db.execute("delete from meta where key = ? and value = ?", (JOIN_URL_KEY, url))
+            self.db.execute("delete from meta where key = ?", (key,))
 
     def class_join_url(self) -> str | None:
-        row = self.db.execute("select value from meta where key = ?", (JOIN_URL_KEY,)).fetchone()
+        """The join address of the server started last among those still running (or of a
+        record an earlier version kept under the bare key)."""
+        row = self.db.execute(
+            "select value from meta where key = ? or substr(key, 1, ?) = ? "
+            "order by key desc limit 1",
+            (JOIN_URL_KEY, len(JOIN_URL_KEY) + 1, f"{JOIN_URL_KEY}:"),
+        ).fetchone()
         return str(row[0]) if row else None

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from cogbias.core.records import dumps
+from cogbias.core.records import DecisionStatus, dumps
 from cogbias.core.redact import redact
 from cogbias.core.run_record import ACTIVE, RunRows, RunStatus, SharedRows
 from cogbias.store.connection import StoreBase, now, parse_time
@@ -124,6 +124,15 @@ class RunsRepo(StoreBase):
             (run_id,),
         ).fetchall()
         return {kind: n for kind, n in rows}
+
+    def run_abstained(self, run_id: str) -> int:
+        """How many of a run's pairs abstained (`DecisionStatus.ABSTAINED`: a half's samples left
+        undecided by the run's reducer), counted apart from its failures."""
+        row = self.db.execute(
+            "select count(*) from decisions where run_id = ? and status = ?",
+            (run_id, DecisionStatus.ABSTAINED),
+        ).fetchone()
+        return int(row[0])
 
     # ---- the worker lease: one process works on a run at a time
 

@@ -100,19 +100,9 @@ def benjamini_hochberg(p_values: Iterable[float]) -> np.ndarray:
 
 
 SUMMARY_COLUMNS = [
-    "bias",
-    "model",
-    "mean",
-    "mean_abs",
-    "n",
-    "failures",
-    "failure_rate",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_adjusted",
-    "significant",
-]
+    "bias", "model", "mean", "mean_abs", "n", "failures", "failure_rate", "abstained",
+    "ci_low", "ci_high", "p_value", "p_adjusted", "significant",
+]  # fmt: skip
 
 
 def with_significance(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
@@ -123,19 +113,32 @@ def with_significance(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame
 
 
 def summarize(scores: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
-    """Per bias x model: mean, n, failures, failure rate, 95% CI, p (t-test vs 0), BH-adjusted
-    p, from one row per decision (`cells.heatmap_summary`: the same from SQLite's sums)."""
+    """Per bias x model: mean, n, failures, failure rate, abstained pairs (counted apart
+    from failures: `DecisionStatus.ABSTAINED`), 95% CI, p (t-test vs 0), BH-adjusted p, from one
+    row per decision (`cells.heatmap_summary`: the same from SQLite's sums)."""
     records = []
     for (bias, model), group in scores.groupby(["bias", "model"], sort=True):
-        scored = group["status"] == DecisionStatus.OK
-        ok = group.loc[scored, "score"].dropna().to_numpy(dtype=float)
-        failures = int((~scored).sum())
+        status = group["status"]
+        ok = group.loc[status == DecisionStatus.OK, "score"].dropna().to_numpy(dtype=float)
+        abstained = int((status == DecisionStatus.ABSTAINED).sum())
+        failures = int((status != DecisionStatus.OK).sum()) - abstained
+        total = len(ok) + failures + abstained
         low, high = t_interval(ok)
-        n, mean = len(ok), (float(np.mean(ok)) if len(ok) else float("nan"))
-        mean_abs = float(np.mean(np.abs(ok))) if n else float("nan")
-        rate = failures / (n + failures) if n + failures else 0.0
-        row = [bias, model, mean, mean_abs, n, failures, rate, low, high, one_sample_p(ok)]
-        records.append(dict(zip(SUMMARY_COLUMNS[:-2], row, strict=True)))
+        records.append(
+            {
+                "bias": bias,
+                "model": model,
+                "mean": float(np.mean(ok)) if len(ok) else float("nan"),
+                "mean_abs": float(np.mean(np.abs(ok))) if len(ok) else float("nan"),
+                "n": len(ok),
+                "failures": failures,
+                "failure_rate": failures / total if total else 0.0,
+                "abstained": abstained,
+                "ci_low": low,
+                "ci_high": high,
+                "p_value": one_sample_p(ok),
+            }
+        )
     table = pd.DataFrame.from_records(records, columns=SUMMARY_COLUMNS[:-2])
     return with_significance(table, alpha)
 

@@ -32,13 +32,15 @@ def summarize_aggregates(
     rows: Iterable[Mapping[str, Any]], alpha: float = ALPHA, confidence: float = 0.95
 ) -> pd.DataFrame:
     """`analysis.summarize`'s table from per-cell n, s1 (sum), s2 (sum of squares), sabs,
-    smin, smax and failures."""
+    smin, smax, failures and abstained."""
     agg = pd.DataFrame(
-        list(rows), columns=["bias", "model", "n", "s1", "s2", "sabs", "smin", "smax", "failures"]
+        list(rows),
+        columns=["bias", "model", "n", "s1", "s2", "sabs", "smin", "smax", "failures", "abstained"],
     )
     n = agg["n"].fillna(0).to_numpy(dtype=float)
     s1, s2 = agg["s1"].to_numpy(dtype=float), agg["s2"].to_numpy(dtype=float)
     failures = agg["failures"].fillna(0).to_numpy(dtype=float)
+    abstained = agg["abstained"].fillna(0).to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = np.where(n > 0, s1 / n, np.nan)
         mean_abs = np.where(n > 0, agg["sabs"].to_numpy(dtype=float) / n, np.nan)
@@ -59,7 +61,7 @@ def summarize_aggregates(
     # As in `analysis.one_sample_p`: identical scores fall back to the exact sign test.
     p = np.where(degenerate, np.where(mean == 0, 1.0, np.minimum(1.0, 2 * 0.5**n)), p)
     p = np.where(few, np.nan, p)
-    total = n + failures
+    total = n + failures + abstained
     table = pd.DataFrame(
         {
             "bias": agg["bias"],
@@ -69,6 +71,7 @@ def summarize_aggregates(
             "n": n.astype(int),
             "failures": failures.astype(int),
             "failure_rate": np.where(total > 0, failures / np.where(total > 0, total, 1), 0.0),
+            "abstained": abstained.astype(int),
             "ci_low": ci_low,
             "ci_high": ci_high,
             "p_value": p,
@@ -83,16 +86,19 @@ def summarize_aggregates(
 
 def cells_from_status_groups(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Merge `Store.score_aggregates` rows (one per bias, model, status) into one per cell:
-    scores count only from 'ok' decisions, every other status counts as a failure."""
+    scores count only from 'ok' decisions, abstained ones (`DecisionStatus.ABSTAINED`) apart, every
+    other status counts as a failure."""
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for r in rows:
         cell = cells.setdefault(
             (r["bias"], r["model"]),
             {"bias": r["bias"], "model": r["model"], "n": 0, "s1": 0.0, "s2": 0.0,
-             "sabs": 0.0, "smin": None, "smax": None, "failures": 0},
+             "sabs": 0.0, "smin": None, "smax": None, "failures": 0, "abstained": 0},
         )  # fmt: skip
         if r["status"] == DecisionStatus.OK:
             cell.update({k: r[k] for k in ("n", "s1", "s2", "sabs", "smin", "smax")})
+        elif r["status"] == DecisionStatus.ABSTAINED:
+            cell["abstained"] += int(r["rows"])
         else:
             cell["failures"] += int(r["rows"])
     return [cells[key] for key in sorted(cells)]
@@ -106,17 +112,18 @@ def heatmap_summary(
     return summarize_aggregates(cells_from_status_groups(groups))
 
 
-RESULT_COLUMNS = ["bias", "model", "mean", "n", "failures", "failure_rate"]
+RESULT_COLUMNS = ["bias", "model", "mean", "n", "failures", "failure_rate", "abstained"]
 
 
 def results_table(
     store: Store, run_id: str | None = None, dataset: str | None = None
 ) -> pd.DataFrame:
     """Per bias x model of a run, a dataset or everything: the mean score and the failure rate
-    to four decimals, scored and failed pairs (`cogbias results`' table)."""
+    to four decimals, scored, failed and abstained pairs (`cogbias results`' table; abstained
+    pairs, a reducer's tie, are counted apart from failures but in the rate's total)."""
     rows = store.results(run_id=run_id, dataset=dataset)
     for row in rows:
-        total = (row["n"] or 0) + (row["failures"] or 0)
+        total = (row["n"] or 0) + (row["failures"] or 0) + (row["abstained"] or 0)
         row["failure_rate"] = round(row["failures"] / total, 4) if total else 0.0
         row["mean"] = None if row["mean"] is None else round(row["mean"], 4)
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)

@@ -9,21 +9,20 @@ test read the same numbers. Nothing here imports Streamlit.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import altair as alt
 import pandas as pd
 
-from cogbias.classroom.models import ModelResult
 from cogbias.classroom.questions import Question
 from cogbias.classroom.sessions import ClassResults
+from cogbias.studies.condition_summary import CLASS, HUMANS, ConditionSummary
 from cogbias.views.charts import category_axis
 from cogbias.views.numbers import percent
 
-HUMANS = "humans (original study)"
-CLASS = "this class"
+__all__ = ["CLASS", "HUMANS"]  # who the reveal's first two rows are (`condition_summary`)
 FRAME_COLUMNS = ["condition", "option", "who", "value", "low", "high", "n"]
 MAX_URL = 2_000  # a join link is short; anything longer is not one
 
@@ -53,23 +52,18 @@ def _option_name(question: Question, index: int) -> str:
     return first[index] if index < len(first) else question.keys[index]
 
 
-def _rows(question: Question, who: str, item: Any, focus: str) -> list[dict[str, Any]]:
-    """One result's rows (humans', the class's or a model's, read by their common field
-    names): per shown option its share and interval, or its mean position, or its median."""
-    condition, n = item.condition, item.n
-    base = {"condition": question.labels.get(condition, condition), "who": who, "n": n}
+def _rows(question: Question, item: ConditionSummary, focus: str) -> list[dict[str, Any]]:
+    """One summary's rows (the humans', the class's or a model's): per shown option its share
+    and interval, or its mean position, or its median."""
+    base = {"condition": question.label(item.condition), "who": item.who, "n": item.n}
     if question.kind == "number":
-        values = (
-            item.median,
-            getattr(item, "median_low", None),
-            getattr(item, "median_high", None),
-        )
-        return [base | {"option": "", "value": values[0], "low": values[1], "high": values[2]}]
-    if question.kind == "scale" and getattr(item, "mean", None) is not None:
-        values = (item.mean, item.mean_low, item.mean_high)
+        values = (item.median, item.median_low, item.median_high)
         return [base | {"option": "", "value": values[0], "low": values[1], "high": values[2]}]
     if question.kind == "scale":
-        return []
+        if item.mean is None:
+            return []
+        values = (item.mean, item.mean_low, item.mean_high)
+        return [base | {"option": "", "value": values[0], "low": values[1], "high": values[2]}]
     rows = []
     for i in shown_options(question, focus):
         if i < len(item.shares) and item.shares[i] is not None:
@@ -90,9 +84,7 @@ def focus_of(question: Question) -> str:
     return reference.focus_option if reference else ""
 
 
-def reveal_frame(
-    results: ClassResults, models: Sequence[ModelResult], focus: str | None = None
-) -> pd.DataFrame:
+def reveal_frame(results: ClassResults, focus: str | None = None) -> pd.DataFrame:
     """The reveal's numbers, one row per condition × shown option × who: the humans first
     (where the question has a reference), then the class, then each model; NaN for an
     interval that does not exist (a single call, a humans' median). `focus`: the option a
@@ -101,12 +93,10 @@ def reveal_frame(
     focus = focus_of(question) if focus is None else focus
     records: list[dict[str, Any]] = []
     for human in results.humans:
-        records += _rows(question, HUMANS, human, focus)
-    for row in results.conditions:
-        records += _rows(question, CLASS, row, focus) if row.n else []
-    for model in models:
-        records += _rows(question, model.who, model, focus) if model.n else []
-    order = {question.labels.get(c, c): i for i, c in enumerate(question.conditions)}
+        records += _rows(question, human, focus)
+    for row in (*results.conditions, *results.models):
+        records += _rows(question, row, focus) if row.n else []
+    order = {question.label(c): i for i, c in enumerate(question.conditions)}
     records.sort(key=lambda r: order.get(r["condition"], len(order)))  # stable: who stays
     frame = pd.DataFrame.from_records(records, columns=FRAME_COLUMNS)
     for column in ("value", "low", "high"):
@@ -207,6 +197,16 @@ def reveal_table(frame: pd.DataFrame, question: Question) -> pd.DataFrame:
     ]
     columns = ["Condition", "Option", "Who", "Result (95% interval)", "n"]
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+def unreadable_notes(results: ClassResults) -> list[str]:
+    """One sentence per model and condition with answers that could not be read:
+    "model local/smollm2 (T 0.7), lives lost: 3 answers could not be read: …"."""
+    return [
+        f"{row.who}, {row.label}: {row.unreadable_text()}"
+        for row in results.models
+        if row.n_unreadable
+    ]
 
 
 def count_table(question: Question, counts: Mapping[str, int]) -> pd.DataFrame:

@@ -58,8 +58,16 @@ CI_COLUMN = "95% CI of this cell alone"
 def numbers_table(summary: pd.DataFrame, names: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The numbers behind the heatmap as a page's table shows them: scores with three
     decimals and no sign on zero, intervals and p-values with a dash where a cell has too few
-    scored pairs for them (a table would otherwise print "None"), rates as percentages."""
+    scored pairs for them (a table would otherwise print "None"), rates as percentages, and
+    the abstained pairs of sampled runs (`--reducer majority`) where there are any."""
     names = names or {}
+    # pairs a reducer left undecided (`DecisionStatus.ABSTAINED`), where a run has any: apart from
+    # failures, in no mean
+    abstained = (
+        {"abstained": summary["abstained"].astype(int)}
+        if "abstained" in summary and summary["abstained"].any()
+        else {}
+    )
     nulls = (  # the exact null, where the summary has one (`with_uniform_null`)
         {"null (uniform answers)": [signed_or_dash(v, 3) for v in summary["null"]]}
         if "null" in summary
@@ -80,5 +88,6 @@ def numbers_table(summary: pd.DataFrame, names: Mapping[str, str] | None = None)
             "significant after BH": summary["significant"].fillna(False).astype(bool),
             "failures": summary["failures"].astype(int),
             "failure rate": [percent(r, 1) for r in summary["failure_rate"]],
+            **abstained,
         }
     )

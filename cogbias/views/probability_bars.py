@@ -21,8 +21,9 @@ from cogbias.views.shown_pairs import ShownHalf, ShownPair
 
 
 def scoring_labels() -> dict[str, str]:
-    """The scorers as the Run and Learn pages offer them (name -> label), default first."""
-    return {s.spelling: s.label for s in scorers.all_scorers()}
+    """The scorers as the Run and Learn pages offer them (name -> label), default first: a
+    sampled spelling of another (`consistency:N`) is that scorer with a number of samples."""
+    return {s.spelling: s.label for s in scorers.offered()}
 
 
 @dataclass(frozen=True)

@@ -295,15 +295,22 @@ def cells_report(store: Store, run_id: str) -> Report:
     )
 
 
+def session_report(store: Store, run_id: str) -> Report:
+    """A class run's report: its session's (the class, the humans and every model beside)."""
+    return class_report(store, str(kinds.stored(store, run_id).spec.get("session")))
+
+
 # the report of a run shown on each page (its page's own charts); any other: `cells_report`
 PAGE_REPORTS: dict[ResultsPage, Callable[[Store, str], Report]] = {
     ResultsPage.EXPLORE: paired_report,
     ResultsPage.STUDIES: study_report,
+    ResultsPage.CLASS: session_report,
 }
 
 
 def run_report(store: Store, run_id: str) -> Report:
-    """The report of one run, as the page that shows its kind's results draws them."""
+    """The report of one run, as the page that shows its kind's results draws them (a class
+    run's is its session's)."""
     page = kinds.of(kinds.stored(store, run_id)).page
     report = PAGE_REPORTS.get(page) if page is not None else None
     return (report or cells_report)(store, run_id)

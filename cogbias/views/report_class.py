@@ -9,7 +9,6 @@ hash of each one's cookie token, and this report reads only answers and their co
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 
 import pandas as pd
 
@@ -17,8 +16,12 @@ from cogbias.classroom import models as class_models
 from cogbias.classroom import sessions
 from cogbias.classroom.questions import Question
 from cogbias.classroom.sessions import ClassResults, Session
+from cogbias.core.run_record import Run
 from cogbias.llm.costs import dollars
+from cogbias.runs import class_answers
 from cogbias.store import Store
+from cogbias.store.class_models import ModelAnswer
+from cogbias.studies.condition_summary import PROBABILITIES
 from cogbias.views import classroom, figures
 from cogbias.views.report_methods import models_table, software
 from cogbias.views.report_parts import Report, ReportError, Section, Table
@@ -37,10 +40,13 @@ ASSIGNED = (
 )
 MODELS_NOTE = (
     "Each model was asked each condition's question as the class read it (with the study's "
-    "system message where it has one): sampled n times at a temperature, or asked once for "
-    "the option's letter and read as option probabilities. The cost is what the answers cost "
-    "when first asked, from the response cache (answers asked again are free)."
+    "system message where it has one), by a class run: sampled n times at a temperature, or "
+    "asked once for the option's letter and read as option probabilities. Structured output "
+    "is the grammar the answers were asked under, as the run stored it with each answer "
+    "(none: the answer was free text). The cost is what the answers cost when first asked, "
+    "from the response cache (answers asked again are free)."
 )
+LEGACY = "– (asked before class runs)"
 
 
 def _question_sections(question: Question) -> list[Section]:
@@ -145,45 +151,74 @@ def _case_version(case_id: str) -> str:
         return " (no longer in the library)"
 
 
-def _models_sections(
-    store: Store, code: str, rows: Sequence[class_models.ModelResult], system: str
-) -> list[Section]:
-    if not rows:
+def _asked_rows(store: Store, code: str) -> list[dict[str, object]]:
+    """One row per class run and model (and per way, for answers asked before runs): how
+    it was asked, the grammar really sent, its answers read and not, and what it cost."""
+    groups: dict[tuple[str, str, str, float], list[ModelAnswer]] = {}
+    for answer in store.model_answers(code):
+        key = (answer.run_id, answer.model, answer.mode, answer.temperature)
+        groups.setdefault(key, []).append(answer)
+    runs = {run.id: run for run in class_models.class_runs(store, code)}
+    costs = {run_id: _spent(store, run) for run_id, run in runs.items()}
+    rows = []
+    for (run_id, model, mode, temperature), answers in groups.items():
+        grammars = sorted({a.grammar for a in answers if a.grammar})
+        samples = runs[run_id].spec.get("samples") if run_id in runs else None
+        rows.append(
+            {
+                "run": run_id or LEGACY,
+                "model": model,
+                "asked": _how(mode, temperature, samples),
+                "structured output": f"grammar: {' / '.join(grammars)}" if grammars else "none",
+                "conditions": len({a.condition for a in answers}),
+                "readable answers": sum(a.error is None for a in answers),
+                "unreadable or failed": sum(a.error is not None for a in answers),
+                "cost": _cost(costs.get(run_id, {}).get(model)),
+            }
+        )
+    return rows
+
+
+def _spent(store: Store, run: Run) -> dict[str, float | None]:
+    try:
+        return class_answers.spent(store, run)
+    except (KeyError, ValueError):  # its session or spec no longer read: cost unknown
+        return {}
+
+
+def _models_sections(store: Store, results: ClassResults) -> list[Section]:
+    if not results.models:
         return [Section("Models", paragraphs=("No model answered this session's question.",))]
-    spent = class_models.spent(store, code)
-    groups: dict[tuple[str, str, float], list[class_models.ModelResult]] = {}
-    for row in rows:
-        groups.setdefault((row.model, row.mode, row.temperature), []).append(row)
-    asked = [
-        {
-            "model": model,
-            "asked": _how(mode, temperature),
-            "conditions": len(group),
-            "readable answers": sum(r.n for r in group),
-            "unreadable or failed": sum(r.n_failed for r in group),
-            "cost": _cost(spent.get((model, mode, temperature))),
-        }
-        for (model, mode, temperature), group in groups.items()
-    ]
-    names = list(dict.fromkeys(row.model for row in rows))
-    temperatures = ", ".join(dict.fromkeys(f"{t:g}" for _, _, t in groups))
+    asked = _asked_rows(store, results.code)
+    names = list(dict.fromkeys(row.model for row in results.models))
+    structured = {
+        name: "grammar"
+        if any(r["model"] == name and r["structured output"] != "none" for r in asked)
+        else "none"
+        for name in names
+    }
+    temperatures = ", ".join(dict.fromkeys(f"{r.temperature or 0:g}" for r in results.models))
+    system = results.question.system
     return [
         Section(
             "Models",
             paragraphs=(MODELS_NOTE,)
-            + ((f"The system message they were given: {system}",) if system else ()),
+            + ((f"The system message they were given: {system}",) if system else ())
+            + tuple(classroom.unreadable_notes(results)),
             tables=(
                 Table("How each model was asked", pd.DataFrame(asked), "asked"),
-                models_table(names, None, temperatures),
+                models_table(names, None, temperatures, structured),
             ),
         )
     ]
 
 
-def _how(mode: str, temperature: float) -> str:
-    if mode == class_models.PROBABILITIES:
+def _how(mode: str, temperature: float, samples: object = None) -> str:
+    if mode == PROBABILITIES:
         return "option probabilities (one call per condition, temperature 0)"
-    return f"sampled at temperature {temperature:g}"
+    return f"sampled at temperature {temperature:g}" + (
+        f", {samples} per condition" if samples else ""
+    )
 
 
 def _cost(cost: float | None) -> str:
@@ -197,11 +232,10 @@ def class_report(store: Store, code: str) -> Report:
     except KeyError as exc:
         raise ReportError(str(exc).strip("'\"")) from None
     results = sessions.results(store, session.code)
-    rows = class_models.model_results(store, session.code)
     question = session.question
-    frame = classroom.reveal_frame(results, rows)
+    frame = classroom.reveal_frame(results)
     chart = classroom.reveal_chart(frame, question)
-    if chart is None or not (rows or any(r.n for r in results.conditions)):
+    if chart is None or not (results.models or any(r.n for r in results.conditions)):
         raise ReportError(
             f"class session {session.code} has no answers from the class or the models yet; "
             "nothing to report"
@@ -216,7 +250,7 @@ def class_report(store: Store, code: str) -> Report:
         software(),
         Section("The session", items=_session_items(session, results)),
         Section("The question's source", items=_source_items(question, results.citation)),
-        *_models_sections(store, session.code, rows, question.system),
+        *_models_sections(store, results),
     )
     total = sum(r.n for r in results.conditions)
     summary = (

@@ -3,7 +3,8 @@ nothing fetched, every text escaped, keys redacted.
 
 The file is meant to be mailed, archived and opened years later with the network off, so it
 carries everything it shows. Untrusted text (test case, model and dataset names, citations,
-notes) goes through `html.escape` here and nowhere else; charts come from vl-convert as SVG,
+notes) goes through `esc` here and nowhere else (`html.escape`, and the characters of
+`safetext.UNSHOWN` escaped, so a right-to-left override cannot reverse what follows it); charts come from vl-convert as SVG,
 which is parsed and rebuilt from a short list of drawing elements and attributes (no
 script, no link, no event handler, no reference outside the chart), with its ids made unique
 so that two charts on one page never borrow each other's gradients or clip paths. A
@@ -22,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from cogbias.core.redact import redactor
+from cogbias.core.safetext import terminal_block
 from cogbias.views.numbers import MISSING, fixed
 from cogbias.views.report_methods import version
 from cogbias.views.report_parts import Report, Section, Table
@@ -70,7 +72,9 @@ footer { margin-top: 48px; color: #868e96; font-size: 13px; }
 
 
 def esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    """Text as HTML: markup escaped, and the characters no page shows raw (`safetext.UNSHOWN`:
+    controls, bidi overrides, invisible marks) as `\\x07`, `\\u202e`."""
+    return html.escape(terminal_block(str(text)), quote=True)
 
 
 def cell(value: Any) -> tuple[str, bool]:

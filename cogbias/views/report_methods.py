@@ -82,8 +82,15 @@ def _price(per_token: float | None) -> str:
     return "unknown" if per_token is None else f"${per_token * 1e6:.2f}"
 
 
-def models_table(models: Sequence[str], api_base: str | None, temperature: Any) -> Table:
-    """One row per model: its provider and the settings it was asked with (its profile)."""
+def models_table(
+    models: Sequence[str],
+    api_base: str | None,
+    temperature: Any,
+    structured: Mapping[str, str] | None = None,
+) -> Table:
+    """One row per model: its provider and the settings it was asked with (its profile).
+    `structured` says per model what structured output its answers were really asked under
+    (a class run stores the grammar it sent); without it, what the profile takes."""
     rows = []
     for model in models:
         try:
@@ -99,9 +106,13 @@ def models_table(models: Sequence[str], api_base: str | None, temperature: Any) 
                 "endpoint": endpoint(p.api_base) if p.kind == "remote" else "this machine",
                 "temperature": temperature,
                 "answer tokens (max)": p.answer_tokens or "–",
-                "structured output": "JSON schema"
-                if p.json_schema and p.kind == "remote"
-                else ("grammar" if p.grammar else "–"),
+                "structured output": structured.get(model, "none")
+                if structured is not None
+                else (
+                    "JSON schema"
+                    if p.json_schema and p.kind == "remote"
+                    else ("grammar" if p.grammar else "–")
+                ),
                 "input $ / 1M tokens": _price(p.input_price) if p.kind == "remote" else "0",
                 "output $ / 1M tokens": _price(p.output_price) if p.kind == "remote" else "0",
             }
@@ -140,6 +151,10 @@ def test_cases_sections(store: Store, run_id: str, asked: Sequence[str]) -> tupl
     )
 
 
+ABSTAINED_NOTE = (
+    "a half's samples left undecided by the run's reducer: a result, counted among the done "
+    "pairs, in no mean and in no failure count"
+)
 FAILURE_KINDS = {
     "transient": "transient (a timeout, rate limit or server error: retried on resume)",
     "fatal": "fatal (a refused key, an unknown model: the run stopped)",
@@ -147,13 +162,16 @@ FAILURE_KINDS = {
 }
 
 
-def counts_section(run: Run, failures: Mapping[str, int] | None = None) -> Section:
-    """Failures (by kind, where the run's rows say), what was done with them, tokens and
-    cost."""
+def counts_section(
+    run: Run, failures: Mapping[str, int] | None = None, abstained: int = 0
+) -> Section:
+    """Failures (by kind, where the run's rows say), what was done with them, abstained
+    pairs (apart from failures), tokens and cost."""
     by_kind = ", ".join(f"{n:,} {FAILURE_KINDS.get(k, k)}" for k, n in (failures or {}).items())
     items = (
         f"Units planned {run.planned:,}, done {run.done:,}, failed {run.failed:,}"
-        + (f": {by_kind}" if by_kind else ""),
+        + (f": {by_kind}" if by_kind else "")
+        + (f"; abstained {abstained:,} ({ABSTAINED_NOTE})" if abstained else ""),
         f"Tokens {run.tokens or 0:,}; cost {summaries.cost_text(run)}"
         + (f" ({dollars(run.cost_saved)} saved by the response cache)" if run.cost_saved else ""),
         f"Duration {run.duration_s:.1f} s" if run.duration_s is not None else "Duration –",
@@ -183,7 +201,7 @@ def run_methods(store: Store, run_id: str) -> tuple[Section, ...]:
             tables=(models_table(models, spec.get("api_base"), _temperatures(spec)),),
         ),
         *(sources(store, run) if sources is not None else ()),
-        counts_section(run, kind.failures(store, run)),
+        counts_section(run, kind.failures(store, run), kind.abstained(store, run)),
     )
 
 
@@ -231,7 +249,7 @@ def runs_methods(store: Store, runs: Sequence[Run]) -> list[Section]:
         models = models_table(spec.get("models") or [], spec.get("api_base"), _temperatures(spec))
         sections.append(Section(f"Run {run.id}", items=kind.settings(store, run)))
         sections.append(Section(f"Models of run {run.id}", tables=(models,)))
-        sections.append(counts_section(run, kind.failures(store, run)))
+        sections.append(counts_section(run, kind.failures(store, run), kind.abstained(store, run)))
     return sections
 
 

@@ -1,5 +1,5 @@
-"""What the pages show of a self-consistency pair (`--scoring consistency:N`): each half's
-samples as the model answered them, and how many named the modal option the score used.
+"""What the pages show of a sampled pair (`--samples N`, `--scoring consistency:N`): each
+half's samples as the model answered them, and how many named the option the score used.
 
 Only such pairs carry samples (`decisions.*_samples`); for the others every function here
 returns None, so a page can ask any pair. Stored samples are read defensively: a list that
@@ -64,20 +64,29 @@ def sample_table(half: ShownHalf) -> pd.DataFrame | None:
 
 
 def tally_sentence(half: ShownHalf) -> str | None:
-    """How the samples split and which option was scored (ties go to the first named)."""
+    """How the samples split and what the run's reducer made of them: the option scored (the
+    modal one, or another), the mean of their probabilities, or an abstention."""
     samples = samples_of(half)
     if samples is None:
         return None
     named = [s["choice"] for s in samples if s["choice"] is not None]
     n = len(samples)
-    if not named or half.choice is None:
+    unnamed = f"; {n - len(named)} named no option" if len(named) < n else ""
+    if half.labelled and half.distribution:
+        return f"The score uses the mean of the {n} samples' option probabilities{unnamed}."
+    if not named:
         return f"None of the {n} samples named an option."
-    top = named.count(half.choice)
-    tie = sum(1 for c in set(named) if named.count(c) == top) > 1
-    said = (
-        f"{top} of {n} samples chose {_named(half, half.choice)}, the modal answer the score uses"
-    )
-    said += " (a tie, which goes to the option named first)" if tie else ""
-    if len(named) < n:
-        said += f"; {n - len(named)} named no option"
-    return said + "."
+    counts = {c: named.count(c) for c in dict.fromkeys(named)}
+    if half.choice is None:
+        split = ", ".join(f"{k} chose {_named(half, c)}" for c, k in counts.items())
+        return (
+            f"The run's reducer left the {n} samples undecided ({split}{unnamed}): this half "
+            "abstained, so the pair is not scored."
+        )
+    top = max(counts.values())
+    mine = counts.get(half.choice, 0)
+    said = f"{mine} of {n} samples chose {_named(half, half.choice)}, the "
+    said += "modal answer the score uses" if mine == top else "answer the run's reducer scored"
+    if mine == top and sum(1 for k in counts.values() if k == top) > 1:
+        said += " (a tie, which the run's reducer settled: mode gives it to the option named first)"
+    return said + unnamed + "."

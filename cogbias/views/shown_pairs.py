@@ -47,7 +47,7 @@ class ShownHalf:
     `labelled`: the half was scored by option probabilities, so the model saw the options
     lettered A, B, C… and answered with a letter; its score is an expectation, not `choice`.
     `distribution` and `samples` are the decision's stored JSON for this half (probability
-    and consistency scoring), read by the probability bars and the sample tables.
+    and sampled runs), read by the probability bars and the sample tables.
     Every text is already redacted; it is still untrusted and must be shown as plain text.
     """
 
@@ -267,6 +267,12 @@ def explain_score(instance: Instance, decision: Decision) -> str:
     reversed, the test case's own number is given too.
     """
     clean = redactor()
+    if decision.status == DecisionStatus.ABSTAINED:
+        return (
+            "This pair is not scored: the run's reducer left a half's samples undecided (a "
+            "tie), so that half abstained. An abstention is a result, counted apart from "
+            "failures."
+        )
     if decision.status != DecisionStatus.OK or decision.score is None:
         return (
             f"This pair could not be scored: {clean(decision.error) or 'no answer was extracted'}."
