@@ -222,7 +222,7 @@ def test_sampled_option_probabilities_are_scored_by_the_mean_of_their_distributi
         from cogbias.runs import executor
 
         run = executor.execute(paired_plan.plan(spec, store), store, concurrency=4)
-        assert run["status"] == "done"
+        assert run.status == "done"
         pairs = list(store.pairs(run_id=spec.run_id))
         rows = store.instances([p.decision.instance_id for p in pairs])
         instances = {r["id"]: Instance.from_row(r) for r in rows}
