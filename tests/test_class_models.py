@@ -254,7 +254,7 @@ def test_deleting_a_class_run_takes_its_answers_and_says_how_many(store, theatre
     assert planned.decisions == 6 and "6 answer(s)" in planned.describe()  # its noun
     deletion.apply(store, planned)
     assert store.run_model_answers(run.id) == []
-    assert len(store.run_model_answers(kept["id"])) == 6
+    assert len(store.run_model_answers(kept.id)) == 6
 
 
 def test_the_join_qr_code_is_drawn_only_for_a_link_a_phone_can_open():
