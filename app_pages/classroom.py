@@ -38,11 +38,11 @@ from cogbias.classroom.lessons import Lesson
 from cogbias.classroom.models import class_runs
 from cogbias.classroom.sessions import Session
 from cogbias.core.redact import redact
-from cogbias.core.run_record import ACTIVE
+from cogbias.core.run_record import Run, RunStatus
 from cogbias.core.safetext import shown
 from cogbias.runs import kinds
 from cogbias.runs.class_plan import MAX_SAMPLES, ClassPlan, ClassSpec
-from cogbias.runs.summaries import run_summary
+from cogbias.runs.summaries import cost_text, run_summary
 from cogbias.store import Store, pid_alive
 from cogbias.views import classroom as view
 from cogbias.views.safe_text import escape_markdown
@@ -243,7 +243,7 @@ def _models_section(store: Store, session: Session) -> None:
     st.subheader("Models on the same question")
     started = st.session_state.get(ASKING)
     run = run_summary(store, started) if started else None
-    if run is not None and kinds.record(run).spec.get("session") != session.code:
+    if run is not None and run.spec.get("session") != session.code:
         run = None  # started for another session
     working = run is not None and _working(run)
     if working:
@@ -260,11 +260,11 @@ def _models_section(store: Store, session: Session) -> None:
             st.rerun()
 
 
-def _working(run: dict) -> bool:
+def _working(run: Run) -> bool:
     """A worker is on the run, or one started for it has not claimed it yet."""
-    if run["status"] == "planned":
-        return pid_alive(run.get("pid"))
-    return run["status"] in ACTIVE
+    if run.status == RunStatus.PLANNED:
+        return pid_alive(run.pid)
+    return run.active
 
 
 @st.fragment(run_every=1.0)
@@ -277,24 +277,21 @@ def _ask_progress(run_id: str) -> None:
         st.rerun()
         return
     _progress.bars(run, prefix="Asking the models: ")
-    if run["status"] == "cancelling":
+    if run.status == RunStatus.CANCELLING:
         st.warning("cancelling… the run stops within seconds and keeps what is finished.")
     elif st.button("Cancel", key="class_cancel"):
         store.request_cancel(run_id)
         st.warning("cancelling… the run stops within seconds and keeps what is finished.")
 
 
-def _outcome(store: Store, session: Session, run: dict) -> None:
+def _outcome(store: Store, session: Session, run: Run) -> None:
     """How the class run started here ended, and every answer that could not be read."""
-    text = (
-        f"{run['done']} answers stored ({run['failed']} unreadable or failed); "
-        f"spent {run['cost_text']}."
-    )
-    if run["status"] == "done":
+    text = f"{run.done} answers stored ({run.failed} unreadable or failed); spent {cost_text(run)}."
+    if run.status == RunStatus.DONE:
         st.success(escape_markdown(text))
     else:
-        error = redact(run.get("error") or "")
-        st.warning(escape_markdown(f"Run {run['status']}: {text} {error}".strip()))
+        error = redact(run.error or "")
+        st.warning(escape_markdown(f"Run {run.status}: {text} {error}".strip()))
     results = attempt("Reading the answers", lambda: sessions.results(store, session.code))
     for note in view.unreadable_notes(results) if results else []:
         st.caption(escape_markdown(note))

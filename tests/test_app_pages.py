@@ -728,12 +728,11 @@ def test_a_runs_cost_line_is_text_not_latex() -> None:
 
     def progress_of_a_run() -> None:
         from app_pages import _progress
+        from cogbias.core.run_record import Run
 
         _progress.bars(
-            {"status": "done", "planned": 4, "done": 4, "failed": 1, "tokens": 120,
-             "cost": 0.0, "cost_saved": 0.01, "duration_s": 3.0, "unit": "pairs",
-             "cost_text": "$0.0000",
-             "waiting": 2, "wait_reason": "rate *limit* $1 $2"}
+            Run(id="run-x", status="done", planned=4, done=4, failed=1, tokens=120, cost=0.0,
+                cost_saved=0.01, duration_s=3.0, waiting=2, wait_reason="rate *limit* $1 $2")
         )  # fmt: skip
 
     at = AppTest.from_function(progress_of_a_run, default_timeout=30).run()

@@ -320,3 +320,26 @@ def test_the_projector_shows_the_code_then_only_the_chart(app_db: Path) -> None:
     assert spec["layer"][1]["encoding"]["color"]["legend"]["orient"] == "top"
     html = " ".join(str(h.proto.body) for h in at.get("html"))
     assert code not in html  # after the reveal: no join code, only the chart
+
+
+def test_the_run_page_opens_a_class_run_on_its_session_in_the_class_page(app_db: Path) -> None:
+    """A class run's results are its session's, so the Run page's button (the class kind's
+    page, `ResultsPage.CLASS`) opens the Class page on that session, not on the newest one."""
+    from cogbias.classroom.questions import classic_question
+    from cogbias.runs import executor, kinds
+    from cogbias.runs.class_plan import ClassSpec
+
+    with Store(app_db) as store:
+        asked = sessions.open_session(store, classic_question("classics", "theatre_ticket"))
+        newer = sessions.open_session(store, classic_question("classics", "linda"))
+        plan = kinds.plan(ClassSpec(asked, ("random",), samples=2), store)
+        run = executor.execute(plan, store)
+    assert run.status == "done" and newer != asked
+    at = open_page("run")
+    at.selectbox(key="run_pick").set_value(run.id).run()
+    keys = [b.key for b in at.button]
+    assert "run_class" in keys and "run_explore" not in keys and "run_studies" not in keys
+    at.button(key="run_class").click().run()
+    assert_clean(at)
+    assert at.title[0].value == "Class" and at.session_state["class_session"] == asked
+    assert at.selectbox(key="class_session").value == asked

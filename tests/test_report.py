@@ -336,6 +336,7 @@ def test_what_a_class_sessions_models_cost_is_read_back_from_the_cache(
     """The report's cost of a model's answers is what its class run paid for them: the same
     requests rebuilt, their cost read from the response cache (offline models cost 0); and
     the report says "grammar" only for answers that were asked under one."""
+    from cogbias.llm.costs import dollars
     from cogbias.runs import class_answers
     from cogbias.views.report import build
     from tests.fake_llm_server import FakeLLMServer
@@ -346,15 +347,15 @@ def test_what_a_class_sessions_models_cost_is_read_back_from_the_cache(
         spec = ClassSpec(code, ("openai/gpt-4o-mini", "random"), samples=3, scoring="sample",
                          api_base=fake.base_url)  # fmt: skip
         run = executor.execute(kinds.plan(spec, store), store)
-        spent = class_answers.spent(store, kinds.stored(store, run["id"]))
+        spent = class_answers.spent(store, kinds.stored(store, run.id))
         report = build("class", store, code=code)
-    assert run["cost"] > 0
-    assert spent["openai/gpt-4o-mini"] == pytest.approx(run["cost"])
+    assert run.cost > 0
+    assert spent["openai/gpt-4o-mini"] == pytest.approx(run.cost)
     assert spent["random"] == 0.0
     [models] = [s for s in report.methods if s.heading == "Models"]
     asked = models.tables[0].frame.set_index("model")
     assert asked.loc["random", "structured output"] == "none"  # no grammar was sent
-    assert asked.loc["openai/gpt-4o-mini", "cost"] == f"${run['cost']:.4f}"
+    assert asked.loc["openai/gpt-4o-mini", "cost"] == dollars(run.cost)
     assert set(models.tables[1].frame["structured output"]) == {"none"}
 
 

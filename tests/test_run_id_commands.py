@@ -131,13 +131,13 @@ def test_cancel_of_a_run_finished_by_a_process_that_lives_on_says_it_is_finished
     db = tmp_path / "k.db"
     with Store(db) as store:
         plan = paired_plan.plan(paired_plan.RunSpec(models=["random"], biases=["anchoring"]), store)
-        run_id = executor.execute(plan, store)["id"]
+        run_id = executor.execute(plan, store).id
     said = _cancel_of(db, run_id)
     assert f"run {run_id}: already finished (done): nothing to cancel" in said, said
     assert "cancelling" not in said
     with Store(db) as store:
         assert store.run(run_id)["cancel_requested"] == 0
-        assert executor.execute(paired_plan.plan(plan.spec, store), store)["status"] == "done"
+        assert executor.execute(paired_plan.plan(plan.spec, store), store).status == "done"
     said = _cancel_of(db, run_id)  # and again, after the resume
     assert "already finished (done): nothing to cancel" in said, said
 

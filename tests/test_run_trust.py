@@ -221,17 +221,17 @@ def test_a_fully_cached_rerun_costs_nothing_and_reports_what_it_saved(tmp_path):
         with Store(db) as store:
             one = executor.execute(paired_plan.plan(first, store), store, concurrency=8)
             decided = store.query(
-                "select sum(cost + cost_saved) as c from decisions where run_id = ?", (one["id"],)
+                "select sum(cost + cost_saved) as c from decisions where run_id = ?", (one.id,)
             )[0]["c"]
             # what deciding cost, with answers already cached within the run counted too
-            assert one["status"] == "done" and one["cost"] > 0 and decided > 0
+            assert one.status == "done" and one.cost > 0 and decided > 0
             server.reset_counts()
             # another run asking the same questions (plus the free random baseline)
             second = spec(server.base_url, models=[priced, "random"], generator=priced)
             two = executor.execute(paired_plan.plan(second, store), store, concurrency=8)
         assert server.calls == 0
-    assert two["status"] == "done" and two["cost"] == 0 and two["tokens"] == 0
-    assert two["cost_saved"] == pytest.approx(decided)
+    assert two.status == "done" and two.cost == 0 and two.tokens == 0
+    assert two.cost_saved == pytest.approx(decided)
 
 
 # --------------------------------------------------------------------------- (f) identity

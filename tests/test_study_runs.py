@@ -408,9 +408,9 @@ def test_biasbuster_in_miniature_on_the_local_model(tmp_path):
     spec = study_plan.resolve(asked, study)
     with Store(tmp_path / "s.db") as store:
         outcome = executor.execute(study_plan.plan(spec, study), store, concurrency=4)
-        assert outcome["status"] == "done", outcome["error"]
+        assert outcome.status == "done", outcome.error
         rows = store.query("select * from study_calls")
-        table = study_results.results(store, outcome["id"])
+        table = study_results.results(store, outcome.id)
     decisions = [r for r in rows if r["role"] == "decide"]
     # the grammar keeps the small model to the answer format
     assert {r["status"] for r in decisions} == {"ok"}

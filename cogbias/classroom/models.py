@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from cogbias.core.answers import parse_number
 from cogbias.core.class_question import Question
-from cogbias.core.run_record import Run
+from cogbias.core.run_record import ResultsPage, Run
 from cogbias.store import Store
 from cogbias.store.class_models import ModelAnswer
 from cogbias.studies import condition_summary as summary
@@ -99,13 +99,12 @@ def uses_temperature(model: str) -> bool:
 
 
 def class_runs(store: Store, code: str) -> list[Run]:
-    """The class runs that asked session `code`'s question, newest first."""
-    from cogbias.runs import class_plan, kinds  # the model stack: not for a participant's page
+    """The class runs that asked session `code`'s question (the runs whose kind the Class
+    page shows), newest first."""
+    from cogbias.runs import kinds  # the model stack: not for a participant's page
 
     return [
         run
         for run in kinds.records(store)
-        if run.kind is not None
-        and run.kind.name == class_plan.KIND
-        and run.spec.get("session") == code
+        if run.page is ResultsPage.CLASS and run.spec.get("session") == code
     ]

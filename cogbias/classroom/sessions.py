@@ -210,20 +210,20 @@ def delete_session(store: Store, code: str) -> None:
     """The session, its answers, and the class runs that asked models its question (with
     their answers), in one transaction; refused while such a run is still asking."""
     from cogbias.classroom.models import class_runs
-    from cogbias.core.run_record import ACTIVE
+    from cogbias.runs import deletion
     from cogbias.runs.summaries import run_summary
 
     session = require_session(store, code)
     runs = [run.id for run in class_runs(store, session.code)]
-    busy = [r for r in runs if (run_summary(store, r) or {}).get("status") in ACTIVE]
+    busy = [r for r in runs if (run := run_summary(store, r)) is not None and run.active]
     if busy:
         raise ValueError(
             f"class run {busy[0]} is still asking models this session's question: cancel it "
             f"first (`cogbias cancel {busy[0]}`), then delete the session"
         )
     with store.atomic():
-        for run_id in runs:
-            store.delete_run(run_id)
+        for run_id in runs:  # each as its kind declares its rows (`runs.deletion`)
+            deletion.apply(store, deletion.plan_run(store, run_id))
         store.delete_class_session(session.code)
 
 

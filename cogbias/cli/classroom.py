@@ -129,7 +129,7 @@ def _add_ask(actions: Any) -> None:
 
 def _ask(args: argparse.Namespace) -> int:
     from cogbias.classroom import lessons, sessions
-    from cogbias.cli.runs import _execute
+    from cogbias.cli.execution import execute
     from cogbias.runs import kinds
     from cogbias.runs.class_plan import PROBABILITIES, ClassSpec
     from cogbias.store import Store
@@ -152,7 +152,7 @@ def _ask(args: argparse.Namespace) -> int:
             print("note: --samples and --temperature apply to sampled answers", file=sys.stderr)
         if args.dry_run:
             return 0
-        code = _execute(plan, store, args, name=args.name)
+        code = execute(plan, store, args, name=args.name)
         result = sessions.results(store, session.code)
     print(plan.spec.run_id)
     for row in result.models:

@@ -25,7 +25,7 @@ from typing import Any
 from cogbias.core import records
 from cogbias.core.limits import loads_json
 from cogbias.core.outputs import replacing
-from cogbias.core.records import Instance, dumps
+from cogbias.core.records import DecisionStatus, Instance, dumps
 from cogbias.core.redact import redact, redact_json, redactor
 from cogbias.core.safetext import terminal
 from cogbias.llm import LLMClient, LLMRequest
@@ -104,7 +104,7 @@ async def _collect(plan: Plan, store: Store, client: LLMClient) -> None:
     retried = paired.retried_decisions(store, spec.run_id, retry_failed=False)
     skip = store.existing_decision_ids(spec.run_id) - set(retried)
     for instance, model, repeat, _ in paired.decision_jobs(plan, instances, skip):
-        if instance.status != "ok":
+        if instance.status != DecisionStatus.OK:
             continue
         try:
             ask = paired.pair_ask(plan, repeat)

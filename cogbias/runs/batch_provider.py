@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cogbias.core.records import dumps
-from cogbias.core.run_record import RunStatus
+from cogbias.core.run_record import Run, RunStatus
 from cogbias.llm import keys as key_rules
 from cogbias.llm.errors import LLMError
 from cogbias.llm.profiles import ModelProfile
@@ -144,8 +144,8 @@ def execute(
     fallback: str = "round",
     progress: Any = None,
     **interactive: Any,
-) -> dict[str, Any]:
-    """Run a plan through batches, then score it from the cache; returns the run row."""
+) -> Run:
+    """Run a plan through batches, then score it from the cache; returns the run as stored."""
     check_batchable(plan)
     run_id = executor.create(plan, store)
     owner = lease_owner(os.getpid(), "batch")
@@ -176,7 +176,7 @@ def _batches(
     progress: Any,
     key_env: str | None = None,
 ) -> None:
-    store.update_run(run_id, status="running", pid=os.getpid())
+    store.update_run(run_id, status=RunStatus.RUNNING, pid=os.getpid())
     watch = Watch(store, run_id, owner)
     # the batch files, once uploaded, are the provider's: the folder goes when the run stops
     with tempfile.TemporaryDirectory(prefix=f"cogbias-{run_id}-") as folder:

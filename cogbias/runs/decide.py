@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cogbias.core import metrics
 from cogbias.core.limits import extraction_input
@@ -23,8 +23,8 @@ from cogbias.core.reading import (
     read_option,
 )
 from cogbias.core.records import (
-    ABSTAINED,
     Decision,
+    DecisionStatus,
     Instance,
     cap_text,
     decision_id,
@@ -84,7 +84,7 @@ class HalfResult:
     # the half's option probabilities (the `probabilities` scorer), original order
     distribution: Distribution | None = None
     # the run's reducer left the half's samples undecided (`runs.reducers`): no choice, no
-    # error; the pair is `ABSTAINED`
+    # error; the pair is `DecisionStatus.ABSTAINED`
     abstained: bool = False
 
     def account(self, response: LLMResponse) -> None:
@@ -372,7 +372,7 @@ def decision_row(
     score: Callable[[HalfResult, HalfResult], float | None] | None = None,
 ) -> Decision:
     """One decision from both halves, whatever the scorer (`runs.scorers`): the pair fails
-    when a half failed, abstains (`ABSTAINED`, unscored) when a half's samples were left
+    when a half failed, abstains (`DecisionStatus.ABSTAINED`, unscored) when a half's samples were left
     undecided by the run's reducer, and is scored otherwise by `score(control, treatment)`
     (default `choice_score`: the test case's metric on both choices). A scorer that keeps
     more of each half sets its own fields on the decision it gets back."""
@@ -402,7 +402,7 @@ def decision_row(
         control_choice=c.choice,
         treatment_choice=t.choice,
         score=scored,
-        status="failed" if failed else ABSTAINED if abstained else "ok",
+        status=_status(failed, abstained),
         error="; ".join(f"{name}: {h.error}" for name, h in failed) or None,
         failure_kind=kinds[0] if kinds else None,
         truncated=cut_c or cut_t,
@@ -411,6 +411,13 @@ def decision_row(
         cost=c.cost + t.cost,
         cost_saved=c.cost_saved + t.cost_saved,
     )
+
+
+def _status(failed: Sequence[Any], abstained: bool) -> DecisionStatus:
+    """A pair fails when a half failed, abstains when a half was left undecided, else is ok."""
+    if failed:
+        return DecisionStatus.FAILED
+    return DecisionStatus.ABSTAINED if abstained else DecisionStatus.OK
 
 
 def choice_score(instance: Instance, c: HalfResult, t: HalfResult) -> float | None:

@@ -174,13 +174,21 @@ class StudyPlan:
         return sizes
 
     def estimated_cost(self, batch: bool = False) -> float | None:
-        """USD for priced models when every answer is read at the first attempt; None when a
-        model's price is unknown (the `random` model and local models cost nothing)."""
-        from cogbias.llm.costs import estimated_cost
+        """USD for priced models when every answer is read at the first attempt
+        (`costs.estimate`); None when a model's price is unknown (the `random` model and
+        local models cost nothing)."""
+        from cogbias.llm import costs
 
-        return estimated_cost(self.call_sizes(), self.spec.api_base, batch)
+        asked = [
+            costs.Calls(model, prompt, completion, n)
+            for model, sizes in self.call_sizes().items()
+            for (prompt, completion), n in sizes.items()
+        ]
+        return costs.estimate(asked, self.spec.api_base, batch)
 
     def describe(self) -> str:
+        from cogbias.llm import costs
+
         spec = self.spec
         cost = self.estimated_cost()
         lines = [
@@ -189,7 +197,7 @@ class StudyPlan:
             f"{len(spec.temperatures)} temperatures × {len(spec.variants)} variants × "
             f"{len(spec.mitigations)} mitigations × {spec.repeats} repeats; up to "
             f"{spec.max_attempts} attempts per answer); estimated cost: "
-            + ("unknown (unpriced model)" if cost is None else f"${cost:.4f}")
+            + costs.estimate_text(cost)
             + " (answers already in the cache are free)",
             *self.notes,
         ]

@@ -18,6 +18,7 @@ from cogbias.classroom.questions import Question
 from cogbias.classroom.reveal import REPORT_NOTE
 from cogbias.classroom.sessions import ClassResults, Session
 from cogbias.core.run_record import Run
+from cogbias.llm.costs import dollars
 from cogbias.runs import class_answers
 from cogbias.store import Store
 from cogbias.store.class_models import ModelAnswer
@@ -246,7 +247,7 @@ def _how(mode: str, temperature: float, samples: object = None, uses: bool = Tru
 
 
 def _cost(cost: float | None) -> str:
-    return "unknown" if cost is None else f"${cost:.4f}"
+    return "unknown" if cost is None else dollars(cost)
 
 
 def class_report(store: Store, code: str) -> Report:
