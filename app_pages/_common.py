@@ -24,6 +24,7 @@ from cogbias.llm import registry
 from cogbias.llm.registry import ModelInfo
 from cogbias.store import SchemaError, Store, default_path
 from cogbias.views import safe_text
+from cogbias.views.numbers import minute
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -205,12 +206,6 @@ def api_base_of(model: str, infos: list[ModelInfo]) -> str | None:
         if info.id == model:
             return info.api_base
     return None
-
-
-def minute(stamp: str | None) -> str:
-    """A stored ISO time to the minute ("2026-11-26 20:03"), as every list of runs and
-    datasets shows it."""
-    return (stamp or "")[:16].replace("T", " ")
 
 
 def runs_table(

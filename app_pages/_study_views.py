@@ -9,18 +9,17 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages import _figure
+from app_pages import _figure, _tables
 from app_pages._common import attempt, db_path, db_version
 from app_pages._pair import long_text, safe_caption
 from cogbias.core.records import TurnStatus
 from cogbias.runs import study_results
 from cogbias.runs.study_plan import MITIGATION_ORDER
 from cogbias.store import Store
-from cogbias.studies import study_tables
 from cogbias.studies.definitions import Study
 from cogbias.studies.references import load_references_report, reference_dirs
 from cogbias.views import charts_studies, references_view, safe_text, study_views
-from cogbias.views.export import export_bytes, frame_csv
+from cogbias.views.export import export_bytes
 from cogbias.views.figures import Source
 from cogbias.views.safe_text import escape_markdown
 
@@ -66,20 +65,27 @@ def results(run_id: str) -> None:
         "Red always means more biased (a small anchoring distance is the biased end, so it is "
         "coloured by its negative); * marks a degenerate cell (Table 3: under 1% admitted or "
         "rejected). Each cell's condition rates, neutral share, 95% CI and p-value are in its "
-        "tooltip and in the table of all figures. Grey cells had too few readable answers."
+        "tooltip and in the table of all figures."
     )
-    st.dataframe(study_tables.pivot(table, by), width="stretch")
+    _tables.table(
+        study_views.pivot_shown(table, by),
+        "study_pivot_table",
+        f"{run_id}-by-{by}",
+        data=study_views.pivot_data(table, by),
+        hide_index=True,
+        width="stretch",
+    )
+    if note := study_views.missing_note(table):
+        safe_caption(note)  # the notes name tests: a study file's text
     with st.expander("All figures per cell"):
-        st.dataframe(table.drop(columns=["run_id", "study"]), hide_index=True, width="stretch")
-    c1, c2, _ = st.columns([1, 1, 2])
-    c1.download_button(
-        "Download the figures (CSV)",
-        (frame_csv(table) or "").encode("utf-8"),
-        file_name=f"{run_id}-results.csv",
-        mime="text/csv",
-        key="study_download_results",
-    )
-    c2.download_button(
+        _tables.table(
+            study_views.figures_table(table),
+            "study_figures",
+            f"{run_id}-results",
+            hide_index=True,
+            width="stretch",
+        )
+    st.download_button(
         "Download every turn (CSV)",
         _turns_csv(path, db_version(path), run_id),
         file_name=f"{run_id}-turns.csv",
@@ -165,8 +171,11 @@ def humans(run_id: str) -> None:
     chart = references_view.share_chart(shown)
     if chart is not None:
         st.altair_chart(chart)
-    st.dataframe(
+    _tables.table(
         references_view.shown_comparison(shown),
+        "study_humans_table",
+        f"{run_id}-humans-{cell}",
+        data=shown,
         hide_index=True,
         width="stretch",
         column_config={
@@ -181,12 +190,11 @@ def humans(run_id: str) -> None:
             reference = known.get(ref_id)
             if reference is not None and (reference.participants or reference.checked):
                 safe_caption(f"{reference.participants} Checked: {reference.checked}".strip())
-    st.download_button(
-        "Download beside the humans (CSV)",
-        (frame_csv(frame) or "").encode("utf-8"),
-        file_name=f"{run_id}-humans.csv",
-        mime="text/csv",
-        key="study_download_humans",
+    _tables.downloads(
+        frame,
+        "study_humans_all",
+        f"{run_id}-humans",
+        label="Download every cell beside the humans",
         help="Every cell, as `cogbias results run RUN --humans --format csv` writes it.",
     )
 

@@ -206,6 +206,8 @@ def offer_start(resolved: StudySpec, the_plan: StudyPlan, run_name: str, stale: 
     m1.metric("Units", f"{the_plan.planned:,}")
     m2.metric("Model calls (at least)", f"{the_plan.calls():,}")
     st.text(the_plan.describe())
+    if short := the_plan.too_few_repeats():
+        st.warning(short)  # our own words: no name in it
     existing = summaries.run_summary(store, resolved.run_id)
     busy = existing is not None and existing.status in run_record.WORKING
     if busy:

@@ -62,6 +62,13 @@ def columns_of(at: AppTest) -> list[list[str]]:
     return [[str(c) for c in frame.value.columns] for frame in at.dataframe]
 
 
+def pivoted(at: AppTest) -> list[list[str]]:
+    """The columns of the pivot table: one per value of the dimension pivoted by (the rows'
+    labels before them: test, metric and any other dimension that varies)."""
+    labels = {"test", "metric", "temperature", "variant", "mitigation", "model", "run_id"}
+    return [[c for c in columns if c not in labels] for columns in columns_of(at)[1:2]]
+
+
 def test_without_study_runs_the_page_points_at_the_start_form(app_db: Path) -> None:
     at = open_page("studies")
     assert "No study runs yet" in texts(at)
@@ -143,13 +150,12 @@ def test_a_model_that_rewrites_gets_no_such_note(scripted_run: str) -> None:
 def test_pivot_by_changes_the_columns_of_table_and_heatmap(random_run: str) -> None:
     at = open_page("studies")
     assert at.session_state["study_run"] == random_run
-    assert ["none", "awareness", "selfhelp"] in columns_of(at)
+    assert pivoted(at) == [["no mitigation", "awareness", "selfhelp"]]  # "none" in words
     spec = chart_specs(at)[0]  # the run's heatmap (then the paper's models beside it)
     assert "Mitigation" in json.dumps(spec)
     at.radio(key="study_pivot").set_value("temperature").run()
     assert_clean(at)
-    assert ["0.2", "1.0"] in columns_of(at)
-    assert ["none", "awareness", "selfhelp"] not in columns_of(at)
+    assert pivoted(at) == [["0.2", "1"]]
     spec = chart_specs(at)[0]
     assert "Temperature" in json.dumps(spec)
 
@@ -227,7 +233,7 @@ def test_start_a_study_run_watch_it_finish_and_read_its_results(app_db: Path) ->
     at.run()
     assert_clean(at)
     assert at.session_state["study_run"] == run_id
-    assert ["none", "selfhelp"] in columns_of(at)
+    assert pivoted(at) == [["no mitigation", "selfhelp"]]
     assert len(at.get("chat_message")) == 2 * 6  # a conversation without a revise turn
 
 
@@ -300,7 +306,7 @@ def test_a_broken_study_file_is_named_and_the_results_stay(random_run: str) -> N
     assert any("have problems and were left out" in w.value for w in at.warning)
     assert "broken.toml:2:9" in at.code[0].value  # named, as text; the other studies stay
     assert at.session_state["study_run"] == random_run
-    assert ["none", "awareness", "selfhelp"] in columns_of(at)
+    assert pivoted(at) == [["no mitigation", "awareness", "selfhelp"]]
 
 
 def test_the_runs_table_lists_when_each_run_was_made_to_the_minute(random_run: str) -> None:
@@ -316,9 +322,11 @@ def test_the_turns_download_is_the_export_of_the_run(random_run: str, app_db: Pa
     from app_pages._study_views import _turns_csv
 
     at = open_page("studies")
-    labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Download the figures (CSV)", "Download every turn (CSV)"]
-    assert at.get("download_button")[1].proto.url  # the file itself, not a request for it
+    turns_button = next(b for b in at.get("download_button") if b.key == "study_download_turns")
+    assert turns_button.proto.label == "Download every turn (CSV)"
+    assert turns_button.proto.url  # the file itself, not a request for it
+    keys = {b.key for b in at.get("download_button")}
+    assert {f"study_figures:{fmt}" for fmt in ("csv", "jsonl", "parquet")} <= keys
     turns = _turns_csv(str(app_db), db_version(str(app_db)), random_run)
     rows = list(csv.DictReader(io.StringIO(turns.decode())))
     with Store(app_db) as store:

@@ -703,9 +703,13 @@ def test_a_pivot_keeps_the_tests_that_have_no_figure_yet(home: Path, tmp_path: P
     assert done.returncode == 0, done.stderr
     shown = cogbias("results", "--study", "hostile", "--by", "mitigation", "--db", db, home=home)
     assert shown.returncode == 0, shown.stderr
-    rows = [line.split() for line in shown.stdout.splitlines()[3:]]
+    lines = shown.stdout.splitlines()
+    assert lines[1].split() == ["test", "metric", "no", "mitigation", "awareness"]
+    rows = [line.split() for line in lines[2:5]]
     assert [r[0] for r in rows] == ["num", "opt", "seq"]
-    assert all(r[2:] == ["NaN", "NaN"] for r in rows)
+    assert all(r[2:] == ["–", "–"] for r in rows)  # a missing value is a dash, never NaN
+    assert lines[5].startswith("– marks a cell without a value (6 of 6): ")
+    assert "no readable answers" in lines[5] and "NaN" not in shown.stdout
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,13 @@ def _add_datasets(commands: Any) -> None:
         help="print one built-in reference result (a seed paper's printed model results), "
         "its citation first on stderr",
     )
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument(
+        "--format",
+        choices=["table", "csv", "json"],
+        default="table",
+        help="table (default): fits the terminal, with counts of biases and models and a list "
+        "of files as its count; csv or json: everything, every file named",
+    )
     p.set_defaults(handler=_datasets)
 
 
@@ -205,35 +211,38 @@ def _replace_deleting(store: Any, fmt: Format, args: argparse.Namespace, runs: l
 
 
 def _datasets(args: argparse.Namespace) -> int:
+    """The imported datasets and the built-in reference results: a table that fits the
+    terminal (counts and short sources), or everything as CSV or JSON (`--format`)."""
+    import pandas as pd
+
     from cogbias.cli.options import _table
-    from cogbias.datasets.formats import holds
     from cogbias.store import Store
     from cogbias.studies import paper_results
+    from cogbias.views import dataset_views
 
     if args.reference:
         result = paper_results.paper_result(args.reference)
         print(f"{result.title}\nSource: {result.cited}", file=sys.stderr)
         _print_frame(result.rows if args.format == "json" else result.printed(), args.format)
         return 0
+    whole = args.format != "table"
     with Store(args.db) as store:
-        rows = store.datasets()
-        contents = store.dataset_contents()
-    if not rows:
-        print("no datasets yet: import one with `cogbias import`", file=sys.stderr)
-    for row in rows:
-        meta = row["meta"]
-        row["holds"] = holds(row["kind"], contents.get(row["name"], {}))  # each kind its units
-        row["models"] = len(meta.get("models", []))
-        row["biases"] = len(meta.get("biases", []))
-    if rows:
-        _table(rows, ["name", "kind", "holds", "biases", "models", "imported_at", "source"])
-        print()
-    print("built in, no import needed (`cogbias datasets --reference ID` prints one):")
+        rows = dataset_views.imported_rows(store, whole=whole)
     references = [
         {"name": r.id, "kind": "reference results", "holds": r.holds(), "study": r.study,
          "source": r.source}
         for r in paper_results.paper_results().values()
     ]  # fmt: skip
+    if whole:  # one table for a machine: the imported datasets, then the built-in results
+        frame = pd.DataFrame([*rows, *references], columns=[*dataset_views.COLUMNS, "study"])
+        _print_frame(frame, args.format)
+        return 0
+    if not rows:
+        print("no datasets yet: import one with `cogbias import`", file=sys.stderr)
+    else:
+        _table(rows, dataset_views.COLUMNS)
+        print()
+    print("built in, no import needed (`cogbias datasets --reference ID` prints one):")
     _table(references, ["name", "kind", "holds", "study", "source"])
     return 0
 
@@ -378,7 +387,7 @@ def _effects(args: argparse.Namespace) -> int:
 
 def _print_frame(frame: Any, fmt: str) -> None:
     """A table as CSV (formulas neutralised), JSON or text (control characters escaped)."""
-    from cogbias.cli.terminal import shown_frame
+    from cogbias.cli.terminal import frame_text
     from cogbias.views.export import frame_csv
 
     if fmt == "csv":
@@ -387,4 +396,4 @@ def _print_frame(frame: Any, fmt: str) -> None:
         json.dump(json.loads(frame.to_json(orient="records")), sys.stdout, indent=1)
         print()
     else:
-        print(shown_frame(frame).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(frame_text(frame, index=False, float_format=lambda v: f"{v:.3f}"))

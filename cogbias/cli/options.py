@@ -289,10 +289,6 @@ def refuse_pair_options(args: argparse.Namespace) -> None:
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
-    from cogbias.cli.terminal import cell
+    from cogbias.cli.terminal import print_rows
 
-    shown = [[cell(r.get(c)) for c in columns] for r in rows]
-    widths = [max([len(c), *(len(r[i]) for r in shown)]) for i, c in enumerate(columns)]
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
-    for r in shown:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
+    print_rows(rows, columns)

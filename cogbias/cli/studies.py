@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         )
         plan = study_plan.plan(study_plan.resolve(asked, study), study)
         print(plan.describe(), file=sys.stderr)
+        if short := plan.too_few_repeats():
+            print(f"warning: {short}", file=sys.stderr)
         if args.dry_run:
             return 0
         if args.plan_only:
@@ -80,9 +82,8 @@ def results(args: argparse.Namespace, store: Any) -> int:
     """Headline figures per test × cell of study runs; `--by` pivots them."""
     import pandas as pd
 
-    from cogbias.cli.terminal import shown_frame
+    from cogbias.cli.terminal import frame_text
     from cogbias.runs import study_results
-    from cogbias.studies import study_tables
 
     if args.run:
         run_ids = [args.run]
@@ -110,9 +111,13 @@ def results(args: argparse.Namespace, store: Any) -> int:
         print("no answers stored yet", file=sys.stderr)
         return 0
     if args.by:
-        shown = study_tables.pivot(table, args.by).round(4)
+        from cogbias.views import study_views
+
+        shown = study_views.pivot_data(table, args.by).round(4)
         print(f"headline value per test, one column per {args.by} (cogbias.studies.study_tables):")
-        print(shown_frame(shown).to_string())
+        print(frame_text(shown, index=False))
+        if note := study_views.missing_note(table):
+            print(note)
         print_humans(store, run_ids)
         return 0
     columns = ["test", "model", "temperature", "variant", "mitigation", "metric", "value", "n"]
@@ -120,7 +125,7 @@ def results(args: argparse.Namespace, store: Any) -> int:
     columns += ["change_rate", "note"]
     if table["run_id"].nunique() > 1:  # several runs: each row says which run it is
         columns.insert(0, "run_id")
-    print(shown_frame(table[columns].round(4)).to_string(index=False))
+    print(frame_text(table[columns].round(4), index=False))
     print_humans(store, run_ids)
     return 0
 
@@ -138,7 +143,7 @@ def comparisons(store: Any, run_ids: list[str]) -> Any:
 def print_humans(store: Any, run_ids: list[str]) -> None:
     """Below a study run's figures: the humans of the original experiments beside the model,
     where the study asks an original's question (nothing otherwise)."""
-    from cogbias.cli.terminal import shown_frame
+    from cogbias.cli.terminal import frame_text
     from cogbias.studies.references import load_references_report
     from cogbias.views import references_view
 
@@ -153,7 +158,7 @@ def print_humans(store: Any, run_ids: list[str]) -> None:
         "the median), 95% intervals in brackets, Cohen's h of the model against the humans "
         "(docs/references.md):"
     )
-    print(shown_frame(references_view.shown_comparison(frame)).to_string(index=False))
+    print(frame_text(references_view.shown_comparison(frame), index=False))
     print("sources:")
     for line in references_view.citations(frame):
         print(f"  {line}")

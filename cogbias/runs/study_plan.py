@@ -186,6 +186,21 @@ class StudyPlan:
         ]
         return costs.estimate(asked, self.spec.api_base, batch)
 
+    def too_few_repeats(self) -> str | None:
+        """What to say before Start when the repeats cannot give some test a figure (Cohen's
+        d with one answer per condition): every such cell would read "–"."""
+        from cogbias.studies.study_tables import needed_repeats
+
+        needed, metrics = needed_repeats(self.study, self.spec.tests)
+        if self.spec.repeats >= needed:
+            return None
+        return (
+            f"{' and '.join(metrics)} needs at least {needed} answers per condition: with "
+            f"{self.spec.repeats} repeat{'s' * (self.spec.repeats != 1)} its cells will have "
+            f"no value. Choose {needed} repeats or more (the study asks "
+            f"{self.study.repeats:,})."
+        )
+
     def describe(self) -> str:
         from cogbias.llm import costs
 

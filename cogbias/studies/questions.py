@@ -202,8 +202,8 @@ def study_from_prompts(
 ) -> Study:
     """A runnable study from imported thesis prompts (`study_prompts` rows of one dataset).
 
-    One test per bias × scenario, asked and coded as the thesis did (`thesis_coding`): the
-    thesis' system message, with its persona in every scenario but the one without it; the
+    One test per bias × scenario, asked and coded as the thesis did (`thesis_coding`): each
+    prompt asked 100 times (§3.3.1), the thesis' system message, with its persona in every scenario but the one without it; the
     question framed by its user message and output line; the part its Table 6 calls the
     treatment group as the treatment, and the answer §3.4.1 codes 1 as the target (framing
     undirected, Eq. 2). For a bias the coding table does not list, part 1 is the control,
@@ -224,6 +224,9 @@ def study_from_prompts(
     # follow `core.limits.name_problem`; an older database may hold names that do not)
     doc["name"] = shown(f"Prompts of dataset {name}", MAX_NAME_CHARS)
     doc["description"] = "The published prompts of an imported dataset, run as they are."
+    # as often as the thesis asked (§3.3.1): Cohen's d needs several answers per group
+    doc["repeats"] = template.repeats
+    doc["max_attempts"] = template.max_attempts
     values, tests = tomlkit.table(), tomlkit.table()
     used = set(_LITERALS.values())
     for literal, slot in _LITERALS.items():

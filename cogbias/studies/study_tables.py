@@ -20,6 +20,7 @@ the store (`results(store, run_id)`) and hands them here.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -53,6 +54,11 @@ CONDITION_FIGURES = {
     "anchoring_distance": ("admit_rate", None),
     "share": ("share", None),
 }
+# The fewest answers per condition a metric can score when every answer is read: Cohen's d
+# pools the groups' standard deviations, which needs three answers in all
+# (`effects.pooled_sd`), so two per condition; every other metric scores one.
+MIN_ANSWERS = {"cohens_d": 2}
+METRIC_WORDS = {"cohens_d": "Cohen's d"}
 # How a headline value reads as "more biased": +1 when a larger value is more biased, -1
 # when a smaller one is (the anchoring distance is the decisions' independence from order).
 BIAS_DIRECTION = {metric: 1 for metric in HEADLINE} | {"anchoring_distance": -1}
@@ -104,7 +110,8 @@ def _cell_row(test: StudyTest, cell: pd.DataFrame, row: dict[str, Any]) -> dict[
     except (ValueError, ArithmeticError) as exc:  # too few answers, or numbers too large
         figures, row["note"] = {}, str(exc)
     row["value"] = figures.get(HEADLINE[test.metric])
-    row["n"] = figures.get("n", figures.get("n_control", figures.get("n_a", 0)))
+    read = int((decisions["status"] == TurnStatus.OK).sum())  # when no figure counts them
+    row["n"] = figures.get("n", figures.get("n_control", figures.get("n_a", read)))
     if "n_treatment" in figures or "n_b" in figures:
         row["n"] = int(row["n"]) + int(figures.get("n_treatment", figures.get("n_b", 0)))
     row["change_rate"] = figures.get("change_rate")
@@ -174,6 +181,16 @@ def _score(test: StudyTest, cell: pd.DataFrame) -> dict[str, Any]:
     figures["revisions"] = len(revisions)
     figures["conversations"] = int(cell["conversation"].nunique())
     return figures
+
+
+def needed_repeats(study: Study, tests: Sequence[str]) -> tuple[int, list[str]]:
+    """The fewest repeats that give each of `tests` a figure when every answer is read, and
+    the metrics (in words) that need more than one answer per condition."""
+    metrics = list(dict.fromkeys(study.tests[t].metric for t in tests))
+    needing = [m for m in metrics if MIN_ANSWERS.get(m, 1) > 1]
+    return max([MIN_ANSWERS.get(m, 1) for m in metrics] or [1]), [
+        METRIC_WORDS.get(m, m) for m in needing
+    ]
 
 
 def effect_frame(table: pd.DataFrame, study: Study) -> pd.DataFrame:

@@ -36,6 +36,8 @@ class ThesisTemplate:
     output: dict[str, str]
     without_persona: frozenset[str]
     biases: dict[str, BiasCoding]
+    repeats: int = 100  # answers asked per prompt (§3.3.1)
+    max_attempts: int = 5  # attempts per answer before it counts as unreadable
 
     def system_for(self, scenario: str) -> str:
         """The system message of a scenario: with the persona unless it is left out there."""
@@ -77,4 +79,14 @@ def thesis_template() -> ThesisTemplate:
         output=dict(data.get("output", {})),
         without_persona=frozenset(data.get("without_persona", [])),
         biases=biases,
+        repeats=_count(data, "repeats", 100),
+        max_attempts=_count(data, "max_attempts", 5),
     )
+
+
+def _count(data: dict[str, Any], key: str, default: int) -> int:
+    """A positive whole number of the file, or its default when the file leaves it out."""
+    value = data.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{CODING_FILE}: {key} must be a whole number of at least 1")
+    return value

@@ -30,13 +30,21 @@ PIVOT_LABELS = {
 }
 
 
-def column_text(value: object) -> str:
+# A mitigation as a heading reads in words: the run's "none" is no mitigation at all.
+MITIGATION_WORDS = {"none": "no mitigation"}
+
+
+def column_text(value: object, dimension: str = "") -> str:
+    """A value of a dimension as a heading or a row's label: a temperature as written
+    ("0.2", "1"), a mitigation in words (`MITIGATION_WORDS`)."""
+    if dimension == "mitigation":
+        return MITIGATION_WORDS.get(str(value), str(value))
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def column_order(table: pd.DataFrame, by: str) -> list[str]:
     """The heatmap's columns in the pivot table's order (mitigations as planned)."""
-    return [column_text(v) for v in pivot(table, by).columns]
+    return [column_text(v, by) for v in pivot(table, by).columns]
 
 
 def heatmap_frame(table: pd.DataFrame, by: str) -> pd.DataFrame:
@@ -44,10 +52,10 @@ def heatmap_frame(table: pd.DataFrame, by: str) -> pd.DataFrame:
     rows = [n for n in pivot(table, by).index.names if n != "metric"]
     frame = table.copy()
     frame["row"] = [
-        " · ".join(column_text(v) for v in values)
+        " · ".join(column_text(v, d) for v, d in zip(values, rows, strict=True))
         for values in frame[rows].itertuples(index=False, name=None)
     ]
-    frame["column"] = [column_text(v) for v in frame[by]]
+    frame["column"] = [column_text(v, by) for v in frame[by]]
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
     frame["colour"] = frame["value"] * frame["metric"].map(BIAS_DIRECTION).fillna(1)
     frame["label"] = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -27,6 +28,7 @@ from cogbias.core.safetext import csv_cell
 from cogbias.runs import kinds
 from cogbias.runs.read_side import ExportTable
 from cogbias.store import Store
+from cogbias.views.numbers import MISSING
 
 FORMATS = ("csv", "jsonl", "parquet")
 
@@ -130,7 +132,88 @@ def frame_csv(frame: Any, handle: IO[str] | None = None) -> str | None:
     return safe.to_csv(handle, index=False)  # type: ignore[no-any-return]
 
 
-def _parquet(batches: Iterable[list[dict[str, Any]]], path: Path, columns: dict[str, str]) -> int:
+def frame_columns(frame: Any) -> dict[str, str]:
+    """A shown table's columns with their export types (as in `core/export_columns.py`),
+    read from the values: whole numbers "int", other numbers "float", true/false "bool",
+    anything else "str" (a list or a date as its text)."""
+    import pandas as pd
+
+    types: dict[str, str] = {}
+    for name in frame.columns:
+        values = [v for v in (_plain(x) for x in frame[name]) if v is not None]
+        if values and all(isinstance(v, bool) for v in values):
+            kind = "bool"
+        elif values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            kind = "int"
+        elif values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            kind = "float"
+        elif not values and pd.api.types.is_numeric_dtype(frame[name].dtype):
+            kind = "float"  # a column of numbers that has none yet
+        else:
+            kind = "str"
+        types[str(name)] = kind
+    return types
+
+
+def frame_records(frame: Any, columns: dict[str, str]) -> list[dict[str, Any]]:
+    """A shown table's rows as export records: plain Python values of each column's type,
+    a missing value (None, NaN, or the "–" a page shows for it) as None."""
+    names = [str(c) for c in frame.columns]
+    out = []
+    for values in frame.itertuples(index=False, name=None):
+        record: dict[str, Any] = {}
+        for name, raw in zip(names, values, strict=True):
+            value = _plain(raw)
+            if value is not None and columns[name] == "float":
+                value = float(value)
+            elif value is not None and columns[name] == "str" and not isinstance(value, str):
+                value = json.dumps(value) if isinstance(value, list | dict) else str(value)
+            record[name] = value
+        out.append(record)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A table cell as a plain Python value: numpy scalars unwrapped, a missing value None."""
+    if hasattr(value, "item") and not isinstance(value, list | tuple | dict | str):
+        try:
+            value = value.item()
+        except (ValueError, TypeError):  # an array or a timestamp: its text
+            value = str(value)
+    if isinstance(value, tuple):
+        value = list(value)
+    if value is None or value is MISSING or value == MISSING:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    try:  # pandas' own missing markers (NA, NaT)
+        import pandas as pd
+
+        if not isinstance(value, list | dict) and pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return value
+
+
+def frame_bytes(frame: Any, fmt: str) -> bytes:
+    """A shown table as a file's bytes in `fmt` (csv, jsonl, parquet), written as `cogbias
+    export` writes its rows (the same writers): what every table on a page downloads as."""
+    fmt = format_of("x", fmt)
+    columns = frame_columns(frame)
+    batches = [frame_records(frame, columns)]
+    if fmt == "parquet":
+        buffer = io.BytesIO()
+        _parquet(batches, buffer, columns)
+        return buffer.getvalue()
+    handle = io.StringIO(newline="")
+    _write_text(handle, batches, fmt, columns)
+    return handle.getvalue().encode("utf-8")
+
+
+def _parquet(
+    batches: Iterable[list[dict[str, Any]]], path: Path | IO[bytes], columns: dict[str, str]
+) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 

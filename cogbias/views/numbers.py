@@ -63,3 +63,44 @@ def p_text(value: Any) -> str:
 def text_or_blank(value: Any) -> str:
     """A stored text (an error, a name) or nothing when there is none: never "None"."""
     return "" if missing(value) else str(value)
+
+
+def minute(stamp: str | None) -> str:
+    """A stored ISO time to the minute ("2026-11-26 20:03"), as every list of runs and
+    datasets shows it."""
+    return (stamp or "")[:16].replace("T", " ")
+
+
+def gap(value: Any) -> bool:
+    """`missing`, and pandas' own markers of a missing value (NA, NaT)."""
+    if missing(value):
+        return True
+    if isinstance(value, str | list | tuple | dict | set):
+        return False
+    try:
+        import pandas as pd
+
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def dashed(frame: Any) -> Any:
+    """A table (pandas) for the screen with every missing cell "–" (Streamlit writes a
+    missing value "None", pandas "nan"). A column of numbers with a gap becomes text, each
+    number as `number_or_dash` writes it; a column without one keeps its type."""
+    out = frame.copy()
+    for position in range(out.shape[1]):
+        column = out.iloc[:, position]
+        gaps = [gap(v) for v in column]
+        if not any(gaps):
+            continue
+        numeric = str(column.dtype) != "object" and str(column.dtype) not in ("bool", "string")
+        out.isetitem(
+            position,
+            [
+                MISSING if hole else (number_or_dash(v) if numeric else v)
+                for v, hole in zip(column, gaps, strict=True)
+            ],
+        )
+    return out

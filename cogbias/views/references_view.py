@@ -68,7 +68,7 @@ def shown_comparison(frame: pd.DataFrame) -> pd.DataFrame:
         record |= {d.capitalize(): getattr(row, d) for d in varying}
         if row.kind == "note":
             record |= {"Condition": "–", "Humans": "–", "Model": "–"}
-            record |= {"Model − humans": "", "Cohen's h": "", "Note": row.note}
+            record |= {"Model − humans": "–", "Cohen's h": "–", "Note": row.note}
             records.append(record)
             continue
         option = "" if row.option == "median" else f" ({row.option})"
@@ -82,8 +82,8 @@ def shown_comparison(frame: pd.DataFrame) -> pd.DataFrame:
             high = _number(row.difference_high, row.measure, row.unit, signed=True)
             difference += f" [{low}, {high}]"
         record["Model − humans"] = difference
-        h = "" if _missing(row.h) else f"{row.h:+.2f}"
-        if h and not _missing(row.h_low):
+        h = "–" if _missing(row.h) else f"{row.h:+.2f}"
+        if not _missing(row.h) and not _missing(row.h_low):
             h += f" [{row.h_low:+.2f}, {row.h_high:+.2f}]"
         record["Cohen's h"] = h
         record["Note"] = ""

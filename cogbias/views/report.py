@@ -23,8 +23,15 @@ import pandas as pd
 from cogbias.core.run_record import ResultsPage
 from cogbias.runs import kinds, study_results, summaries
 from cogbias.store import Store
-from cogbias.studies import analysis, cells, paper_results, study_tables
-from cogbias.views import charts_studies, explore, figures, pair_tables, references_view
+from cogbias.studies import analysis, cells, paper_results
+from cogbias.views import (
+    charts_studies,
+    explore,
+    figures,
+    pair_tables,
+    references_view,
+    study_views,
+)
 from cogbias.views import paper_results as paper_views
 from cogbias.views.report_class import class_report
 from cogbias.views.report_methods import dataset_methods, run_methods, runs_methods, software
@@ -205,15 +212,14 @@ def study_report(store: Store, run_id: str) -> Report:
         raise ReportError(f"run {run_id} has no answers stored yet; nothing to report")
     dimensions = list(charts_studies.PIVOT_LABELS)
     by = next((d for d in dimensions if table[d].nunique() > 1), dimensions[0])
-    pivot = study_tables.pivot(table, by).reset_index()
-    pivot.columns = [charts_studies.column_text(c) for c in pivot.columns]
+    pivot = study_views.pivot_data(table, by)
     headline = Section(
         "Headline values",
         paragraphs=(STUDY_NOTE,),
         charts=(figure_svg(figures.study_figure(table, by, figures.WIDTHS["page"])),),
         tables=(
             Table(f"Headline value per test, one column per {by}", pivot, "pivot"),
-            Table("All figures per cell", _figures(table), "figures"),
+            Table("All figures per cell", study_views.figures_table(table), "figures"),
         ),
     )
     study = study_results.study_of_run(store, run_id).id
@@ -225,13 +231,6 @@ def study_report(store: Store, run_id: str) -> Report:
         tuple(sections),
         (software(), *run_methods(store, run_id)),
     )
-
-
-def _figures(table: pd.DataFrame) -> pd.DataFrame:
-    """Every figure of every cell, without the columns no cell has a value in."""
-    shown = table.drop(columns=["run_id", "study", "details"])
-    empty = [c for c in shown.columns if shown[c].isna().all() or (shown[c] == "").all()]
-    return shown.drop(columns=empty)
 
 
 def _humans(store: Store, run_id: str) -> list[Section]:

@@ -20,8 +20,11 @@ from cogbias.library.testcases import Problem
 from cogbias.llm.errors import LLMError
 from cogbias.llm.profiles import resolve
 from cogbias.store import Store
+from cogbias.studies import study_tables
 from cogbias.studies.definitions import Study, StudyTest, show
 from cogbias.studies.study_catalog import load_studies_report
+from cogbias.views.charts_studies import column_text
+from cogbias.views.numbers import MISSING, signed_or_dash
 
 CONVERSATION_KEYS = ["test", "mitigation", "model", "temperature", "variant", "slot", "ord"]
 SELFHELP_KEYS = ["test", "condition", "model", "temperature", "variant", "slot", "attempt"]
@@ -160,3 +163,58 @@ def selfhelp_index(pairs: pd.DataFrame, study: Study) -> pd.DataFrame:
     for column in ("original", "rewrite_answer", "rewritten", "answer", "reading"):
         out[column] = [clean(_text(v)) or "" for v in out[column]]
     return out
+
+
+# --------------------------------------------------------------------------- results
+
+
+def pivot_data(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """`study_tables.pivot` as a flat table: the rows' labels as columns, one column per
+    value of `by` headed as the heatmap heads it (a mitigation in words), values unrounded."""
+    wide = study_tables.pivot(table, by)
+    wide.columns = [column_text(c, by) for c in wide.columns]
+    flat = wide.reset_index()
+    for dimension in study_tables.DIMENSIONS:
+        if dimension in wide.index.names:
+            flat[dimension] = [column_text(v, dimension) for v in flat[dimension]]
+    return flat
+
+
+def pivot_shown(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """`pivot_data` as a reader sees it: each value signed with three decimals, "–" where a
+    cell has no value (`missing_note` says why)."""
+    flat = pivot_data(table, by)
+    labels = [n for n in ("test", "metric", "run_id", *study_tables.DIMENSIONS) if n in flat]
+    for column in flat.columns:
+        if column not in labels:
+            flat[column] = [signed_or_dash(v, 3) for v in flat[column]]
+    return flat
+
+
+def missing_note(table: pd.DataFrame, most: int = 4) -> str:
+    """Why the cells that read "–" have no value, in the cells' own notes (the commonest
+    first); empty when every cell has one."""
+    empty = table[table["value"].isna()]
+    if empty.empty:
+        return ""
+    reasons = empty["note"].fillna("").replace("", "no reason recorded").value_counts()
+    said = [f"{note} ({count:,} cell{'s' * (count != 1)})" for note, count in reasons.items()]
+    more = len(said) - most
+    return (
+        f"{MISSING} marks a cell without a value ({len(empty):,} of {len(table):,}): "
+        + "; ".join(said[:most])
+        + (
+            f"; and {more:,} other reason{'s' * (more != 1)} (see each cell's note)"
+            if more > 0
+            else ""
+        )
+        + "."
+    )
+
+
+def figures_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Every figure of every cell (`study_tables.results`), without the run's keys, the
+    details JSON and the columns no cell has a value in."""
+    shown = table.drop(columns=["run_id", "study", "details"])
+    empty = [c for c in shown.columns if shown[c].isna().all() or (shown[c] == "").all()]
+    return shown.drop(columns=empty)
