@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages import _tables
 from app_pages._common import attempt, friendly, open_store_or_stop
 from cogbias.classroom import lessons, sessions
 from cogbias.classroom.lessons import Lesson
@@ -58,7 +59,12 @@ def live(code: str) -> None:
     c1, c2 = st.columns(2)
     c1.metric("Answers", sum(counts.values()))
     c2.metric("Joined", joined, help="Participants who opened this question")
-    st.dataframe(view.count_table(session.question, counts), hide_index=True)
+    _tables.table(
+        view.count_table(session.question, counts),
+        "class_count",
+        f"class-{session.code}-count",
+        hide_index=True,
+    )
 
 
 def _controls(store: Store, lesson: Lesson, session: Session) -> None:

@@ -255,8 +255,12 @@ def pick_run(
     table, and the id picked below it in the select box `key`, with whether the run picked
     before was deleted elsewhere since the page was drawn (said above the box by
     `chosen_gone`; the page then acts on no click of this run)."""
-    st.dataframe(
+    from app_pages import _tables
+
+    _tables.table(
         runs_table(runs.values(), columns, extra),
+        f"{key}_table",
+        "runs",
         hide_index=True,
         width="stretch",
         column_config={

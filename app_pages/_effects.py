@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages import _figure
+from app_pages import _figure, _tables
 from app_pages._common import attempt
 from cogbias.store import Store
 from cogbias.studies import effect_tables, regression
@@ -62,8 +62,10 @@ def show_effects(store: Store, dataset: str) -> None:
     st.caption(safe_text.escape_markdown(f"Showing the {effect_tables.view_caption(how, by)}."))
 
     st.subheader("Homogeneity per bias")
-    st.dataframe(
+    _tables.table(
         effect_tables.homogeneity_rows(frame),
+        "ds_eff_homogeneity",
+        f"{dataset}-homogeneity",
         hide_index=True,
         column_config={
             "bias": st.column_config.TextColumn("bias"),
@@ -79,7 +81,7 @@ def show_effects(store: Store, dataset: str) -> None:
     fit = attempt("The OLS on bias, model, scenario and temperature",
                   lambda: _experiment_fit(frame))  # fmt: skip
     if fit is not None:
-        _ols(fit)
+        _ols(fit, "ds_eff_ols", f"{dataset}-ols")
     features = regression.published_features(store, [dataset])
     if features.empty:
         st.caption("This dataset has no models.csv, so there are no model features to regress on.")
@@ -96,7 +98,7 @@ def show_effects(store: Store, dataset: str) -> None:
         lambda: _feature_fit(frame, features),
     )
     if fit is not None:
-        _ols(fit)
+        _ols(fit, "ds_eff_features", f"{dataset}-ols-features")
 
 
 def show_rows(store: Store, dataset: str) -> None:
@@ -108,8 +110,10 @@ def show_rows(store: Store, dataset: str) -> None:
         "One row per bias × prompt scenario × model × temperature as published: the group "
         "sizes, Cohen's d (pooled SD) and d capped to [0, 1]. The Analysis tab charts them."
     )
-    st.dataframe(
+    _tables.table(
         frame[effect_tables.EFFECT_COLUMNS],
+        "ds_eff_rows",
+        f"{dataset}-effect-sizes",
         hide_index=True,
         column_config={
             "bias_name": st.column_config.TextColumn("bias (as published)"),
@@ -121,9 +125,15 @@ def show_rows(store: Store, dataset: str) -> None:
     )
 
 
-def _ols(fit: regression.OlsResult) -> None:
+def _ols(fit: regression.OlsResult, key: str, name: str) -> None:
     # Text with three significant digits: a fixed "%.3f" showed a per-day coefficient as 0.000.
-    st.dataframe(coefficient_table(fit.table), hide_index=True)
+    _tables.table(
+        coefficient_table(fit.table, reference=fit.reference),
+        key,
+        name,
+        data=fit.table,
+        hide_index=True,
+    )
     st.caption(
         f"n = {fit.n:,} experiments · R² = {fit.r_squared:.3f} · "
         f"adjusted R² = {fit.adj_r_squared:.3f}"

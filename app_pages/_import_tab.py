@@ -26,6 +26,13 @@ UI_TERMS = (
      "tick 'Replace a dataset of the same name', or give this one another dataset name"),
     ("--replace", "'Replace a dataset of the same name'"),
     ("--name", "another dataset name"),
+    ("check the network or pass a local FILE",
+     "check the network, or download the file yourself and import it from "
+     "'A path on this machine' or 'Upload a file'"),
+    ("download the file yourself and pass its path",
+     "download the file yourself and import it from 'A path on this machine' or "
+     "'Upload a file'"),
+    ("check the URL (COGBIAS_HUB_URL, --hub-file)", "check the address (COGBIAS_HUB_URL)"),
 )  # fmt: skip
 
 

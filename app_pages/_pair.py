@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
+from app_pages import _tables
 from cogbias.views import highlight, probability_bars, safe_text, sample_tables, shown_pairs
 
 SHOWN_CHARS = 600  # a longer text shows its start; the rest sits in a collapsed expander
@@ -140,14 +141,15 @@ def show_probabilities(pair: shown_pairs.ShownPair) -> None:
             for bar in probability_bars.half_bars(half) or []:
                 st.progress(min(1.0, bar.p), text=safe_text.escape_markdown(bar.text()))
             note = probability_bars.outside_note(half)
-            if note:
-                safe_caption(note)
+            if note:  # plain words; the technical detail one click (or hover) away
+                st.caption(safe_text.escape_markdown(note[0]), help=note[1])
     safe_caption(sentence)
 
 
-def show_samples(pair: shown_pairs.ShownPair) -> None:
+def show_samples(pair: shown_pairs.ShownPair, key: str = "samples") -> None:
     """Each half's samples and how they split (pairs of sampled runs only, `--samples N`;
-    nothing for the others). Answers are shown in a table: text, never markup."""
+    nothing for the others). Answers are shown in a table: text, never markup. `key` names
+    the tables' downloads (one per pair on a page)."""
     tables = [sample_tables.sample_table(half) for half in pair.halves]
     if all(t is None for t in tables):
         return
@@ -156,6 +158,12 @@ def show_samples(pair: shown_pairs.ShownPair) -> None:
         with column:
             st.caption(half.name.capitalize())
             if table is not None:
-                st.dataframe(table, hide_index=True, width="stretch")
+                _tables.table(
+                    table,
+                    f"{key}_{half.name}",
+                    f"samples-{half.name}",
+                    hide_index=True,
+                    width="stretch",
+                )
             if sentence := sample_tables.tally_sentence(half):
                 safe_caption(sentence)

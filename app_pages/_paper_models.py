@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app_pages import _tables
 from app_pages._common import attempt, db_path, db_version, keep
 from cogbias.runs import study_results
 from cogbias.runs.study_plan import MITIGATION_ORDER
@@ -37,8 +38,10 @@ def _about(result: PaperResult) -> None:
     with st.expander("About these numbers: notes and columns"):
         for note in result.notes:
             st.markdown("- " + escape_markdown(note))
-        st.dataframe(
+        _tables.table(
             pd.DataFrame({"column": list(result.columns), "holds": list(result.columns.values())}),
+            f"paper_columns_{result.id}",
+            f"{result.id}-columns",
             hide_index=True,
         )
 
@@ -58,7 +61,13 @@ def _table3(result: PaperResult, run: pd.DataFrame | None = None) -> None:
     table = shown.table3_shown(frame)
     table = table if run is not None else table.drop(columns="source")
     # the whole table in view, as printed (35 px a row, the header, the border)
-    st.dataframe(table, hide_index=True, height=min(len(table) + 1, 31) * 35 + 3)
+    _tables.table(
+        table,
+        f"paper_table3_{result.id}" + ("_run" if run is not None else ""),
+        result.id,
+        hide_index=True,
+        height=min(len(table) + 1, 31) * 35 + 3,
+    )
 
 
 def _appendix_d(result: PaperResult, rows: pd.DataFrame) -> None:
@@ -69,8 +78,10 @@ def _appendix_d(result: PaperResult, rows: pd.DataFrame) -> None:
         "correctly more often."
     )
     columns = ["table", "hypothesis", "model", "prompting", "n12", "n21", "n_star", "z"]
-    st.dataframe(
+    _tables.table(
         rows[[*columns, "p_value", "reject"]],
+        f"paper_appendix_{result.id}",
+        result.id,
         hide_index=True,
         column_config={
             "n_star": st.column_config.NumberColumn("n*"),

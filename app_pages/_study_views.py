@@ -103,7 +103,9 @@ def human_results(study_id: str) -> None:
     if table is None or table.empty:
         return
     with st.expander(f"What people answered in the original experiments ({len(table)} rows)"):
-        st.dataframe(table, hide_index=True, width="stretch")
+        _tables.table(
+            table, "study_humans_before", f"{study_id}-humans", hide_index=True, width="stretch"
+        )
         st.caption(
             "Every result of a run of this study is shown beside these (docs/references.md)."
         )

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from app_pages import _class_live, _launch, _progress, _report
+from app_pages import _class_live, _launch, _progress, _report, _tables
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
@@ -33,7 +33,7 @@ from app_pages._common import (
     open_store_or_stop,
     test_cases,
 )
-from cogbias.classroom import lessons, questions, sessions
+from cogbias.classroom import lessons, questions, reveal, sessions
 from cogbias.classroom.lessons import Lesson
 from cogbias.classroom.models import class_runs
 from cogbias.classroom.sessions import Session
@@ -310,7 +310,14 @@ def _reveal(store: Store, session: Session) -> None:
         st.info("Nothing to show yet: no answers from the class or the models.")
         return
     st.altair_chart(chart, theme=None)  # its own larger fonts
-    st.dataframe(view.reveal_table(frame, session.question), hide_index=True)
+    _tables.table(
+        view.reveal_table(frame, session.question),
+        "class_reveal_table",
+        f"class-{session.code}-results",
+        data=frame,
+        hide_index=True,
+    )
+    st.caption(reveal.READING_NOTE, help=reveal.INTERVAL_DETAIL)
     notes = [view.pool_note(results), *view.unreadable_notes(results)]
     notes.append(f"Humans: {results.citation}" if results.citation else "")
     for note in filter(None, notes):

@@ -5,7 +5,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages import _figure, _pair, _report
+from app_pages import _figure, _pair, _report, _tables
 from app_pages._common import (
     keep,
     open_store_or_stop,
@@ -76,8 +76,11 @@ def compared(
         ["compare-forest"], "cmp_figure", Source(run_id, dataset, models=(model_a, model_b))
     )
     with st.expander("The numbers"):
-        st.dataframe(
+        _tables.table(
             pair_tables.compare_numbers(table, model_a, model_b, names),
+            "cmp_numbers",
+            f"compare-{model_a}-{model_b}",
+            data=table,
             hide_index=True,
             column_config={"significant after BH": st.column_config.CheckboxColumn()},
         )

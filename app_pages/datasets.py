@@ -8,14 +8,22 @@ from typing import Any, NamedTuple
 import pandas as pd
 import streamlit as st
 
-from app_pages import _delete, _effects, _figure, _import_tab, _pair, _paper_models, _progress
+from app_pages import (
+    _delete,
+    _effects,
+    _figure,
+    _import_tab,
+    _pair,
+    _paper_models,
+    _progress,
+    _tables,
+)
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
     chosen_gone,
     db_path,
     keep,
-    minute,
     model_names,
     models,
     open_store_or_stop,
@@ -25,13 +33,23 @@ from app_pages._common import (
     share_local_server,
     test_cases,
 )
+from app_pages._messages import said
+from cogbias.core.export_columns import instance_record, pair_record
 from cogbias.core.run_record import RunStatus
 from cogbias.datasets import import_run_id
-from cogbias.datasets.formats import holds
 from cogbias.runs import executor, paired_plan, summaries
 from cogbias.store import Store
 from cogbias.studies import analysis, cells
-from cogbias.views import charts, explore, pair_tables, safe_text, shown_pairs
+from cogbias.views import (
+    charts,
+    dataset_views,
+    explore,
+    hub_export,
+    pair_tables,
+    safe_text,
+    shown_pairs,
+)
+from cogbias.views.dataset_export import dataset_tables
 from cogbias.views.export import export_bytes
 from cogbias.views.figures import Source
 
@@ -82,7 +100,7 @@ def _dataset_runs(store: Store, dataset: str, was_active: bool) -> None:
         (st.success if ended.status == RunStatus.DONE else st.warning)(text)
     if runs:
         cols = ["id", "status", "models", "planned", "done", "failed", "cost", "duration_s"]
-        st.dataframe(runs_table(runs, cols), hide_index=True)
+        _tables.table(runs_table(runs, cols), "ds_runs", f"{dataset}-runs", hide_index=True)
     if was_active and not going:
         st.rerun()  # finished: redraw the page (Browse and Analysis show the new pairs)
 
@@ -98,22 +116,12 @@ def _imported_tab(view: _View) -> None:
             "results are built in: see the Reference results tab."
         )
     else:
-        contents = store.dataset_contents()  # counted in each kind's own tables
-        st.dataframe(
-            pd.DataFrame(
-                [
-                    {
-                        "name": d["name"],
-                        "kind": d["kind"],
-                        "holds": holds(d["kind"], contents.get(d["name"], {})),
-                        "biases": len(d["meta"].get("biases", [])),
-                        "models": ", ".join(d["meta"].get("models", [])),
-                        "imported": minute(d["imported_at"]),
-                        "source": d["source"],
-                    }
-                    for d in datasets.values()
-                ]
-            ),
+        rows = dataset_views.imported_rows(store)
+        _tables.table(
+            pd.DataFrame(rows, columns=dataset_views.COLUMNS),
+            "ds_imported",
+            "datasets",
+            data=pd.DataFrame(dataset_views.imported_rows(store, whole=True)),
             hide_index=True,
         )
         if current:
@@ -126,9 +134,15 @@ def _imported_tab(view: _View) -> None:
 def _browse_tab(view: _View) -> None:
     """The chosen dataset's test cases and the pairs models answered on them."""
     store, datasets, current, stale = view
-    if current and datasets[current]["kind"] == "mohr2025":
+    if not current:
+        st.info(
+            "Nothing to browse yet: import a dataset in the Import tab (the paper's benchmark "
+            "from the Hugging Face Hub, or a published file or folder from this machine); its "
+            "test cases or effect sizes then appear here."
+        )
+    elif datasets[current]["kind"] == "mohr2025":
         _effects.show_rows(store, current)
-    elif current:
+    else:
         counts = store.dataset_bias_counts(current)
         left, middle, right = st.columns([2, 2, 1])
         bias = left.selectbox(
@@ -141,7 +155,7 @@ def _browse_tab(view: _View) -> None:
         if not rows:
             st.info("No test cases match.")
         else:
-            st.dataframe(
+            _tables.table(
                 pd.DataFrame(
                     [
                         {
@@ -153,7 +167,10 @@ def _browse_tab(view: _View) -> None:
                         }
                         for r in rows
                     ]
-                ),  # fmt: skip
+                ),
+                "ds_browse_cases",
+                f"{current}-test-cases-page-{page}",
+                data=pd.DataFrame([instance_record(r) for r in rows]),
                 hide_index=True,
             )
             index = st.selectbox(
@@ -171,7 +188,13 @@ def _browse_tab(view: _View) -> None:
         if not pairs:
             st.caption("No model has answered these test cases yet: run them in the Run tab.")
         else:
-            st.dataframe(pair_tables.shown_frame(pairs, with_cell=True), hide_index=True)
+            _tables.table(
+                pair_tables.shown_frame(pairs, with_cell=True),
+                "ds_browse_pairs",
+                f"{current}-pairs",
+                data=pd.DataFrame([pair_record(p) for p in pairs]),
+                hide_index=True,
+            )
             st.caption(pair_tables.choice_note(pairs))
             which = st.selectbox(
                 "Read a pair's answers", range(len(pairs)), key="ds_pair",
@@ -227,7 +250,7 @@ def _run_tab(view: _View) -> None:
                 else None
             )
             if plan is not None:
-                st.caption(safe_text.escape_markdown(plan.describe()))  # names the dataset
+                said(st.caption, plan.describe())  # names the dataset
             start = st.button("Start the run", disabled=plan is None, key="ds_start")
             if start and not (stale or models_gone):
                 share_local_server()
@@ -248,39 +271,87 @@ def _run_tab(view: _View) -> None:
         st.fragment(run_every=2.0 if active else None)(_dataset_runs)(store, current, active)
 
 
+HUB = "Hub folder"
+
+
 def _export_tab(view: _View) -> None:
-    """The chosen dataset's pairs or test cases as a file."""
+    """The chosen dataset's tables as a file (its pairs and test cases, or a thesis dataset's
+    effect sizes, prompts and model features), or its Hub folder, zipped."""
     store, datasets, current, stale = view
-    if current:
-        what = st.radio("What", ["pairs", "test cases"], horizontal=True, key="ds_what")
-        scopes = {"all pairs on this dataset": None}
+    if not current:
+        st.info(
+            "Nothing to export yet: import a dataset in the Import tab. Every table a page "
+            "shows can also be downloaded under it (its Download menu)."
+        )
+        return
+    tables = attempt("Listing the dataset's tables", lambda: dataset_tables(store, current))
+    if tables is None:
+        return
+    choices = {table.label: table.name for table in tables} | {HUB: HUB}
+    if st.session_state.get("ds_what") not in choices:
+        st.session_state.pop("ds_what", None)  # another dataset's table
+    what = choices[st.radio("What", list(choices), horizontal=True, key="ds_what")]
+    if what == HUB:
+        _hub_folder(store, current, stale)
+        return
+    scopes: dict[str, str | None] = {"all pairs on this dataset": None}
+    if what == "pairs":
         if datasets[current]["meta"].get("decisions"):
             scopes["the published decisions"] = import_run_id(current)
         for r in summaries.run_summaries(store):
             if summaries.target(r) == current:
                 scopes[f"run {r.id} ({summaries.table_row(r)['models']})"] = r.id
-        scope = st.selectbox("Which pairs", list(scopes), key="ds_scope", disabled=what != "pairs")
-        fmt = st.radio("Format", ["csv", "jsonl", "parquet"], horizontal=True, key="ds_xfmt")
-        key = (current, what, scope, fmt)
-        if st.button("Prepare the file", key="ds_prepare") and not stale:
-            run_id = scopes[scope] if what == "pairs" else None
-            data = attempt(
-                "Exporting",
-                lambda: export_bytes(
-                    store, fmt, run_id=run_id, dataset=None if run_id else current,
-                    what="instances" if what == "test cases" else "pairs",
-                ),
-            )  # fmt: skip
-            if data is not None:
-                st.session_state["ds_export"] = (key, data)
-        prepared = st.session_state.get("ds_export")
-        if prepared and prepared[0] == key:
-            st.download_button(
-                f"Download {len(prepared[1]) / 1e6:.2f} MB",
-                prepared[1],
-                file_name=f"{current}-{what.replace(' ', '-')}.{fmt}",
-                key="ds_download",
-            )
+        scope = st.selectbox("Which pairs", list(scopes), key="ds_scope")
+    else:
+        scope = next(iter(scopes))
+    fmt = st.radio("Format", ["csv", "jsonl", "parquet"], horizontal=True, key="ds_xfmt")
+    key = (current, what, scope, fmt)
+    if st.button("Prepare the file", key="ds_prepare") and not stale:
+        run_id = scopes[scope] if what == "pairs" else None
+        data = attempt(
+            "Exporting",
+            lambda: export_bytes(
+                store, fmt, run_id=run_id, dataset=None if run_id else current,
+                what=None if run_id else what,
+            ),
+        )  # fmt: skip
+        if data is not None:
+            st.session_state["ds_export"] = (key, data)
+    prepared = st.session_state.get("ds_export")
+    if prepared and prepared[0] == key:
+        st.download_button(
+            f"Download {len(prepared[1]) / 1e6:.2f} MB",
+            prepared[1],
+            file_name=f"{_tables.stem(current)}-{what.replace('_', '-')}.{fmt}",
+            key="ds_download",
+        )
+
+
+def _hub_folder(store: Store, current: str, stale: bool) -> None:
+    """The dataset's Hub folder (`cogbias export --hub`), zipped for the browser."""
+    st.caption(
+        "A folder the Hugging Face Hub reads as a dataset: one Parquet file per table (this "
+        "dataset's tables and the runs on it) and a dataset card, README.md, that says what "
+        "each holds and how it was made. Unzip it, set the license in the card, and upload "
+        "it on the Hub's page or with `hf upload`."
+    )
+    key = (current, HUB)
+    if st.button("Prepare the Hub folder", key="ds_hub_prepare") and not stale:
+        root = f"{_tables.stem(current)}-hub"
+        data = attempt(
+            "Writing the Hub folder", lambda: hub_export.hub_zip(store, root, dataset=current)
+        )
+        if data is not None:
+            st.session_state["ds_export"] = (key, data)
+    prepared = st.session_state.get("ds_export")
+    if prepared and prepared[0] == key:
+        st.download_button(
+            f"Download the Hub folder, zipped ({len(prepared[1]) / 1e6:.2f} MB)",
+            prepared[1],
+            file_name=f"{_tables.stem(current)}-hub.zip",
+            mime="application/zip",
+            key="ds_hub_download",
+        )
 
 
 def _analysis_tab(view: _View) -> None:
@@ -323,7 +394,13 @@ def _analysis_tab(view: _View) -> None:
             drawn += ["figure5-bubbles"] * bool(capability["arena_score"].notna().any())
             _figure.save_figure(drawn, "ds_figure", Source(dataset=current))
             with st.expander("The numbers: mean, 95% CI, p-values, failures"):
-                st.dataframe(explore.numbers_table(summary), hide_index=True)
+                _tables.table(
+                    explore.numbers_table(summary),
+                    "ds_numbers",
+                    f"{current}-numbers",
+                    data=summary,
+                    hide_index=True,
+                )
 
 
 def main() -> None:
@@ -335,7 +412,7 @@ def main() -> None:
     )
     store = open_store_or_stop()
     if flash := st.session_state.pop("ds_flash", None):
-        st.success(safe_text.escape_markdown(flash))  # names a dataset: imported text
+        said(st.success, flash, "What was imported")  # names a dataset: imported text
     _delete.flash("ds_delete")
 
     datasets = {d["name"]: d for d in store.datasets()}

@@ -5,7 +5,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages import _delete, _figure, _pair, _report
+from app_pages import _delete, _figure, _pair, _report, _tables
 from app_pages._common import (
     chosen_gone,
     db_path,
@@ -175,8 +175,11 @@ def _summary_or_stop(run_id: str | None, dataset: str | None) -> pd.DataFrame:
 def _numbers(table: pd.DataFrame, names: dict[str, str]) -> None:
     with st.expander("The numbers behind the heatmap"):
         st.caption(NULL_CAPTION)
-        st.dataframe(
+        _tables.table(
             explore.numbers_table(table, names),
+            "explore_numbers",
+            "explore-numbers",
+            data=table,
             hide_index=True,
             column_config={
                 "n": st.column_config.NumberColumn("n", help="scored pairs"),
@@ -262,7 +265,14 @@ def _pairs(store: Store, which: PairFilter) -> int:
         (page - 1) * PAGE_SIZE,
     )  # fmt: skip
     clean = redactor()
-    st.dataframe(pair_tables.shown_frame(shown, clean), hide_index=True, width="stretch")
+    _tables.table(
+        pair_tables.shown_frame(shown, clean),
+        "explore_pairs_table",
+        f"pairs-page-{page}",
+        data=pd.DataFrame([pair_record(p) for p in shown]),
+        hide_index=True,
+        width="stretch",
+    )
     st.caption(pair_tables.choice_note(shown))
     for i, pair in enumerate(shown):
         d = pair.decision
@@ -281,7 +291,7 @@ def _pairs(store: Store, which: PairFilter) -> int:
             else:
                 _pair.show_pair(pair_view)
                 _pair.show_probabilities(pair_view)
-                _pair.show_samples(pair_view)
+                _pair.show_samples(pair_view, key=f"explore_samples_{number}")
     return total
 
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages import _live, _pair
+from app_pages import _live, _pair, _tables
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
@@ -125,7 +125,13 @@ for rejected in highlight.rejected_fills(instance):
     st.caption(safe_text.escape_markdown(rejected))
 _pair.show_marked_halves(highlight.filled_halves_html(case, instance))
 with st.expander("All insertions", expanded=False):
-    st.dataframe(highlight.insertions_frame(instance), hide_index=True, width="stretch")
+    _tables.table(
+        highlight.insertions_frame(instance),
+        "pv_insertions",
+        f"{case.id}-insertions",
+        hide_index=True,
+        width="stretch",
+    )
 
 st.subheader("Decide")
 ids = [m.id for m in infos]

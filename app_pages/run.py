@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages import _launch, _progress
+from app_pages import _launch, _progress, _tables
 from app_pages._common import (
     OPEN_IN,
     RANDOM_MODEL,
@@ -471,10 +471,12 @@ def provider_batches(run_id: str) -> None:
     batches = store.batches(run_id)
     if batches:
         st.markdown("**Provider batches**")
-        st.dataframe(
+        _tables.table(
             pd.DataFrame(batches)[
                 ["id", "model", "round", "status", "total", "completed", "failed", "expected_at"]
-            ].fillna({"expected_at": ""}),  # not known yet: nothing, never "None"
+            ],  # an expected time not known yet reads "–"
+            "run_batches",
+            f"{run_id}-batches",
             hide_index=True,
             width="stretch",
         )

@@ -5,6 +5,7 @@ import os
 import pandas as pd
 import streamlit as st
 
+from app_pages import _tables
 from app_pages._common import chosen_gone, friendly, models, removed_here
 from cogbias.llm import registry, settings
 from cogbias.llm.keys import key_for_model
@@ -54,7 +55,7 @@ table = pd.DataFrame(
         for m in infos
     ]
 )
-st.dataframe(table, hide_index=True, width="stretch")
+_tables.table(table, "settings_models", "models", hide_index=True, width="stretch")
 st.caption(
     "`random` (the paper's baseline) and `local/smollm2` (a small model run on this machine) "
     "need no key and no network."
@@ -67,7 +68,7 @@ st.caption(
 )
 keys = pd.DataFrame(settings.key_status())
 keys["set"] = keys.pop("present").map({True: "✅ set", False: "— not set"})
-st.dataframe(keys, hide_index=True, width="stretch")
+_tables.table(keys, "settings_keys", "keys", hide_index=True, width="stretch")
 
 st.subheader("Add a custom endpoint")
 st.caption(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages import _paper_models
+from app_pages import _paper_models, _tables
 from app_pages._common import attempt, db_path, keep, open_store_or_stop
 from app_pages._progress import ACTIVE
 from cogbias.core.run_record import RunStatus
@@ -119,8 +119,10 @@ shown = table[
         "reject",
     ]
 ]
-st.dataframe(
+_tables.table(
     shown,
+    "tb_hypotheses",
+    f"{dataset}-hypotheses",
     hide_index=True,
     column_config={
         "n_star": st.column_config.NumberColumn("n*"),

@@ -281,14 +281,21 @@ def test_the_import_tab_offers_every_registered_format_and_imports_token_bias_an
     button(at, "Import").click().run()
     assert not at.exception, at.exception
     assert "imported 'peek2024' (peek2024)" in texts(at)
+    # the summary keeps its lines: the first where the reader looks, the rest one per line
+    # below it (Markdown ran them into one paragraph: 1,500 characters on the released files)
+    (success,) = [s.value for s in at.success if "imported 'peek2024'" in unescape(s.value)]
+    assert "\n" not in success and "true pairs" not in success
+    lines = [line.strip() for line in at.text[0].value.splitlines()]
+    assert lines == ["demo_original: 3 true pairs",
+                     "family demo_original: 6 items in true pairs, 0 unpaired (in no 2x2 table)"]  # fmt: skip
     assert at.selectbox(key="ds_current").value == "peek2024"
     assert not at.get("progress")  # no bar left behind
     at.selectbox(key="ds_fmt").set_value("mohr2025").run()
     at.text_input(key="ds_path").set_value(str(MOHR_DIR)).run()
     button(at, "Import").click().run()
     assert not at.exception, at.exception
-    shown = texts(at)
-    assert "4 prompts" in shown and "prompts: 4 from biases.csv" in shown
+    shown = texts(at) + "\n" + "\n".join(t.value for t in at.text)
+    assert "4 prompts" in shown and "\nprompts: 4 from biases.csv" in shown
     assert "not imported: experiments.csv (the same prompts again)" in shown
     with Store(db) as store:
         assert {d["name"] for d in store.datasets()} == {"peek2024", "mohr2025"}

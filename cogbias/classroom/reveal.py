@@ -36,6 +36,16 @@ REPORT_NOTE = (
     "(one call) have no interval. Each option is named as its own condition words it, or by "
     "the original study's neutral name for it."
 )
+# under the reveal's table on the teacher's page: how to read the brackets in plain words,
+# and the technical detail one click away
+READING_NOTE = (
+    "The brackets give the range the true figure most likely lies in: the more answers, the "
+    "narrower. Where two ranges do not overlap, the difference is very unlikely to be chance."
+)
+INTERVAL_DETAIL = (
+    "95% intervals: Wilson's for a share, a t-interval for a mean position, a distribution-"
+    "free one for a median. A model read from its option probabilities (one call) has none."
+)
 POOL_NOTE = "your classes: {sessions} sessions of this question, {n} answers, {first} to {last}"
 
 

@@ -61,13 +61,25 @@ def _add_datasets(commands: Any) -> None:
 
 def _add_export(commands: Any) -> None:
     """`cogbias export`: the pairs (or test cases) of a run or dataset to a file."""
-    p = commands.add_parser("export", help="export pairs of a run or dataset (CSV, JSONL, Parquet)")
+    p = commands.add_parser(
+        "export", help="export a run's rows or a dataset's tables (CSV, JSONL, Parquet)"
+    )
     add_db(p)
-    p.add_argument("--dataset", help="all pairs on this dataset (published and run)")
-    p.add_argument("--run", help="the pairs of this run")
-    p.add_argument("--model", help="only this model's pairs")
     p.add_argument(
-        "--test-cases", action="store_true", help="export the dataset's test cases, not pairs"
+        "--dataset",
+        help="a dataset's table: all pairs on it (published and run), or a thesis dataset's "
+        "published effect sizes",
+    )
+    p.add_argument("--run", help="the rows of this run (a paired run's pairs, a study's turns)")
+    p.add_argument("--model", help="only this model's rows")
+    p.add_argument(
+        "--table",
+        metavar="NAME",
+        help="which of the dataset's tables: pairs or instances (test cases); a thesis "
+        "dataset's effect_sizes, prompts or model_features (default: the first it holds)",
+    )
+    p.add_argument(
+        "--test-cases", action="store_true", help="the dataset's test cases (--table instances)"
     )
     p.add_argument("--format", choices=["csv", "jsonl", "parquet"], help="default: from -o")
     where = p.add_mutually_exclusive_group(required=True)
@@ -260,17 +272,31 @@ def _export(args: argparse.Namespace) -> int:
             raise KeyError(f"no dataset '{args.dataset}' in {args.db} (see `cogbias datasets`)")
         if args.hub:
             return _export_hub(store, args)
+        if args.table and (args.run or args.test_cases):
+            flag = "--run" if args.run else "--test-cases"
+            raise ValueError(f"--table names a dataset's table: leave out {flag}")
         count = export(
             store,
             args.output,
             run_id=args.run,
             dataset=None if args.run else args.dataset,
-            what="instances" if args.test_cases else "pairs",
+            what="instances" if args.test_cases else args.table,
             fmt=args.format,
             model=args.model,
             force=args.force,
         )
-    print(f"wrote {count} rows to {args.output}", file=sys.stderr)
+        empty = (
+            count == 0 and not args.run and not args.test_cases and args.table in (None, "pairs")
+        )
+        held = store.dataset_contents().get(args.dataset, {}) if empty else {}
+    print(f"wrote {count:,} rows to {terminal(args.output)}", file=sys.stderr)
+    if held.get("instances"):  # a dataset no model answered yet: say where its rows are
+        print(
+            f"no model has answered dataset '{terminal(args.dataset)}' yet; its "
+            f"{held['instances']:,} test cases: `cogbias export --dataset "
+            f"{terminal(args.dataset)} --table instances -o FILE`",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -279,11 +305,11 @@ def _export_hub(store: Any, args: argparse.Namespace) -> int:
     what, as for a file (--run or --dataset, --model), and the tables are fixed."""
     from cogbias.views.hub_export import export_hub
 
-    if args.test_cases or args.format:
-        flag = "--test-cases" if args.test_cases else "--format"
+    if args.test_cases or args.format or args.table:
+        flag = "--test-cases" if args.test_cases else "--format" if args.format else "--table"
         raise ValueError(
-            f"--hub writes every table (pairs or turns, instances, runs) as Parquet: "
-            f"leave out {flag}"
+            f"--hub writes every table (pairs or turns, instances, a thesis dataset's effect "
+            f"sizes, prompts and model features, runs) as Parquet: leave out {flag}"
         )
     tables = export_hub(
         store,

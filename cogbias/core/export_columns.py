@@ -166,3 +166,46 @@ def pair_record(pair: Pair) -> dict[str, Any]:
         "control_samples": d.control_samples,
         "treatment_samples": d.treatment_samples,
     }
+
+
+# The Mohr thesis' published tables as an imported dataset exports them (docs/datasets.md):
+# each stored column as `store/effects.py` holds it; `source_row` is the row of the file it
+# was read from, `variables` and `features` JSON text, `local` whether the model ran locally.
+EFFECT_EXPORT_COLUMNS: dict[str, str] = {
+    "dataset": "str",
+    "bias": "str",
+    "bias_name": "str",
+    "scenario": "str",
+    "model": "str",
+    "temperature": "float",
+    "n_control": "int",
+    "n_treatment": "int",
+    "d": "float",
+    "d_capped": "float",
+    "source_row": "int",
+}
+PROMPT_EXPORT_COLUMNS: dict[str, str] = {
+    "dataset": "str",
+    "prompt_id": "str",
+    "bias": "str",
+    "bias_name": "str",
+    "experiment_type": "str",
+    "scenario": "str",
+    "content": "str",
+    "variables": "str",
+    "response_type": "str",
+    "target_response": "str",
+    "part": "int",
+    "parts_total": "int",
+    "source_row": "int",
+}
+FEATURE_EXPORT_COLUMNS: dict[str, str] = {
+    "dataset": "str",
+    "model": "str",
+    "temperature": "float",
+    "local": "bool",
+    "release_date": "str",
+    "number_parameters": "float",
+    "features": "str",
+    "source_row": "int",
+}

@@ -118,7 +118,7 @@ class DatasetsRepo(StoreBase):
     def dataset_contents(self) -> dict[str, dict[str, int]]:
         """What each imported dataset holds, counted in the tables that hold it: its instances
         (test cases, or a token-bias dataset's pairs), its published decisions, and a thesis
-        dataset's effect sizes and prompts. Counted, not read from the import's metadata, so
+        dataset's effect sizes, prompts and model features. Counted, not read from the import's metadata, so
         a kind whose rows live elsewhere (the thesis' effect sizes) is not shown as empty."""
         counts: dict[str, dict[str, int]] = {}
         for name, meta in self.db.execute("select name, meta from datasets").fetchall():
@@ -127,10 +127,12 @@ class DatasetsRepo(StoreBase):
                 "select count(*) from decisions where run_id = ?", (run_id,)
             ).fetchone()
             counts[name] = {"instances": 0, "decisions": int(decisions), "effects": 0, "prompts": 0}
+            counts[name]["features"] = 0
         for key, sql in (
             ("instances", "select dataset, count(*) from instances group by dataset"),
             ("effects", "select dataset, count(*) from effect_sizes group by dataset"),
             ("prompts", "select dataset, count(*) from study_prompts group by dataset"),
+            ("features", "select dataset, count(*) from model_features group by dataset"),
         ):
             for name, count in self.db.execute(sql).fetchall():
                 if name in counts:

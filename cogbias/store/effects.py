@@ -136,6 +136,16 @@ class EffectsRepo(StoreBase):
             params.append(dataset)
         return self.query(sql + " order by source_row", params)  # type: ignore[return-value]
 
+    def thesis_rows(self, table: str, dataset: str) -> list[dict[str, Any]]:
+        """Every stored column of one of the thesis' tables (`THESIS_TABLES`: effect_sizes,
+        study_prompts, model_features) for one dataset, in its file's row order: what its
+        export writes."""
+        fields = THESIS_TABLES[table]  # a KeyError for any other name: no SQL from outside
+        return self.query(
+            f"select {', '.join(fields)} from {table} where dataset = ? order by source_row",
+            (dataset,),
+        )
+
     def has_effect_sizes(self) -> bool:
         """Whether any dataset with published effect sizes was imported."""
         return self.db.execute("select 1 from effect_sizes limit 1").fetchone() is not None

@@ -1,9 +1,12 @@
-"""Export a run or a dataset to CSV, JSONL or Parquet with stable, documented columns.
+"""Export a run, a dataset or a table a page shows to CSV, JSONL or Parquet.
 
-The columns are a contract (docs/datasets.md): analyses written against an export keep
-working when the store's internals change. Answers are 0-based option indices in the
-*original* option order, whatever order the model saw, so `score` can be recomputed from
-`control_answer`, `treatment_answer` and the metric columns alone.
+One writer per format (`write`: a file whole or not at all, through `core.outputs.replacing`;
+`frame_bytes`: a page's table as a download, through the same writers), every CSV cell through
+`core.safetext.csv_cell`. A run's and a dataset's columns are a contract (docs/datasets.md):
+analyses written against an export keep working when the store's internals change. Answers
+are 0-based option indices in the *original* option order, whatever order the model saw, so
+`score` can be recomputed from `control_answer`, `treatment_answer` and the metric columns
+alone.
 """
 
 from __future__ import annotations
@@ -12,47 +15,21 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from cogbias.core.export_columns import (
-    INSTANCE_EXPORT_COLUMNS,
-    PAIR_COLUMNS,
-    instance_record,
-    pair_record,
-)
+from cogbias.core.export_columns import PAIR_COLUMNS
 from cogbias.core.outputs import check_output, replacing
 from cogbias.core.run_record import Run
 from cogbias.core.safetext import csv_cell
 from cogbias.runs import kinds
 from cogbias.runs.read_side import ExportTable
 from cogbias.store import Store
+from cogbias.views.dataset_export import dataset_table
 from cogbias.views.numbers import MISSING
 
 FORMATS = ("csv", "jsonl", "parquet")
-
-
-def records(
-    store: Store,
-    run_id: str | None = None,
-    dataset: str | None = None,
-    what: str = "pairs",
-    model: str | None = None,
-) -> Iterator[list[dict[str, Any]]]:
-    """Batches of export records: the pairs of a run or dataset, or a dataset's test cases."""
-    if what == "instances":
-        if not dataset:
-            raise ValueError("exporting test cases needs a dataset")
-        for batch in store.iter_instances(dataset):
-            yield [instance_record(r) for r in batch]
-        return
-    if what != "pairs":
-        raise ValueError(f"export 'pairs' or 'instances', not {what!r}")
-    if not run_id and not dataset:
-        raise ValueError("export needs a run id or a dataset name")
-    for batch in store.iter_pairs(run_id=run_id, dataset=dataset, model=model):
-        yield [pair_record(r) for r in batch]
 
 
 def format_of(path: str | Path, fmt: str | None = None) -> str:
@@ -248,24 +225,29 @@ def export(
     path: str | Path,
     run_id: str | None = None,
     dataset: str | None = None,
-    what: str = "pairs",
+    what: str | None = None,
     fmt: str | None = None,
     model: str | None = None,
     force: bool = False,
 ) -> int:
     """Export a run's rows (the first table its kind exports: a paired run's pairs, a study
-    run's turns), or a dataset's pairs or test cases, to a file. Never over the store's own
+    run's turns), or one of a dataset's tables (`what`: its name, as
+    `dataset_export.dataset_tables` lists them; None: the first it holds, a thesis
+    dataset's effect sizes, another's pairs), to a file. Never over the store's own
     database; over an existing file only with `force`."""
     format_of(path, fmt)  # fail before touching the store on a bad format
     protect = (store.path,)
     check_output(path, force, protect)  # before reading anything: a refusal costs nothing
-    if run_id and what == "pairs":
+    if run_id:
+        if what not in (None, "pairs"):
+            raise ValueError(f"a run exports its own rows; the {what} table is a dataset's")
         run = kinds.stored(store, run_id)
         table = run_export(run)
         return write(table.rows(store, run, model), path, fmt, table.columns, force, protect)
-    columns = INSTANCE_EXPORT_COLUMNS if what == "instances" else PAIR_COLUMNS
-    rows = records(store, run_id, dataset, what, model)
-    return write(rows, path, fmt, columns, force, protect)
+    if not dataset:
+        raise ValueError("export needs a run id or a dataset name")
+    chosen = dataset_table(store, dataset, what)
+    return write(chosen.rows(store, dataset, model), path, fmt, chosen.columns, force, protect)
 
 
 def run_export(run: Run) -> ExportTable:
@@ -282,7 +264,7 @@ def export_bytes(
     fmt: str,
     run_id: str | None = None,
     dataset: str | None = None,
-    what: str = "pairs",
+    what: str | None = None,
     model: str | None = None,
 ) -> bytes:
     """The export as bytes (for the app's download buttons)."""

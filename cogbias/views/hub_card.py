@@ -120,9 +120,13 @@ def card(
     body += [f"- `{t.name}` (`{t.path}`, {t.rows} rows): {t.description}." for t in tables]
     body += [
         "",
-        "The columns are those of `cogbias export` (cogbias' docs/datasets.md): answers are "
-        "0-based option indices in the original option order, so `score` can be recomputed "
-        "from the answers and the metric columns.",
+        "The columns are those of `cogbias export` (cogbias' docs/datasets.md)"
+        + (
+            ": answers are 0-based option indices in the original option order, so `score` "
+            "can be recomputed from the answers and the metric columns."
+            if "score" in tables[0].columns
+            else "."
+        ),
         "",
         "## License",
         "",
@@ -153,6 +157,8 @@ def rows_paragraphs(tables: Sequence[HubTable]) -> list[str]:
     main = tables[0]
     failed = sum(main.failure_kinds.values())
     kinds_text = ", ".join(f"{n} {kind}" for kind, n in sorted(main.failure_kinds.items()))
+    if not main.statuses:  # published rows without a status (a thesis' effect sizes)
+        return [f"The `{main.name}` table holds {main.rows} rows, as they were published."]
     paragraphs = [
         f"The `{main.name}` table holds {main.rows} rows: "
         + ", ".join(f"{n} {escape_markdown(s)}" for s, n in sorted(main.statuses.items()))

@@ -1,8 +1,10 @@
 """Export a run or a dataset as a folder the Hugging Face Hub reads as a dataset.
 
-`cogbias export --hub DIR` writes one Parquet file per table under `DIR/data/` — the pairs
-(one row per decision joined to its instance, the columns of `cogbias export`) or, for a
-study run, its turns; the instances those pairs answered; and the runs that made them — and a
+`cogbias export --hub DIR` (and the Datasets page's Hub folder) writes one Parquet file per
+table under `DIR/data/` — the pairs (one row per decision joined to its instance, the columns
+of `cogbias export`) or, for a study run, its turns; the instances those pairs answered; a
+thesis dataset's own tables (its effect sizes, prompts and model features); and the runs that
+made them — and a
 dataset card, `DIR/README.md` (`views.hub_card`), whose YAML header names one config per
 table with its features, so `hf upload` or `datasets.load_dataset(DIR, "pairs")` reads the
 folder as published. The folder appears whole or not at all (`core.outputs.replacing_folder`).
@@ -14,20 +16,19 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from cogbias.core.export_columns import instance_record
 from cogbias.core.outputs import check_folder, replacing_folder
 from cogbias.core.redact import redact, redact_json, redactor
 from cogbias.core.run_record import Run
 from cogbias.runs import kinds
-from cogbias.runs.paired_results import PairedResults
 from cogbias.runs.read_side import ExportTable
 from cogbias.store import Store
 from cogbias.views import hub_card
-from cogbias.views.export import records, write
+from cogbias.views.dataset_export import DatasetTable, dataset_tables
+from cogbias.views.export import write
 from cogbias.views.hub_card import HubTable
 from cogbias.views.report_methods import dataset_methods, run_methods
 
@@ -65,8 +66,10 @@ def export_hub(
     force: bool = False,
 ) -> list[HubTable]:
     """Write the Hub folder of a run (its pairs or turns, instances and run) or of a dataset
-    (every pair on it, its instances, the runs that answered it); the tables written. Never
-    over a folder holding the store's database; over a non-empty folder only with `force`."""
+    (its own tables, `dataset_export.dataset_tables`, and the runs that answered it); the
+    tables written, those without rows left out (a dataset no model answered yet publishes
+    its test cases). Never over a folder holding the store's database; over a non-empty
+    folder only with `force`."""
     if not run_id and not dataset:
         raise ValueError("say what to export: --dataset NAME or --run ID")
     protect = (store.path,)
@@ -75,7 +78,7 @@ def export_hub(
     exported = _exported(store, runs[0] if run_id else None, dataset, model)
     tables = [HubTable(t.name, "", t.columns, t.description) for t, _ in exported]
     tables.append(HubTable("runs", "", RUN_COLUMNS, RUNS_DESCRIPTION))
-    main = tables[0]
+    main = tables[0]  # a run's: without rows there is nothing to publish
     sources: dict[str, Iterable[list[dict[str, Any]]]] = {t.name: rows for t, rows in exported}
     sources["runs"] = [[run_record(store, run) for run in runs]]
     with replacing_folder(folder, force, protect) as temporary:
@@ -85,10 +88,14 @@ def export_hub(
             table.rows = write(rows, temporary / table.path, "parquet", table.columns)
             if not table.rows:  # `datasets` cannot load an empty split: no config for it
                 (temporary / table.path).unlink()
-        if not main.rows:
-            what = f"run {run_id}" if run_id else f"dataset {dataset}"
-            which = f" of model {model}" if model else ""
-            raise ValueError(f"{what} has no {main.name}{which} yet: there is nothing to publish")
+        which = f" of model {model}" if model else ""
+        if run_id and not main.rows:
+            raise ValueError(f"run {run_id} has no {main.name}{which} yet: nothing to publish")
+        if not any(table.rows for table in tables[:-1]):  # a dataset: any of its own tables
+            names = ", ".join(table.name for table in tables[:-1])
+            raise ValueError(
+                f"dataset {dataset} has no rows{which} in its tables ({names}): nothing to publish"
+            )
         tables = [table for table in tables if table.rows]
         title = (
             f"cogbias run {runs[0].name or runs[0].id}" if run_id else f"cogbias dataset {dataset}"
@@ -99,22 +106,41 @@ def export_hub(
     return tables
 
 
+def hub_zip(
+    store: Store,
+    root: str,
+    run_id: str | None = None,
+    dataset: str | None = None,
+    model: str | None = None,
+) -> bytes:
+    """The Hub folder (`export_hub`) as the bytes of a zip, for a page's download: written
+    whole in a temporary place, then zipped under one folder, `root`."""
+    import io
+    import tempfile
+    import zipfile
+
+    with tempfile.TemporaryDirectory() as place:
+        folder = Path(place) / "hub"
+        export_hub(store, folder, run_id=run_id, dataset=dataset, model=model)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+                archive.write(path, f"{root}/{path.relative_to(folder).as_posix()}")
+        return buffer.getvalue()
+
+
 def _exported(
     store: Store, run: Run | None, dataset: str | None, model: str | None
-) -> list[tuple[ExportTable, Iterable[list[dict[str, Any]]]]]:
+) -> list[tuple[ExportTable | DatasetTable, Iterable[list[dict[str, Any]]]]]:
     """Each table beside the runs, with its rows: what a run's kind exports (a paired run's
-    pairs and instances, a study run's turns), or a dataset's pairs and instances (the
-    tables of a paired run, over the whole dataset)."""
+    pairs and instances, a study run's turns), or a dataset's own tables (its pairs and test
+    cases, or a thesis dataset's effect sizes, prompts and model features)."""
     if run is not None:
         tables = kinds.of(run).exports
         if not tables:
             raise ValueError(f"run {run.id} is {kinds.described(run)}, whose rows are not exported")
         return [(t, t.rows(store, run, model)) for t in tables]
-    pairs, instances = PairedResults.exports
-    return [
-        (pairs, records(store, None, dataset, "pairs", model)),
-        (instances, _instances(store, str(dataset))),
-    ]
+    return [(t, t.rows(store, str(dataset), model)) for t in dataset_tables(store, str(dataset))]
 
 
 def selected_runs(store: Store, run_id: str | None, dataset: str | None) -> list[Run]:
@@ -126,11 +152,6 @@ def selected_runs(store: Store, run_id: str | None, dataset: str | None) -> list
     ids = store.dataset_run_users(str(dataset), "")
     found = [store.run(run) for run in ids]
     return [kinds.record(row) for row in found if row is not None]
-
-
-def _instances(store: Store, dataset: str) -> Iterator[list[dict[str, Any]]]:
-    for batch in store.iter_instances(dataset):
-        yield [instance_record(row) for row in batch]
 
 
 def run_record(store: Store, run: Run) -> dict[str, Any]:

@@ -55,18 +55,26 @@ def half_bars(half: ShownHalf) -> list[OptionBar] | None:
     ]
 
 
-def outside_note(half: ShownHalf) -> str | None:
-    """How much probability went to no option (renormalised away), when any did."""
+def outside_note(half: ShownHalf) -> tuple[str, str] | None:
+    """How much probability went to no option (renormalised away), when any did: in plain
+    words, and the technical detail a reader can open (tokens, the unlisted share)."""
     try:
         dist = Distribution.from_json(half.distribution)
     except (ValueError, KeyError, TypeError):
         return None
     if dist is None or dist.outside < 0.005:
         return None
-    return (
-        f"{percent(dist.outside)} of the model's probability went to tokens that are no option "
-        f"(of it, up to {percent(dist.unlisted)} unlisted); the bars share the rest."
+    plain = (
+        f"In {percent(dist.outside)} of its likely answers the model would have begun with "
+        "something other than an option; the bars split the rest between the options."
     )
+    detail = (
+        f"{percent(dist.outside)} of the probability of the answer's first token went to "
+        f"tokens that are no option's label (of it, up to {percent(dist.unlisted)} to tokens "
+        "the provider did not list among its most probable); the bars are the options' "
+        "probabilities renormalised to 100%."
+    )
+    return plain, detail
 
 
 def compare_sentence(pair: ShownPair) -> str | None:
