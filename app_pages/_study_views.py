@@ -78,10 +78,12 @@ def results(run_id: str) -> None:
     if note := study_views.missing_note(table):
         safe_caption(note)  # the notes name tests: a study file's text
     with st.expander("All figures per cell"):
+        figures = study_views.figures_table(table)
         _tables.table(
-            study_views.figures_table(table),
+            study_views.in_words(figures),
             "study_figures",
             f"{run_id}-results",
+            data=figures,
             hide_index=True,
             width="stretch",
         )

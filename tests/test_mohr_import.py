@@ -279,3 +279,97 @@ def test_run_import_runs_a_registered_format_as_the_command_does(tmp_path, folde
             run_import(store, "mohr2025", [])  # the folder is missing
         with pytest.raises(DatasetError, match="is not a format cogbias imports"):
             run_import(store, "mohr2026", [folder])
+
+
+def test_cli_export_writes_the_published_effect_sizes(tmp_path, folder):
+    """`cogbias export --dataset mohr2025 -o x.csv` writes the effect sizes the Browse tab
+    shows, one row per row of bias_detections.csv, with no "None" or "nan" in any cell."""
+    import csv
+
+    db = tmp_path / "cli.db"
+    with Store(db) as store:
+        import_mohr(store, folder)
+    out = tmp_path / "x.csv"
+    run = subprocess.run(
+        [sys.executable, "-m", "cogbias", "export", "--dataset", "mohr2025", "-o", str(out),
+         "--db", str(db)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert f"wrote 16 rows to {out}" in run.stderr
+    published = pd.read_csv(folder / "bias_detections.csv")
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert len(rows) == len(published) == 16
+    assert list(rows[0]) == ["dataset", "bias", "bias_name", "scenario", "model",
+                             "temperature", "n_control", "n_treatment", "d", "d_capped",
+                             "source_row"]  # fmt: skip
+    got = sorted((r["bias_name"], r["scenario"], r["model"], float(r["temperature"]), float(r["d"]))
+                 for r in rows)  # fmt: skip
+    expected = sorted(
+        zip(published["bias"], published["scenario"], published["model"],
+            published["temperature"].astype(float), published["bias_detected"], strict=True)
+    )  # fmt: skip
+    assert got == expected
+    cells = [v for r in rows for v in r.values()]
+    assert not [v for v in cells if v.strip() in ("None", "nan", "NaN")]
+
+
+def test_cli_export_names_a_thesis_datasets_other_tables_and_its_hub_folder(
+    tmp_path, folder, cogbias_main
+):
+    import pyarrow.parquet as pq
+
+    db = tmp_path / "cli.db"
+    with Store(db) as store:
+        import_mohr(store, folder)
+    for table, count in (("prompts", 4), ("model_features", 2)):
+        out = tmp_path / f"{table}.jsonl"
+        done = cogbias_main("export", "--dataset", "mohr2025", "--table", table, "-o", out,
+                            "--db", db)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        records = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(records) == count and all(r["dataset"] == "mohr2025" for r in records)
+    assert records[0]["local"] is False and json.loads(records[0]["features"])["model"]
+    refused = cogbias_main("export", "--dataset", "mohr2025", "--table", "pairs", "-o",
+                           tmp_path / "p.csv", "--db", db)  # fmt: skip
+    assert refused.returncode != 0
+    assert "has no table 'pairs'; it has: effect_sizes, prompts, model_features" in refused.stderr
+    one = cogbias_main("export", "--dataset", "mohr2025", "--model", "model-a", "-o",
+                       tmp_path / "a.parquet", "--db", db)  # fmt: skip
+    assert one.returncode == 0 and "wrote 8 rows" in one.stderr
+    assert set(pq.read_table(tmp_path / "a.parquet").column("model").to_pylist()) == {"model-a"}
+    hub = tmp_path / "hub"
+    done = cogbias_main("export", "--dataset", "mohr2025", "--hub", hub, "--db", db)
+    assert done.returncode == 0, done.stderr
+    assert "wrote 16 effect_sizes, 4 prompts, 2 model_features and README.md" in done.stderr
+    assert pq.read_table(hub / "data" / "effect_sizes.parquet").num_rows == 16
+    card = (hub / "README.md").read_text()
+    assert "The `effect_sizes` table holds 16 rows, as they were published." in card
+    assert "option indices" not in card  # no pairs: nothing about answers
+
+
+def test_the_thesis_study_asks_as_often_as_the_thesis_and_warns_before_too_few(
+    tmp_path, folder, cogbias_main
+):
+    """The study of an imported thesis folder asks each prompt 100 times (§3.3.1) by
+    default, so Cohen's d has its answers; one repeat is said to give no value before any
+    call, and its cells read "–" with the reason, never None or NaN."""
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        import_mohr(store, folder)
+    planned = cogbias_main("run", "study", "mohr2025", "--models", "random", "--dry-run",
+                           "--db", db)  # fmt: skip
+    assert planned.returncode == 0 and "× 100 repeats" in planned.stderr
+    assert "warning" not in planned.stderr
+    done = cogbias_main("run", "study", "mohr2025", "--models", "random", "--repeats", "1",
+                        "--db", db)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "warning: Cohen's d needs at least 2 answers per condition: with 1 repeat" in (
+        done.stderr
+    )
+    shown = cogbias_main("results", "study", "mohr2025", "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    assert "None" not in shown.stdout and "NaN" not in shown.stdout and "nan" not in shown.stdout
+    rows = [line for line in shown.stdout.splitlines() if "cohens_d" in line]
+    assert len(rows) == 2 and all(" 2 " in row for row in rows)  # n: the two answers read
+    assert all(len(line) <= 120 for line in shown.stdout.splitlines())

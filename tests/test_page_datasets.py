@@ -66,6 +66,61 @@ def button(at: AppTest, label: str):
 def test_empty_database_explains_what_to_do(db):
     at = page()
     assert "No datasets yet" in texts(at)
+    for tab in ("Browse", "Export"):  # no tab is blank: each says what to do
+        said = unescape("\n".join(i.value for i in next(t for t in at.tabs if t.label == tab).info))
+        assert "import a dataset in the Import tab" in said, tab
+
+
+def test_a_hub_download_that_fails_speaks_the_pages_words(db, monkeypatch):
+    from tests.browser_helpers import free_port
+
+    monkeypatch.setenv("COGBIAS_HUB_URL", f"http://127.0.0.1:{free_port()}")  # nobody listens
+    at = page()
+    at.session_state["ds_tab"] = "Import"
+    button(at, "Download and import").click().run()
+    assert not at.exception
+    said = unescape("\n".join(e.value for e in at.error))
+    assert "could not download" in said and "check the network" in said
+    assert "'A path on this machine' or 'Upload a file'" in said
+    assert "FILE" not in said and "--" not in said  # no command-line words on a page
+
+
+def test_a_thesis_dataset_exports_its_tables_and_its_hub_folder(db, tmp_path, downloaded):
+    import io
+    import shutil
+    import zipfile
+
+    import pyarrow.parquet as pq
+
+    from cogbias.datasets.mohr_format import import_mohr
+    from tests.dataset_helpers import MOHR_DIR
+
+    shutil.copytree(MOHR_DIR, tmp_path / "mohr")
+    with Store(db) as store:
+        import_mohr(store, tmp_path / "mohr")
+    at = page()
+    at.session_state["ds_tab"] = "Export"
+    at.run()
+    what = at.radio(key="ds_what")
+    assert what.options == ["effect sizes", "prompts", "model features", "Hub folder"]
+    at.radio(key="ds_xfmt").set_value("parquet").run()
+    button(at, "Prepare the file").click().run()
+    assert not at.exception, at.exception
+    (prepared,) = [b for b in at.get("download_button") if b.key == "ds_download"]
+    data = downloaded(prepared)
+    effects = pq.read_table(io.BytesIO(data)).to_pylist()
+    assert len(effects) == 16 and {r["model"] for r in effects} == {"model-a", "model-b:7b"}
+    at.radio(key="ds_what").set_value("Hub folder").run()
+    button(at, "Prepare the Hub folder").click().run()
+    assert not at.exception, at.exception
+    (zipped,) = [b for b in at.get("download_button") if b.key == "ds_hub_download"]
+    with zipfile.ZipFile(io.BytesIO(downloaded(zipped))) as archive:
+        names = set(archive.namelist())
+        assert {"mohr2025-hub/README.md", "mohr2025-hub/data/effect_sizes.parquet"} <= names
+        card = archive.read("mohr2025-hub/README.md").decode()
+        rows = pq.read_table(io.BytesIO(archive.read("mohr2025-hub/data/effect_sizes.parquet")))
+    assert rows.num_rows == 16 and 'config_name: "effect_sizes"' in card
+    assert "mohr2025-hub/data/prompts.parquet" in names
 
 
 def test_browse_run_results_analysis_and_export(db):

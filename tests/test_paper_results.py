@@ -306,10 +306,10 @@ def test_table_3_shown_as_printed_and_a_run_beside_it() -> None:
     )  # fmt: skip
     beside = pd.concat([shown.table3_rows(result), shown.table3_of_run(run)], ignore_index=True)
     table = shown.table3_shown(beside).set_index(["source", "model", "mitigation"])
-    paper = table.loc[("the paper", "GPT-4", "none")]
+    paper = table.loc[("the paper", "GPT-4", "no mitigation")]  # the baseline in words
     assert (paper["framing: admit"], paper["framing Δ"]) == ("0.375", "-0.405")
     assert table.loc[("the paper", "Llama-2-7b", "counterfactual"), "anchoring d"] == "0.000*"
-    ours = table.loc[("your run", "random", "none")]
+    ours = table.loc[("your run", "random", "no mitigation")]
     assert (ours["framing Δ"], ours["anchoring d"], ours["group Δ"]) == ("0.050", "0.000*", "–")
     chart = shown.table3_chart(beside).to_dict()
     assert chart["facet"]["column"]["field"] == "measure"

@@ -283,3 +283,20 @@ def _cohens_d(control: list[float], treatment: list[float]) -> float:
     spread = (n1 - 1) * statistics.variance(control) + (n2 - 1) * statistics.variance(treatment)
     pooled = spread / (n1 + n2 - 2)
     return (statistics.fmean(treatment) - statistics.fmean(control)) / pooled**0.5
+
+
+def test_the_thesis_effect_sizes_export_whole(tmp_path: Path) -> None:
+    """`cogbias export --dataset mohr2025 -o x.csv`: the 1,599 published effect sizes the
+    Datasets page browses, every one, no "None" or "nan" in a cell."""
+    source = released("mohr2025")
+    db = tmp_path / "t.db"
+    assert _cli("import", "mohr2025", source, "--db", db).returncode == 0
+    out = tmp_path / "x.csv"
+    done = _cli("export", "--dataset", "mohr2025", "-o", out, "--db", db)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote 1,599 rows to {out}" in done.stderr
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    published = pd.read_csv(source / "bias_detections.csv")
+    assert len(rows) == len(published) == 1599
+    assert [float(r["d"]) for r in rows] == pytest.approx(list(published["bias_detected"]))
+    assert not [v for r in rows for v in r.values() if v.strip() in ("None", "nan", "NaN")]

@@ -224,3 +224,40 @@ def test_h2_pairs_an_items_answers_across_two_prompting_runs(tmp_path: Path):
     assert h2[["prompting", "n"]].values.tolist() == [["one_shot vs one_shot@Bob", 4]]
     assert h2["direction"].iloc[0] == "one-sided: n12 > n21 (the perturbation hurts)"
     assert "H6" not in set(table["hypothesis"])  # its methods were not run
+
+
+def test_the_datasets_list_fits_the_terminal_and_json_holds_every_file(
+    tmp_path: Path, cogbias_main
+) -> None:
+    """An import of many files is listed by their count, within the terminal's width (120
+    characters when the output is not a terminal, or COLUMNS); `--format json` keeps every
+    path. Run as the command runs, in its own process, once."""
+    import os
+    import subprocess
+    import sys
+
+    files = sorted(
+        p.name for p in (TOKENBIAS_DIR.parent / "tokenbias-released-excerpt").glob("*.json")
+    )
+    folder = tmp_path / ("a-rather-long-folder-name-" * 4)
+    folder.mkdir()
+    for name in files:
+        shutil.copyfile(TOKENBIAS_DIR.parent / "tokenbias-released-excerpt" / name, folder / name)
+    db = tmp_path / "t.db"
+    assert cogbias_main("import", "peek2024", folder, "--db", db).returncode == 0
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    listed = subprocess.run(
+        [sys.executable, "-m", "cogbias", "datasets", "--db", str(db)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 120, lines
+    (row,) = [line for line in lines if line.startswith("peek2024")]
+    assert f"{len(files)} files in " in row and ".json" not in row
+    narrow = cogbias_main("datasets", "--db", db, env={"COLUMNS": "80"})
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
+    whole = cogbias_main("datasets", "--db", db, "--format", "json")
+    (entry,) = [e for e in json.loads(whole.stdout) if e["name"] == "peek2024"]
+    assert all(str(folder / name) in entry["source"] for name in files)
+    assert set(entry["biases"]) and isinstance(entry["models"], list)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -27,7 +26,7 @@ from cogbias.runs import kinds
 from cogbias.runs.read_side import ExportTable
 from cogbias.store import Store
 from cogbias.views.dataset_export import dataset_table
-from cogbias.views.numbers import MISSING
+from cogbias.views.numbers import MISSING, gap
 
 FORMATS = ("csv", "jsonl", "parquet")
 
@@ -151,26 +150,16 @@ def frame_records(frame: Any, columns: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def _plain(value: Any) -> Any:
-    """A table cell as a plain Python value: numpy scalars unwrapped, a missing value None."""
+    """A table cell as a plain Python value: numpy scalars unwrapped, a missing value (None,
+    NaN, pandas' NA or NaT, the "–" a page shows) None."""
+    if gap(value) or (isinstance(value, str) and value == MISSING):
+        return None
     if hasattr(value, "item") and not isinstance(value, list | tuple | dict | str):
         try:
             value = value.item()
         except (ValueError, TypeError):  # an array or a timestamp: its text
             value = str(value)
-    if isinstance(value, tuple):
-        value = list(value)
-    if value is None or value is MISSING or value == MISSING:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    try:  # pandas' own missing markers (NA, NaT)
-        import pandas as pd
-
-        if not isinstance(value, list | dict) and pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return value
+    return list(value) if isinstance(value, tuple) else value
 
 
 def frame_bytes(frame: Any, fmt: str) -> bytes:

@@ -89,13 +89,17 @@ def dashed(frame: Any) -> Any:
     """A table (pandas) for the screen with every missing cell "–" (Streamlit writes a
     missing value "None", pandas "nan"). A column of numbers with a gap becomes text, each
     number as `number_or_dash` writes it; a column without one keeps its type."""
+    import pandas as pd
+
     out = frame.copy()
     for position in range(out.shape[1]):
         column = out.iloc[:, position]
         gaps = [gap(v) for v in column]
         if not any(gaps):
             continue
-        numeric = str(column.dtype) != "object" and str(column.dtype) not in ("bool", "string")
+        numeric = pd.api.types.is_numeric_dtype(column.dtype) and not (
+            pd.api.types.is_bool_dtype(column.dtype)
+        )
         out.isetitem(
             position,
             [

@@ -16,6 +16,7 @@ import pandas as pd
 
 from cogbias.studies.paper_results import PaperResult, paper_hypothesis
 from cogbias.views.charts import bottom_legend, category_axis
+from cogbias.views.charts_studies import column_text
 from cogbias.views.numbers import signed
 
 # Table 3's measures: column -> (label, the column holding its failure mark)
@@ -103,6 +104,8 @@ def table3_shown(frame: pd.DataFrame) -> pd.DataFrame:
     """Table 3 as printed: three decimals, `*` beside a failed figure, one text column each,
     rows in the order of `frame` (`table3_rows`, and `table3_of_run` rows if any)."""
     shown = frame[[c for c in ("source", "model", "mitigation") if c in frame]].copy()
+    if "mitigation" in shown:  # the baseline as words: "none" reads as a missing value
+        shown["mitigation"] = [column_text(m, "mitigation") for m in shown["mitigation"]]
     for column, (heading, mark) in TABLE3_SHOWN.items():
         marks = frame[mark] if mark else [False] * len(frame)
         shown[heading] = [_digits(v, m) for v, m in zip(frame[column], marks, strict=True)]

@@ -212,6 +212,14 @@ def missing_note(table: pd.DataFrame, most: int = 4) -> str:
     )
 
 
+def in_words(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table of cells with its mitigations as a heading names them ("no mitigation"): on
+    screen, a mitigation "none" reads as a missing value."""
+    if "mitigation" not in frame:
+        return frame
+    return frame.assign(mitigation=[column_text(m, "mitigation") for m in frame["mitigation"]])
+
+
 def figures_table(table: pd.DataFrame) -> pd.DataFrame:
     """Every figure of every cell (`study_tables.results`), without the run's keys, the
     details JSON and the columns no cell has a value in."""
