@@ -404,12 +404,23 @@ def removed_here(key: str, value: Any) -> None:
     st.session_state[f"_removed:{key}"] = value
 
 
-def scoring_choice(key: str) -> str:
-    """The scoring radio of Learn and Run: the registered scorers (`runs.scorers`)."""
+def scoring_choice(key: str, default: str | None = None) -> str:
+    """The scoring radio of Learn and Run: the registered scorers (`runs.scorers`). With a
+    `default` (Learn: the one the chosen model gets, `scorers.default_scoring`) the radio
+    shows it until the reader picks one, and then keeps the pick."""
     from cogbias.runs import scorers
     from cogbias.views.probability_bars import scoring_labels
 
     labels = scoring_labels()
+    picked_key = f"{key}_picked"  # no widget's key: it outlives a visit to another page
+    if default is not None:
+        want = st.session_state.get(picked_key, default)
+        if want in labels:
+            st.session_state[key] = want
+
+    def _picked() -> None:
+        st.session_state[picked_key] = st.session_state[key]
+
     picked = st.radio(
         "Scoring",
         list(labels),
@@ -421,10 +432,11 @@ def scoring_choice(key: str) -> str:
         "the exact expected score. Models with log-probabilities only, e.g. the local model. "
         "Self-consistency: each half asked N times at a temperature above 0, the option "
         "named most often scored (docs/runs.md).",
+        on_change=_picked if default is not None else None,
     )
     family = next(s for s in scorers.all_scorers() if s.spelling == picked)
     if not family.argument:
         return picked
-    low, default, high = family.argument_range
-    n = st.number_input(family.argument_label, low, high, default, key=f"{key}_argument")
+    low, start, high = family.argument_range
+    n = st.number_input(family.argument_label, low, high, start, key=f"{key}_argument")
     return f"{family.name}:{int(n)}"

@@ -13,7 +13,7 @@ from cogbias.core.records import Decision
 from cogbias.library.testcases import TestCase
 from cogbias.llm import LLMClient
 from cogbias.llm.registry import ModelInfo
-from cogbias.runs import live, pipeline, scorers
+from cogbias.runs import live, pipeline, probabilities, scorers
 from cogbias.runs.pipeline import Instance
 from cogbias.runs.prompting import BASELINE
 
@@ -64,18 +64,32 @@ def probability_problem(instance: Instance, model: str, infos: list[ModelInfo]) 
     )
 
 
+def default_scoring(model: str, infos: list[ModelInfo], n_options: int) -> str:
+    """How a live pair of `model` is scored when the reader has not chosen: by option
+    probabilities where the model gives them (`scorers.default_scoring`)."""
+    has_options = probabilities.letterable(n_options)
+    return scorers.default_scoring([model], api_base_of(model, infos), has_options)
+
+
+BY_PROBABILITIES = (
+    "Scored by option probabilities, which this model gives; choose “Sampled answer” for the "
+    "paper's reading."
+)
+
+
 def decide(
     instance: Instance,
     model: str,
     infos: list[ModelInfo],
     seed: int = 0,
-    scoring: str = scorers.DEFAULT,
+    scoring: str | None = None,
     temperature: float = 0.0,
 ) -> Decision:
-    """Both halves answered by `model` and scored by the scorer `scoring` (`runs.scorers`):
-    one decision (not saved to a run). With `scoring="probabilities"` it carries both
-    halves' distributions. A model the scorer cannot use is refused by name
+    """Both halves answered by `model` and scored by the scorer `scoring` (`runs.scorers`;
+    None: `default_scoring`): one decision (not saved to a run). Scored by probabilities it
+    carries both halves' distributions. A model the scorer cannot use is refused by name
     (ValueError)."""
+    scoring = scoring or default_scoring(model, infos, instance.n_options)
     problem = scorers.refusal(
         scoring,
         [model],

@@ -45,3 +45,9 @@ def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("COGBIAS_DB", str(path))
     monkeypatch.setenv("COGBIAS_DEMO", "0")
     return path
+
+
+# The app starts the local model in the background after its first page
+# (`local.warm_in_background`); a test process must not hold a model it did not ask for, nor
+# have it start beside a test that replaces the server. Tests that want it set it back.
+os.environ.setdefault("COGBIAS_LOCAL_WARM", "0")

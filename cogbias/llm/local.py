@@ -117,6 +117,28 @@ def ensure_local_server() -> str:
     return _api_base
 
 
+WARM_ENV = "COGBIAS_LOCAL_WARM"  # "0": the app does not start the server before a click
+
+
+def warm_in_background() -> threading.Thread | None:
+    """Start the server in a daemon thread, so that the app's first live pair does not wait
+    for it (the model's load and llama.cpp's warm-up run). Nothing if it runs already, if
+    `COGBIAS_LOCAL_WARM` is "0" (the test suite: its processes must not hold a model), or if
+    it cannot start here: the first call that needs it then says why."""
+    if _api_base is not None or os.environ.get(WARM_ENV, "").strip() == "0":
+        return None
+
+    def start() -> None:
+        try:
+            ensure_local_server()
+        except Exception:  # said again, with its reason, by the first call that needs it
+            return
+
+    thread = threading.Thread(target=start, name="cogbias-local-model", daemon=True)
+    thread.start()
+    return thread
+
+
 def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as r:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
+from cogbias.core.errors import UserError
+from cogbias.llm.profiles import resolve
 from cogbias.runs import consistency, decide, probabilities
 
 if TYPE_CHECKING:
@@ -156,6 +158,28 @@ def refusal(
     """Why a run cannot be scored by `name` (unknown, or its models or test cases cannot
     give what it needs), or None."""
     return unknown(name) or get(name).refusal(models, api_base, prompting, option_counts)
+
+
+def default_scoring(models: Sequence[str], api_base: str | None, has_options: bool) -> str:
+    """The scorer a live question uses when none is chosen (`cogbias pair`, Learn, Preview):
+    option probabilities where every model that writes text gives them (its profile lists
+    `top_logprobs`: the local model) and the question has options, else the sampled answer.
+
+    A model too weak to answer freely (the 135M local model names two options in one
+    sentence) is still measured this way, in one call per half; the paper's reading, a
+    sampled answer, stays one choice away. Runs keep `DEFAULT`: their id and design do not
+    change with the models asked."""
+    writers = []
+    for model in models:
+        try:
+            profile = resolve(model, api_base)
+        except (UserError, ValueError):  # an unknown model: asking it says what is wrong
+            return DEFAULT
+        if profile.writes_text:
+            writers.append(profile)
+    if has_options and writers and all(p.top_logprobs for p in writers):
+        return PROBABILITIES
+    return DEFAULT
 
 
 def temperature_refusal(name: str, temperature: float) -> str | None:
