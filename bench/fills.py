@@ -39,8 +39,9 @@ REFUSED = re.compile(r"(?:was rejected|gave no fill) \((?P<reason>.*)\)\)$")
 
 
 def reason_class(reason: str) -> str:
-    """A reason without its particulars (the copied words, the limit's number)."""
-    reason = re.sub(r"'[^']*'", "'…'", reason)
+    """A reason without its particulars (the copied words, the word it ends on, the limit's
+    number)."""
+    reason = re.sub(r",? (?:on )?'[^']*'$", "", reason)
     return re.sub(r"\d[\d,]*", "N", reason)
 
 

@@ -282,9 +282,8 @@ def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Pa
 @pytest.mark.local_model  # starts the real local model: one of its few smoke tests
 def test_teacher_journey_learn_with_the_defaults_reads_as_plain_english(page: object) -> None:
     """No key, the defaults: Learn fills Anchoring with the offline example fills and asks
-    the local model; the pair on screen carries no template syntax or instructions. (Anchoring:
-    for Framing Effect SmolLM2 answers "Option 4: Very good", naming two options, which is
-    now unreadable rather than guessed, so no choice is marked.)"""
+    the local model, scored by its option probabilities (its default, issue 41); the pair on
+    screen carries no template syntax or instructions."""
     from cogbias.library import testcases as library
     from cogbias.runs import pipeline
 
@@ -293,12 +292,13 @@ def test_teacher_journey_learn_with_the_defaults_reads_as_plain_english(page: ob
     choose(page, "Bias", "Anchoring")
     page.get_by_role("button", name="Run this pair").click()  # type: ignore[attr-defined]
     # both halves are answered and drawn (the second may appear a moment after the first)
-    page.get_by_text("◀ chosen").nth(1).wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
+    page.get_by_text("◀ sampled").nth(1).wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
     no_exception(page)
     assert page.get_by_test_id("stAlertContentError").count() == 0  # type: ignore[attr-defined]
+    assert "Scored by option probabilities" in page.inner_text("body")  # type: ignore[attr-defined]
     innermost = (
-        '[data-testid="stVerticalBlock"]:has-text("◀ chosen")'
-        ':not(:has([data-testid="stVerticalBlock"]:has-text("◀ chosen")))'
+        '[data-testid="stVerticalBlock"]:has-text("◀ sampled")'
+        ':not(:has([data-testid="stVerticalBlock"]:has-text("◀ sampled")))'
     )
     halves = page.locator(innermost).all_inner_texts()  # type: ignore[attr-defined]
     assert len(halves) == 2, halves

@@ -171,6 +171,10 @@ def _start_xllamacpp(path: Path) -> str:
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # any free port; listening_address reports the one bound
     params.verbosity = 0  # llama.cpp logs every request at the default level
+    # No prompt states kept in RAM beside the slots (llama.cpp keeps up to 8 GiB by default):
+    # a long run would grow the process by gigabytes, and a prompt restored whole from there is
+    # evaluated as its last token alone, whose numbers differ from the whole prompt's.
+    params.cache_ram_mib = 0
     server = xllamacpp.Server(params)
     base_url = server.listening_address
     _keepalive.append(server)

@@ -181,13 +181,15 @@ def _decision_request(
     profile: ModelProfile,
 ) -> LLMRequest:
     """The first question of a half: the task in `ask.prompting`'s words. Asked plainly
-    (`BASELINE`) with numbered options, a model that takes a grammar is held to "Option N"
-    (`OPTION_SUFFIX`); a local model without one is asked for one sentence
-    (`LOCAL_DEC_SUFFIX`). Other prompting methods ask for reasoning, which a grammar forbids."""
+    (`BASELINE`) with numbered options and read by cogbias (`READ_ANSWER`), a model that takes
+    a grammar is held to "Option N" (`OPTION_SUFFIX`); otherwise a local model is asked for
+    one sentence (`LOCAL_DEC_SUFFIX`). Other prompting methods ask for reasoning, which a
+    grammar forbids."""
     from cogbias.llm import LLMRequest
 
     plain = ask.prompting == BASELINE
-    held = plain and profile.grammar and filled.layout == SECTIONS
+    # the paper's reading (`--reading extraction`) reads a free answer: it is not held
+    held = plain and profile.grammar and filled.layout == SECTIONS and ask.reading == READ_ANSWER
     short = plain and profile.kind == "local"
     suffix = OPTION_SUFFIX if held else LOCAL_DEC_SUFFIX if short else ""
     return LLMRequest(

@@ -23,7 +23,7 @@ PLAIN_REASONS = (
     ("the answer names no option", "named no option"),
     ("the answer negates", "only ruled options out"),
     ("the answer names Option", "named an option number that does not exist"),
-    ("the extraction by", "was read by an extraction call that named no option"),
+    ("the extraction by", "got no option from the extraction call"),
     ("the answer could not be read", "could not be read at all"),
 )
 _UNREAD = "no option could be extracted from the answer: "
