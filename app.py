@@ -29,8 +29,10 @@ def _warm_up() -> None:
     # ~1 s importing Altair and SciPy and loading the Vega-Lite schema Altair validates
     # against; do it while the first page is read.
     from cogbias.llm.local import warm_in_background
+    from cogbias.llm.profiles import resolve
 
-    warm_in_background()
+    if warm_in_background() is not None:
+        resolve("local/smollm2").cache_extras()  # its file's hash, which a cache key needs
     from cogbias.studies import cells
     from cogbias.views import charts_explore
 
