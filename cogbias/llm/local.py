@@ -70,6 +70,9 @@ def local_threads() -> int:
     ggml synchronises its threads with spin barriers. When another busy process takes a
     core, a descheduled thread stalls every barrier; on this 2-core machine that made the
     model 10-50x slower with 2 threads, while 1 thread just halves in the worst case.
+    Measured again (bench/README.md, issue 41): 2 threads read a prompt in half the time on
+    free cores and in twice the time at load 4-17, and even the app and a browser beside
+    them made a live pair slower with 2.
     """
     configured = os.environ.get("COGBIAS_LOCAL_THREADS")
     if configured:
