@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 
-from app_pages._common import api_base_of, get_store
+import streamlit as st
+
+from app_pages._common import api_base_of, get_store, scoring_choice
 from cogbias.core.records import Decision
 from cogbias.library.testcases import TestCase
 from cogbias.llm import LLMClient
@@ -75,6 +77,22 @@ BY_PROBABILITIES = (
     "Scored by option probabilities, which this model gives; choose “Sampled answer” for the "
     "paper's reading."
 )
+
+
+def scoring_controls(
+    key: str, temperature_key: str, model: str, infos: list[ModelInfo], n_options: int
+) -> tuple[str, float]:
+    """Learn's and Preview's scoring: the radio, on the model's default until the reader picks
+    one (said under it when that is option probabilities), and the temperature of the samples
+    for a scorer that samples each half several times (at 0 they would all be one answer).
+    Returns (scoring, decision temperature)."""
+    by_model = default_scoring(model, infos, n_options)
+    scoring = scoring_choice(key, by_model)
+    if scoring == by_model == scorers.PROBABILITIES:
+        st.caption(BY_PROBABILITIES)
+    if scorers.get(scoring).samples == 1:
+        return scoring, 0.0
+    return scoring, st.slider("Temperature of the samples", 0.1, 1.5, 0.7, 0.1, key=temperature_key)
 
 
 def decide(

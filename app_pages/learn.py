@@ -13,7 +13,6 @@ from app_pages._common import (
     model_names,
     models,
     scenarios,
-    scoring_choice,
     test_cases,
 )
 from cogbias.library import examples
@@ -120,15 +119,8 @@ generator = c2.selectbox(
     key="learn_generator",
 )
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="learn_seed"))
-by_model = _live.default_scoring(model, infos, case.n_options)  # option probabilities if it can
-scoring = scoring_choice("learn_scoring", by_model)
-if scoring == by_model == scorers.PROBABILITIES:
-    st.caption(_live.BY_PROBABILITIES)
-# a scorer that samples each half several times needs a temperature at which samples differ
-temperature = (
-    st.slider("Temperature of the samples", 0.1, 1.5, 0.7, 0.1, key="learn_temperature")
-    if scorers.get(scoring).samples > 1
-    else 0.0
+scoring, temperature = _live.scoring_controls(
+    "learn_scoring", "learn_temperature", model, infos, case.n_options
 )
 scenario = scenarios()[seed % len(scenarios())]
 st.caption(f"Scenario: {safe_text.escape_markdown(scenario.text)}")
