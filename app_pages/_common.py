@@ -444,14 +444,26 @@ def removed_here(key: str, value: Any) -> None:
     st.session_state[f"_removed:{key}"] = value
 
 
-def scoring_choice(key: str) -> dict[str, Any]:
-    """The scoring controls of Learn and Run: the registered scorers' radio, the answers
-    asked of each half and the reducer of those samples (`runs.scorers`, `runs.reducers`);
-    the run's `scoring`, `samples` and `reducer`, in their one spelling (`scorers.spelled`)."""
+def scoring_choice(key: str, default: str | None = None) -> dict[str, Any]:
+    """The scoring controls of Learn, Preview and Run: the registered scorers' radio, the
+    answers asked of each half and the reducer of those samples (`runs.scorers`,
+    `runs.reducers`); the run's `scoring`, `samples` and `reducer`, in their one spelling
+    (`scorers.spelled`). With a `default` (Learn, Preview: the one the chosen model gets,
+    `scorers.default_for_models`) the radio shows it until the reader picks one, and then
+    keeps the pick."""
     from cogbias.runs import sampling, scorers
     from cogbias.views.probability_bars import scoring_labels
 
     labels = scoring_labels()
+    picked_key = f"{key}_picked"  # no widget's key: it outlives a visit to another page
+    if default is not None:
+        want = st.session_state.get(picked_key, default)
+        if want in labels:
+            st.session_state[key] = want
+
+    def _picked() -> None:
+        st.session_state[picked_key] = st.session_state[key]
+
     picked = st.radio(
         "Scoring",
         list(labels),

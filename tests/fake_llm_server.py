@@ -30,7 +30,8 @@ from typing import Any
 from aiohttp import web
 
 # A responder answers with the text, or with {"content": text, "logprobs": ...} to send
-# OpenAI's `choices[0].logprobs` beside it.
+# OpenAI's `choices[0].logprobs` beside it, and/or "finish_reason" ("length": cut at
+# max_tokens, as a server says it; "stop" otherwise).
 Responder = Callable[[dict[str, Any]], Any]
 
 
@@ -256,8 +257,10 @@ class FakeLLMServer:
         except FakeHTTPError as exc:
             return self._error(exc.status, exc.message, exc.headers)
         extra: dict[str, Any] = {}
+        finish = "stop"
         if isinstance(text, dict):
-            extra = {"logprobs": text["logprobs"]}
+            extra = {"logprobs": text["logprobs"]} if "logprobs" in text else {}
+            finish = text.get("finish_reason", finish)
             text = text["content"]
         prompt_tokens = sum(_count_tokens(_text_of(m.get("content"))) for m in payload["messages"])
         completion_tokens = _count_tokens(text) if text else 0
@@ -272,7 +275,7 @@ class FakeLLMServer:
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
+                        "finish_reason": finish,
                         **extra,
                     }
                 ],

@@ -55,7 +55,10 @@ class LLMResponse:
     """One answer. `cost` is in USD: 0.0 for free models (random, local) and cache hits, None
     when the model's price is unknown (recorded as unknown, never as $0);
     `latency_s` is the duration of the successful HTTP attempt (or of the original call,
-    for cached answers); `key` is the cache key, to link stored rows to `llm_calls`."""
+    for cached answers); `key` is the cache key, to link stored rows to `llm_calls`.
+    `finish_reason` is why the answer ended: "length" when it was cut at the request's
+    `max_tokens` ("stop", or "" when unknown, otherwise). The cache keeps no finish reason, so
+    a cached answer that used its whole token budget counts as cut (`_saved`)."""
 
     text: str
     prompt_tokens: int
@@ -65,6 +68,12 @@ class LLMResponse:
     cached: bool
     key: str = ""
     cost_saved: float = 0.0
+    finish_reason: str = ""
+
+    @property
+    def cut(self) -> bool:
+        """Whether the answer stopped at its token limit, not where the model ended it."""
+        return self.finish_reason == "length"
 
 
 class ResponseCache(Protocol):
@@ -208,7 +217,7 @@ class LLMClient:
         if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
             if hit is not None:
-                return self._saved(hit, key)
+                return self._saved(hit, key, req.max_tokens)
         if self.on_miss is not None:
             if key not in self._missed:
                 self._missed.add(key)
@@ -219,7 +228,7 @@ class LLMClient:
         if waiting is not None:
             first = await asyncio.shield(waiting)
             self.stats.merged += 1
-            return self._saved(_as_record(first), key)
+            return self._saved(_as_record(first), key, req.max_tokens)
         future: asyncio.Future[LLMResponse] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
@@ -249,28 +258,30 @@ class LLMClient:
                     "model": req.model,
                     "api_base": profile.api_base,
                     "request": req.request_record(),
-                    "text": response.text,
-                    "prompt_tokens": response.prompt_tokens,
-                    "completion_tokens": response.completion_tokens,
-                    "cost": response.cost,
-                    "latency_s": response.latency_s,
+                    **_as_record(response),  # the store keeps all but the finish reason
                 },
             )
         return response
 
-    def _saved(self, hit: Mapping[str, Any], key: str) -> LLMResponse:
+    def _saved(self, hit: Mapping[str, Any], key: str, max_tokens: int | None) -> LLMResponse:
         """A response that cost nothing now: what it cost originally counts as saved (but not
-        for answers a batch engine delivered for this purpose: the run paid for those)."""
+        for answers a batch engine delivered for this purpose: the run paid for those). The
+        store keeps no finish reason: an answer that used all of `max_tokens` was cut."""
         self.stats.cache_hits += 1
+        completion_tokens = int(hit.get("completion_tokens") or 0)
+        finish = hit.get("finish_reason") or ""
+        if not finish and max_tokens and completion_tokens >= max_tokens:
+            finish = "length"
         response = LLMResponse(
             text=hit["text"],
             prompt_tokens=int(hit.get("prompt_tokens") or 0),
-            completion_tokens=int(hit.get("completion_tokens") or 0),
+            completion_tokens=completion_tokens,
             cost=0.0,
             latency_s=float(hit.get("latency_s") or 0.0),
             cached=True,
             key=key,
             cost_saved=0.0 if hit.get("source") == "batch" else float(hit.get("cost") or 0.0),
+            finish_reason=finish,
         )
         self.stats.tokens_saved += response.prompt_tokens + response.completion_tokens
         self.stats.cost_saved += response.cost_saved
@@ -396,15 +407,15 @@ class LLMClient:
         kwargs: dict[str, Any],
         timeout: float,
         key: str | None,
-    ) -> tuple[str | None, int, int, float]:
-        """One attempt: (text, prompt tokens, completion tokens, latency)."""
+    ) -> tuple[str | None, int, int, float, str]:
+        """One attempt: (text, prompt tokens, completion tokens, latency, finish reason)."""
         if profile.direct and api_base:  # `kwargs` is the chat body
             hint = keys.auth_hint(profile)
             data, latency = await direct.chat(api_base, kwargs, profile.id, timeout, key, hint)
             text, prompt_tokens, completion_tokens = direct.answer_of(data)
             if kwargs.get("top_logprobs") is not None:
                 text = logprobs.encode_answer(data, profile.id)
-            return text, prompt_tokens, completion_tokens, latency
+            return text, prompt_tokens, completion_tokens, latency, direct.finish_of(data)
         kwargs["timeout"] = timeout
         started = time.perf_counter()
         # litellm passes the timeout on to the HTTP client; the outer guard makes sure a
@@ -413,14 +424,16 @@ class LLMClient:
         latency = time.perf_counter() - started
         try:
             text = raw.choices[0].message.content
+            finish = raw.choices[0].finish_reason
         except (AttributeError, IndexError):
-            text = None
+            text, finish = None, ""
         if kwargs.get("top_logprobs") is not None:
             text = logprobs.encode_answer(raw.model_dump(), profile.id)
         usage = getattr(raw, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        return text, prompt_tokens, completion_tokens, latency
+        finish = finish[:40] if isinstance(finish, str) else ""
+        return text, prompt_tokens, completion_tokens, latency, finish
 
     def _to_response(
         self,
@@ -428,6 +441,7 @@ class LLMClient:
         prompt_tokens: int,
         completion_tokens: int,
         latency: float,
+        finish_reason: str,
         model_id: str,
         profile: ModelProfile,
     ) -> LLMResponse:
@@ -444,6 +458,7 @@ class LLMClient:
             cost=profile.price_per_call(prompt_tokens, completion_tokens),
             latency_s=latency,
             cached=False,
+            finish_reason=finish_reason,
         )
 
 
@@ -467,4 +482,5 @@ def _as_record(response: LLMResponse) -> dict[str, Any]:
         "completion_tokens": response.completion_tokens,
         "cost": response.cost,
         "latency_s": response.latency_s,
+        "finish_reason": response.finish_reason,
     }

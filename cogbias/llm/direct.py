@@ -143,6 +143,16 @@ def answer_of(data: dict[str, Any]) -> tuple[str | None, int, int]:
     )
 
 
+def finish_of(data: dict[str, Any]) -> str:
+    """Why the answer ended, as the server says (`"stop"`, `"length"`: cut at `max_tokens`,
+    ...); "" when it does not say."""
+    try:
+        reason = data["choices"][0].get("finish_reason")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ""
+    return reason[:40] if isinstance(reason, str) else ""
+
+
 def _int(value: Any) -> int:
     """A token count; anything else (negative, a float, past 2**53, which no database
     column holds) counts as unknown: 0."""

@@ -56,6 +56,10 @@ DEC_PROMPT = question_for(SECTIONS)
 # A 135M model's "reasoning" adds time, not accuracy: on 2 shared cores each token costs
 # 15-100 ms. Its answer budget is short (profiles.LOCAL_ANSWER_TOKENS); ask for one sentence.
 LOCAL_DEC_SUFFIX = "\nReply in one short sentence that names the option you choose."
+# A model that takes a grammar is held to "Option N" (`decision_grammar`) and told so: left to
+# write freely, the local model names two options in one sentence ("Option 4: Very bad",
+# where Option 7 reads "Very bad"), and such an answer is never guessed at.
+OPTION_SUFFIX = '\nReply with the option you choose, as "Option N".'
 
 EXTRACT_PROMPT = """Below are the answer options of a decision task and a written answer to it.
 
@@ -104,6 +108,12 @@ def option_grammar(n_options: int) -> str:
     """
     choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
     return f'root ::= "Option " ({choices}) [.:]? | "No option selected" "."?'
+
+
+def decision_grammar(n_options: int) -> str:
+    """GBNF for a decision of a model that takes a grammar: "Option 1" .. "Option n" alone."""
+    choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
+    return f'root ::= "Option " ({choices})'
 
 
 def random_draw(run_id: str, instance_id: str, half: str, repeat: int, seed: int) -> str:
@@ -187,24 +197,31 @@ def _decision_request(
     draw: str,
     profile: ModelProfile,
 ) -> LLMRequest:
-    """The first question of a half: the task in `ask.prompting`'s words (a local model is
-    asked for one sentence, see `LOCAL_DEC_SUFFIX`)."""
+    """The first question of a half: the task in `ask.prompting`'s words. Asked plainly
+    (`BASELINE`) with numbered options and read by cogbias (`READ_ANSWER`), a model that takes
+    a grammar is held to "Option N" (`OPTION_SUFFIX`); otherwise a local model is asked for
+    one sentence (`LOCAL_DEC_SUFFIX`). Other prompting methods ask for reasoning, which a
+    grammar forbids."""
     from cogbias.llm import LLMRequest
 
-    short = profile.kind == "local" and ask.prompting == BASELINE
-    question = question_for(filled.layout) + (LOCAL_DEC_SUFFIX if short else "")
+    plain = ask.prompting == BASELINE
+    # the paper's reading (`--reading extraction`) reads a free answer: it is not held
+    held = plain and profile.grammar and filled.layout == SECTIONS and ask.reading == READ_ANSWER
+    short = plain and profile.kind == "local"
+    suffix = OPTION_SUFFIX if held else LOCAL_DEC_SUFFIX if short else ""
     return LLMRequest(
         model=model,
         messages=decision_messages(
             render_decision_text(filled, order),
             ask.prompting,
-            question,
+            question_for(filled.layout) + suffix,
             filled.layout,
             item_kind(filled.options),
         ),
         temperature=ask.temperature,
         seed=ask.seed,
         max_tokens=profile.answer_tokens,
+        grammar=decision_grammar(len(filled.options)) if held else None,
         repeat=ask.repeat,
         answer_space=option_space(len(filled.options), draw),
     )
