@@ -445,12 +445,10 @@ def removed_here(key: str, value: Any) -> None:
 
 
 def scoring_choice(key: str, default: str | None = None) -> dict[str, Any]:
-    """The scoring controls of Learn, Preview and Run: the registered scorers' radio, the
-    answers asked of each half and the reducer of those samples (`runs.scorers`,
-    `runs.reducers`); the run's `scoring`, `samples` and `reducer`, in their one spelling
-    (`scorers.spelled`). With a `default` (Learn, Preview: the one the chosen model gets,
-    `scorers.default_for_models`) the radio shows it until the reader picks one, and then
-    keeps the pick."""
+    """The scoring controls of Learn, Preview and Run: the scorers' radio, the answers asked
+    of each half and their reducer, as the run's `scoring`, `samples` and `reducer` in their
+    one spelling (`scorers.spelled`). With a `default` (the chosen model's) the radio shows
+    it until the reader picks one, and then keeps the pick."""
     from cogbias.runs import sampling, scorers
     from cogbias.views.probability_bars import scoring_labels
 
@@ -475,6 +473,7 @@ def scoring_choice(key: str, default: str | None = None) -> dict[str, Any]:
         "the exact expected score. Models with log-probabilities only, e.g. the local model. "
         "Samples per half above 1: each half asked N times at a temperature above 0, and "
         "the reducer makes the N answers into the half's answer (docs/runs.md).",
+        on_change=_picked if default is not None else None,
     )
     scorer = scorers.get(picked)
     samples = 1

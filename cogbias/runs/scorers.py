@@ -249,6 +249,13 @@ def sampling_refusal(
             f"--reducer {reducer} reduces option probabilities, which --scoring "
             f"{scorer.samples_of or name} does not give: choose {fit}"
         )
+    if samples == 1 or temperature > 0:
+        return None
+    return (
+        f"--samples {samples} asks each half {samples} times, and at --temperature 0 every "
+        "sample is the most probable answer again: set a temperature above 0 (e.g. "
+        "--temperature 0.7)"
+    )
 
 
 def default_for_models(models: Sequence[str], api_base: str | None, has_options: bool) -> str:
@@ -260,18 +267,6 @@ def default_for_models(models: Sequence[str], api_base: str | None, has_options:
     except (UserError, ValueError):
         return DEFAULT
     return default_scoring(profiles, has_options)
-
-
-def temperature_refusal(name: str, temperature: float) -> str | None:
-    """Why `name` cannot sample at `temperature`: several samples at 0 are one answer."""
-    samples = get(name).samples
-    if samples == 1 or temperature > 0:
-        return None
-    return (
-        f"--samples {samples} asks each half {samples} times, and at --temperature 0 every "
-        "sample is the most probable answer again: set a temperature above 0 (e.g. "
-        "--temperature 0.7)"
-    )
 
 
 def default_scoring(profiles: Sequence[ModelProfile], has_options: bool) -> str:
