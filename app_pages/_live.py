@@ -1,4 +1,6 @@
-"""Filling and deciding one pair from a page (Learn, Preview), with the store as LLM cache.
+"""Filling and deciding one pair from a page (Learn, Preview), with the store as LLM cache,
+and the scoring controls of Learn, Preview and Run (on the models' default until the reader
+picks one).
 
 Answers are cached in the database like a run's, so showing the same pair again is instant
 and costs nothing.
@@ -16,9 +18,12 @@ from cogbias.core.records import Decision
 from cogbias.library.testcases import TestCase
 from cogbias.llm import LLMClient
 from cogbias.llm.registry import ModelInfo
-from cogbias.runs import live, pipeline, probabilities, scorers
+from cogbias.runs import live, paired_scoring, pipeline, probabilities, scorers
+from cogbias.runs.paired_plan import RunSpec
 from cogbias.runs.pipeline import Instance
 from cogbias.runs.prompting import BASELINE
+from cogbias.store import Store
+from cogbias.views.safe_text import escape_markdown
 
 FAILURE_HINT = (
     "What to do: check that the model's API key is set (Models page), that its server is "
@@ -95,6 +100,18 @@ def scoring_controls(
     if sampled["samples"] == 1:
         return sampled, 0.0
     return sampled, st.slider("Temperature of the samples", 0.1, 1.5, 0.7, 0.1, key=temperature_key)
+
+
+def run_scoring_controls(key: str, asked: RunSpec, store: Store) -> dict[str, Any]:
+    """The Run page's scoring, samples and reducer: the radio shows what the models and test
+    cases of `asked` choose (`paired_scoring.scoring_by_models`, the command's default too)
+    until the reader picks, and says so when that is option probabilities."""
+    by_models = paired_scoring.scoring_by_models(asked, store)
+    scoring = scoring_choice(key, by_models)
+    if scoring["scoring"] == by_models == scorers.PROBABILITIES:
+        said = paired_scoring.by_probabilities(asked, "“Sampled answer”")
+        st.caption(escape_markdown(said[0].upper() + said[1:] + "."))
+    return scoring
 
 
 def decide(

@@ -73,7 +73,8 @@ def summary(
 ) -> pd.DataFrame:
     with Store(path) as own:  # cached work may run in any session's thread: its own connection
         table = cells.cognitive_bias_summary(own, run_id=run_id, dataset=dataset)
-        return cells.with_uniform_null(own, table, run_id=run_id, dataset=dataset)
+        table = cells.with_uniform_null(own, table, run_id=run_id, dataset=dataset)
+        return explore.with_unread(table, own.unreadable_errors(run_id, dataset))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -225,8 +226,11 @@ def _cell(
     return bias, model, search or None
 
 
-def _cell_line(table: pd.DataFrame, bias: str, model: str, names: dict[str, str]) -> None:
-    """The chosen cell's numbers in one sentence."""
+def _cell_line(
+    table: pd.DataFrame, bias: str, model: str, names: dict[str, str], behind: list[Run]
+) -> None:
+    """The chosen cell's numbers in one sentence, then how many of its pairs could not be
+    read, why, and what would read them."""
     cell = table[(table["bias"] == bias) & (table["model"] == model)]
     if cell.empty:
         return
@@ -247,6 +251,8 @@ def _cell_line(table: pd.DataFrame, bias: str, model: str, names: dict[str, str]
         + (f"{c['abstained']} abstained (undecided samples), " if c.get("abstained") else "")
         + f"{significant} after the BH correction over all cells"
     )
+    if unread := explore.unread_line(table, bias, model, behind):
+        st.warning(safe_text.escape_markdown(unread[0].upper() + unread[1:] + "."))
 
 
 def _pairs(store: Store, which: PairFilter) -> int:
@@ -345,7 +351,7 @@ def main() -> None:
     elif dataset:
         _report.offer("dataset", "explore_report", name=dataset)
     bias, model, search = _cell(event, rows, columns, names)
-    _cell_line(table, bias, model, names)
+    _cell_line(table, bias, model, names, behind)
     which = PairFilter(bias, model, run_id, dataset, search)
     _download(which, _pairs(store, which))
 

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages import _launch, _progress
+from app_pages import _launch, _live, _progress
 from app_pages._common import (
     OPEN_IN,
     RANDOM_MODEL,
@@ -30,7 +30,6 @@ from app_pages._common import (
     pick_run,
     run_label,
     scenarios,
-    scoring_choice,
     test_cases,
 )
 from cogbias.core import run_record
@@ -44,6 +43,7 @@ from cogbias.runs import paired_plan, scorers
 from cogbias.runs.paired_plan import RunSpec
 from cogbias.runs.summaries import run_summaries, run_summary
 from cogbias.store import Store, now
+from cogbias.views import unread_answers
 from cogbias.views.safe_text import escape_markdown
 
 ACTIVE = _progress.ACTIVE
@@ -89,10 +89,12 @@ def what_to_run() -> tuple[RunSpec | None, bool]:
     temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_temperature")
     repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
     seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
-    scoring = scoring_choice("run_scoring")  # the spec's scoring, samples and reducer
+    bases = endpoints([*decision_models, generator], custom_base)
+    asked = RunSpec(models=decision_models, api_base=next(iter(bases), None), **instances)
+    scoring = _live.run_scoring_controls("run_scoring", asked, store)
     reading, extractor = reading_asked(scoring["scoring"])
     asked = [*decision_models, generator, *([extractor] if extractor else [])]
-    bases = endpoints(asked, custom_base)
+    bases |= _launch.endpoints(asked, infos)
     if not decision_models:
         st.info("Choose at least one decision model.")
         return None, stale
@@ -406,6 +408,8 @@ def last_run(run_id: str, run: Run) -> None:
         st.success(text)
     else:
         st.warning(text + (f" {shown(run.error)}" if run.error else ""))
+    if run.failed and (unread := unread_answers.run_note(store, run)):
+        st.info(escape_markdown(unread))  # how many could not be read, why, and the fix
     if run.done and st.button("Open this run in Explore", key="run_last_explore"):
         st.session_state["explore_source"] = f"run:{run_id}"
         st.switch_page("app_pages/explore.py")

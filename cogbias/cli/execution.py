@@ -10,6 +10,7 @@ from typing import Any
 from cogbias.cli.options import execution_options
 from cogbias.core.run_record import ResultsPage, RunStatus
 from cogbias.llm import costs
+from cogbias.views.unread_answers import run_note
 
 # what to do next once a run shown on a page has ended (a run of another kind: nothing)
 NEXT_STEP = {ResultsPage.STUDIES: "see the figures with `cogbias results run {id} --by mitigation`"}
@@ -53,6 +54,8 @@ def execute(
         + (f" ({costs.dollars(saved)} saved by the cache)" if saved else ""),
         file=sys.stderr,
     )
+    if unread := run_note(store, outcome, flags=True):  # how many, why, and the fix
+        print(f"note: {unread}", file=sys.stderr)
     if outcome.status in (RunStatus.FAILED, RunStatus.INCOMPLETE):
         print(
             f"{'error' if outcome.status == RunStatus.FAILED else 'note'}: {outcome.error}",

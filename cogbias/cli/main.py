@@ -183,7 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=temperature, default=0.0, help="the decision temperature")
     p.add_argument("--api-base", help=API_BASE_HELP)
     add_api_key_env(p)
-    add_reading(p, by_models=True)
+    add_reading(p)
     add_db(p)
     p.set_defaults(handler=_pair)
 
@@ -387,19 +387,13 @@ def _default_scoring(case: library.TestCase, models: list[str], args: argparse.N
 
 def _say_unread(model: str, decisions: list[Any], args: argparse.Namespace) -> None:
     """How many of `model`'s answers could not be read and why, and the fix."""
-    from cogbias.runs import scorers
-    from cogbias.views.unread_answers import unread_sentence
+    from cogbias.views.unread_answers import fix_sentence, unread_sentence
 
     said = unread_sentence(decisions)
     if said is None:
         return
-    fix = "have a stronger model read them (--extractor MODEL) or ask a stronger model"
-    if scorers.default_for_models([model], args.api_base, True) != scorers.DEFAULT:
-        fix = (
-            f"score {model} by its option probabilities instead (--scoring probabilities), "
-            "which needs no answer to be read, or " + fix
-        )
-    print(f"{model}: {said} To score them: {fix}.")
+    fix = fix_sentence([model], args.api_base, args.scoring, flags=True)
+    print(f"{model}: {said} To read them: {fix}.")
 
 
 def _pair_scenario(

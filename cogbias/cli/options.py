@@ -23,9 +23,8 @@ MAX_SEED = 2**63 - 1  # a seed is stored as an SQLite INTEGER (signed 64 bits)
 MAX_SECONDS = 7 * 24 * 3600.0  # a timeout, deadline or poll interval longer than a week is a typo
 
 
-def add_reading(p: argparse.ArgumentParser, by_models: bool = False) -> None:
-    """How decisions are read: `run`'s paired modes and `pair` offer the same flags
-    (`by_models`: see `add_scoring`)."""
+def add_reading(p: argparse.ArgumentParser) -> None:
+    """How decisions are read: `run`'s paired modes and `pair` offer the same flags."""
     from cogbias.core.reading import READ_ANSWER, READINGS
 
     p.add_argument(
@@ -44,15 +43,14 @@ def add_reading(p: argparse.ArgumentParser, by_models: bool = False) -> None:
         "as in the paper); with --reading answer its reading counts only where the answer "
         "confirms it",
     )
-    add_scoring(p, by_models)
+    add_scoring(p)
 
 
-def add_scoring(p: argparse.ArgumentParser, by_models: bool = False) -> None:
+def add_scoring(p: argparse.ArgumentParser) -> None:
     """`--scoring`, `--samples` and `--reducer`, offering the scorers and reducers registered
     when the parser is built (`runs.scorers`, `runs.reducers`); study modes take them too, to
-    refuse them by name rather than as unknown. With `by_models` (a live question: `pair`)
-    `--scoring` defaults to None, and the command asks `scorers.default_for_models` for the
-    models it asks; a run's default is `scorers.DEFAULT`."""
+    refuse them by name rather than as unknown. `--scoring` defaults to None: the models
+    asked choose (`scorers.default_for_models`; a run's `paired_scoring.scoring_by_models`)."""
     from cogbias.runs import reducers, sampling, scorers
 
     def scoring(text: str) -> str:
@@ -75,13 +73,10 @@ def add_scoring(p: argparse.ArgumentParser, by_models: bool = False) -> None:
         "--scoring",
         type=scoring,
         metavar="{" + ",".join(scorers.names()) + "}",
-        default=None if by_models else scorers.DEFAULT,
+        default=None,
         help="; ".join(f"{s.spelling}: {s.help}" for s in scorers.all_scorers())
-        + (
-            " (default: probabilities where every model gives them, else choice)"
-            if by_models
-            else ""
-        ),
+        + " (default: probabilities where every model gives them and every test case has "
+        "2 to 11 options, asked plainly and read by cogbias; else choice)",
     )
     p.add_argument(
         "--samples",

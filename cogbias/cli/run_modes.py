@@ -32,7 +32,6 @@ from cogbias.cli.options import (
 from cogbias.core.metrics import OPTION_ORDERS
 from cogbias.core.reading import READ_ANSWER
 from cogbias.library import examples
-from cogbias.runs import scorers
 
 RUN_MODES = ("pairs", "dataset", "study")
 RESULTS_MODES = ("pairs", "dataset", "run", "study", "hypotheses")
@@ -55,7 +54,7 @@ _RUN_DEFAULTS: dict[str, Any] = dict(
     tests=None,
     max_attempts=None,
     prompting="baseline",
-    scoring=scorers.DEFAULT,
+    scoring=None,  # the models choose (`paired_scoring.scoring_by_models`)
     samples=None,
     reducer=None,
     extractor=None,

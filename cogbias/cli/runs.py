@@ -16,6 +16,7 @@ from cogbias.cli.options import _table, is_token_bias, refuse_pair_options
 from cogbias.core.run_record import ResultsPage, RunStatus
 from cogbias.core.safetext import csv_cell
 from cogbias.llm import costs
+from cogbias.views.unread_answers import run_note
 
 if TYPE_CHECKING:
     from cogbias.store import Store
@@ -27,16 +28,14 @@ def _split(text: str | None) -> list[str]:
 
 def _run(args: argparse.Namespace) -> int:
     """One run per prompting method (the method is part of each run's identity)."""
-    from cogbias.runs import prompting, scorers
+    from cogbias.runs import prompting
 
     if args.study and args.study != "tokenbias":
         from cogbias.cli import studies as cli_studies
 
         given = [f"--{o}" for o in ("samples", "reducer") if getattr(args, o, None)]
-        if args.scoring != scorers.DEFAULT or given:
-            flags = ", ".join(
-                [f"--scoring {args.scoring}"] * (args.scoring != scorers.DEFAULT) + given
-            )
+        if args.scoring is not None or given:
+            flags = ", ".join([f"--scoring {args.scoring}"] * (args.scoring is not None) + given)
             raise ValueError(
                 f"{flags} does not apply to the study '{args.study}': its "
                 "answers are numbers or conversations, not one option of a pair"
@@ -99,7 +98,7 @@ def _materialise_study(args: argparse.Namespace, store: Store | None = None) -> 
 
 
 def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
-    from cogbias.runs import executor, paired_plan
+    from cogbias.runs import executor, paired_plan, scorers
     from cogbias.store import Store
 
     spec = paired_plan.RunSpec(
@@ -116,7 +115,9 @@ def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
         dataset=args.dataset,
         per_bias=args.per_bias,
         prompting=args.prompting,
-        scoring=args.scoring,
+        # None: the models choose when planned; a batch holds no log-probabilities, so a
+        # batch run that names none is sampled
+        scoring=args.scoring or (scorers.DEFAULT if args.batch else None),
         samples=args.samples or 1,
         reducer=args.reducer,
         extractor=args.extractor or None,
@@ -241,14 +242,18 @@ def _runs(args: argparse.Namespace) -> int:
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        rows = [table_row(r) for r in run_summaries(store)]
+        runs = run_summaries(store)
+        rows = [table_row(r) for r in runs]
         rows = [{**r, "cost": costs.cost_cell(r["cost"], r["cost_text"])} for r in rows]
         batches = store.batches()
+        unread = [(r.id, note) for r in runs if r.failed and (note := run_note(store, r, True))]
     if not rows:
         print("no runs yet: start one with `cogbias run pairs|dataset|study`", file=sys.stderr)
         return 0
     columns = ["id", "name", "status", "planned", "done", "failed", "tokens", "cost"]
     _table(rows, [*columns, "cost_saved", "duration_s", "models", "biases", "error"])
+    for run_id, note in unread:  # what the failed column does not say
+        print(f"{run_id}: {note}")
     if batches:
         print("\nprovider batches:")
         _table(

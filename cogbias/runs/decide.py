@@ -37,6 +37,7 @@ from cogbias.core.templates import (
     render_options,
 )
 from cogbias.llm.random_provider import option_space
+from cogbias.runs import grammars
 from cogbias.runs.prompting import BASELINE, decision_messages, item_kind, question_for
 
 if TYPE_CHECKING:
@@ -114,6 +115,15 @@ def decision_grammar(n_options: int) -> str:
     """GBNF for a decision of a model that takes a grammar: "Option 1" .. "Option n" alone."""
     choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
     return f'root ::= "Option " ({choices})'
+
+
+def held_grammar(filled: Filled, order: Sequence[int]) -> str:
+    """The grammar a model that takes one answers a half under: "Option N" where the options
+    are numbered (the paper's layout), else the text of one option as presented (a token-bias
+    item's "(a) …", a Yes/No question), which `core.reading` reads by its text."""
+    if filled.layout == SECTIONS:
+        return decision_grammar(len(filled.options))
+    return grammars.grammar(grammars.one_of([filled.options[j].strip() for j in order]))
 
 
 def random_draw(run_id: str, instance_id: str, half: str, repeat: int, seed: int) -> str:
@@ -198,17 +208,18 @@ def _decision_request(
     profile: ModelProfile,
 ) -> LLMRequest:
     """The first question of a half: the task in `ask.prompting`'s words. Asked plainly
-    (`BASELINE`) with numbered options and read by cogbias (`READ_ANSWER`), a model that takes
-    a grammar is held to "Option N" (`OPTION_SUFFIX`); otherwise a local model is asked for
-    one sentence (`LOCAL_DEC_SUFFIX`). Other prompting methods ask for reasoning, which a
-    grammar forbids."""
+    (`BASELINE`) and read by cogbias (`READ_ANSWER`), a model that takes a grammar is held to
+    an option (`held_grammar`; "Option N", said in `OPTION_SUFFIX`, where the options are
+    numbered); otherwise a local model is asked for one sentence (`LOCAL_DEC_SUFFIX`). Other
+    prompting methods ask for reasoning, which a grammar forbids."""
     from cogbias.llm import LLMRequest
 
     plain = ask.prompting == BASELINE
     # the paper's reading (`--reading extraction`) reads a free answer: it is not held
-    held = plain and profile.grammar and filled.layout == SECTIONS and ask.reading == READ_ANSWER
+    held = plain and profile.grammar and ask.reading == READ_ANSWER
     short = plain and profile.kind == "local"
-    suffix = OPTION_SUFFIX if held else LOCAL_DEC_SUFFIX if short else ""
+    numbered = filled.layout == SECTIONS  # a study's own layout is asked in its own words
+    suffix = OPTION_SUFFIX if held and numbered else LOCAL_DEC_SUFFIX if short and not held else ""
     return LLMRequest(
         model=model,
         messages=decision_messages(
@@ -221,7 +232,7 @@ def _decision_request(
         temperature=ask.temperature,
         seed=ask.seed,
         max_tokens=profile.answer_tokens,
-        grammar=decision_grammar(len(filled.options)) if held else None,
+        grammar=held_grammar(filled, order) if held else None,
         repeat=ask.repeat,
         answer_space=option_space(len(filled.options), draw),
     )

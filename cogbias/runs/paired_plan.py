@@ -21,7 +21,7 @@ from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
 from cogbias.llm import costs
 from cogbias.llm.profiles import resolve
-from cogbias.runs import pipeline, scorers
+from cogbias.runs import paired_scoring, pipeline, scorers
 from cogbias.runs import prompting as prompting_methods
 from cogbias.store import Store
 from cogbias.studies.tokenbias_hypotheses import holds_token_bias_pairs
@@ -49,7 +49,9 @@ class RunSpec:
     dataset: str | None = None
     per_bias: int | None = None
     prompting: str = prompting_methods.BASELINE  # see cogbias.runs.prompting: one method per run
-    scoring: str = scorers.DEFAULT  # a name in runs/scorers.py
+    # a name in runs/scorers.py; None: the user named none, and the models' profiles choose
+    # when the run is planned (`paired_scoring.scoring_by_models`): read `Plan.spec.run_id`
+    scoring: str | None = scorers.DEFAULT
     extractor: str | None = None  # who reads unclear answers (default: each decision model)
     # how each pair's options are ordered (core.metrics.OPTION_ORDERS); None: the dataset's
     # own, chosen when planned (`default_option_order`), so read `Plan.spec.run_id`
@@ -64,6 +66,8 @@ class RunSpec:
     reducer: str | None = None
 
     def __post_init__(self) -> None:
+        if self.scoring is None:  # spelled once the models have chosen (`plan`)
+            return
         scoring, samples, reducer = scorers.spelled(self.scoring, self.samples, self.reducer)
         object.__setattr__(self, "scoring", scoring)
         object.__setattr__(self, "samples", samples)
@@ -152,6 +156,8 @@ class Plan:
     # test cases this existing run keeps in the version it was planned with, though the
     # library has changed them since (say so: its results are of the older design)
     kept: tuple[str, ...] = ()
+    # the spec named no scoring and its models chose this one (`paired_scoring`)
+    chosen_scoring: str | None = None
 
     @property
     def instance_ids(self) -> list[str]:
@@ -226,8 +232,16 @@ class Plan:
                 else f", {costs.dollars(batch_cost)} with --batch"
             )
             + " (answers already in the cache are free)"
+            + (f"\nnote: {note}" if (note := self.scoring_note()) else "")
             + self.kept_note()
         )
+
+    def scoring_note(self) -> str:
+        """What the plan says of a scoring the user did not choose, or '' (a sampled answer,
+        as every run was before the models chose, needs no word)."""
+        if self.chosen_scoring != scorers.PROBABILITIES:
+            return ""
+        return paired_scoring.by_probabilities(self.spec, "--scoring choice")
 
     def kept_note(self) -> str:
         """What an existing run keeps of older test case versions, or ''."""
@@ -276,13 +290,17 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
     half another; `Plan.kept` names the test cases the library has changed since. A spec that
     names no option order gets the dataset's own (`default_option_order`) in `Plan.spec`.
     """
+    chosen = None
+    if spec.scoring is None:  # the user named none: the models' profiles choose
+        chosen = paired_scoring.scoring_by_models(spec, store)
+        spec = replace(spec, scoring=chosen)
     spec = _checked(spec, store)
     if spec.dataset:
         if store is None:
             raise ValueError("a dataset run needs a store")
         ids = dataset_instance_ids(store, spec.dataset, spec.biases, spec.per_bias)
         _check_scoring(spec, store.dataset_option_counts(spec.dataset))
-        return Plan(spec, {}, [], ids)
+        return Plan(spec, {}, [], ids, chosen_scoring=chosen)
     pinned = pinned_cases(store, spec.run_id) if store is not None else None
     cases = pinned or library.load_library()
     wanted = spec.biases or list(cases)
@@ -326,7 +344,7 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
     if pinned:
         current = library.load_library()
         kept = tuple(b for b in wanted if b not in current or current[b] != pinned[b])
-    return Plan(spec, {b: cases[b] for b in wanted}, jobs, [], kept)
+    return Plan(spec, {b: cases[b] for b in wanted}, jobs, [], kept, chosen)
 
 
 def _checked(spec: RunSpec, store: Store | None) -> RunSpec:

@@ -86,6 +86,9 @@ class PairedResults(ReadSide):
     def abstained(self, store: Store, run: Run) -> int:
         return store.run_abstained(run.id)
 
+    def unreadable(self, store: Store, run: Run) -> list[str]:
+        return [str(row["error"] or "") for row in store.unreadable_errors(run_id=run.id)]
+
 
 def settings(run: Run, kind: str) -> tuple[str, ...]:
     """A paired run's stored spec in words."""

@@ -24,15 +24,15 @@ MAX_REWRITE_CHARS = REWRITE_TOKENS * 10
 
 def answer_grammar(test: StudyTest, role: str) -> str | None:
     """GBNF that only admits an answer in the test's format (for llama.cpp-served models,
-    which otherwise ramble past the answer; the rules are `grammars`'); a rewrite is free
-    text."""
+    which otherwise ramble past the answer; the rules are `grammars`', the class's too): a
+    number within the test's bounds, as a class is held to; a rewrite is free text."""
     if role == "rewrite":
         return None
     one = {
         "admit_reject": grammars.one_of(("admit", "reject")),
         "yes_no": grammars.one_of(("yes", "no")),
         "letter": grammars.one_of(test.letters[: test.k or None]),
-        "number": grammars.NUMBER,
+        "number": grammars.number_within(test.min, test.max),
     }[test.answer]
     if role == "revise":
         return "root ::= " + ' "\\n" '.join(["answer"] * test.length) + "\nanswer ::= " + one

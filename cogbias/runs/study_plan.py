@@ -345,7 +345,7 @@ def plan(spec: StudySpec, study: Study) -> StudyPlan:
             f"this run would hold {total:,} units; one run takes at most {MAX_UNITS:,}: "
             "fewer repeats, tests, temperatures or models, or several runs"
         )
-    units, notes = [], []
+    units, notes, held = [], [], []  # held: the grammar notes
     for model in spec.models:
         profile = resolve_model(model, api_base=spec.api_base)
         limit = max_temperature(profile)
@@ -355,6 +355,8 @@ def plan(spec: StudySpec, study: Study) -> StudyPlan:
                 f"note: {model} accepts temperatures up to {limit:g}; "
                 f"{', '.join(f'{t:g}' for t in skipped)} left out for it"
             )
+        if profile.grammar and len(skipped) < len(spec.temperatures):
+            held.append(grammar_note(model, study, spec))
         for test_id in spec.tests:
             test = study.tests[test_id]
             for temperature in (t for t in spec.temperatures if t <= limit):
@@ -379,7 +381,25 @@ def plan(spec: StudySpec, study: Study) -> StudyPlan:
         raise StudyPlanError(
             "nothing to run: " + "; ".join(n.removeprefix("note: ") for n in notes)
         )
-    return StudyPlan(spec, study, units, notes)
+    return StudyPlan(spec, study, units, notes + held)
+
+
+# What the grammar of each answer format admits (`study_answers.answer_grammar`), in words.
+GRAMMAR_WORDS = {
+    "admit_reject": "admit or reject",
+    "yes_no": "yes or no",
+    "letter": "one of the letters offered",
+    "number": "a number within the test's bounds",
+}
+
+
+def grammar_note(model: str, study: Study, spec: StudySpec) -> str:
+    """What a plan says of a model whose profile takes a grammar (the local model): each of
+    its answers is held to its test's format, so none rambles past it."""
+    kinds = dict.fromkeys(study.tests[t].answer for t in spec.tests)
+    held = " / ".join(GRAMMAR_WORDS.get(k, k) for k in kinds)
+    free = "; a self-help rewrite is free text" if "selfhelp" in spec.mitigations else ""
+    return f"note: {model} answers under a grammar admitting only {held}{free}"
 
 
 def prompt_text(study: Study, name: str) -> str:

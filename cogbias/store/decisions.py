@@ -232,6 +232,19 @@ class DecisionsRepo(StoreBase):
             return ["d.instance_id in (select id from instances where dataset = ?)"], [dataset]
         return [], []
 
+    def unreadable_errors(
+        self, run_id: str | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The test case, model and stored reason (`error`) of every decision whose answers
+        could not be read (failed, of kind `unparseable`) in a run, a dataset or all: what
+        `views.unread_answers` says in words. Such decisions are a small share of any run."""
+        clauses, params = self._filter(run_id, dataset)
+        clauses += ["d.status = ?", "d.failure_kind = 'unparseable'"]
+        return self.query(
+            f"select d.test_case, d.model, d.error from decisions d{_where(clauses)}",
+            [*params, DecisionStatus.FAILED.value],
+        )
+
     def iter_pairs(
         self,
         run_id: str | None = None,

@@ -17,6 +17,7 @@ import pandas as pd
 
 from cogbias.views.charts import MISSING_COLOR as MISSING_COLOR  # a cell without a pair
 from cogbias.views.charts import Heatmap, column_axis, column_step, heatmap_of
+from cogbias.views.explore import NONE_UNREAD, UNREAD
 from cogbias.views.numbers import MISSING, interval, p_text, percent, signed, signed_or_dash
 
 SELECTION = "cell"
@@ -40,7 +41,8 @@ def complete_grid(
 ) -> pd.DataFrame:
     """`summary`'s cells plus an empty one (n = 0, no pair at all) for every bias x model it
     lacks, so a model that never ran a bias shows a grey cell, not a gap in the page's white."""
-    frame = summary[CELL_COLUMNS]
+    kept = CELL_COLUMNS + [UNREAD] * (UNREAD in summary)
+    frame = summary[kept]
     rows = list(rows) if rows is not None else sorted(frame["bias"].unique())
     columns = list(columns) if columns is not None else sorted(frame["model"].unique())
     every = pd.MultiIndex.from_product([rows, columns], names=["bias", "model"])
@@ -51,7 +53,7 @@ def complete_grid(
     empty = pd.DataFrame(
         {"bias": absent.get_level_values(0), "model": absent.get_level_values(1), "n": 0,
          "failures": 0, "failure_rate": float("nan"), "significant": False}
-    ).reindex(columns=CELL_COLUMNS)  # fmt: skip
+    ).reindex(columns=kept)  # fmt: skip
     return pd.concat([frame, empty], ignore_index=True)
 
 
@@ -98,6 +100,8 @@ def heatmap_frame(
         "yes (BH-adjusted p < 0.05)" if sig else ("no" if pd.notna(p) else "not tested (n < 2)")
         for sig, p in zip(frame["significant"], frame["p_adjusted"], strict=True)
     ]
+    if UNREAD in frame:
+        frame[UNREAD] = frame[UNREAD].fillna(NONE_UNREAD)
     return frame
 
 
@@ -148,6 +152,7 @@ def explore_heatmap(
         alt.Tooltip("p_text:N", title="p (BH-adjusted)"),
         alt.Tooltip("failures:Q"),
         alt.Tooltip("failure_text:N", title="failure rate"),
+        *([alt.Tooltip(f"{UNREAD}:N", title="could not be read")] if UNREAD in frame else []),
     ]
     most = float(frame["n"].max() if len(frame) else 1)
     dark = "abs(datum.value) > 0.6" if view == "mean" else "datum.value > 0.7"
