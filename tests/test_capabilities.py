@@ -79,6 +79,7 @@ OPPOSITES = {
     "grammar": True,
     "prefix_cache": True,
     "writes_text": False,
+    "reasoning": True,
 }
 
 

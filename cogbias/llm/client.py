@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cogbias.llm import direct, keys, logprobs
+from cogbias.llm import direct, keys, logprobs, thinking, traces
 from cogbias.llm.errors import (
     CacheMiss,
     FatalLLMError,
@@ -55,7 +55,11 @@ class LLMResponse:
     """One answer. `cost` is in USD: 0.0 for free models (random, local) and cache hits, None
     when the model's price is unknown (recorded as unknown, never as $0);
     `latency_s` is the duration of the successful HTTP attempt (or of the original call,
-    for cached answers); `key` is the cache key, to link stored rows to `llm_calls`."""
+    for cached answers); `key` is the cache key, to link stored rows to `llm_calls`.
+    `text` is the answer without its reasoning: a reasoning model's trace (a field of its own
+    or inline `<think>` tags, `core.reasoning`) is `reasoning`, and the tokens it took
+    `reasoning_tokens` (as the provider counted them; cached answers keep theirs);
+    `finish_reason` is the provider's (None when unknown or cached)."""
 
     text: str
     prompt_tokens: int
@@ -65,6 +69,9 @@ class LLMResponse:
     cached: bool
     key: str = ""
     cost_saved: float = 0.0
+    reasoning: str = ""
+    reasoning_tokens: int = 0
+    finish_reason: str | None = None
 
 
 class ResponseCache(Protocol):
@@ -254,16 +261,21 @@ class LLMClient:
                     "completion_tokens": response.completion_tokens,
                     "cost": response.cost,
                     "latency_s": response.latency_s,
+                    "reasoning": response.reasoning or None,
+                    "reasoning_tokens": response.reasoning_tokens,
                 },
             )
         return response
 
     def _saved(self, hit: Mapping[str, Any], key: str) -> LLMResponse:
         """A response that cost nothing now: what it cost originally counts as saved (but not
-        for answers a batch engine delivered for this purpose: the run paid for those)."""
+        for answers a batch engine delivered for this purpose: the run paid for those). An
+        answer cached with its trace inline (before traces were kept apart, or delivered by a
+        batch) is split as a fresh one is."""
         self.stats.cache_hits += 1
+        split = traces.split(hit["text"], hit.get("reasoning"), traces.cached_json(hit))
         response = LLMResponse(
-            text=hit["text"],
+            text=split.answer,
             prompt_tokens=int(hit.get("prompt_tokens") or 0),
             completion_tokens=int(hit.get("completion_tokens") or 0),
             cost=0.0,
@@ -271,6 +283,8 @@ class LLMClient:
             cached=True,
             key=key,
             cost_saved=0.0 if hit.get("source") == "batch" else float(hit.get("cost") or 0.0),
+            reasoning=split.trace,
+            reasoning_tokens=int(hit.get("reasoning_tokens") or 0),
         )
         self.stats.tokens_saved += response.prompt_tokens + response.completion_tokens
         self.stats.cost_saved += response.cost_saved
@@ -322,6 +336,8 @@ class LLMClient:
         grammar = kwargs.pop("grammar", None)
         if grammar is not None:
             kwargs["extra_body"] = {"grammar": grammar}
+        if req.thinking_budget is not None:  # litellm maps it onto Anthropic's and Gemini's
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": req.thinking_budget}
         kwargs["num_retries"] = 0  # we retry ourselves, see module docstring
         kwargs["drop_params"] = True  # e.g. `seed` for providers without it, instead of a 400
         if api_base:
@@ -366,7 +382,7 @@ class LLMClient:
                     error = classify(exc, model_id, api_base, key or "", keys.auth_hint(profile))
                     retry_after = retry_after_seconds(exc)
                 else:
-                    return self._to_response(*answer, model_id, profile)
+                    return self._to_response(answer, kwargs, model_id, profile)
             # Raised outside the except block so the provider's exception (whose text may
             # contain a key) is neither chained nor shown in tracebacks.
             if isinstance(error, FatalLLMError) or not error.retryable:
@@ -396,54 +412,55 @@ class LLMClient:
         kwargs: dict[str, Any],
         timeout: float,
         key: str | None,
-    ) -> tuple[str | None, int, int, float]:
-        """One attempt: (text, prompt tokens, completion tokens, latency)."""
+    ) -> traces.Attempt:
+        """One attempt: the answer, its tokens and trace, and its latency."""
         if profile.direct and api_base:  # `kwargs` is the chat body
             hint = keys.auth_hint(profile)
             data, latency = await direct.chat(api_base, kwargs, profile.id, timeout, key, hint)
-            text, prompt_tokens, completion_tokens = direct.answer_of(data)
-            if kwargs.get("top_logprobs") is not None:
-                text = logprobs.encode_answer(data, profile.id)
-            return text, prompt_tokens, completion_tokens, latency
-        kwargs["timeout"] = timeout
-        started = time.perf_counter()
-        # litellm passes the timeout on to the HTTP client; the outer guard makes sure a
-        # provider that never answers cannot hold a call past its deadline.
-        raw = await asyncio.wait_for(get_litellm().acompletion(**kwargs), timeout + 5.0)
-        latency = time.perf_counter() - started
-        try:
-            text = raw.choices[0].message.content
-        except (AttributeError, IndexError):
-            text = None
+        else:
+            kwargs["timeout"] = timeout
+            started = time.perf_counter()
+            # litellm passes the timeout on to the HTTP client; the outer guard makes sure a
+            # provider that never answers cannot hold a call past its deadline.
+            raw = await asyncio.wait_for(get_litellm().acompletion(**kwargs), timeout + 5.0)
+            latency = time.perf_counter() - started
+            data = raw.model_dump()
+        text, prompt_tokens, completion_tokens = direct.answer_of(data)
         if kwargs.get("top_logprobs") is not None:
-            text = logprobs.encode_answer(raw.model_dump(), profile.id)
-        usage = getattr(raw, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        return text, prompt_tokens, completion_tokens, latency
+            text = logprobs.encode_answer(data, profile.id)
+        return traces.Attempt(
+            text, prompt_tokens, completion_tokens, latency, *direct.reasoning_of(data)
+        )
 
     def _to_response(
         self,
-        text: str | None,
-        prompt_tokens: int,
-        completion_tokens: int,
-        latency: float,
+        answer: traces.Attempt,
+        kwargs: Mapping[str, Any],
         model_id: str,
         profile: ModelProfile,
     ) -> LLMResponse:
-        if not text or not text.strip():
+        """The attempt's answer with its trace taken out (`core.reasoning`), priced with its
+        thinking as output; an answer that is empty once the trace is out fails, as
+        "stopped while reasoning" when the model ran out of room thinking."""
+        split = traces.split(answer.text, answer.reasoning, traces.json_asked(kwargs))
+        billed = thinking.billed_output(answer.completion_tokens, answer.reasoning_tokens)
+        cost = profile.price_per_call(answer.prompt_tokens, billed)
+        if not split.answer.strip():
             self.stats.failures += 1
-            raise LLMError(f"{model_id}: empty answer", kind="empty", model=model_id)
-        # A lone surrogate ("\ud800", valid in JSON, not in UTF-8) would make every later
-        # write of the answer fail (cache, records): keep the rest and mark it.
-        text = text.encode("utf-8", "replace").decode("utf-8")
+            # paid for all the same: a spend cap and the run's cost count it
+            self.stats.tokens += answer.prompt_tokens + answer.completion_tokens
+            self.stats.cost += cost or 0.0
+            raise traces.no_answer(answer, split, kwargs, model_id)
         return LLMResponse(
-            text=text,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            cost=profile.price_per_call(prompt_tokens, completion_tokens),
-            latency_s=latency,
+            text=split.answer,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            cost=cost,
+            latency_s=answer.latency,
             cached=False,
+            reasoning=split.trace,
+            reasoning_tokens=answer.reasoning_tokens,
+            finish_reason=answer.finish_reason,
         )
 
 
@@ -467,4 +484,6 @@ def _as_record(response: LLMResponse) -> dict[str, Any]:
         "completion_tokens": response.completion_tokens,
         "cost": response.cost,
         "latency_s": response.latency_s,
+        "reasoning": response.reasoning,
+        "reasoning_tokens": response.reasoning_tokens,
     }

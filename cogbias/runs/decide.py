@@ -24,6 +24,7 @@ from cogbias.core.reading import (
 )
 from cogbias.core.records import (
     ABSTAINED,
+    STOPPED_REASONING,
     Decision,
     Instance,
     cap_text,
@@ -359,7 +360,10 @@ def failed_decision(
 
 
 # A pair fails with its most retryable half's kind: a transient half must be asked again.
-KIND_RANK = {kind: i for i, kind in enumerate(("transient", "invalid", "unparseable", "fatal"))}
+KIND_RANK = {
+    kind: i
+    for i, kind in enumerate(("transient", "invalid", STOPPED_REASONING, "unparseable", "fatal"))
+}
 
 
 def decision_row(

@@ -191,7 +191,9 @@ class StoreBase:
             for version in range(self.schema_version + 1, SCHEMA_VERSION + 1):
                 if "meta" not in self.db.table_names():
                     self.db["meta"].create({"key": str, "value": str}, pk="key")
-                MIGRATIONS[version](self.db)
+                migrate = MIGRATIONS.get(version)  # a number may be held for a parallel change
+                if migrate is not None:
+                    migrate(self.db)
                 self.db["meta"].upsert({"key": "schema_version", "value": str(version)}, pk="key")
 
     @contextlib.contextmanager

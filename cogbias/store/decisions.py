@@ -17,7 +17,17 @@ _PROVIDER_TEXTS = (
     "treatment_answer",
     "control_extraction",
     "treatment_extraction",
+    "control_reasoning",
+    "treatment_reasoning",
+    "control_rewrite",
+    "treatment_rewrite",
 )
+
+# Texts of any length a model wrote: capped as they are stored (cut ones mark `truncated`).
+_CAPPED = (
+    "control_answer", "treatment_answer", "control_reasoning", "treatment_reasoning",
+    "control_rewrite", "treatment_rewrite",
+)  # fmt: skip
 
 _INSTANCE_JSON = ("control", "treatment", "insertions", "values_json")  # inside strings only
 
@@ -113,7 +123,7 @@ class DecisionsRepo(StoreBase):
         clean, stamp = redactor(), created_at or now()
         for row in rows:
             row.update(redact_row(row, clean, _PROVIDER_TEXTS, _PROVIDER_JSON))
-            for half in ("control_answer", "treatment_answer"):
+            for half in _CAPPED:
                 row[half], cut = cap_text(row[half])
                 row["truncated"] = int(bool(row["truncated"]) or cut)
             row["created_at"] = row["created_at"] or stamp

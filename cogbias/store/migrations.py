@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 16
 
 # The texts of a study turn (`study_calls`), every one redacted when stored (`store.turns`; a
 # self-help rewrite becomes the next prompt and its value): as texts, and JSON texts inside
@@ -370,6 +370,34 @@ def _schema_v13(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists class_model_answers_run on class_model_answers (run_id)")
 
 
+# Issue 44's columns (migration 16): decisions keep each half's trace, the pair's thinking
+# tokens, the trace signal and a self-help rewrite; the cache keeps each answer's trace.
+_DECISION_REASONING = {
+    "control_reasoning": "text",
+    "treatment_reasoning": "text",
+    "reasoning_tokens": "integer",
+    "control_trace_mentions": "integer",
+    "treatment_trace_mentions": "integer",
+    "control_rewrite": "text",
+    "treatment_rewrite": "text",
+}
+_CALL_REASONING = {"reasoning": "text", "reasoning_tokens": "integer"}
+
+
+def _schema_v16(db: sqlite_utils.Database) -> None:
+    """Issue 44, reasoning models and interventions: a reasoning model's trace of each half,
+    kept apart from its answer, with its thinking tokens (`decisions`, and each cached answer
+    in `llm_calls`, so an answer read from the cache keeps its trace); whether a trace names
+    the treatment's eliciting detail; a self-help rewrite of each half. Self-contained and
+    tolerant: a column already there is kept (a file whose version was set back, or a
+    renumbered migration)."""
+    for table, columns in (("decisions", _DECISION_REASONING), ("llm_calls", _CALL_REASONING)):
+        have = db[table].columns_dict
+        for column, kind in columns.items():
+            if column not in have:
+                db.execute(f"alter table {table} add column {column} {kind}")
+
+
 def _chunks(items: list[Any], size: int = 200) -> Iterator[list[Any]]:
     """Lists of at most `size` items: SQLite binds at most 999 parameters a statement."""
     for start in range(0, len(items), size):
@@ -390,4 +418,5 @@ MIGRATIONS = {
     11: _schema_v11,
     12: _schema_v12,
     13: _schema_v13,
+    16: _schema_v16,
 }
