@@ -20,6 +20,7 @@ from cogbias.cli.options import (
     add_batch,
     add_calls,
     add_db,
+    add_factors,
     add_reading,
     add_scoring,
     is_token_bias,
@@ -58,6 +59,9 @@ _RUN_DEFAULTS: dict[str, Any] = dict(
     scoring=scorers.DEFAULT,
     samples=None,
     reducer=None,
+    reasoning_effort=None,
+    thinking_budget=None,
+    intervention="none",
     extractor=None,
     option_order=None,
     reading=READ_ANSWER,
@@ -179,6 +183,7 @@ def _answers(p: argparse.ArgumentParser, biases: str) -> None:
         help="comma-separated prompting methods, one run each: baseline, zs_cot, one_shot, "
         "few_shot, one_shot_cot, few_shot_cot (a name swap: one_shot@Bob)",
     )
+    add_factors(p)
     p.add_argument(
         "--option-order",
         choices=OPTION_ORDERS,

@@ -91,8 +91,9 @@ _COMMON = frozenset(
 def eliciting_detail(control: str, treatment: str) -> tuple[str, ...]:
     """The words and numbers of the treatment's text that its control lacks: what the two
     halves differ in, read word by word (`difflib` on the words), keeping numbers and words
-    of four letters or more that occur nowhere in the control. Empty when the treatment adds
-    nothing the control does not say (e.g. only the options' order differs)."""
+    of four letters or more that occur nowhere in the control. Callers pass the halves'
+    situation and prompt without the options, which both halves share (an anchor's number
+    may be one of them). Empty when the treatment adds nothing the control does not say."""
     before, after = control.split(), treatment.split()
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     added = " ".join(

@@ -31,6 +31,7 @@ from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_serv
 from cogbias.llm.profiles import ModelProfile, resolve
 from cogbias.llm.random_provider import answer as random_answer
 from cogbias.llm.request import LLMRequest, cache_key
+from cogbias.llm.spending import SpendCap
 
 _litellm_module: Any = None
 
@@ -56,10 +57,8 @@ class LLMResponse:
     when the model's price is unknown (recorded as unknown, never as $0);
     `latency_s` is the duration of the successful HTTP attempt (or of the original call,
     for cached answers); `key` is the cache key, to link stored rows to `llm_calls`.
-    `text` is the answer without its reasoning: a reasoning model's trace (a field of its own
-    or inline `<think>` tags, `core.reasoning`) is `reasoning`, and the tokens it took
-    `reasoning_tokens` (as the provider counted them; cached answers keep theirs);
-    `finish_reason` is the provider's (None when unknown or cached)."""
+    `text` is the answer alone: a reasoning model's trace (`llm.traces`) is `reasoning`, with
+    its `reasoning_tokens` (kept when cached); `finish_reason` is the provider's, if known."""
 
     text: str
     prompt_tokens: int
@@ -132,6 +131,7 @@ class LLMClient:
         on_miss: makes the client cache-only: a request the cache cannot answer is handed to
             `on_miss(key, request, profile)` once per key and raises `CacheMiss`, so a batch
             round learns exactly which calls a run would make next without making any.
+        spend_cap: a call that could pass it is not sent (`llm.spending`: `SpendCapReached`).
     """
 
     def __init__(
@@ -149,8 +149,10 @@ class LLMClient:
         max_retry_after: float = 120.0,
         on_miss: Callable[[str, LLMRequest, ModelProfile], None] | None = None,
         api_key_env: str | None = None,
+        spend_cap: SpendCap | None = None,
     ) -> None:
         self.cache = cache
+        self.spend_cap = spend_cap
         self.api_key_env = api_key_env
         self.concurrency = concurrency
         self.timeout = timeout
@@ -227,11 +229,13 @@ class LLMClient:
             first = await asyncio.shield(waiting)
             self.stats.merged += 1
             return self._saved(_as_record(first), key)
+        held = self.spend_cap.hold(req, profile) if self.spend_cap else 0.0  # or stop the run
         future: asyncio.Future[LLMResponse] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
             response = await self._call(req, profile)
         except BaseException as exc:
+            self._spent(held, getattr(exc, "cost", None))  # an empty answer was paid for
             if isinstance(exc, Exception):
                 future.set_exception(exc)
             else:  # cancelled: the identical requests waiting on this one fail as transient
@@ -243,6 +247,7 @@ class LLMClient:
         finally:
             self._in_flight.pop(key, None)
         future.set_result(response)
+        self._spent(held, response.cost)
         response.key = key
         self.stats.tokens += response.prompt_tokens + response.completion_tokens
         if response.cost is None:
@@ -266,6 +271,10 @@ class LLMClient:
                 },
             )
         return response
+
+    def _spent(self, held: float, cost: float | None) -> None:
+        if self.spend_cap is not None:
+            self.spend_cap.release(held, cost)
 
     def _saved(self, hit: Mapping[str, Any], key: str) -> LLMResponse:
         """A response that cost nothing now: what it cost originally counts as saved (but not
@@ -450,7 +459,9 @@ class LLMClient:
             # paid for all the same: a spend cap and the run's cost count it
             self.stats.tokens += answer.prompt_tokens + answer.completion_tokens
             self.stats.cost += cost or 0.0
-            raise traces.no_answer(answer, split, kwargs, model_id)
+            error = traces.no_answer(answer, split, kwargs, model_id)
+            error.cost = cost  # type: ignore[attr-defined]
+            raise error
         return LLMResponse(
             text=split.answer,
             prompt_tokens=answer.prompt_tokens,

@@ -19,15 +19,16 @@ from cogbias.library import examples
 from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
 from cogbias.llm.profiles import resolve
-from cogbias.runs import pipeline, scorers
+from cogbias.runs import factors, pipeline, scorers
 from cogbias.runs import prompting as prompting_methods
 from cogbias.store import Store
+from cogbias.studies import interventions
 from cogbias.studies.tokenbias_hypotheses import holds_token_bias_pairs
 
 SPEC_VERSION = 1
 # Rough token use per LLM call, for estimates before a run (measured on the built-in library).
-EST_PROMPT_TOKENS = {"generate": 450, "decide": 330, "extract": 200}
-EST_COMPLETION_TOKENS = {"generate": 120, "decide": 180, "extract": 4}
+EST_PROMPT_TOKENS = {"generate": 450, "decide": 330, "extract": 200, "rewrite": 400}
+EST_COMPLETION_TOKENS = {"generate": 120, "decide": 180, "extract": 4, "rewrite": 330}
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,11 @@ class RunSpec:
     # `choice` asked N times is stored as `consistency:N`, whose N `samples` then repeats
     samples: int = 1
     reducer: str | None = None
+    # how much a reasoning model may think and the debiasing intervention (`runs.factors`):
+    # one value each per run, as `prompting` is; None / "none" ask as runs did before
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+    intervention: str = interventions.NONE
 
     def __post_init__(self) -> None:
         scoring, samples, reducer = scorers.spelled(self.scoring, self.samples, self.reducer)
@@ -177,7 +183,10 @@ class Plan:
         scorer = scorers.get(self.spec.scoring)
         asked = len(self.instance_ids) * self.spec.repeats * 2 * self.spec.samples * len(llm_models)
         # a scorer that reads no sampled answer (log-probabilities) extracts nothing
-        return {"generate": gen, "decide": asked, "extract": asked if scorer.reads_answers else 0}
+        calls = {"generate": gen, "decide": asked, "extract": asked if scorer.reads_answers else 0}
+        if self.spec.intervention == interventions.SELF_HELP:  # a rewrite before each answer
+            calls["rewrite"] = asked
+        return calls
 
     def estimated_cost(self, batch: bool = False) -> float | None:
         """USD for priced models (computed once per model); None when a price is unknown.
@@ -195,8 +204,9 @@ class Plan:
                 continue
             profile = resolve(model, self.spec.api_base)
             price_of = profile.batch_price_per_call if batch else profile.price_per_call
+            thought = factors.thinking_per_call(model, self.spec)  # an estimate, as output
             for kind, n in counts.items():
-                price = price_of(EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind])
+                price = price_of(EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind] + thought)
                 if price is None:
                     return None
                 total += n * price
@@ -214,6 +224,7 @@ class Plan:
         )
         if self.spec.prompting != prompting_methods.BASELINE:
             source += f" (prompting {self.spec.prompting})"
+        source += factors.described(self.spec)
         if self.spec.reading == READ_EXTRACTION:
             reader = self.spec.extractor or "each decision model"
             source += f" (every answer read by an extraction call to {reader}, as the paper did)"
@@ -227,12 +238,21 @@ class Plan:
         return (
             f"run {self.spec.run_id}: {source} x {len(self.spec.models)} models x {self.spec.repeats} repeats "
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
-            f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract); "
+            f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract"
+            + (f", {calls['rewrite']} self-help rewrites" if "rewrite" in calls else "")
+            + f"){self._thinking()}; "
             f"estimated cost: {'unknown (unpriced model)' if cost is None else f'${cost:.4f}'}"
             + ("" if not cost or batch_cost is None else f", ${batch_cost:.4f} with --batch")
             + " (answers already in the cache are free)"
             + self.kept_note()
         )
+
+    def _thinking(self) -> str:
+        """The plan's estimate of its reasoning models' thinking tokens, or ''."""
+        calls = self.llm_calls()
+        llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
+        per_model = sum(v for k, v in calls.items() if k != "generate") // max(len(llm_models), 1)
+        return factors.thinking_note(llm_models, self.spec, per_model)
 
     def kept_note(self) -> str:
         """What an existing run keeps of older test case versions, or ''."""
@@ -338,7 +358,7 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
     if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
         raise ValueError("scenarios, instances and repeats must be at least 1")
     prompting_methods.parse(spec.prompting)
-    problem = reading_refusal(spec.reading, spec.scoring)
+    problem = reading_refusal(spec.reading, spec.scoring) or factors.refusal(spec)
     if problem:
         raise ValueError(problem)
     if spec.option_order is None:
