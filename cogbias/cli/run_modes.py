@@ -1,4 +1,5 @@
-"""`cogbias run pairs|dataset|study` and `cogbias results pairs|dataset|run|study|hypotheses`.
+"""`cogbias run pairs|dataset|study` and `cogbias results pairs|dataset|run|study|hypotheses|
+compare`.
 
 One parser per mode, the flags every run takes in a parent parser, so a flag that does not
 apply to a mode is an argparse error instead of being ignored. The handlers in cli/runs.py and
@@ -36,7 +37,7 @@ from cogbias.library import examples
 from cogbias.runs import scorers
 
 RUN_MODES = ("pairs", "dataset", "study")
-RESULTS_MODES = ("pairs", "dataset", "run", "study", "hypotheses")
+RESULTS_MODES = ("pairs", "dataset", "run", "study", "hypotheses", "compare")
 TOKEN_BIAS_STUDY = "tokenbias"  # a study by name, a dataset run by nature (docs/tokenbias.md)
 
 # The flags of the single `run` and `results`, with their defaults: what a mode lacks.
@@ -359,6 +360,9 @@ def add_results(commands: Any) -> None:
     parsers["`cogbias results hypotheses NAME`"] = p
     for p in parsers.values():
         p.set_defaults(handler=_results_mode)
+    from cogbias.cli import factors
+
+    parsers["`cogbias results compare`"] = factors.add_compare(modes, common)
     _register(parsers)
 
 

@@ -349,6 +349,49 @@ class DecisionsRepo(StoreBase):
             [*params, model_a, model_b, model_a, model_b],
         )
 
+    def run_scores(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Per run, bias, model and instance: the mean score of its scored decisions (repeats
+        averaged), so each instance is one pair when runs on the same instances are compared
+        (a factor's levels, `studies.factor_effects`)."""
+        marks = ",".join("?" * len(run_ids))
+        return self.query(
+            "select d.run_id, d.test_case as bias, d.model, d.instance_id, "
+            "avg(d.score) as score from decisions d "
+            f"where d.run_id in ({marks}) and d.status = 'ok' and d.score is not null "
+            "group by d.run_id, d.test_case, d.model, d.instance_id "
+            "order by d.run_id, d.test_case, d.model, d.instance_id",
+            list(run_ids),
+        )
+
+    def run_thinking(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Per run and model: its pairs, those whose answers reported thinking tokens, the
+        tokens they reported and what the pairs cost when asked (cached ones nothing)."""
+        marks = ",".join("?" * len(run_ids))
+        return self.query(
+            "select d.run_id, d.model, count(*) as pairs, "
+            "count(d.reasoning_tokens) as reported, "
+            "coalesce(sum(d.reasoning_tokens), 0) as reasoning_tokens, "
+            "coalesce(sum(d.cost), 0) as cost from decisions d "
+            f"where d.run_id in ({marks}) group by d.run_id, d.model order by d.run_id, d.model",
+            list(run_ids),
+        )
+
+    def trace_signal(
+        self, run_id: str | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Per run, bias and model: the halves with a trace whose signal was read (a
+        treatment detail to look for) and those whose trace names it (`core.reasoning`)."""
+        clauses, params = self._filter(run_id, dataset)
+        halves = ("d.control_trace_mentions", "d.treatment_trace_mentions")
+        return self.query(
+            "select d.run_id, d.test_case as bias, d.model, "
+            f"count({halves[0]}) + count({halves[1]}) as traced, "
+            f"coalesce(sum({halves[0]}), 0) + coalesce(sum({halves[1]}), 0) as mentioning "
+            f"from decisions d{_where([*clauses, f'({halves[0]} is not null or {halves[1]} is not null)'])} "
+            "group by d.run_id, d.test_case, d.model order by d.run_id, d.test_case, d.model",
+            params,
+        )
+
     def instance_pairs(self, instance_id: str, models: Sequence[str]) -> list[Pair]:
         """Every decision of these models on one instance, as `pairs` returns them."""
         marks = ",".join("?" * len(models))

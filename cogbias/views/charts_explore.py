@@ -106,11 +106,11 @@ def _legend(**kwargs: object) -> alt.Legend:
     return alt.Legend(orient="bottom", direction="horizontal", gradientLength=220, **kwargs)
 
 
-def _color(view: str, max_n: float) -> alt.Color:
+def _color(view: str, max_n: float, measure: str = "mean score") -> alt.Color:
     if view == "mean":
         scale = alt.Scale(domain=[-1, 1], domainMid=0, scheme="redblue", reverse=True, clamp=True)
         legend = _legend(values=[-1, -0.5, 0, 0.5, 1])
-        return alt.Color("value:Q", scale=scale, title="mean score", legend=legend)
+        return alt.Color("value:Q", scale=scale, title=measure, legend=legend)
     if view == "failure_rate":
         # 0% is white: "nothing failed" must not look like a warning colour. Interpolated in
         # RGB: Vega's default (HCL) drew 0% pale yellow, not the white the caption promises.
@@ -126,11 +126,15 @@ def explore_heatmap(
     rows: Sequence[str] | None = None,
     columns: Sequence[str] | None = None,
     names: Mapping[str, str] | None = None,
+    measure: str = "mean score",
+    tested: str = "significant after BH over all cells",
 ) -> alt.LayerChart:
     """Heatmap of `summary` (as `studies.cells.heatmap_summary` returns it); click selects a cell.
 
     Rows are labelled with `names` (bias id -> display name) where given; clicks still
-    report the bias id.
+    report the bias id. Another table of the same columns draws the same way: `measure`
+    names what `mean` holds (a factor's mean change, `views.factor_view`) and `tested` what
+    its significance was corrected over.
     """
     rows = list(rows) if rows is not None else sorted(summary["bias"].unique())
     columns = list(columns) if columns is not None else sorted(summary["model"].unique())
@@ -150,10 +154,10 @@ def explore_heatmap(
     tooltip = [
         alt.Tooltip("bias_name:N", title="bias"),
         alt.Tooltip("model:N"),
-        alt.Tooltip("mean_text:N", title="mean"),
+        alt.Tooltip("mean_text:N", title=measure),
         alt.Tooltip("n:Q", title="n (scored pairs)"),
         alt.Tooltip("ci:N", title=CI_TITLE),
-        alt.Tooltip("verdict:N", title="significant after BH over all cells"),
+        alt.Tooltip("verdict:N", title=tested),
         alt.Tooltip("p_text:N", title="p (BH-adjusted)"),
         alt.Tooltip("failures:Q"),
         alt.Tooltip("failure_text:N", title="failure rate"),
@@ -161,7 +165,7 @@ def explore_heatmap(
     colored = (
         base.transform_filter("datum.has_value")
         .mark_rect(aria=False, stroke="#dee2e6", strokeWidth=0.5)
-        .encode(color=_color(view, float(frame["n"].max() if len(frame) else 1)))
+        .encode(color=_color(view, float(frame["n"].max() if len(frame) else 1), measure))
     )
     empty = base.transform_filter("!datum.has_value").mark_rect(color=MISSING_COLOR, aria=False)
     dark = "abs(datum.value) > 0.6" if view == "mean" else "datum.value > 0.7"

@@ -200,6 +200,13 @@ def paired_settings(run: Run) -> tuple[str, ...]:
         f"Prompting: {spec.get('prompting') or 'baseline'}; option order: "
         f"{spec.get('option_order') or 'half_reversed'}; extraction by "
         f"{spec.get('extractor') or 'each decision model'}",
+        f"Reasoning effort: {spec.get('reasoning_effort') or 'each model’s own'}"
+        + (
+            f", thinking budget {spec['thinking_budget']:,} tokens"
+            if spec.get("thinking_budget")
+            else ""
+        )
+        + f"; intervention: {spec.get('intervention') or 'none'}",
         f"Scenarios: {spec.get('scenarios', 1)}, instances per test case and scenario: "
         f"{spec.get('instances', 1)}"
         + (f", at most {spec['per_bias']} per bias" if spec.get("per_bias") else ""),
