@@ -1,8 +1,9 @@
-"""Compare: two models on the same instances, bias by bias (paired differences)."""
+"""Compare: two models on the same instances, bias by bias (paired differences), or a factor's
+levels (reasoning efforts, interventions) against a reference (`_factor`)."""
 
 import streamlit as st
 
-from app_pages import _figure, _pair, _report
+from app_pages import _factor, _figure, _pair, _report
 from app_pages._common import (
     keep,
     open_store_or_stop,
@@ -25,6 +26,24 @@ st.caption(
     "and a Wilcoxon signed-rank test, Benjamini–Hochberg adjusted across biases."
 )
 store = open_store_or_stop()
+keep("cmp_mode")
+if (
+    st.radio(
+        "Compare",
+        ["models", "factor"],
+        format_func={
+            "models": "Two models",
+            "factor": "A factor: reasoning effort levels or interventions",
+        }.get,
+        horizontal=True,
+        key="cmp_mode",
+        help="A factor: runs that differ in that setting alone, each level against a "
+        "reference on the same instances (which interventions reduce which biases).",
+    )
+    == "factor"
+):
+    _factor.show(store)
+    st.stop()
 sources, source_label = result_sources(kinds.records(store), store.datasets())
 keep("cmp_source", allowed=sources)
 if st.session_state.get("cmp_source") not in sources:

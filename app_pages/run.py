@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages import _launch, _progress
+from app_pages import _launch, _progress, _run_factors
 from app_pages._common import (
     RANDOM_MODEL,
     case_label,
@@ -55,7 +55,7 @@ READING_LABELS = {
 KEPT = (
     "run_source run_all run_scenarios run_instances run_per_bias run_base run_custom_model "
     "run_temperature run_repeats run_seed run_scoring run_scoring_samples run_scoring_reducer "
-    "run_reading"
+    "run_reading run_effort run_budget run_intervention run_max_cost"
 ).split()
 
 st.title("Run a batch")
@@ -88,6 +88,7 @@ def what_to_run() -> tuple[RunSpec | None, bool]:
     seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
     scoring = scoring_choice("run_scoring")  # the spec's scoring, samples and reducer
     reading, extractor = reading_asked(scoring["scoring"])
+    factors = _run_factors.factors_asked()
     asked = [*decision_models, generator, *([extractor] if extractor else [])]
     bases = endpoints(asked, custom_base)
     if not decision_models:
@@ -108,6 +109,7 @@ def what_to_run() -> tuple[RunSpec | None, bool]:
         **scoring,
         extractor=extractor,
         reading=reading,
+        **factors,
         **instances,
     )
     return spec, stale
@@ -301,17 +303,10 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
             f"This exact run already finished ({existing['done']} pairs). Starting it again "
             "only does work that is missing; change the seed or the models for new results."
         )
-    batch_cost = plan.get("batch_cost")
-    use_batch = st.checkbox(
-        "Send the calls through the provider's Batch API"
-        + (f" (estimated ${batch_cost:,.4f})" if batch_cost else ""),
-        key="run_batch",
-        help="Half price and no rate limits, for OpenAI, OpenAI-compatible servers and "
-        "Anthropic (Message Batches); "
-        "answers arrive within hours. The run polls its batches and can be resumed.",
-    )
-    if st.button("Start run", type="primary", key="run_start", disabled=busy) and not stale:
-        run_id = _launch.launch("run", spec, batch=use_batch)
+    use_batch, allowed = _run_factors.how_to_send(plan.get("batch_cost"))
+    start = st.button("Start run", type="primary", key="run_start", disabled=busy)
+    if start and not stale and allowed:
+        run_id = _launch.launch("run", spec, batch=use_batch, max_cost=_run_factors.max_cost())
         if run_id is not None:
             _mark_started(run_id)
             st.rerun()
@@ -460,7 +455,9 @@ def run_buttons(pick: str, picked: dict, gone: bool) -> None:
         and not gone
     )
     resume = picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume") and not gone
-    if (resume or retry) and _launch.resume("run", pick, retry_failed=retry):
+    if (resume or retry) and _launch.resume(
+        "run", pick, retry_failed=retry, max_cost=_run_factors.max_cost()
+    ):
         _mark_started(pick)
         st.rerun()
     cancel = picked["status"] in ACTIVE - {run_record.RunStatus.CANCELLING} and b4.button(

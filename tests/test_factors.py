@@ -167,3 +167,43 @@ def test_runs_that_differ_in_more_than_the_factor_are_refused_by_name(tmp_path, 
                  "--db", str(db)])  # fmt: skip
     assert code != 0
     assert "differ in more than the intervention" in capsys.readouterr().err
+
+
+def test_compare_has_a_factor_mode_with_the_heatmap_and_the_numbers(app_db, capsys):
+    from tests.test_app_pages import assert_clean, chart_specs, open_page
+
+    assert main(["run", "pairs", "--models", "random", "--biases", "anchoring,framing_effect",
+                 "--instances", "4", "--intervention", "none,awareness,cot",
+                 "--db", str(app_db)]) == 0  # fmt: skip
+    at = open_page("compare")
+    at.radio(key="cmp_mode").set_value("factor").run()
+    assert_clean(at)
+    at.radio(key="cmp_factor").set_value("intervention").run()
+    assert_clean(at)
+    assert at.selectbox(key="cmp_reference").value == "none"
+    [spec] = [s for s in chart_specs(at) if "mean change vs none" in json.dumps(s)]
+    # a column per level against the reference, in the factor's order
+    assert '"sort": ["awareness", "cot"]' in json.dumps(spec)
+    numbers = next(d.value for d in at.dataframe if "mean change" in d.value.columns)
+    assert set(numbers["intervention"]) == {"awareness", "cot"} and len(numbers) == 4
+    at.selectbox(key="cmp_reference").set_value("cot").run()
+    assert_clean(at)
+    numbers = next(d.value for d in at.dataframe if "mean change" in d.value.columns)
+    assert set(numbers["intervention"]) == {"none", "awareness"}
+
+
+def test_the_run_page_sets_effort_intervention_and_a_spend_cap(app_db):
+    from tests.test_app_pages import assert_clean, open_page, texts
+
+    at = open_page("run")
+    at.multiselect(key="run_biases").set_value(["anchoring"])
+    at.multiselect(key="run_models").set_value(["random", "local/smollm2"])
+    at.selectbox(key="run_intervention").set_value("awareness")
+    at.selectbox(key="run_effort").set_value("high").run()
+    assert_clean(at)
+    assert "local/smollm2 is not known to" in texts(at)  # refused before any call, by name
+    at.multiselect(key="run_models").set_value(["random"]).run()
+    at.number_input(key="run_max_cost").set_value(0.5).run()
+    assert_clean(at)
+    assert "cannot be planned" not in texts(at)
+    assert at.button(key="run_start") is not None

@@ -149,3 +149,23 @@ def test_a_thinking_budget_out_of_range_is_refused_by_name(tmp_path, capsys, bud
     with pytest.raises(SystemExit):
         main(["run", "pairs", "--models", "random", "--thinking-budget", budget, "--dry-run"])
     assert "--thinking-budget" in capsys.readouterr().err
+
+
+def test_explore_shows_each_trace_collapsed_and_the_trace_signal(isolated_home, app_db):
+    from tests.test_app_pages import assert_clean, open_page, texts
+
+    with FakeLLMServer(Thinker()) as srv:
+        register_thinker(isolated_home, srv.base_url)
+        run_id = run_thinker(app_db.parent, srv)
+    (app_db.parent / "r.db").rename(app_db)
+    at = open_page("explore")
+    at.selectbox(key="explore_source").set_value(f"run:{run_id}").run()
+    at.selectbox(key="explore_bias").set_value("anchoring")
+    at.selectbox(key="explore_model").set_value(THINKER).run()
+    assert_clean(at)
+    labels = [e.label for e in at.expander]
+    assert any(label.startswith("Trace signal") for label in labels)
+    traces = [label for label in labels if label.startswith("Reasoning trace (")]
+    assert len(traces) == 2 * 3  # both halves of the cell's three pairs, each collapsed
+    assert "Tentatively, I choose Option 7" in "\n".join(str(t.value) for t in at.text)
+    assert "string match" in texts(at)

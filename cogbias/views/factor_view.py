@@ -168,17 +168,33 @@ def thinking_numbers(tables: FactorTables) -> pd.DataFrame:
 
 
 def trace_numbers(tables: FactorTables, names: Mapping[str, str]) -> pd.DataFrame:
-    t = tables.traces
-    return pd.DataFrame(
+    return signal_numbers(tables.traces, names, tables.factor_set.factor)
+
+
+def signal_numbers(
+    traces: pd.DataFrame, names: Mapping[str, str], level: str | None = None
+) -> pd.DataFrame:
+    """The trace signal per cell (`factor_effects.trace_shares`) as a page shows it, with its
+    level column titled `level` (none for all runs together: Explore)."""
+    frame = pd.DataFrame(
         {
-            tables.factor_set.factor: t["level"],
-            "bias": [names.get(b, b) for b in t["bias"]],
-            "model": t["model"],
-            "halves with a trace": t["traced"].astype(int),
-            "naming the detail": t["mentioning"].astype(int),
-            "share (string match)": [MISSING if missing(v) else f"{v:.0%}" for v in t["share"]],
+            "bias": [names.get(b, b) for b in traces["bias"]],
+            "model": traces["model"],
+            "halves with a trace": traces["traced"].astype(int),
+            "naming the detail": traces["mentioning"].astype(int),
+            "share (string match)": [
+                MISSING if missing(v) else f"{v:.0%}" for v in traces["share"]
+            ],
         }
     )
+    if level is not None:
+        frame.insert(0, level, list(traces["level"]))
+    return frame
+
+
+def explore_signal(store: Store, run_id: str | None, dataset: str | None) -> pd.DataFrame:
+    """Every trace of a run, a dataset or all results, per bias × model (empty without any)."""
+    return effects.trace_shares(store.trace_signal(run_id, dataset))
 
 
 def factor_report(
