@@ -28,6 +28,9 @@ ROOM = {"none": 0, "minimal": 2_048, "low": 4_096, "medium": 8_192, "high": 16_3
 # figure (no provider publishes one), said to be an estimate wherever it is shown; a run
 # records what each answer really used (`decisions.reasoning_tokens`).
 ESTIMATED = {"none": 0, "minimal": 100, "low": 500, "medium": 1_500, "high": 4_000}
+# The budgets litellm sends Anthropic for an effort (its DEFAULT_REASONING_EFFORT_*), which a
+# Message Batches request, built without litellm, carries the same; `none` sends none.
+ANTHROPIC_BUDGETS = {"minimal": 1_024, "low": 1_024, "medium": 2_048, "high": 4_096}
 MIN_BUDGET = 1_024  # Anthropic's smallest budget; a smaller one would be refused there
 MAX_BUDGET = 200_000
 

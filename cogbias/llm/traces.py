@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogbias.core import reasoning
+from cogbias.core.records import cap_text
 from cogbias.llm.errors import LLMError
 
 
@@ -49,13 +50,19 @@ def cached_json(hit: Mapping[str, Any]) -> bool:
 def split(text: str | None, field: str | None, json_answer: bool) -> reasoning.Split:
     """The answer and the whole trace: the provider's field and any inline tags. A lone
     surrogate ("\\ud800", valid in JSON, not in UTF-8) would make every later write of the
-    text fail (cache, records): the rest is kept and it is marked."""
+    text fail (cache, records): the rest is kept and it is marked. The trace is capped."""
     text, field = utf8(text), utf8(field)
     if json_answer:
-        return reasoning.Split(text, reasoning.joined(field))
+        return reasoning.Split(text, capped(reasoning.joined(field)))
     inline = reasoning.split_trace(text)
     trace = reasoning.joined(field, inline.trace)
-    return reasoning.Split(inline.answer, trace, inline.unfinished)
+    return reasoning.Split(inline.answer, capped(trace), inline.unfinished)
+
+
+def capped(trace: str) -> str:
+    """A trace cut as stored answers are (`records.cap_text`): a model thinking at length,
+    or an endpoint sending megabytes, must not freeze a page that shows it."""
+    return cap_text(trace)[0] or ""
 
 
 def no_answer(
