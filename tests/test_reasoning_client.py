@@ -163,3 +163,22 @@ def test_a_reasoning_models_answer_gets_room_for_its_thinking() -> None:
     low, high = thinker.thinking("low", None), thinker.thinking("high", None)
     assert low["reasoning_effort"] == "low" and high["max_tokens"] > low["max_tokens"]
     assert thinker.thinking("low", 3000)["max_tokens"] == thinker.answer_tokens + 3000
+
+
+def test_provider_batches_carry_the_effort_and_bring_the_trace_back() -> None:
+    from cogbias.llm import anthropic_batches
+
+    claude = "anthropic/claude-3-7-sonnet-20250219"
+    request = LLMRequest(claude, (("user", "Hi"),), max_tokens=4396, reasoning_effort="low")
+    assert request.chat_body("gpt")["reasoning_effort"] == "low"  # an OpenAI batch line
+    params = anthropic_batches.message_params(request, resolve(claude, registry=[]))
+    assert params["thinking"] == {"type": "enabled", "budget_tokens": 1024}  # litellm's
+    budgeted = LLMRequest(claude, (("user", "Hi"),), max_tokens=3300, thinking_budget=3000)
+    assert anthropic_batches.message_params(budgeted, resolve(claude, registry=[]))[
+        "thinking"
+    ] == {"type": "enabled", "budget_tokens": 3000}
+    blocks = [{"type": "thinking", "thinking": WEIGHING}, {"type": "text", "text": "Option 2"}]
+    result = {"type": "succeeded", "message": {"content": blocks, "usage": {"output_tokens": 9}}}
+    line = anthropic_batches.openai_line({"custom_id": "k", "result": result})
+    message = line["response"]["body"]["choices"][0]["message"]
+    assert message == {"role": "assistant", "content": "Option 2", "reasoning_content": WEIGHING}

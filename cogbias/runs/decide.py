@@ -174,12 +174,17 @@ async def decide_half(
     """
     result = HalfResult()
     profile = client.profile(model)
-    request: LLMRequest | None = _decision_request(filled, order, model, ask, draw, profile)
+    request = _decision_request(filled, order, model, ask, draw, profile)
     if ask.intervention == interventions.SELF_HELP and profile.writes_text:
-        request = await asking.self_help(client, request, result, ask)  # type: ignore[arg-type]
-        if request is None:
+        rewrite, result.rewrite, asked = await asking.self_help(
+            client, request, ask.reasoning_effort, ask.thinking_budget
+        )
+        result.account(rewrite)
+        if isinstance(asked, str):  # the rewrite cannot be asked: the half is unreadable
+            result.error, result.failure_kind = asked, "unparseable"
             return result
-    first = await client.complete(request)  # type: ignore[arg-type]
+        request = asked
+    first = await client.complete(request)
     result.account(first)
     result.answer, result.reasoning = first.text, first.reasoning
     reader = ask.extractor or model

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 from cogbias.studies import interventions as defined
 
 if TYPE_CHECKING:
-    from cogbias.llm import LLMClient, LLMRequest
-    from cogbias.runs.decide import HalfResult, PairAsk
+    from cogbias.llm import LLMClient, LLMRequest, LLMResponse
 
 Messages = tuple[tuple[str, str], ...]
 
@@ -30,39 +29,32 @@ def applied(messages: Messages, intervention: str) -> Messages:
 
 
 async def self_help(
-    client: LLMClient, request: LLMRequest, half: HalfResult, ask: PairAsk
-) -> LLMRequest | None:
-    """The question of `request` as the model rewrote it (first call), to be answered next
-    (second call): the request with its last user turn replaced by the rewrite, which is kept
-    in `half.rewrite`. None, with the half failed as unparseable, when the rewrite cannot be
-    asked (empty, too long)."""
+    client: LLMClient, request: LLMRequest, effort: str | None, budget: int | None
+) -> tuple[LLMResponse, str, LLMRequest | str]:
+    """The self-help rewrite of `request`'s question (the first call, thinking as the run
+    asks: `effort`, `budget`): (its response, the rewrite, and the request to answer next,
+    with its last user turn replaced by the rewrite, or why the rewrite cannot be asked:
+    empty, too long)."""
     from cogbias.llm import LLMRequest
 
     profile = client.profile(request.model)
     question = request.messages[-1][1]
-    thinking = profile.thinking(ask.reasoning_effort, ask.thinking_budget)
-    rewrite = await client.complete(
+    thinking = profile.thinking(effort, budget)
+    # a rewrite is as long as the question, and a reasoning model thinks first
+    thinking["max_tokens"] += defined.REWRITE_TOKENS - profile.answer_tokens
+    response = await client.complete(
         LLMRequest(
             model=request.model,
             messages=(("user", defined.rewrite_request(question)),),
             temperature=request.temperature,
             seed=request.seed,
             repeat=request.repeat,
-            # a rewrite is as long as the question, and a reasoning model thinks first
-            **{
-                **thinking,
-                "max_tokens": thinking["max_tokens"]
-                - profile.answer_tokens
-                + defined.REWRITE_TOKENS,
-            },
+            **thinking,
         )
     )
-    half.account(rewrite)
-    text = defined.rewritten(rewrite.text)
-    half.rewrite = text
+    text = defined.rewritten(response.text)
     problem = defined.rewrite_problem(text)
     if problem:
-        half.error, half.failure_kind = f"self-help: {problem}", "unparseable"
-        return None
+        return response, text, f"self-help: {problem}"
     role = request.messages[-1][0]
-    return replace(request, messages=(*request.messages[:-1], (role, text)))
+    return response, text, replace(request, messages=(*request.messages[:-1], (role, text)))
