@@ -80,6 +80,7 @@ OPPOSITES = {
     "prefix_cache": True,
     "writes_text": False,
     "reasoning": True,
+    "thinking_temperature": 1.0,
 }
 
 

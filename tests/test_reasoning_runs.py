@@ -169,3 +169,13 @@ def test_explore_shows_each_trace_collapsed_and_the_trace_signal(isolated_home, 
     assert len(traces) == 2 * 3  # both halves of the cell's three pairs, each collapsed
     assert "Tentatively, I choose Option 7" in "\n".join(str(t.value) for t in at.text)
     assert "string match" in texts(at)
+
+
+def test_a_model_that_thinks_only_at_temperature_1_is_refused_at_another(tmp_path, capsys):
+    claude = "anthropic/claude-3-7-sonnet-20250219"  # the registry: thinks only when asked
+    asked = ["run", "pairs", "--models", claude, "--biases", "anchoring", "--dry-run",
+             "--db", str(tmp_path / "t.db")]  # fmt: skip
+    assert main([*asked, "--reasoning-effort", "low"]) != 0
+    assert "add --temperature 1" in capsys.readouterr().err
+    assert main([*asked, "--reasoning-effort", "low", "--temperature", "1"]) == 0
+    assert main(asked) == 0  # without thinking it is asked as any model

@@ -50,7 +50,8 @@ class ModelProfile:
     whose port changes every process); prices are USD per token, None when unknown.
 
     The capabilities (`registry.CAPABILITIES`: `json_schema`, `grammar`, `max_temperature`,
-    `batchable`, `logprobs`, `top_logprobs`, `prefix_cache`, `writes_text`, `reasoning`) are
+    `batchable`, `logprobs`, `top_logprobs`, `prefix_cache`, `writes_text`, `reasoning`,
+    `thinking_temperature`) are
     resolved here once, from the built-ins, the provider part of the litellm string and what
     a registry entry states, so no caller tells models apart by name.
     """
@@ -84,6 +85,7 @@ class ModelProfile:
     # `supports_reasoning`), at `reasoning_effort` when a run names none (`llm.thinking`).
     reasoning: bool = False
     reasoning_effort: str | None = None
+    thinking_temperature: float | None = None  # the only one the API takes while it thinks
 
     @property
     def served_name(self) -> str:
@@ -259,6 +261,7 @@ def _profile(
         writes_text=kind != "random",
         api_key_env=api_key_env,
         reasoning=kind == "remote" and prices.get("supports_reasoning") is True,
+        thinking_temperature=provider.thinking_temperature,
     )
 
 

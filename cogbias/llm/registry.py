@@ -46,6 +46,7 @@ class ModelInfo:
     prefix_cache: bool | None = None
     writes_text: bool | None = None
     reasoning: bool | None = None  # the model thinks before it answers (`llm.thinking`)
+    thinking_temperature: float | None = None  # the only temperature it takes while thinking
     # the effort it thinks at when a run names none (`core.reasoning.EFFORTS`); None: medium
     reasoning_effort: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -68,8 +69,9 @@ CAPABILITIES = (
     "prefix_cache",
     "writes_text",
     "reasoning",
+    "thinking_temperature",
 )
-_NUMBERS = ("params_b", "arena_score", "max_temperature")
+_NUMBERS = ("params_b", "arena_score", "max_temperature", "thinking_temperature")
 
 
 # A variable named to hold a key must say it is a secret, so the redactor (core.redact) keeps

@@ -48,6 +48,8 @@ def refusal(spec: Any) -> str | None:
             f"--intervention cot asks for step-by-step reasoning, which the prompting method "
             f"'{spec.prompting}' asks already: choose one of them"
         )
+    if thinks and (fixed := thinking_temperature_refusal(spec)):
+        return fixed
     if thinks:
         silent = not_reasoning(spec.models, spec.api_base)
         if silent:
@@ -56,6 +58,22 @@ def refusal(spec: Any) -> str | None:
                 f"{flag} is for models that reason, and {', '.join(silent)} is not known to "
                 "(its registry entry, or litellm's model map, would say so): run it without "
                 f"{flag}, or state `reasoning = true` in its models.toml entry if it does"
+            )
+    return None
+
+
+def thinking_temperature_refusal(spec: Any) -> str | None:
+    """Why a model that only thinks at one temperature (Anthropic's extended thinking: 1)
+    cannot think at the run's, or None; asking would be refused call by call."""
+    for model in spec.models:
+        profile = resolve(model, spec.api_base)
+        wanted = profile.thinking_temperature
+        asked = spec.reasoning_effort != "none" or spec.thinking_budget is not None
+        if profile.reasoning and asked and wanted is not None and spec.temperature != wanted:
+            return (
+                f"{model} thinks only at temperature {wanted:g} (its provider refuses any "
+                f"other while it thinks): add --temperature {wanted:g}, or leave out "
+                "--reasoning-effort and --thinking-budget for it"
             )
     return None
 
