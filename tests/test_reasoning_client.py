@@ -15,20 +15,10 @@ from cogbias.llm import LLMClient, LLMError, LLMRequest, cache_key, resolve
 from cogbias.llm.profiles import TRANSPORT_ENV
 from cogbias.runs.pipeline import run_sync
 from tests.fake_llm_server import FakeLLMServer
+from tests.test_llm_client import DictCache
 
 MODEL = "openai/thinker"
 WEIGHING = "Tentatively, I choose Option 7. But Option 2 fits the facts better."
-
-
-class DictCache:
-    def __init__(self) -> None:
-        self.records: dict[str, dict[str, Any]] = {}
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        return self.records.get(key)
-
-    def put(self, key: str, record: dict[str, Any]) -> None:
-        self.records[key] = record
 
 
 @pytest.fixture(params=["direct", "litellm"])
@@ -174,9 +164,10 @@ def test_provider_batches_carry_the_effort_and_bring_the_trace_back() -> None:
     params = anthropic_batches.message_params(request, resolve(claude, registry=[]))
     assert params["thinking"] == {"type": "enabled", "budget_tokens": 1024}  # litellm's
     budgeted = LLMRequest(claude, (("user", "Hi"),), max_tokens=3300, thinking_budget=3000)
-    assert anthropic_batches.message_params(budgeted, resolve(claude, registry=[]))[
-        "thinking"
-    ] == {"type": "enabled", "budget_tokens": 3000}
+    assert anthropic_batches.message_params(budgeted, resolve(claude, registry=[]))["thinking"] == {
+        "type": "enabled",
+        "budget_tokens": 3000,
+    }
     blocks = [{"type": "thinking", "thinking": WEIGHING}, {"type": "text", "text": "Option 2"}]
     result = {"type": "succeeded", "message": {"content": blocks, "usage": {"output_tokens": 9}}}
     line = anthropic_batches.openai_line({"custom_id": "k", "result": result})

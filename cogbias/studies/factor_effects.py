@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogbias.studies.analysis import ALPHA, DIFF_RANGE, paired_test, t_interval, with_significance
+from cogbias.studies.analysis import ALPHA, paired_difference, with_significance
 
 FACTOR_COLUMNS = [
     "level", "bias", "model", "n", "mean_reference", "mean_level", "mean_change", "ci_low",
@@ -70,21 +70,11 @@ def factor_effects(
 
 
 def _cell(level: str, bias: str, model: str, ref: np.ndarray, now: np.ndarray) -> dict[str, Any]:
-    changes = now - ref
-    low, high = t_interval(changes, bounds=DIFF_RANGE)
-    statistic, p = paired_test(changes)
-    return {
-        "level": level,
-        "bias": bias,
-        "model": model,
-        "n": len(changes),
-        "mean_reference": float(ref.mean()),
-        "mean_level": float(now.mean()),
-        "mean_change": float(changes.mean()),
-        "ci_low": low,
-        "ci_high": high,
-        "statistic": statistic,
-        "p_value": p,
+    """One cell: the level's scores against the reference's (`analysis.paired_difference`)."""
+    d = paired_difference(now, ref)
+    renamed = {"mean_b": "mean_reference", "mean_a": "mean_level", "mean_diff": "mean_change"}
+    return {"level": level, "bias": bias, "model": model} | {
+        renamed.get(k, k): v for k, v in d.items()
     }
 
 

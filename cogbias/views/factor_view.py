@@ -18,7 +18,8 @@ from cogbias.store import Store
 from cogbias.studies import cells
 from cogbias.studies import factor_effects as effects
 from cogbias.views.charts_explore import CELL_COLUMNS, explore_heatmap
-from cogbias.views.numbers import MISSING, interval, missing, p_text, signed_or_dash
+from cogbias.views.numbers import MISSING, missing, signed_or_dash
+from cogbias.views.pair_tables import tested_columns
 from cogbias.views.report_methods import runs_methods, software
 from cogbias.views.report_parts import Report, ReportError, Section, Table
 
@@ -139,13 +140,7 @@ def effects_numbers(tables: FactorTables, names: Mapping[str, str]) -> pd.DataFr
             f"mean at {tables.reference}": [signed_or_dash(v, 3) for v in t["mean_reference"]],
             "mean at level": [signed_or_dash(v, 3) for v in t["mean_level"]],
             "mean change": [signed_or_dash(v, 3) for v in t["mean_change"]],
-            "95% CI (paired t, cut to [-2, 2])": [
-                interval(lo, hi) for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)
-            ],
-            "Wilcoxon W": [MISSING if missing(w) else f"{float(w):g}" for w in t["statistic"]],
-            "p (Wilcoxon)": [p_text(p) for p in t["p_value"]],
-            "p (BH within level)": [p_text(p) for p in t["p_adjusted"]],
-            "significant after BH": t["significant"].fillna(False).astype(bool),
+            **tested_columns(t, "95% CI (paired t, cut to [-2, 2])", "p (BH within level)"),
         }
     )
 
