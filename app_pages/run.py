@@ -263,6 +263,7 @@ def _plan(fields: dict, db: str, version: object) -> dict:
             "calls": plan.llm_calls(),
             "cost": plan.estimated_cost(),
             "batch_cost": plan.estimated_cost(batch=True),
+            "thinking": plan.thinking_note().lstrip("; "),  # reasoning models: an estimate
         }
 
 
@@ -292,7 +293,9 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
     st.caption(
         f"{calls['generate']:,} to fill gaps, {calls['decide']:,} to decide, "
         f"{calls['extract']:,} to extract the chosen option. Answers already in the "
-        "database's cache are free. " + ("Some model has no known price." if cost is None else "")
+        "database's cache are free. "
+        + ("Some model has no known price." if cost is None else "")
+        + (f" The cost includes {plan['thinking']}." if plan.get("thinking") else "")
     )
     existing = run_summary(store, plan["run_id"])
     busy = existing is not None and existing["status"] in ACTIVE

@@ -240,14 +240,14 @@ class Plan:
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
             f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract"
             + (f", {calls['rewrite']} self-help rewrites" if "rewrite" in calls else "")
-            + f"){self._thinking()}; "
+            + f"){self.thinking_note()}; "
             f"estimated cost: {'unknown (unpriced model)' if cost is None else f'${cost:.4f}'}"
             + ("" if not cost or batch_cost is None else f", ${batch_cost:.4f} with --batch")
             + " (answers already in the cache are free)"
             + self.kept_note()
         )
 
-    def _thinking(self) -> str:
+    def thinking_note(self) -> str:
         """The plan's estimate of its reasoning models' thinking tokens, or ''."""
         calls = self.llm_calls()
         llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
