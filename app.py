@@ -80,6 +80,7 @@ pages = {
         st.Page("app_pages/templates.py", title="Templates", icon=":material/edit_note:"),
         st.Page("app_pages/preview.py", title="Preview", icon=":material/science:"),
         st.Page("app_pages/classroom.py", title="Class", icon=":material/groups:"),
+        st.Page("app_pages/projector.py", title="Projector", icon=":material/present_to_all:"),
     ],
     "Measure": measure,
     "Settings": [st.Page("app_pages/settings.py", title="Models", icon=":material/tune:")],

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
 from cogbias.core.redact import redact
-from cogbias.core.run_record import Run
+from cogbias.core.run_record import ResultsPage, Run
+from cogbias.core.safetext import shown
 from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError, TestCase
 from cogbias.llm import registry
@@ -155,7 +157,7 @@ def test_cases() -> dict[str, TestCase]:
 
 
 def case_label(cases: dict[str, TestCase]) -> Callable[[str], str]:
-    return lambda cid: cases[cid].name + ("" if cases[cid].is_builtin else " (yours)")
+    return lambda cid: shown(cases[cid].name, 120) + ("" if cases[cid].is_builtin else " (yours)")
 
 
 @st.cache_data(show_spinner=False)
@@ -211,47 +213,55 @@ def minute(stamp: str | None) -> str:
     return (stamp or "")[:16].replace("T", " ")
 
 
-def runs_table(runs: Iterable[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
-    """`columns` of `runs` as every page lists them: created to the minute, models with a
-    space after each comma (the CLI keeps "a,b", which `--models` takes back)."""
+def runs_table(
+    runs: Iterable[Run], columns: list[str], extra: Mapping[str, Mapping[str, Any]] | None = None
+) -> pd.DataFrame:
+    """`columns` of `runs` (`summaries.run_summaries`) as every page lists them, with a
+    page's `extra` columns by run id: created to the minute, models with a space after each
+    comma (the CLI keeps "a,b", which `--models` takes back)."""
     # Imported here: every page imports this module, and pandas (~0.3 s) would otherwise
     # delay the first page (Learn), which shows no table.
     import pandas as pd
 
-    rows = [
-        {**r, "created_at": minute(r.get("created_at")), "models": r["models"].replace(",", ", ")}
-        for r in runs
-    ]
+    from cogbias.runs.summaries import table_row
+
+    rows = []
+    for run in runs:
+        row = {**table_row(run), **(extra or {}).get(run.id, {})}
+        row.update(created_at=minute(run.created_at), models=row["models"].replace(",", ", "))
+        rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 
 
-def run_label(run: dict[str, Any]) -> str:
+def run_label(run: Run) -> str:
     """Safe in Markdown: a run's name is the user's text."""
-    name = f"{run['name']} · " if run.get("name") else ""
-    when = minute(run.get("created_at"))
-    return safe_text.escape_markdown(f"{name}{run['id']} · {run['status']} · {when}")
+    name = f"{run.name} · " if run.name else ""
+    return safe_text.escape_markdown(f"{name}{run.id} · {run.status} · {minute(run.created_at)}")
 
 
-def run_option(run: dict[str, Any]) -> str:
-    """A run as a select box option: plain text (options are not Markdown, so nothing is
-    escaped) and no status (an open select box would not redraw a label that changes)."""
-    parts = (run.get("name"), run.get("study"), run["id"], minute(run.get("created_at")))
-    return " · ".join(str(p) for p in parts if p)
+def run_option(run: Run, study: str = "") -> str:
+    """A run as a select box option: plain text (options are not Markdown, so only what no
+    page shows raw is escaped, `safetext.shown`) and no status (an open select box would not
+    redraw a label that changes)."""
+    parts = (run.name, study, run.id, minute(run.created_at))
+    return " · ".join(shown(p, 120) for p in parts if p)
 
 
 def pick_run(
     label: str,
-    runs: dict[str, dict[str, Any]],
+    runs: dict[str, Run],
     key: str,
     default: str,
     columns: list[str],
     column_config: dict[str, Any] | None = None,
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[str, bool]:
-    """`columns` of `runs` as a table, and the id picked below it in the select box `key`,
-    with whether the run picked before was deleted elsewhere since the page was drawn (said
-    above the box by `chosen_gone`; the page then acts on no click of this run)."""
+    """`columns` of `runs` (with a page's `extra` columns by id, a study run's "study") as a
+    table, and the id picked below it in the select box `key`, with whether the run picked
+    before was deleted elsewhere since the page was drawn (said above the box by
+    `chosen_gone`; the page then acts on no click of this run)."""
     st.dataframe(
-        runs_table(runs.values(), columns),
+        runs_table(runs.values(), columns, extra),
         hide_index=True,
         width="stretch",
         column_config={
@@ -260,7 +270,10 @@ def pick_run(
         },
     )
     gone = chosen_gone(key, runs, "Run", default)
-    pick = st.selectbox(label, list(runs), format_func=lambda r: run_option(runs[r]), key=key)
+    study = {run_id: str(row.get("study", "")) for run_id, row in (extra or {}).items()}
+    pick = st.selectbox(
+        label, list(runs), format_func=lambda r: run_option(runs[r], study.get(r, "")), key=key
+    )
     return pick, gone
 
 
@@ -285,13 +298,40 @@ def load_secrets_into_env() -> None:
             os.environ.setdefault(name, value)
 
 
+@dataclass(frozen=True)
+class OpenIn:
+    """The Run page's button to a run's results: its label and key, the page it opens and the
+    session value (`value`, with the run's `{id}` or a field of its `{spec}`) that page reads
+    to show the run."""
+
+    label: str
+    key: str
+    page: str
+    state: str
+    value: str
+
+
+# the page each results page is (a run of a kind shown on none has no such button)
+OPEN_IN = {
+    ResultsPage.EXPLORE: OpenIn(
+        "Open in Explore", "run_explore", "app_pages/explore.py", "explore_source", "run:{id}"
+    ),
+    ResultsPage.STUDIES: OpenIn(
+        "Open in Studies", "run_studies", "app_pages/studies.py", "study_run", "{id}"
+    ),
+    ResultsPage.CLASS: OpenIn(  # the class run's session, beside the class and the humans
+        "Open in Class", "run_class", "app_pages/classroom.py", "class_session", "{spec[session]}"
+    ),
+}
+
+
 def result_sources(
     runs: Sequence[Run], datasets: Iterable[Mapping[str, Any]]
 ) -> tuple[list[str], Callable[[str], str]]:
     """What paired results can be shown: "all", each paired run ("run:ID") and each dataset
     ("dataset:NAME"), with a label function for a selectbox; of `runs` (`kinds.records`) and
     `datasets` (`Store.datasets`) as the page read them, once per rerun."""
-    paired = {r.id: r for r in runs if r.kind and r.kind.results == "decisions"}
+    paired = {r.id: r for r in runs if r.kind and r.kind.page is ResultsPage.EXPLORE}
     from cogbias.datasets.formats import results_page
 
     names = [d["name"] for d in datasets if results_page(d["kind"]) == "explore"]
@@ -302,7 +342,7 @@ def result_sources(
             return "All results in this database"
         kind, _, name = source.partition(":")
         # options are plain text: a Markdown-escaped label would show its backslashes
-        return f"Run {run_option(vars(paired[name]))}" if kind == "run" else f"Dataset {name}"
+        return f"Run {run_option(paired[name])}" if kind == "run" else f"Dataset {name}"
 
     return sources, label
 
@@ -323,7 +363,7 @@ def studies_link(runs: Sequence[Run]) -> None:
     """Point at the Studies page when `runs` (`kinds.records`) hold study runs: their results
     are pivoted there (by mitigation, temperature, prompt variant or model), not in the
     paired heatmaps."""
-    count = sum(bool(r.kind and r.kind.results == "study_calls") for r in runs)
+    count = sum(bool(r.kind and r.kind.page is ResultsPage.STUDIES) for r in runs)
     if count:
         st.page_link(
             "app_pages/studies.py",

@@ -7,47 +7,47 @@ The polling stays with each page's own fragment; this only draws one state of a 
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
-from cogbias.core.run_record import ACTIVE
+from cogbias.core.run_record import ACTIVE, Run
+from cogbias.llm.costs import dollars
+from cogbias.runs.summaries import cost_text
 from cogbias.views import safe_text
 
 __all__ = ["ACTIVE", "bars", "counted", "totals"]  # ACTIVE: the pages' name for it
 
 
-def counted(run: dict[str, Any]) -> str:
-    """What a run's counts count (a `run_summaries` row says it): pairs, or a study's units."""
-    return str(run["unit"])
+def counted(run: Run) -> str:
+    """What a run's counts count (its kind says): pairs, or a study's units."""
+    return run.kind.unit_name if run.kind is not None else "units"
 
 
-def totals(run: dict[str, Any]) -> str:
+def totals(run: Run) -> str:
     """Tokens, cost (with what the cache saved) and duration, in one line."""
-    saved = run.get("cost_saved") or 0.0
+    saved = run.cost_saved or 0.0
     return (
-        f"{run['tokens'] or 0:,} tokens · cost {run['cost_text']}"
-        + (f" (${saved:.4f} saved by the cache)" if saved else "")
-        + (f" · {run['duration_s']:.0f} s" if run.get("duration_s") is not None else "")
+        f"{run.tokens or 0:,} tokens · cost {cost_text(run)}"
+        + (f" ({dollars(saved)} saved by the cache)" if saved else "")
+        + (f" · {run.duration_s:.0f} s" if run.duration_s is not None else "")
     )
 
 
-def bars(run: dict[str, Any], prefix: str = "") -> None:
-    """A `run_summaries` row's bars and its failures line; `prefix` names the run in the bar's text where
-    a page shows several runs at once."""
-    planned = max(run["planned"] or 0, 1)
-    generated, to_generate = run.get("generated") or 0, run.get("to_generate") or 0
-    if run["status"] in ACTIVE and generated < to_generate:  # gaps are filled before deciding
+def bars(run: Run, prefix: str = "") -> None:
+    """A run's bars (as `summaries.run_summary` reads it) and its failures line; `prefix`
+    names the run in the bar's text where a page shows several runs at once."""
+    planned = max(run.planned or 0, 1)
+    generated, to_generate = run.generated or 0, run.to_generate or 0
+    if run.status in ACTIVE and generated < to_generate:  # gaps are filled before deciding
         st.progress(
             generated / to_generate,
             text=f"{prefix}Filling gaps: {generated:,} of {to_generate:,} instances generated",
         )
     st.progress(
-        min(run["done"] / planned, 1.0),
-        text=f"{prefix}{run['done']:,} of {run['planned']:,} {counted(run)}",
+        min(run.done / planned, 1.0),
+        text=f"{prefix}{run.done:,} of {run.planned:,} {counted(run)}",
     )
     # escaped: two costs in one line ("$0.0000 ($0.0100 saved…") would be read as LaTeX
-    st.caption(safe_text.escape_markdown(f"{run['failed']:,} failed · {totals(run)}"))
-    if run.get("waiting"):
-        waiting = f"{run['waiting']} call(s) waiting to retry: {run.get('wait_reason') or 'error'}"
+    st.caption(safe_text.escape_markdown(f"{run.failed:,} failed · {totals(run)}"))
+    if run.waiting:
+        waiting = f"{run.waiting} call(s) waiting to retry: {run.wait_reason or 'error'}"
         st.caption(safe_text.escape_markdown(waiting))  # a stored reason: text, never markup

@@ -9,6 +9,7 @@ import streamlit as st
 
 from cogbias.core.reasoning import EFFORTS
 from cogbias.llm import thinking
+from cogbias.llm.costs import dollars
 from cogbias.studies.interventions import INTERVENTIONS
 
 EACH_OWN = ""  # the effort choice "each model's own" (no effort sent)
@@ -66,7 +67,7 @@ def how_to_send(batch_cost: float | None) -> tuple[bool, bool]:
     run may start: a cap and a batch do not go together)."""
     use_batch = st.checkbox(
         "Send the calls through the provider's Batch API"
-        + (f" (estimated ${batch_cost:,.4f})" if batch_cost else ""),
+        + (f" (estimated {dollars(batch_cost)})" if batch_cost else ""),
         key="run_batch",
         help="Half price and no rate limits, for OpenAI, OpenAI-compatible servers and "
         "Anthropic (Message Batches); "

@@ -12,6 +12,7 @@ import streamlit as st
 from app_pages import _figure
 from app_pages._common import attempt, db_path, db_version
 from app_pages._pair import long_text, safe_caption
+from cogbias.core.records import TurnStatus
 from cogbias.runs import study_results
 from cogbias.runs.study_plan import MITIGATION_ORDER
 from cogbias.store import Store
@@ -284,7 +285,7 @@ def selfhelp_viewer(store: Store, run_id: str, study: Study) -> None:
     with st.container(border=True):
         st.markdown("**Decision on the rewritten prompt**")
         long_text(row["answer"], "(no answer)")
-        if row["status"] == "ok":
+        if row["status"] == TurnStatus.OK:
             safe_caption(row["reading"])
         else:
             st.warning(escape_markdown(row["reading"]))

@@ -1,12 +1,15 @@
-"""Class: run an experiment on the room, then reveal the class beside the original humans and
-the models.
+"""Class: run an experiment on the room, then reveal the class beside the original humans,
+your other classes and the models.
 
-The teacher opens a session on one question (a classic experiment or a test case filled
-once); participants join on the small participant server (`cogbias class serve`, its own
-host and port: this app stays on 127.0.0.1), each answering one condition. The page counts
-answers live, asks the chosen models the same question (a class run in a worker process,
-as `cogbias class ask` does, with the Run page's progress), and on Reveal shows one chart.
-Every session's text (titles, options, answers, models' replies) is shown as text.
+The teacher opens a session on one question, or a lesson of several under one code (classic
+experiments or test cases filled once); participants join on the small participant server
+(`cogbias class serve`, its own host and port: this app stays on 127.0.0.1), each answering
+one condition per question. The page steps the question on screen through its states
+(`_class_live`: start, countdown, lock, reveal with a confirmation, next question) and
+counts answers live; the Projector page shows the room what it should see. It asks the
+chosen models the same question (a class run in a worker process, as `cogbias class ask`
+does, with the Run page's progress), and after the reveal shows one chart. Every session's
+text (titles, options, answers, models' replies) is shown as text.
 """
 
 from __future__ import annotations
@@ -18,11 +21,10 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from app_pages import _launch, _progress, _report
+from app_pages import _class_live, _launch, _progress, _report
 from app_pages._common import (
     RANDOM_MODEL,
     attempt,
-    case_label,
     friendly,
     library_version,
     minute,
@@ -31,19 +33,22 @@ from app_pages._common import (
     open_store_or_stop,
     test_cases,
 )
-from cogbias.classroom import questions, sessions
+from cogbias.classroom import lessons, questions, sessions
+from cogbias.classroom.lessons import Lesson
+from cogbias.classroom.models import class_runs
 from cogbias.classroom.sessions import Session
 from cogbias.core.redact import redact
-from cogbias.core.run_record import ACTIVE
+from cogbias.core.run_record import Run, RunStatus
+from cogbias.core.safetext import shown
 from cogbias.runs import kinds
 from cogbias.runs.class_plan import MAX_SAMPLES, ClassPlan, ClassSpec
-from cogbias.runs.summaries import run_summary
+from cogbias.runs.summaries import cost_text, run_summary
 from cogbias.store import Store, pid_alive
 from cogbias.views import classroom as view
 from cogbias.views.safe_text import escape_markdown
 
 SERVE = "cogbias class serve --host 0.0.0.0 --port 8765"
-PICKED = "class_session"
+PICKED = "class_session"  # the lesson (or session on its own) chosen
 ASKING = "class_asking"  # the class run this page started last
 
 
@@ -58,40 +63,52 @@ def _case(case_id: str, version: tuple[tuple[str, float], ...]) -> questions.Que
     return questions.case_question(case_id)
 
 
-def _question_picker() -> questions.Question | None:
-    """The question a new session asks, or None (nothing chosen, or it could not be built)."""
-    source = st.radio(
-        "Question",
-        ["A classic experiment or study test", "A test case"],
-        horizontal=True,
-        key="class_source",
-    )
-    if source != "A test case":
-        choices = attempt("Listing the classic experiments", questions.classic_choices) or []
-        if not choices:
-            return None
-        titles = {f"{s}:{t}": f"{title} ({s})" for s, t, title in choices}
-        picked = st.selectbox(
-            "Experiment", list(titles), format_func=titles.get, key="class_classic"
-        )
-        study, _, test = str(picked).partition(":")
-        return attempt("Preparing the question", lambda: _classic(study, test))
+def _choices() -> dict[str, str]:
+    """Every question a class can answer: "classic:STUDY:TEST" or "case:ID", with its name."""
+    listed = attempt("Listing the classic experiments", questions.classic_choices) or []
+    found = {f"classic:{s}:{t}": f"{title} ({s})" for s, t, title in listed}
     cases = test_cases()
-    if not cases:
-        st.info("No test cases found: add one on the Templates page.")
-        return None
-    case = st.selectbox("Test case", sorted(cases), format_func=case_label(cases), key="class_case")
+    found |= {f"case:{cid}": f"{case.name} (test case)" for cid, case in sorted(cases.items())}
+    return found
+
+
+def _question(choice: str) -> questions.Question | None:
+    kind, _, rest = choice.partition(":")
+    if kind == "classic":
+        study, _, test = rest.partition(":")
+        return attempt("Preparing the question", lambda: _classic(study, test))
     version = library_version()
-    return attempt("Filling the test case once", lambda: _case(str(case), version))
+    return attempt("Filling the test case once", lambda: _case(rest, version))
 
 
 def _open_section(store: Store) -> None:
-    with st.expander("Open a new session", expanded=not sessions.list_sessions(store)):
-        question = _question_picker()
-        if question is not None:
-            _question_preview(question)
-        if st.button("Open session", type="primary", disabled=question is None, key="class_open"):
-            code = attempt("Opening the session", lambda: sessions.open_session(store, question))
+    """Questions in the order picked (one: a session; several: a lesson under one code),
+    each condition as participants read it, a countdown and whether to wait in a lobby."""
+    with st.expander("Open a new session or lesson", expanded=not lessons.list_lessons(store)):
+        titles = _choices()
+        picked = st.multiselect(
+            "Questions, in order (several make a lesson under one code)", list(titles),
+            format_func=titles.get, key="class_questions",
+        )  # fmt: skip
+        asked = [q for q in (_question(str(c)) for c in picked) if q is not None]
+        for i, question in enumerate(asked, 1):
+            with st.expander(escape_markdown(f"{i}. {question.title}"), expanded=len(asked) == 1):
+                _question_preview(question)
+        c1, c2 = st.columns(2)
+        seconds = c1.number_input(
+            "Countdown per question, seconds (0: none)", 0, sessions.MAX_SECONDS, 0,
+            key="class_seconds",
+        )  # fmt: skip
+        lobby = c2.checkbox(  # no key: its default follows the number of questions
+            "Wait in a lobby until I press Start", value=len(asked) > 1,
+            help="Participants join and wait; answers open when you press Start answers.",
+        )  # fmt: skip
+        label = "Open lesson" if len(asked) > 1 else "Open session"
+        ready = bool(asked) and len(asked) == len(picked)
+        if st.button(label, type="primary", disabled=not ready, key="class_open"):
+            code = attempt(
+                "Opening", lambda: lessons.open_lesson(store, asked, int(seconds) or None, lobby)
+            )
             if code:
                 st.session_state[PICKED] = code
                 st.rerun()
@@ -100,7 +117,7 @@ def _open_section(store: Store) -> None:
 def _question_preview(question: questions.Question) -> None:
     """Each condition as a participant reads it (text, never Markdown)."""
     for condition in question.conditions:
-        st.caption(escape_markdown(f"Condition: {question.labels.get(condition, condition)}"))
+        st.caption(escape_markdown(f"Condition: {question.label(condition)}"))
         st.text(question.texts[condition])
         options = question.options[condition]
         if options:
@@ -109,21 +126,24 @@ def _question_preview(question: questions.Question) -> None:
             st.text(f"{question.number_label} ____")
 
 
-def _session_label(session: Session) -> str:
-    state = "revealed" if session.revealed else "open" if session.open else "closed"
-    return f"{session.code} · {session.question.title} · {state} · {minute(session.created_at)}"
+def _lesson_label(lesson: Lesson) -> str:
+    """A lesson as the picker names it; its state is shown beside it, live (a label of the
+    picker would keep the state it had when the picker was first drawn)."""
+    kind = "" if lesson.single else f"lesson of {len(lesson.questions)}: "
+    title = shown(lesson.title, 80)  # a picker shows its text raw: no U+202E acts
+    return f"{lesson.code} · {kind}{title} · {minute(lesson.created_at)}"
 
 
-def _pick_session(store: Store) -> Session | None:
-    listed = sessions.list_sessions(store)
+def _pick_lesson(store: Store) -> Lesson | None:
+    listed = lessons.list_lessons(store)
     if not listed:
         st.info("No class sessions yet: open one above.")
         return None
-    by_code = {s.code: s for s in listed}
+    by_code = {lesson.code: lesson for lesson in listed}
     if st.session_state.get(PICKED) not in by_code:
         st.session_state[PICKED] = listed[0].code
     code = st.selectbox(
-        "Session", list(by_code), format_func=lambda c: _session_label(by_code[c]), key=PICKED
+        "Session", list(by_code), format_func=lambda c: _lesson_label(by_code[c]), key=PICKED
     )
     return by_code[str(code)]
 
@@ -144,12 +164,16 @@ def _server_running(base: str) -> bool:
     return False
 
 
-def _join(store: Store, session: Session) -> None:
-    """The short code, the join link and its QR code, for the projector."""
+def _join(store: Store, lesson: Lesson) -> None:
+    """The short code, the join link and its QR code, and the projector view's link."""
     left, right = st.columns([3, 2])
-    left.markdown(f"## Code: `{session.code}`")
+    left.markdown(f"## Code: `{lesson.code}`")
+    left.link_button(
+        "Open the projector view", f"projector?code={lesson.code}", icon=":material/tv:",
+        help="Put this window on the projector: the question, code and count, then the chart",
+    )  # fmt: skip
     base = sessions.join_base(store)
-    url = view.safe_join_url(sessions.join_url(base, session.code)) if base else None
+    url = view.safe_join_url(sessions.join_url(base, lesson.code)) if base else None
     if url is None or not _server_running(base or ""):
         left.warning(
             "The participant server is not running. Start it on this machine (participants on "
@@ -163,24 +187,6 @@ def _join(store: Store, session: Session) -> None:
     svg = attempt("Drawing the QR code", lambda: view.join_qr_svg(url))
     if svg:
         right.image(svg, width=260)
-
-
-@st.fragment(run_every=1.0)
-def _live_count(code: str) -> None:
-    """Answers so far per condition; only this part reruns, every second (outside the
-    page's own guard, so it has its own: a message, never a traceback)."""
-    store = open_store_or_stop()
-    try:
-        session = sessions.get_session(store, code)
-        counts = sessions.count_answers(store, code) if session else {}
-    except Exception as exc:  # the database busy or gone for a moment: said, retried in 1 s
-        st.warning(f"The count could not be read just now: {friendly(exc)}")
-        return
-    if session is None:
-        st.warning("This session was deleted.")
-        return
-    st.metric("Answers", sum(counts.values()))
-    st.dataframe(view.count_table(session.question, counts), hide_index=True)
 
 
 WAYS = {
@@ -197,7 +203,7 @@ def _ask_plan(store: Store, session: Session) -> ClassPlan | None:
     infos = models()
     ids = [m.id for m in infos]
     chosen = st.multiselect(
-        "Models", ids, default=[RANDOM_MODEL] if RANDOM_MODEL in ids else [],
+        "Models", ids, default=_last_models(store, session, ids),
         format_func=model_names(infos), key="class_models",
     )  # fmt: skip
     mode = st.radio("How", list(WAYS), format_func=WAYS.get, horizontal=True, key="class_mode")
@@ -221,13 +227,23 @@ def _ask_plan(store: Store, session: Session) -> ClassPlan | None:
     return plan
 
 
+def _last_models(store: Store, session: Session, ids: list[str]) -> list[str]:
+    """The models the newest class run of this question asked (so a reload keeps the local
+    model), else the random baseline."""
+    for run in class_runs(store, session.code):
+        asked = [m for m in run.spec.get("models", []) if m in ids]
+        if asked:
+            return asked
+    return [RANDOM_MODEL] if RANDOM_MODEL in ids else []
+
+
 def _models_section(store: Store, session: Session) -> None:
     """Ask the models in a worker process (a class run: closing the tab does not stop it),
     its progress while it runs, and how it ended."""
     st.subheader("Models on the same question")
     started = st.session_state.get(ASKING)
     run = run_summary(store, started) if started else None
-    if run is not None and kinds.record(run).spec.get("session") != session.code:
+    if run is not None and run.spec.get("session") != session.code:
         run = None  # started for another session
     working = run is not None and _working(run)
     if working:
@@ -244,11 +260,11 @@ def _models_section(store: Store, session: Session) -> None:
             st.rerun()
 
 
-def _working(run: dict) -> bool:
+def _working(run: Run) -> bool:
     """A worker is on the run, or one started for it has not claimed it yet."""
-    if run["status"] == "planned":
-        return pid_alive(run.get("pid"))
-    return run["status"] in ACTIVE
+    if run.status == RunStatus.PLANNED:
+        return pid_alive(run.pid)
+    return run.active
 
 
 @st.fragment(run_every=1.0)
@@ -261,24 +277,21 @@ def _ask_progress(run_id: str) -> None:
         st.rerun()
         return
     _progress.bars(run, prefix="Asking the models: ")
-    if run["status"] == "cancelling":
+    if run.status == RunStatus.CANCELLING:
         st.warning("cancelling… the run stops within seconds and keeps what is finished.")
     elif st.button("Cancel", key="class_cancel"):
         store.request_cancel(run_id)
         st.warning("cancelling… the run stops within seconds and keeps what is finished.")
 
 
-def _outcome(store: Store, session: Session, run: dict) -> None:
+def _outcome(store: Store, session: Session, run: Run) -> None:
     """How the class run started here ended, and every answer that could not be read."""
-    text = (
-        f"{run['done']} answers stored ({run['failed']} unreadable or failed); "
-        f"spent {run['cost_text']}."
-    )
-    if run["status"] == "done":
+    text = f"{run.done} answers stored ({run.failed} unreadable or failed); spent {cost_text(run)}."
+    if run.status == RunStatus.DONE:
         st.success(escape_markdown(text))
     else:
-        error = redact(run.get("error") or "")
-        st.warning(escape_markdown(f"Run {run['status']}: {text} {error}".strip()))
+        error = redact(run.error or "")
+        st.warning(escape_markdown(f"Run {run.status}: {text} {error}".strip()))
     results = attempt("Reading the answers", lambda: sessions.results(store, session.code))
     for note in view.unreadable_notes(results) if results else []:
         st.caption(escape_markdown(note))
@@ -286,7 +299,9 @@ def _outcome(store: Store, session: Session, run: dict) -> None:
 
 def _reveal(store: Store, session: Session) -> None:
     st.subheader("Reveal")
-    results = attempt("Reading the results", lambda: sessions.results(store, session.code))
+    results = attempt(
+        "Reading the results", lambda: sessions.results(store, session.code, pool=True)
+    )
     if results is None:
         return
     frame = view.reveal_frame(results)
@@ -294,32 +309,36 @@ def _reveal(store: Store, session: Session) -> None:
     if chart is None:
         st.info("Nothing to show yet: no answers from the class or the models.")
         return
-    st.altair_chart(chart, theme=None)  # its own larger fonts: it goes on a projector
+    st.altair_chart(chart, theme=None)  # its own larger fonts
     st.dataframe(view.reveal_table(frame, session.question), hide_index=True)
-    for note in view.unreadable_notes(results):
+    notes = [view.pool_note(results), *view.unreadable_notes(results)]
+    notes.append(f"Humans: {results.citation}" if results.citation else "")
+    for note in filter(None, notes):
         st.caption(escape_markdown(note))
-    if results.citation:
-        st.caption(escape_markdown(f"Humans: {results.citation}"))
+    st.download_button(
+        "Results CSV", view.reveal_csv(results), f"class-{session.code}-results.csv", "text/csv",
+        key="class_results_csv", help="The chart's numbers, one row per condition and who",
+    )  # fmt: skip
     _report.offer("class", "class_report", code=session.code)  # the question, chart, methods
 
 
-def _actions(store: Store, session: Session) -> None:
-    c1, c2, c3, c4 = st.columns(4)
-    if session.open and c1.button("Close answers", key="class_close"):
-        attempt("Closing the session", lambda: sessions.close_session(store, session.code))
-        st.rerun()
-    if not session.revealed and c2.button("Reveal", type="primary", key="class_do_reveal"):
-        attempt("Revealing", lambda: sessions.reveal_session(store, session.code))
-        st.rerun()
+def _files(store: Store, lesson: Lesson, session: Session) -> None:
+    """The answers as CSV and Delete, apart from the controls of the question."""
+    c1, c2, _ = st.columns(3)
     csv = attempt("Exporting the answers", lambda: _export(store, session.code))
     if csv is not None:
-        c3.download_button(
-            "Export CSV", csv, f"class-{session.code}.csv", "text/csv", key="class_export"
+        c1.download_button(
+            "Export answers (CSV)", csv, f"class-{session.code}.csv", "text/csv",
+            key="class_export",
+        )  # fmt: skip
+    what = "session" if lesson.single else f"lesson ({len(lesson.questions)} questions)"
+    with c2.popover("Delete"):
+        st.write(
+            f"Delete this {what}, its answers and the models' answers? It leaves your pooled "
+            "classes too. This cannot be undone."
         )
-    with c4.popover("Delete"):
-        st.write("Delete this session, its answers and the models' answers? This cannot be undone.")
         if st.button("Yes, delete", type="primary", key="class_delete"):
-            attempt("Deleting the session", lambda: sessions.delete_session(store, session.code))
+            attempt("Deleting", lambda: lessons.delete(store, lesson.code))
             st.session_state.pop(PICKED, None)
             st.rerun()
 
@@ -335,21 +354,27 @@ def main() -> None:
     st.title("Class")
     st.caption(
         "Run the experiment on the room: each participant answers one version of the question "
-        "on their phone; then reveal the class beside the original study's people and the "
-        "models. Participants give no name; only their answer and its condition are stored."
+        "on their phone; then reveal the class beside the original study's people, your "
+        "other classes and the models. Participants give no name; only their answer and its "
+        "condition are stored."
     )
     store = open_store_or_stop()
     _open_section(store)
-    session = _pick_session(store)
-    if session is None:
+    lesson = _pick_lesson(store)
+    if lesson is None:
         return
-    _join(store, session)
-    _live_count(session.code)
-    _actions(store, session)
-    if session.revealed:
+    session = lesson.session
+    _class_live.remember(lesson)
+    _join(store, lesson)
+    _class_live.live(lesson.code)
+    if session.state == sessions.REVEALED:
         _reveal(store, session)
     else:
-        st.caption("Press Reveal to show the class's result here and on the participants' phones.")
+        st.caption(
+            "Lock answers, then Reveal… shows the result here, on the projector view and on "
+            "the participants' phones."
+        )
+    _files(store, lesson, session)
     _models_section(store, session)
 
 

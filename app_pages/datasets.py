@@ -25,6 +25,7 @@ from app_pages._common import (
     share_local_server,
     test_cases,
 )
+from cogbias.core.run_record import RunStatus
 from cogbias.datasets import import_run_id
 from cogbias.datasets.formats import holds
 from cogbias.runs import executor, paired_plan, summaries
@@ -67,18 +68,18 @@ def _summary(db: str, dataset: str, version: tuple[Any, ...]) -> pd.DataFrame:
 def _dataset_runs(store: Store, dataset: str, was_active: bool) -> None:
     """The runs on `dataset`: the bars of each one still going, how the run started here
     ended, and the table of them all."""
-    runs = [r for r in summaries.run_summaries(store) if r["biases"] == dataset]
-    going = [r for r in runs if r["status"] in _progress.ACTIVE]
+    runs = [r for r in summaries.run_summaries(store) if summaries.target(r) == dataset]
+    going = [r for r in runs if r.status in _progress.ACTIVE]
     for run in going:
-        _progress.bars(run, prefix=f"Run {run['id']}: ")
+        _progress.bars(run, prefix=f"Run {run.id}: ")
     started = (st.session_state.get("ds_started") or {}).get(dataset)
-    ended = next((r for r in runs if r["id"] == started and r not in going), None)
+    ended = next((r for r in runs if r.id == started and r not in going), None)
     if ended is not None:
         text = (
-            f"{run_label(ended)}: {ended['done']:,} of {ended['planned']:,} "
-            f"{_progress.counted(ended)}, {ended['failed']:,} failed · {_progress.totals(ended)}."
+            f"{run_label(ended)}: {ended.done:,} of {ended.planned:,} "
+            f"{_progress.counted(ended)}, {ended.failed:,} failed · {_progress.totals(ended)}."
         )
-        (st.success if ended["status"] == "done" else st.warning)(text)
+        (st.success if ended.status == RunStatus.DONE else st.warning)(text)
     if runs:
         cols = ["id", "status", "models", "planned", "done", "failed", "cost", "duration_s"]
         st.dataframe(runs_table(runs, cols), hide_index=True)
@@ -241,8 +242,8 @@ def _run_tab(view: _View) -> None:
                 "browser. Its progress is below; its pairs appear in Browse and Analysis as they "
                 "finish."
             )
-        runs_here = [r for r in summaries.run_summaries(store) if r["biases"] == current]
-        active = any(r["status"] in _progress.ACTIVE for r in runs_here)
+        runs_here = [r for r in summaries.run_summaries(store) if summaries.target(r) == current]
+        active = any(r.status in _progress.ACTIVE for r in runs_here)
         # While a run on this dataset is going, this part redraws itself every two seconds.
         st.fragment(run_every=2.0 if active else None)(_dataset_runs)(store, current, active)
 
@@ -256,8 +257,8 @@ def _export_tab(view: _View) -> None:
         if datasets[current]["meta"].get("decisions"):
             scopes["the published decisions"] = import_run_id(current)
         for r in summaries.run_summaries(store):
-            if r["biases"] == current:
-                scopes[f"run {r['id']} ({r['models']})"] = r["id"]
+            if summaries.target(r) == current:
+                scopes[f"run {r.id} ({summaries.table_row(r)['models']})"] = r.id
         scope = st.selectbox("Which pairs", list(scopes), key="ds_scope", disabled=what != "pairs")
         fmt = st.radio("Format", ["csv", "jsonl", "parquet"], horizontal=True, key="ds_xfmt")
         key = (current, what, scope, fmt)

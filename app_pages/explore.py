@@ -20,6 +20,7 @@ from app_pages._common import (
     test_cases,
 )
 from cogbias.core.export_columns import pair_record
+from cogbias.core.records import DecisionStatus
 from cogbias.core.redact import redactor
 from cogbias.core.run_record import Run
 from cogbias.runs import kinds
@@ -279,7 +280,11 @@ def _pairs(store: Store, which: PairFilter) -> int:
     st.caption(pair_tables.choice_note(shown))
     for i, pair in enumerate(shown):
         d = pair.decision
-        score = f"score {signed(d.score)}" if d.status == "ok" and d.score is not None else "failed"
+        score = (
+            f"score {signed(d.score)}"
+            if d.status == DecisionStatus.OK and d.score is not None
+            else "failed"
+        )
         flipped = " · options reversed" if d.reversed else ""
         scenario = safe_text.escape_markdown((clean(pair.scenario or "") or "")[:90])
         number = (page - 1) * PAGE_SIZE + i + 1

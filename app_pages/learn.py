@@ -16,7 +16,7 @@ from app_pages._common import (
     scoring_choice,
     test_cases,
 )
-from cogbias.core.records import ABSTAINED
+from cogbias.core.records import DecisionStatus
 from cogbias.library import examples
 from cogbias.llm.errors import MissingKeyError
 from cogbias.runs import scorers
@@ -167,13 +167,15 @@ if held and held[0] == chosen:
         )
         for rejected in highlight.rejected_fills(instance):  # a fill that copied its instruction
             st.caption(safe_text.escape_markdown(rejected))
-        scored = decision.status == "ok"
+        scored = decision.status == DecisionStatus.OK
         if pair is not None:
             _pair.show_pair(pair, html, with_error=scored)  # the warning below says why
             _pair.show_probabilities(pair)
             _pair.show_samples(pair)
         explained = shown_pairs.explain_score(instance, decision)
-        unread = not scored and decision.status != ABSTAINED  # an abstention was read
+        unread = (
+            not scored and decision.status != DecisionStatus.ABSTAINED
+        )  # an abstention was read
         if unread and scorers.get(scoring).needs == scorers.SAMPLED_TEXT:
             if _live.probability_problem(instance, model, infos) is None:
                 explained += " " + READ_PROBABILITIES

@@ -15,6 +15,7 @@ from app_pages._common import (
     scenarios,
     test_cases,
 )
+from cogbias.core.records import DecisionStatus
 from cogbias.library import examples
 from cogbias.views import highlight, safe_text, shown_pairs
 
@@ -153,4 +154,4 @@ if held and held[0] == instance.id and held[1] == model:
     if pair is not None:
         _pair.show_pair(pair)
     explained = safe_text.escape_markdown(shown_pairs.explain_score(instance, decision))
-    (st.info if decision.status == "ok" else st.warning)(explained)
+    (st.info if decision.status == DecisionStatus.OK else st.warning)(explained)

@@ -15,6 +15,7 @@ import streamlit as st
 
 from app_pages import _launch, _progress, _run_factors
 from app_pages._common import (
+    OPEN_IN,
     RANDOM_MODEL,
     case_label,
     chosen_gone,
@@ -35,7 +36,9 @@ from app_pages._common import (
 from cogbias.core import run_record
 from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.core.redact import redact
+from cogbias.core.run_record import ResultsPage, Run, RunStatus
 from cogbias.library import examples
+from cogbias.llm.costs import dollars
 from cogbias.llm.settings import check_api_base
 from cogbias.runs import paired_plan, scorers
 from cogbias.runs.paired_plan import RunSpec
@@ -289,7 +292,7 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
     m1, m2, m3 = st.columns(3)
     m1.metric("Pairs to decide", f"{plan['planned']:,}")
     m2.metric("LLM calls (at most)", f"{sum(calls.values()):,}")
-    m3.metric("Estimated cost", "unknown" if cost is None else f"${cost:,.4f}")
+    m3.metric("Estimated cost", "unknown" if cost is None else dollars(cost))
     st.caption(
         f"{calls['generate']:,} to fill gaps, {calls['decide']:,} to decide, "
         f"{calls['extract']:,} to extract the chosen option. Answers already in the "
@@ -298,12 +301,12 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
         + (f" The cost includes {plan['thinking']}." if plan.get("thinking") else "")
     )
     existing = run_summary(store, plan["run_id"])
-    busy = existing is not None and existing["status"] in ACTIVE
+    busy = existing is not None and existing.status in ACTIVE
     if busy:
         st.info("This exact run is running now: watch it below.")
-    elif existing and existing["status"] == "done":
+    elif existing and existing.status == RunStatus.DONE:
         st.info(
-            f"This exact run already finished ({existing['done']} pairs). Starting it again "
+            f"This exact run already finished ({existing.done} pairs). Starting it again "
             "only does work that is missing; change the seed or the models for new results."
         )
     use_batch, allowed = _run_factors.how_to_send(plan.get("batch_cost"))
@@ -323,15 +326,15 @@ def _mark_started(run_id: str) -> None:
 
 
 # ------------------------------------------------------------------ progress
-def _starting(run: dict | None) -> bool:
+def _starting(run: Run | None) -> bool:
     """True while a just (re)started worker has not yet taken over its run row: until then
     the row still shows how the previous attempt ended (or does not exist)."""
     if run is None:
         return True
     since = st.session_state.get("run_started_wall")
-    if since is None or run["status"] in ACTIVE:
+    if since is None or run.status in ACTIVE:
         return False
-    return (run["finished_at"] or "") < since and time.monotonic() - st.session_state.get(
+    return (run.finished_at or "") < since and time.monotonic() - st.session_state.get(
         "run_started_at", 0
     ) < 120
 
@@ -354,11 +357,11 @@ def progress(run_id: str) -> None:
     assert run is not None
     st.markdown(f"**{run_label(run)}**")
     _progress.bars(run)
-    if run["status"] not in ACTIVE:
+    if run.status not in ACTIVE:
         st.rerun()  # finished: redraw the whole page (past runs, no more polling)
-    cancelling = run["status"] == "cancelling"
+    cancelling = run.status == RunStatus.CANCELLING
     if not cancelling:
-        if run["done"] == 0 and not run.get("to_generate"):
+        if run.done == 0 and not run.to_generate:
             st.caption("Filling gaps first (the local model may take a while per instance)…")
         cancelling = st.button("Cancel run", key="run_cancel")
         if cancelling:
@@ -372,21 +375,17 @@ def shown(text: str) -> str:
     return escape_markdown(redact(text))
 
 
-def progress_section(by_id: dict[str, dict]) -> str | None:
+def progress_section(by_id: dict[str, Run]) -> str | None:
     """The run started here (or, after a reload, one still going): its progress while it
     runs, how it ended once it has. Returns its id."""
     active = st.session_state.get("run_active")
     if active is None:  # after a reload: pick up a run that is still going
         active = next(
-            (
-                r["id"]
-                for r in by_id.values()
-                if r["status"] in ACTIVE and r["results"] == "decisions"
-            ),
+            (r.id for r in by_id.values() if r.status in ACTIVE and r.page is ResultsPage.EXPLORE),
             None,
         )
     current = by_id.get(active) if active else None
-    if active and (_starting(current) or (current and current["status"] in ACTIVE)):
+    if active and (_starting(current) or (current and current.status in ACTIVE)):
         st.subheader("Progress")
         progress(active)
     elif current:
@@ -394,24 +393,24 @@ def progress_section(by_id: dict[str, dict]) -> str | None:
     return active
 
 
-def last_run(run_id: str, run: dict) -> None:
+def last_run(run_id: str, run: Run) -> None:
     """How the run started here ended, and a way to its results."""
     st.subheader("Last run")
     text = (
-        f"{run_label(run)}: {run['done']:,} of {run['planned']:,} {counted(run)}, "
-        f"{run['failed']:,} failed · {totals(run)}."
+        f"{run_label(run)}: {run.done:,} of {run.planned:,} {counted(run)}, "
+        f"{run.failed:,} failed · {totals(run)}."
     )
-    if run["status"] == "done":
+    if run.status == RunStatus.DONE:
         st.success(text)
     else:
-        st.warning(text + (f" {shown(run['error'])}" if run.get("error") else ""))
-    if run["done"] and st.button("Open this run in Explore", key="run_last_explore"):
+        st.warning(text + (f" {shown(run.error)}" if run.error else ""))
+    if run.done and st.button("Open this run in Explore", key="run_last_explore"):
         st.session_state["explore_source"] = f"run:{run_id}"
         st.switch_page("app_pages/explore.py")
 
 
 # ------------------------------------------------------------------ past runs
-def past_runs(by_id: dict[str, dict], active: str | None) -> None:
+def past_runs(by_id: dict[str, Run], active: str | None) -> None:
     """Every run, one picked: open, resume, retry or cancel it, and its provider batches."""
     st.subheader("Runs")
     if not by_id:
@@ -431,39 +430,35 @@ def past_runs(by_id: dict[str, dict], active: str | None) -> None:
         },
     )
     run_buttons(pick, by_id[pick], gone)
-    if by_id[pick].get("error"):
-        st.caption(f"Error: {shown(by_id[pick]['error'])}")
+    if by_id[pick].error:
+        st.caption(f"Error: {shown(by_id[pick].error)}")
     provider_batches(pick)
 
 
-def run_buttons(pick: str, picked: dict, gone: bool) -> None:
+def run_buttons(pick: str, picked: Run, gone: bool) -> None:
     """Open, Resume, Retry failed pairs and Cancel for the picked run; no click acts on a
     run deleted elsewhere (`gone`)."""
     b1, b2, b3, b4 = st.columns(4)
-    shown_in = picked["results"]  # the table its results are read from
-    if shown_in == "study_calls":  # shown on the Studies page
-        if b1.button("Open in Studies", key="run_studies") and not gone:
-            st.session_state["study_run"] = pick
-            st.switch_page("app_pages/studies.py")
-    elif shown_in == "decisions" and b1.button("Open in Explore", key="run_explore") and not gone:
-        st.session_state["explore_source"] = f"run:{pick}"
-        st.switch_page("app_pages/explore.py")
+    opens = OPEN_IN.get(picked.page)  # the page that shows its kind's results, if any
+    if opens is not None and b1.button(opens.label, key=opens.key) and not gone:
+        st.session_state[opens.state] = opens.value.format(id=pick, spec=picked.spec)
+        st.switch_page(opens.page)
     retry = (
         b3.button(
             "Retry failed pairs",
             key="run_retry",
-            disabled=picked["status"] in ACTIVE or not picked["failed"],
+            disabled=picked.status in ACTIVE or not picked.failed,
             help="Ask again for every failed pair, also those whose answer could not be read.",
         )
         and not gone
     )
-    resume = picked["status"] in RESUMABLE and b2.button("Resume", key="run_resume") and not gone
+    resume = picked.status in RESUMABLE and b2.button("Resume", key="run_resume") and not gone
     if (resume or retry) and _launch.resume(
         "run", pick, retry_failed=retry, max_cost=_run_factors.max_cost()
     ):
         _mark_started(pick)
         st.rerun()
-    cancel = picked["status"] in ACTIVE - {run_record.RunStatus.CANCELLING} and b4.button(
+    cancel = picked.status in ACTIVE - {run_record.RunStatus.CANCELLING} and b4.button(
         "Cancel", key="run_cancel_pick"
     )
     if cancel and not gone:
@@ -491,7 +486,7 @@ def main() -> None:
     if spec is not None and plan is not None:
         offer_start(spec, plan, stale)
     st.divider()
-    by_id = {r["id"]: r for r in run_summaries(store)}
+    by_id = {r.id: r for r in run_summaries(store)}
     active = progress_section(by_id)
     past_runs(by_id, active)
 

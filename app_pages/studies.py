@@ -26,6 +26,7 @@ from app_pages._common import (
 from cogbias.core import run_record
 from cogbias.core.limits import name_problem
 from cogbias.core.redact import redact
+from cogbias.core.run_record import Run, RunStatus
 from cogbias.runs import study_plan, study_results, summaries
 from cogbias.runs.study_plan import MITIGATION_ORDER, StudyPlan, StudySpec
 from cogbias.store import pid_alive
@@ -205,11 +206,11 @@ def offer_start(resolved: StudySpec, the_plan: StudyPlan, run_name: str, stale: 
     m1.metric("Units", f"{the_plan.planned:,}")
     m2.metric("Model calls (at least)", f"{the_plan.calls():,}")
     st.text(the_plan.describe())
-    existing = store.run(resolved.run_id)
-    busy = existing is not None and existing["status"] in run_record.WORKING
+    existing = summaries.run_summary(store, resolved.run_id)
+    busy = existing is not None and existing.status in run_record.WORKING
     if busy:
         st.info("This exact study run is running now: watch it below.")
-    elif existing is not None and existing["status"] == "done":
+    elif existing is not None and existing.status == RunStatus.DONE:
         st.info(
             "This exact study run already finished. Starting it again only asks what is "
             "missing; change the repeats or the models for new results."
@@ -226,20 +227,17 @@ def offer_start(resolved: StudySpec, the_plan: StudyPlan, run_name: str, stale: 
 start_form()
 
 # ------------------------------------------------------------------ progress
-runs = {
-    r["id"]: {**r, "study": StudySpec.from_stored(r["spec"]).study}
-    for r in summaries.run_summaries(store)
-    if r["results"] == "study_calls"
-}
+runs = {r.id: r for r in summaries.run_summaries(store) if study_results.is_study(r)}
+studies = {run_id: {"study": study_results.spec_of(r).study} for run_id, r in runs.items()}
 
 
-def working(run: dict) -> bool:
+def working(run: Run) -> bool:
     """A worker is on it: the run says so (`run_summaries` calls a running run whose worker
     died interrupted), or a worker process started for it has not claimed it yet."""
-    if run["status"] in run_record.WORKING:
+    if run.status in run_record.WORKING:
         return True
-    starting = run["status"] == "planned" or run["id"] == st.session_state.get("study_active")
-    return starting and pid_alive(run.get("pid"))
+    starting = run.status == RunStatus.PLANNED or run.id == st.session_state.get("study_active")
+    return starting and pid_alive(run.pid)
 
 
 @st.fragment(run_every=1.0)
@@ -248,13 +246,15 @@ def progress(run_id: str) -> None:
     if run is None or not working(run):
         st.rerun()  # finished (or gone): redraw the whole page
         return
-    planned = max(run["planned"] or 0, 1)
+    planned = max(run.planned or 0, 1)
     st.markdown(f"**{run_label(run)}**")
-    st.progress(
-        min(run["done"] / planned, 1.0), text=f"{run['done']:,} of {run['planned']:,} units"
+    st.progress(min(run.done / planned, 1.0), text=f"{run.done:,} of {run.planned:,} units")
+    st.caption(
+        escape_markdown(
+            f"{run.failed:,} failed · {run.tokens or 0:,} tokens · {summaries.cost_text(run)}"
+        )
     )
-    st.caption(f"{run['failed']:,} failed · {run['tokens'] or 0:,} tokens · ${run['cost']:.4f}")
-    if run["status"] == "cancelling":
+    if run.status == RunStatus.CANCELLING:
         st.warning("cancelling… the run stops within seconds and keeps what is finished.")
     elif st.button("Cancel", key=f"study_cancel:{run_id}"):
         store.request_cancel(run_id)
@@ -265,7 +265,7 @@ going = [r for r in runs.values() if working(r)]
 if going:
     st.subheader("Running now")
     for run in going:
-        progress(run["id"])
+        progress(run.id)
 
 # ------------------------------------------------------------------ results
 st.divider()
@@ -283,9 +283,10 @@ pick, gone = pick_run(
     "study_run",
     next(iter(runs)),
     ["id", "name", "study", "status", "created_at", "planned", "done", "failed", "cost", "models"],
+    extra=studies,
 )
 picked = runs[pick]
-stalled = picked["status"] == "planned" and not working(picked)  # its worker never began
+stalled = picked.status == RunStatus.PLANNED and not working(picked)  # its worker never began
 if stalled:
     log = db_path().parent / f"{pick}.log"
     st.warning("This run's worker stopped before it began. The end of its log:")
@@ -294,15 +295,15 @@ if stalled:
         language=None,
     )
 b1, b2, _ = st.columns([1, 1, 4])
-resume = (picked["status"] in RESUMABLE or stalled) and b1.button("Resume", key="study_resume")
+resume = (picked.status in RESUMABLE or stalled) and b1.button("Resume", key="study_resume")
 if resume and not gone and _launch.resume("study run", pick):
     st.session_state["study_active"] = pick
     st.rerun()
 if working(picked) and b2.button("Cancel", key="study_cancel_pick") and not gone:
     store.request_cancel(pick)
     st.rerun()
-if picked.get("error"):
-    st.caption(f"Error: {escape_markdown(redact(picked['error']))}")
+if picked.error:
+    st.caption(f"Error: {escape_markdown(redact(picked.error))}")
 study_of_run = attempt(
     "Reading the study of this run", lambda: study_results.study_of_run(store, pick)
 )
@@ -311,7 +312,9 @@ if study_of_run is None:
 table_tab, chat_tab, selfhelp_tab = st.tabs(["Results", "Conversations", "Self-help rewrites"])
 with table_tab:
     _study_views.results(pick)
-    _paper_models.beside_study_run(pick, picked["study"])  # the paper's own models, if printed
+    _paper_models.beside_study_run(
+        pick, studies[pick]["study"]
+    )  # the paper's own models, if printed
     _report.offer("run", "study_report", run_id=pick)
 with chat_tab:
     _study_views.conversation_viewer(store, pick, study_of_run)

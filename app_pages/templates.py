@@ -4,7 +4,7 @@ import dataclasses
 
 import streamlit as st
 
-from app_pages import _pair
+from app_pages import _editor, _pair
 from app_pages._common import attempt, case_label, friendly, keep, scenarios, test_cases
 from cogbias.library import testcases as library
 from cogbias.library.testcases import LibraryError
@@ -13,13 +13,13 @@ from cogbias.views import authoring, highlight, safe_text
 EDITOR = "tpl_text"
 st.title("Templates: author a test case")
 st.caption(
-    "A test case is a TOML file (format: docs/format.md). Edit it below; problems are listed "
-    "with their line and column as you go. Built-in test cases are never overwritten: saving "
-    "one stores a copy under a new id in your library."
+    "A test case is a TOML file (format: docs/format.md). Edit it below: it is checked as you "
+    "type, and each problem is marked at its line in the editor and listed under it. Built-in "
+    "test cases are never overwritten: saving one stores a copy under a new id in your library."
 )
 
 cases = test_cases()
-keep(EDITOR, "tpl_seed")  # an unsaved draft outlives a look at another page
+keep("tpl_seed")  # the draft itself is page state, not a widget's: a page switch keeps it
 if EDITOR not in st.session_state:
     st.session_state[EDITOR] = authoring.BLANK_TEST_CASE
 if "tpl_seed" not in st.session_state:
@@ -49,29 +49,28 @@ with st.expander("Start from…", expanded=False):
         except UnicodeDecodeError:
             st.error("That file is not UTF-8 text; save it as UTF-8 and import it again.")
 
-text = st.text_area(
-    "Test case (TOML)", key=EDITOR, height=460, help="Press Ctrl+Enter or click outside to check"
-)
-
+text = _editor.draft(EDITOR)
 case = None
-problem_lines: list[int] = []
-problem_text = ""
+problems: list[library.Problem] = []
+unreadable = ""
 try:
-    case = library.parse_test_case(text, file="editor")
+    case = library.parse_test_case(text, file="<editor>")
 except LibraryError as exc:
-    problems = sorted(exc.problems, key=lambda p: (p.line, p.col))
-    problem_lines = [p.line for p in problems]
-    listed = "\n".join(
-        f"- **Line {p.line}, column {p.col}:** {safe_text.escape_markdown(p.message)}"
-        for p in problems
-    )
-    count = "1 problem" if len(exc.problems) == 1 else f"{len(exc.problems)} problems"
-    st.error(f"{count} to fix before saving (the lines are marked in red below):\n\n{listed}")
-    problem_text = f"\n\n{listed}"
+    problems = exc.problems
 except Exception as exc:  # validation must never crash the editor
-    problem_text = friendly(exc)
-    st.error(f"The test case could not be checked: {problem_text}")
-else:
+    unreadable = friendly(exc)
+
+st.markdown("**Test case (TOML)**")
+_editor.editor(EDITOR, text, problems)
+if problems:
+    count = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
+    st.error(
+        f"{count} to fix before saving, each marked in red at its line in the editor (point at "
+        f"the mark beside the line number to read it there):\n\n{authoring.problem_list(problems)}"
+    )
+elif unreadable:
+    st.error(f"The test case could not be checked: {unreadable}")
+elif case is not None:
     name, case_id = safe_text.escape_markdown(case.name), safe_text.escape_markdown(case.id)
     st.success(f"Valid: {name} ({case_id}), {case.n_options} answer options.")
 
@@ -80,7 +79,7 @@ def _save(replace_id: str | None = None) -> None:
     """Save the editor's text; replacing one of the user's own files needs a confirmation
     (`replace_id` is the id the user agreed to replace)."""
     try:
-        parsed = library.parse_test_case(st.session_state[EDITOR], file="editor")
+        parsed = library.parse_test_case(st.session_state[EDITOR], file="<editor>")
     except LibraryError as exc:
         st.session_state["tpl_saved"] = ("error", f"Not saved: {friendly(exc)}")
         return
@@ -111,7 +110,7 @@ c2.download_button(
     "Export .toml",
     data=text.encode("utf-8"),
     disabled=case is None,  # only a file that loads can be exported
-    help=None if case is not None else "Fix the problems above to export the file.",
+    help=None if case is not None else "Fix the problems listed under the editor to export it.",
     file_name=f"{case.id if case else 'test_case'}.toml",
     mime="application/toml",
     key="tpl_export",
@@ -126,7 +125,7 @@ elif saved:
 tab_filled, tab_gaps, tab_diff = st.tabs(["Filled (unsaved draft)", "Gaps", "Control vs treatment"])
 with tab_filled:
     if case is None:
-        st.error(f"No preview until the draft loads: {problem_text}")
+        st.info("No preview until the draft loads: fix the problems listed under the editor.")
     else:
         st.columns([1, 3])[0].number_input(
             "Example set (seed)", min_value=0, step=1, key="tpl_seed"
@@ -151,12 +150,12 @@ with tab_gaps:
     st.caption("Blue: [[gaps]] the generator fills. Red: {{values}}. Lines with problems: red.")
     st.markdown(
         '<pre style="white-space:pre-wrap;font-size:0.85em">'
-        f"{highlight.highlight_source(text, problem_lines)}</pre>",
+        f"{highlight.highlight_source(text, [p.line for p in problems])}</pre>",
         unsafe_allow_html=True,
     )
 with tab_diff:
     if case is None:
-        st.info("Fix the problems above to see the difference between control and treatment.")
+        st.info("Fix the problems listed under the editor to see how control and treatment differ.")
     else:
         _pair.show_marked_halves(highlight.case_halves_html(case))
 
@@ -165,7 +164,9 @@ mine = {cid: c for cid, c in test_cases().items() if not c.is_builtin}
 if not mine:
     st.caption(
         safe_text.escape_markdown(
-            f"No test cases of your own yet; saved ones go to {library.user_dir()}."
+            "No test cases of your own yet. Write or load one above and press Save to my "
+            "library: it is kept in "
+            f"{library.user_dir()} and offered on Learn, Preview and Run beside the built-ins."
         )
     )
 for cid, c in mine.items():

@@ -12,8 +12,9 @@ import streamlit as st
 from app_pages import _paper_models
 from app_pages._common import attempt, db_path, keep, open_store_or_stop
 from app_pages._progress import ACTIVE
+from cogbias.core.run_record import RunStatus
 from cogbias.runs import executor, paired_plan
-from cogbias.runs.summaries import run_summaries
+from cogbias.runs.summaries import run_summary
 from cogbias.studies import analysis, tokenbias
 from cogbias.views import charts_tokenbias, safe_text
 
@@ -54,21 +55,21 @@ with st.expander(
 @st.fragment(run_every=1.0)
 def progress(run_id: str) -> None:
     """The baseline's progress while its worker runs; the page is redrawn when it ends."""
-    run = next((r for r in run_summaries(store) if r["id"] == run_id), None)
+    run = run_summary(store, run_id)
     if run is None:
         st.info(f"Starting run {run_id}…")
         return
-    if run["status"] not in ACTIVE:
+    if run.status not in ACTIVE:
         st.session_state.pop("tb_run", None)
-        if run["status"] == "done":
+        if run.status == RunStatus.DONE:
             st.rerun()  # redraw the whole page with the baseline's tables
-        st.error(f"The random baseline ended {run['status']}; the reason:")
-        st.text(run["error"] or "(none recorded)")  # may quote a model: text, never Markdown
+        st.error(f"The random baseline ended {run.status}; the reason:")
+        st.text(run.error or "(none recorded)")  # may quote a model: text, never Markdown
         return
-    planned = max(run["planned"] or 0, 1)
+    planned = max(run.planned or 0, 1)
     st.progress(
-        min(run["done"] / planned, 1.0),
-        text=f"Random baseline: {run['done']:,} of {run['planned']:,} pairs",
+        min(run.done / planned, 1.0),
+        text=f"Random baseline: {run.done:,} of {run.planned:,} pairs",
     )
 
 

@@ -27,6 +27,20 @@ def cogbias(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]
     )  # fmt: skip
 
 
+ANTHROPIC_MODEL = "anthropic/claude-haiku-4-5"
+ANTHROPIC_KEY = (
+    "fake-anthropic-batch-value-0123456789"  # no real key shape: redacted as an env value
+)
+KEY_ENV = "COGBIAS_TEST_ANTHROPIC_KEY"  # the variable every Anthropic test process reads
+
+
+def anthropic_run(db: Path, base_url: str, *extra: object) -> list[object]:
+    """`cogbias run pairs` of three biases on the Anthropic model at `base_url`."""
+    return ["run", "pairs", "--db", db, "--biases", "anchoring,framing_effect,loss_aversion",
+            "--generator", "examples", "--models", ANTHROPIC_MODEL, "--api-base", base_url,
+            "--api-key-env", KEY_ENV, *extra]  # fmt: skip
+
+
 def needs_extraction(request: dict) -> str:
     """Decisions the reader leaves to an extraction (one option negated, another chosen),
     and an extractor that names the chosen one: every pair takes both rounds."""

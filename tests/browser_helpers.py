@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -23,6 +24,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def app_environment(home: Path, demo: bool = False, **extra: str) -> dict[str, str]:
+    """The environment of an app served for a test: its home and database in `home`, the demo
+    results only with `demo`, no network for litellm's price list, and `extra` variables."""
+    return {
+        **os.environ,
+        "COGBIAS_HOME": str(home),
+        "COGBIAS_DB": str(home / "app.db"),
+        "COGBIAS_DEMO": "1" if demo else "0",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        **extra,
+    }
 
 
 @contextmanager
@@ -154,3 +168,39 @@ def learn_tab(browser: Any, url: str, height: int = 1000) -> Iterator[Any]:
         yield tab
     finally:
         context.close()
+
+
+EDITOR_FRAME = 'iframe[title="streamlit_ace.streamlit_ace"]'  # the Templates page's editor
+
+
+def toml_editor(page: Any) -> Any:
+    """The Templates page's TOML editor (Ace, in the component's own frame). A page that
+    replaced the draft draws a new editor; until its run ends the old one is still there."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(EDITOR_FRAME)).to_have_count(1, timeout=60_000)
+    return page.frame_locator(EDITOR_FRAME)
+
+
+def editor_text(page: Any) -> str:
+    """The text in the Templates editor, as Ace holds it."""
+    return str(toml_editor(page).locator(".ace_editor").evaluate("e => e.env.editor.getValue()"))
+
+
+def replace_editor_text(page: Any, text: str) -> None:
+    """Select all in the Templates editor and put `text` in its place, as a paste does; the
+    editor sends it to the page once the typing stops."""
+    toml_editor(page).locator(".ace_content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(text)
+
+
+def editor_marked_lines(page: Any) -> list[int]:
+    """The line numbers the Templates editor marks as holding a problem: its margin marks, as
+    the editor holds them (it draws only the lines in view; a test looks at those itself)."""
+    rows = (
+        toml_editor(page)
+        .locator(".ace_editor")
+        .evaluate("e => e.env.editor.getSession().getAnnotations().map(a => a.row)")
+    )
+    return sorted({int(row) + 1 for row in rows})

@@ -12,6 +12,12 @@ that the first `errored` requests it processes (over all batches) come back erro
 next `expired` ones expired. Every request's `x-api-key` header is kept in `api_keys`; a
 request without `anthropic-version: 2023-06-01` is refused, as Anthropic does, and with
 `api_key` set, one with another key gets a 401 that repeats the key it was sent.
+
+A broken server, for the run's deadlines and cancel: `hang="poll"` never answers a poll of a
+batch (`polls` still counts it), `hang="all"` neither a poll nor a cancel; `trickle` sends a
+results file one byte every `trickle` seconds (`downloads` counts the downloads begun); and
+`mangle(number, lines)` rewrites the results lines of batch `number` (1, 2, ...) before they
+are sent (a duplicated, unknown or missing custom_id, a line that is not JSON or too long).
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ class FakeAnthropic:
         expired: int = 0,
         api_key: str | None = None,
         junk: str = "",
+        hang: str = "",
+        trickle: float = 0.0,
+        mangle: Callable[[int, list[str]], list[str]] | None = None,
     ) -> None:
         self.responder = responder or default_responder
         self.batch_delay = batch_delay
@@ -53,6 +62,8 @@ class FakeAnthropic:
         self.expired = expired
         self.api_key = api_key
         self.junk = junk  # a first line every results file starts with (a broken server)
+        self.hang, self.trickle, self.mangle = hang, trickle, mangle
+        self.downloads = 0
         self.calls = 0  # interactive /v1/messages
         self.bodies: list[dict[str, Any]] = []  # what the interactive path sent
         self.params: list[dict[str, Any]] = []  # what batches carried, in order
@@ -153,6 +164,8 @@ class FakeAnthropic:
 
     async def _get(self, request: web.Request) -> web.StreamResponse:
         self.polls += 1
+        if self.hang:
+            await asyncio.sleep(3600)
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None:
             return _error(404, "no such batch")
@@ -163,6 +176,8 @@ class FakeAnthropic:
         if batch is None:
             return _error(404, "no such batch")
         self.cancels += 1
+        if self.hang == "all":
+            await asyncio.sleep(3600)
         if batch["processing_status"] == "in_progress":
             batch["processing_status"] = "canceling"
             batch["cancel_initiated_at"] = "2026-01-01T00:00:01Z"
@@ -176,8 +191,20 @@ class FakeAnthropic:
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None or "results" not in batch:
             return _error(404, "results are not ready")
-        lines = self.junk + "".join(json.dumps(r) + "\n" for r in batch["results"])
-        return web.Response(text=lines, content_type="application/binary")
+        lines = [json.dumps(r) for r in batch["results"]]
+        if self.mangle is not None:
+            lines = self.mangle(list(self.batches).index(batch["id"]) + 1, lines)
+        text = self.junk + "".join(line + "\n" for line in lines)
+        self.downloads += 1
+        if not self.trickle:
+            return web.Response(text=text, content_type="application/binary")
+        response = web.StreamResponse(headers={"Content-Type": "application/binary"})
+        await response.prepare(request)
+        for byte in text.encode():
+            await response.write(bytes([byte]))
+            await asyncio.sleep(self.trickle)
+        await response.write_eof()
+        return response
 
     # -- lifecycle --------------------------------------------------------------------
 

@@ -161,6 +161,10 @@ class FakeLLMServer:
         seed: seeds the fault-injection random generator.
         batch_delay: seconds after which a created batch (`/v1/batches`) is complete.
         batch_fail: fraction of the requests inside a batch answered with an error.
+        batch_hang: polls and cancels of a batch never answer (a server that hangs).
+
+    Setting `held` to True makes every request wait (asynchronously) until it is set back to
+    False: a test sees what a run shows before any answer, then lets the answers come.
 
     Batches follow OpenAI's Batch API: `POST /v1/files` (multipart, purpose "batch"),
     `POST /v1/batches`, `GET /v1/batches/{id}`, `POST /v1/batches/{id}/cancel`, and
@@ -182,9 +186,11 @@ class FakeLLMServer:
         seed: int = 0,
         batch_delay: float = 0.5,
         batch_fail: float = 0.0,
+        batch_hang: bool = False,
     ) -> None:
         self.responder = responder or default_responder
         self.latency = latency
+        self.held = False
         self.fail_500 = fail_500
         self.server_status = server_status
         self.fail_429 = fail_429
@@ -194,6 +200,7 @@ class FakeLLMServer:
         self._rng = random.Random(seed)
         self.batch_delay = batch_delay
         self.batch_fail = batch_fail
+        self.batch_hang = batch_hang  # polls and cancels of a batch never answer
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.batch_requests = 0
@@ -257,6 +264,8 @@ class FakeLLMServer:
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         payload = await request.json()
         self.requests.append(payload)
+        while self.held:
+            await asyncio.sleep(0.05)
         if self.latency:
             await asyncio.sleep(self.latency)
         if self.api_key is not None:
@@ -361,12 +370,16 @@ class FakeLLMServer:
     async def _get_batch(self, request: web.Request) -> web.StreamResponse:
         batch_id = request.match_info["batch_id"]
         self.batch_polls += 1
+        if self.batch_hang:
+            await asyncio.sleep(3600)
         if batch_id not in self.batches:
             return self._error(404, "No such batch")
         return web.json_response(self._public(batch_id))
 
     async def _cancel_batch(self, request: web.Request) -> web.StreamResponse:
         batch_id = request.match_info["batch_id"]
+        if self.batch_hang:
+            await asyncio.sleep(3600)
         if batch_id not in self.batches:
             return self._error(404, "No such batch")
         batch = self.batches[batch_id]

@@ -21,8 +21,8 @@ def study_run(db: Path, spec: StudySpec) -> str:
     with Store(db) as store:
         study = study_plan.load_study(spec.study, store)
         run = executor.execute(study_plan.plan(study_plan.resolve(spec, study), study), store)
-    assert run["status"] == "done", run
-    return run["id"]
+    assert run.status == "done", run
+    return run.id
 
 
 def scripted(request: dict) -> str:

@@ -24,7 +24,7 @@ from tests.app_helpers import make_results_db
 from tests.fake_llm_server import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["learn", "templates", "preview", "run", "explore", "settings"]
+PAGES = ["learn", "templates", "preview", "run", "explore", "settings", "projector"]
 
 
 @pytest.fixture(scope="module")
@@ -297,6 +297,13 @@ def test_learn_with_a_failing_model_says_what_to_do(app_db: Path) -> None:
 # --------------------------------------------------------------------------- templates
 
 
+def type_draft(at: AppTest, text: str) -> None:
+    """What the editor sends once the author stops typing: the draft's new text (the editor
+    itself, Ace in the browser, is driven by tests/test_browser_authoring.py)."""
+    at.session_state["tpl_text"] = text
+    at.run()
+
+
 def _line_of(text: str, needle: str) -> int:
     return text[: text.index(needle)].count("\n") + 1
 
@@ -305,7 +312,7 @@ def test_templates_validate_live_then_save_to_the_library(app_db: Path) -> None:
     at = open_page("templates")
     assert any("Valid: My Bias" in s.value for s in at.success)
     broken = authoring.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
-    at.text_area(key="tpl_text").input(broken).run()
+    type_draft(at, broken)
     assert_clean(at)
     line = _line_of(broken, 'kind = "likert9"')
     assert f"Line {line}, column" in texts(at) and "unknown scale kind" in texts(at)
@@ -313,7 +320,7 @@ def test_templates_validate_live_then_save_to_the_library(app_db: Path) -> None:
     (export,) = at.get("download_button")
     assert export.proto.disabled, "an invalid file must not be exportable"
     fixed = authoring.BLANK_TEST_CASE.replace('"my_bias"', '"peer_pressure"')
-    at.text_area(key="tpl_text").input(fixed).run()
+    type_draft(at, fixed)
     at.button(key="tpl_save").click().run()
     assert_clean(at)
     assert (library.user_dir() / "peer_pressure.toml").is_file()
@@ -330,22 +337,22 @@ def test_saving_a_built_in_makes_a_copy_under_a_new_id(app_db: Path) -> None:
     at = open_page("templates")
     at.selectbox(key="tpl_source").set_value("anchoring")
     at.button(key="tpl_load_copy").click().run()
-    assert 'id = "anchoring"' in at.text_area(key="tpl_text").value
+    assert 'id = "anchoring"' in at.session_state["tpl_text"]
     at.button(key="tpl_save").click().run()
     assert_clean(at)
     assert builtin.read_bytes() == before
     assert (library.user_dir() / "anchoring_copy.toml").is_file()
-    assert 'id = "anchoring_copy"' in at.text_area(key="tpl_text").value
+    assert 'id = "anchoring_copy"' in at.session_state["tpl_text"]
     assert any("is built in, so this is a copy" in s.value for s in at.success)
 
 
 def test_templates_report_broken_toml_and_export(app_db: Path) -> None:
     at = open_page("templates")
-    at.text_area(key="tpl_text").input('id = "x"\nname = [unclosed\n').run()
+    type_draft(at, 'id = "x"\nname = [unclosed\n')
     assert_clean(at)
     assert "not valid TOML" in texts(at)
     at.button(key="tpl_blank").click().run()
-    assert at.text_area(key="tpl_text").value == authoring.BLANK_TEST_CASE
+    assert at.session_state["tpl_text"] == authoring.BLANK_TEST_CASE
     assert at.get("download_button")
 
 
@@ -721,12 +728,11 @@ def test_a_runs_cost_line_is_text_not_latex() -> None:
 
     def progress_of_a_run() -> None:
         from app_pages import _progress
+        from cogbias.core.run_record import Run
 
         _progress.bars(
-            {"status": "done", "planned": 4, "done": 4, "failed": 1, "tokens": 120,
-             "cost": 0.0, "cost_saved": 0.01, "duration_s": 3.0, "unit": "pairs",
-             "cost_text": "$0.0000",
-             "waiting": 2, "wait_reason": "rate *limit* $1 $2"}
+            Run(id="run-x", status="done", planned=4, done=4, failed=1, tokens=120, cost=0.0,
+                cost_saved=0.01, duration_s=3.0, waiting=2, wait_reason="rate *limit* $1 $2")
         )  # fmt: skip
 
     at = AppTest.from_function(progress_of_a_run, default_timeout=30).run()

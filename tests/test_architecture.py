@@ -229,3 +229,37 @@ def test_no_function_is_over_80_lines() -> None:
         and (path.relative_to(ROOT).as_posix(), node.name) not in DDL_EXEMPT
     ]
     assert not long, "\n".join(long)
+
+
+KIND_REGISTRY = ROOT / "cogbias" / "runs" / "kinds.py"
+
+
+def _names_a_kind(node: ast.AST) -> bool:
+    """`kind.name`, `run.kind.name`, `x_kind.name`: a kind's name; `<anything>.results` or
+    `row["results"]`: the table a kind's results were once told apart by."""
+    if isinstance(node, ast.Attribute) and node.attr == "name":
+        owner = node.value
+        word = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+        return word == "kind" or word.endswith("_kind")
+    if isinstance(node, ast.Attribute) and node.attr == "results":
+        return True
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and node.slice.value == "results"
+    )
+
+
+def test_only_the_kind_registry_tells_kinds_apart_by_name() -> None:
+    """A reader asks a run's kind (its read side: page, cells, exports, tables, settings),
+    never compares its name or its results table: a new kind then needs no edit elsewhere."""
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}"
+        for path in sources()
+        if path != KIND_REGISTRY
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Compare)
+        and any(isinstance(op, ast.Eq | ast.NotEq | ast.In | ast.NotIn) for op in node.ops)
+        and any(_names_a_kind(side) for side in (node.left, *node.comparators))
+    ]
+    assert not found, "\n".join(found)

@@ -46,11 +46,15 @@ def start_until_a_batch_is_submitted(
     return worker, submitted
 
 
-def test_a_batch_run_completes_from_batches_and_equals_an_interactive_run(tmp_path):
+def test_a_batch_run_completes_from_batches_and_equals_an_interactive_run(tmp_path, monkeypatch):
     db = imported(tmp_path / "batch.db")
+    scratch = tmp_path / "tmp"  # the run's temporary folder (its batch files) goes here
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
     with FakeLLMServer(needs_extraction, batch_delay=0.3, batch_fail=0.25, seed=2) as server:
         out = cogbias(*batch_args(db, server.base_url))
         assert out.returncode == 0, out.stderr
+        assert not list(scratch.glob("cogbias-*"))  # its batch files are not left behind
         assert server.calls == 0 and server.batch_requests > 0  # nothing asked interactively
         with Store(db) as store:
             [run] = [r for r in store.runs() if r["id"].startswith("run-")]

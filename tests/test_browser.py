@@ -9,11 +9,10 @@ browsers, which these machines cannot do.
 from __future__ import annotations
 
 import csv
-import os
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,11 +20,12 @@ from tests.browser_helpers import (
     CHROMIUM,
     ROOT,
     add_option,
+    app_environment,
     choose,
+    editor_marked_lines,
     go,
-    learn_tab,
     no_exception,
-    running_app,
+    replace_editor_text,
     settle,
 )
 
@@ -47,28 +47,10 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("browser-home")
-
-
-@pytest.fixture(scope="module")
-def app_url(app_home: Path) -> Iterator[str]:
-    env = {
-        **os.environ,
-        "COGBIAS_HOME": str(app_home),
-        "COGBIAS_DB": str(app_home / "app.db"),
-        "COGBIAS_DEMO": "1",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
+def app_env(app_home: Path) -> dict[str, str]:
+    env = app_environment(app_home, demo=True)
     env.pop(KEYED_VARIABLE, None)  # a fresh machine: the keyed models must say what they need
-    with running_app(env, app_home / "streamlit.log") as url:
-        yield url
-
-
-@pytest.fixture
-def page(browser: object, app_url: str) -> Iterator[object]:
-    with learn_tab(browser, app_url) as tab:
-        yield tab
+    return env
 
 
 def shot(page: object, name: str) -> None:
@@ -76,12 +58,6 @@ def shot(page: object, name: str) -> None:
     `browser_helpers.shot` would first wait out."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
-
-
-def edit_text_area(page: object, label: str, text: str) -> None:
-    area = page.get_by_role("textbox", name=label, exact=True)  # type: ignore[attr-defined]
-    area.fill(text)
-    area.press("Control+Enter")  # commits the text and reruns the page
 
 
 def test_explore_heatmap_and_paired_responses(page: object) -> None:
@@ -121,15 +97,16 @@ def test_templates_error_fix_save(page: object) -> None:
     page.get_by_text("Valid: My Bias").wait_for()  # type: ignore[attr-defined]
     broken = authoring.BLANK_TEST_CASE.replace('kind = "likert7"', 'kind = "likert9"')
     line = broken[: broken.index('kind = "likert9"')].count("\n") + 1
-    edit_text_area(page, "Test case (TOML)", broken)
-    # said above the editor, and again in the draft's preview tab
+    replace_editor_text(page, broken)
+    # listed under the editor, and marked at its line in the editor
     page.get_by_text(f"Line {line}, column").first.wait_for()  # type: ignore[attr-defined]
     page.get_by_text("unknown scale kind 'likert9'").first.wait_for()  # type: ignore[attr-defined]
+    assert editor_marked_lines(page) == [line]
     shot(page, "2a_templates_error")
     fixed = authoring.BLANK_TEST_CASE.replace('"my_bias"', '"browser_bias"').replace(
         '"My Bias"', '"Browser Bias"'
     )
-    edit_text_area(page, "Test case (TOML)", fixed)
+    replace_editor_text(page, fixed)
     page.get_by_text("Valid: Browser Bias").wait_for()  # type: ignore[attr-defined]
     page.get_by_role("button", name="Save to my library").click()  # type: ignore[attr-defined]
     page.get_by_text("Saved 'browser_bias'").wait_for()  # type: ignore[attr-defined]
@@ -163,45 +140,43 @@ def test_preview_fills_with_the_local_model(page: object) -> None:
 def test_run_progress_completes_and_explore_shows_it(page: object, app_home: Path) -> None:
     """A run started from the page shows its progress moving, completes, opens in Explore.
 
-    The generator is a scripted server answering each call after a second (page and runner
-    logic; the real local model has its own smoke tests), so progress has something to show.
+    The generator is a scripted server (page and runner logic; the real local model has its
+    own smoke tests) that holds its answers until the page has shown the run's first state,
+    so the move to the last is seen whatever the machine's load.
     """
     from fake_llm_server import FakeLLMServer
 
     from cogbias.llm import settings
 
-    with FakeLLMServer(latency=1.0) as slow:
+    with FakeLLMServer() as slow:
         settings.add_custom_model(
             "openai/progressfake", "Progress fake", slow.base_url, json_schema=True,
             path=app_home / "models.toml",
         )  # fmt: skip
-        _run_two_pairs_and_explore(page)
+        _run_two_pairs_and_explore(page, slow)
 
 
-def _run_two_pairs_and_explore(page: object) -> None:
+def _run_two_pairs_and_explore(page: object, slow: Any) -> None:
     go(page, "Run")
     add_option(page, "Test cases", "Framing Effect")
     instances = page.get_by_role("spinbutton", name="Instances each")  # type: ignore[attr-defined]
     instances.fill("2")
     instances.press("Enter")
-    # the slow scripted model writes the gaps, so that progress has something to show
+    # the held scripted model writes the gaps, so that progress has something to show
     choose(page, "Generator (fills [[gaps]])", "Progress fake (openai/progressfake)")
     page.get_by_text("LLM calls (at most)").wait_for()  # type: ignore[attr-defined]
     page.get_by_test_id("stMetricValue").first.filter(has_text="2").wait_for()  # type: ignore[attr-defined]
+    slow.held = True  # no answer until the page has shown where the run starts
     page.get_by_role("button", name="Start run").click()  # type: ignore[attr-defined]
     page.get_by_text("Progress").wait_for()  # type: ignore[attr-defined]
-    page.get_by_test_id("stProgress").first.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
+    progress = page.get_by_test_id("stProgress")  # type: ignore[attr-defined]
+    progress.filter(has_text="0 of 2 pairs").first.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)
     shot(page, "4a_run_progress")
+    first = " | ".join(progress.all_inner_texts())
+    slow.held = False
     done = page.get_by_text("2 of 2 pairs, 0 failed")  # type: ignore[attr-defined]
-    seen: list[str] = []  # what the polling fragment showed, in order
-    deadline = time.monotonic() + LOCAL_MODEL_TIMEOUT_MS / 1000
-    while not done.is_visible() and time.monotonic() < deadline:
-        states = page.get_by_test_id("stProgress").all_inner_texts()  # type: ignore[attr-defined]
-        if states and (not seen or seen[-1] != " | ".join(states)):
-            seen.append(" | ".join(states))
-        time.sleep(0.3)
-    done.wait_for(timeout=10_000)
-    assert len(seen) >= 2, f"progress never moved: {seen}"
+    done.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # drawn by the polling fragment: no reload
+    assert "0 of 2 pairs" in first and done.count() == 1, first
     shot(page, "4b_run_done")
     page.get_by_role("button", name="Open this run in Explore").click()  # type: ignore[attr-defined]
     cells = page.get_by_test_id("stVegaLiteChart").locator("g.mark-rect path[aria-label]")  # type: ignore[attr-defined]

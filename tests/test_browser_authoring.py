@@ -9,23 +9,27 @@ the local model was seen to do. Each journey saves a screenshot to artifacts/scr
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.browser_helpers import (
     CHROMIUM,
+    app_environment,
     choose,
+    editor_marked_lines,
+    editor_text,
     go,
     learn_tab,
     no_exception,
-    running_app,
+    replace_editor_text,
     settle,
     shot,
     shown_choice,
+    toml_editor,
     visit,
 )
 
@@ -54,19 +58,17 @@ def scripted(request: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def app_env(app_home: Path) -> Iterator[dict[str, str]]:
+    """The scripted generator, registered in the app's home, answers while the app runs."""
     from cogbias.llm import settings
     from tests.fake_llm_server import FakeLLMServer
 
-    home = tmp_path_factory.mktemp("authoring-home")
     with FakeLLMServer(responder=scripted) as fake:
         settings.add_custom_model(
-            MODEL, "Scripted generator", fake.base_url, json_schema=True, path=home / "models.toml"
-        )
-        env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-               "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-        with running_app(env, home / "streamlit.log") as url:
-            yield url
+            MODEL, "Scripted generator", fake.base_url, json_schema=True,
+            path=app_home / "models.toml",
+        )  # fmt: skip
+        yield app_environment(app_home)
 
 
 @pytest.fixture
@@ -140,10 +142,9 @@ def test_preview_uses_a_typed_scenario_with_articles_that_agree(page: Any) -> No
 
 
 def edit(page: Any, text: str) -> None:
-    area = page.get_by_role("textbox", name="Test case (TOML)", exact=True)
-    area.fill(text)
-    area.press("Control+Enter")  # commits the text and reruns the page
-    settle(page)
+    """Replace the draft, as a paste does; the editor sends it when the typing stops."""
+    replace_editor_text(page, text)
+    settle(page)  # waits half a second first: the editor sends 0.2 s after the typing stops
 
 
 def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> None:
@@ -163,7 +164,7 @@ def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> 
     choose(page, "A copy of", "Framing Effect")
     page.get_by_role("button", name="Load copy").click()
     page.get_by_text("Valid: Framing Effect").wait_for()
-    text = page.get_by_role("textbox", name="Test case (TOML)", exact=True).input_value()
+    text = editor_text(page)
     edited = text.replace("It is time to assess", "This morning you review")
     assert edited.count("This morning you review") == 2
     edit(page, edited)
@@ -190,7 +191,8 @@ def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> 
     page.get_by_text(message).first.wait_for()
     assert "Illegal character" not in page.inner_text("body")
     assert panel.get_by_text("No preview until the draft loads").count() == 1
-    assert message in panel.inner_text()  # the same message, instead of a preview
+    assert message not in panel.inner_text()  # said once, under the editor, not again here
+    assert editor_marked_lines(page) == [line]
     no_exception(page)
     shot(page, "21_5b_templates_unclosed_quote", page.get_by_test_id("stAlert"))
 
@@ -217,8 +219,7 @@ def test_an_unsaved_draft_and_the_preview_choices_outlive_a_visit_to_another_pag
         "[[gaps]] from nobody yet"
     ).wait_for()
     settle(page)
-    area = page.get_by_role("textbox", name="Test case (TOML)", exact=True)
-    draft = area.input_value().replace('name = "My Bias"', 'name = "Half-written draft"')
+    draft = editor_text(page).replace('name = "My Bias"', 'name = "Half-written draft"')
     edit(page, draft)
     page.get_by_text("Valid: Half-written draft").wait_for()
     go(page, "Preview")
@@ -228,10 +229,107 @@ def test_an_unsaved_draft_and_the_preview_choices_outlive_a_visit_to_another_pag
     box.press("Enter")
     settle(page)
     visit(page, "Templates", page.get_by_text("Valid: Half-written draft"))
-    assert area.input_value() == draft
+    assert editor_text(page) == draft
     shot(page, "templates_draft_kept_after_a_page_switch", page.get_by_text("Valid:"))
     visit(page, "Preview", page.get_by_role("heading", name="Preview: fill a test case"))
     assert box.input_value() == HEAD_TEACHER
     assert shown_choice(page.get_by_test_id("stSelectbox").filter(
         has=page.get_by_text("Test case", exact=True))) == "Framing Effect"  # fmt: skip
+    no_exception(page)
+
+
+# --------------------------------------------------------------------- checked as typed (#43)
+
+NEW_GAP = "name a time of day"
+
+
+def _cursor(page: Any, line: int, column: int) -> None:
+    """Put the editor's cursor at `line` (1-based), `column` (0-based), as a click there does."""
+    toml_editor(page).locator(".ace_editor").evaluate(
+        f"e => {{ e.env.editor.focus(); e.env.editor.gotoLine({line}, {column}, false); }}"
+    )
+
+
+def _open_templates(page: Any, copy_of: str | None = None) -> None:
+    visit(page, "Templates", page.get_by_text("Valid: "))
+    toml_editor(page).locator(".ace_content").wait_for()
+    if copy_of is not None:
+        page.get_by_text("Start from…").click()
+        choose(page, "A copy of", copy_of)
+        page.get_by_role("button", name="Load copy").click()
+        page.get_by_text(f"Valid: {copy_of}").wait_for()
+    settle(page)
+
+
+def _listed(page: Any) -> list[str]:
+    """The problems listed under the editor, one per item."""
+    return page.get_by_test_id("stAlertContentError").locator("li").all_inner_texts()
+
+
+def test_templates_check_what_is_typed_and_mark_its_line_without_leaving_the_editor(
+    page: Any, app_url: str
+) -> None:
+    from playwright.sync_api import expect
+
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    _open_templates(page)
+    text = editor_text(page)
+    line = text[: text.index('kind = "likert7"')].count("\n") + 1
+    _cursor(page, line, len('kind = "likert7'))
+    page.keyboard.press("Backspace")
+    page.keyboard.type("9")  # typed, not pasted; nothing leaves the editor
+    message = page.get_by_text("unknown scale kind 'likert9'")
+    message.first.wait_for(timeout=2_000)
+    marked = toml_editor(page).locator(".ace_gutter-cell.ace_error")
+    expect(marked).to_have_text([str(line)], timeout=2_000)
+    expect(toml_editor(page).locator(".ace_error-marker")).to_have_count(1, timeout=2_000)
+    expect(toml_editor(page).locator("textarea.ace_text-input")).to_be_focused()
+    shot(page, "43_4a_templates_error_while_typing")
+    page.keyboard.press("Backspace")
+    page.keyboard.type("7")
+    page.get_by_text("Valid: My Bias").wait_for(timeout=2_000)
+    expect(marked).to_have_count(0, timeout=2_000)
+    expect(message).to_have_count(0)
+    assert editor_text(page) == text
+    assert any("streamlit_ace" in url for url in fetched)  # the editor came from the app...
+    assert all(url.startswith(app_url) for url in fetched), fetched  # ...and nothing else
+    no_exception(page)
+
+
+def test_an_example_list_one_fill_short_is_one_message_at_that_list(page: Any) -> None:
+    _open_templates(page, "Framing Effect")
+    lines = editor_text(page).split("\n")
+    start = lines.index("[examples]") + 1  # the first list: its key, then a fill per line
+    end = lines.index("]", start)
+    assert end - start == 4, lines[start:end]  # three fills
+    edit(page, "\n".join(lines[: end - 1] + lines[end:]))  # its last fill gone
+    page.get_by_text("example fill(s); write at least 3").wait_for()
+    listed = _listed(page)
+    assert len(listed) == 1, listed  # not also "the other gaps have ..." on lists that are fine
+    assert listed[0].startswith(f"Line {start + 1}, column")  # the list's own key
+    assert "has 2 example fill(s); write at least 3" in listed[0]
+    assert editor_marked_lines(page) == [start + 1]
+    shot(page, "43_4b_templates_short_example_list", page.get_by_test_id("stAlert"))
+    no_exception(page)
+
+
+def test_a_gap_without_example_fills_is_listed_with_the_other_problems(page: Any) -> None:
+    _open_templates(page, "Framing Effect")
+    text = editor_text(page).replace(
+        "It is time to assess", f"It is [[{NEW_GAP}]] and time to assess"
+    )
+    text = text.replace('id = "framing_effect"', 'id = "Framing"', 1)
+    gap_line = text[: text.index(NEW_GAP)].count("\n") + 1
+    edit(page, text)
+    page.get_by_text("must be snake_case").wait_for()
+    listed = _listed(page)
+    assert len(listed) == 2, listed  # both at once, not the second after the first is fixed
+    assert listed[0].startswith("Line 1, column")
+    assert listed[1].startswith(f"Line {gap_line}, column")
+    assert f"no example fills for the gap '{NEW_GAP}'" in listed[1]
+    assert "with that text as its key" in listed[1]
+    assert "{" not in " ".join(listed)  # words, not a Python dict of values
+    assert editor_marked_lines(page) == [1, gap_line]
+    shot(page, "43_4c_templates_missing_example_key", page.get_by_test_id("stAlert"))
     no_exception(page)

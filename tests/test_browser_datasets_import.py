@@ -11,10 +11,8 @@ artifacts/screenshots/.
 
 from __future__ import annotations
 
-import os
 import re
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +21,11 @@ import pytest
 from tests.browser_helpers import (
     CHROMIUM,
     ROOT,
+    app_environment,
     choose,
     go,
     grid_row,
     learn_tab,
-    running_app,
     settle,
     shown_choice,
     visit,
@@ -42,18 +40,9 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    home = tmp_path_factory.mktemp("import-home")
-    env = {
-        **os.environ,
-        "COGBIAS_HOME": str(home),
-        "COGBIAS_DB": str(home / "app.db"),
-        "COGBIAS_DEMO": "0",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "COGBIAS_IMPORT_DIRS": str(FIXTURES),  # the app reads only from importable folders
-    }
-    with running_app(env, home / "streamlit.log") as url:
-        yield url
+def app_env(app_home: Path) -> dict[str, str]:
+    # the app reads only from importable folders
+    return app_environment(app_home, COGBIAS_IMPORT_DIRS=str(FIXTURES))
 
 
 def _import(page: Any, fmt: str, path: Path, click: bool = True) -> None:

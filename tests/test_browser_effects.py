@@ -9,9 +9,7 @@ open the Analysis tab, pivot the heatmap and save screenshots to artifacts/scree
 
 from __future__ import annotations
 
-import os
 import random
-from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,6 @@ from tests.browser_helpers import (
     go,
     grid_row,
     learn_tab,
-    running_app,
     settle,
 )
 from tests.dataset_helpers import MOHR_DIR
@@ -78,17 +75,14 @@ def write_thesis_sized(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One app for the module (its tests only read the imported effect sizes)."""
     home = tmp_path_factory.mktemp("effects-home")
     wide = write_thesis_sized(tmp_path_factory.mktemp("thesis-sized"))
     with Store(home / "app.db") as store:
         import_mohr(store, wide, name=WIDE)  # first: the newest (the small one) is preselected
         import_mohr(store, FIXTURE)
-    env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-           "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-    with running_app(env, home / "streamlit.log") as url:
-        yield url
+    return home
 
 
 def test_effect_heatmap_pivoted_by_temperature(browser: Any, app_url: str, tmp_path: Path) -> None:

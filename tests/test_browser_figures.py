@@ -3,7 +3,6 @@ the downloaded SVG names every model whole. The screenshot goes to artifacts/scr
 
 from __future__ import annotations
 
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.app_helpers import make_results_db
-from tests.browser_helpers import CHROMIUM, SHOTS, go, learn_tab, running_app, settle
+from tests.browser_helpers import CHROMIUM, SHOTS, go, learn_tab, settle
 
 pytestmark = pytest.mark.browser
 if not CHROMIUM.exists():
@@ -22,21 +21,19 @@ MODELS = ("openrouter/meta-llama/llama-3.1-405b-instruct", "openai/gpt-4o-2024-0
 
 
 @pytest.fixture(scope="module")
-def results_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Built before the browser starts: the pipeline's event loop cannot run inside
-    Playwright's."""
-    db = tmp_path_factory.mktemp("figures") / "app.db"
-    make_results_db(db, models=MODELS, instances=4)
-    return db
+def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Its results built before the browser starts: the pipeline's event loop cannot run
+    inside Playwright's."""
+    home = tmp_path_factory.mktemp("figures")
+    make_results_db(home / "app.db", models=MODELS, instances=4)
+    return home
 
 
 def test_explore_saves_its_heatmap_as_svg_and_png(
-    results_db: Path, browser: Any, tmp_path: Path
+    app_url: str, browser: Any, tmp_path: Path
 ) -> None:
-    db = results_db
-    env = {**os.environ, "COGBIAS_DB": str(db), "COGBIAS_DEMO": "0"}
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with running_app(env, tmp_path / "app.log") as url, learn_tab(browser, url) as page:
+    with learn_tab(browser, app_url) as page:
         go(page, "Explore")
         page.get_by_role("heading", name="Explore results").wait_for()
         settle(page)

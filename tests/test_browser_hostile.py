@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -22,7 +21,15 @@ from typing import Any
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, ROOT, choose, go, running_app, settle
+from tests.browser_helpers import (
+    CHROMIUM,
+    ROOT,
+    app_environment,
+    choose,
+    go,
+    running_app,
+    settle,
+)
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
 pytestmark = pytest.mark.browser
@@ -82,9 +89,7 @@ def app(
 
 
 def _serve(home: Any, fake: FakeLLMServer, base: str, answer: str) -> Iterator[dict[str, str]]:
-    env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-           "COGBIAS_DEMO": "0", "COGBIAS_TEST_API_KEY": SENTINEL,
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(ROOT)}  # fmt: skip
+    env = app_environment(home, COGBIAS_TEST_API_KEY=SENTINEL, PYTHONPATH=str(ROOT))
     names = {
         "model": f"Hostile {hostile(base, 'model-name')}",
         "case": f"Hostile {hostile(base, 'case-name')}",

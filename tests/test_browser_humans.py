@@ -8,15 +8,14 @@ the cited figures. The screenshot goes to artifacts/screenshots/ to be looked at
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cogbias.runs.study_plan import StudySpec
-from tests.browser_helpers import CHROMIUM, ROOT, go, learn_tab, no_exception, running_app, settle
+from tests.browser_helpers import CHROMIUM, ROOT, go, learn_tab, no_exception, settle
 from tests.study_helpers import study_run
 
 pytestmark = pytest.mark.browser
@@ -28,16 +27,12 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("humans-home")
-    db = home / "app.db"
     spec = StudySpec("classics", ["random"], repeats=30)
     with ThreadPoolExecutor(1) as worker:  # Playwright's sync API may run an event loop here
-        worker.submit(study_run, db, spec).result()
-    env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(db), "COGBIAS_DEMO": "0",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-    with running_app(env, home / "streamlit.log") as url:
-        yield url
+        worker.submit(study_run, home / "app.db", spec).result()
+    return home
 
 
 def test_studies_page_shows_humans_beside_the_model(browser: Any, app_url: str) -> None:

@@ -8,7 +8,6 @@ Each journey saves a screenshot to artifacts/screenshots/.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,11 +19,10 @@ import pytest
 from tests.browser_helpers import (
     CHROMIUM,
     add_option,
+    app_environment,
     choose,
     go,
-    learn_tab,
     no_exception,
-    running_app,
     settle,
     shot,
     shown_choice,
@@ -104,18 +102,9 @@ def app_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
 
 
 @pytest.fixture(scope="module")
-def app_url(app_home: tuple[Path, str]) -> Iterator[str]:
+def app_env(app_home: tuple[Path, str]) -> dict[str, str]:
     home, _ = app_home
-    env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-           "COGBIAS_DEMO": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-    with running_app(env, home / "streamlit.log") as url:
-        yield url
-
-
-@pytest.fixture
-def page(browser: Any, app_url: str) -> Iterator[Any]:
-    with learn_tab(browser, app_url) as tab:
-        yield tab
+    return app_environment(home, demo=True)
 
 
 def test_learn_live_pair_lists_options_as_the_model_saw_them(page: Any) -> None:

@@ -7,8 +7,6 @@ Screenshots go to artifacts/screenshots/ (paper_models_*.png), to be looked at.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,12 +19,12 @@ from cogbias.studies import paper_results
 from tests.browser_helpers import (
     CHROMIUM,
     SHOTS,
+    app_environment,
     choose,
     go,
     grid_row,
     learn_tab,
     no_exception,
-    running_app,
     settle,
 )
 from tests.study_helpers import study_run
@@ -41,21 +39,18 @@ HEADING = "The paper's models, the paper's wording"
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("paper-models-home")
-
-
-@pytest.fixture(scope="module")
-def app_url(home: Path) -> Iterator[str]:
-    """The app on a database holding one random-baseline BiasBuster run and no dataset."""
+def home(app_home: Path) -> Path:
+    """The app's home: a database holding one random-baseline BiasBuster run and no dataset."""
     spec = StudySpec("biasbuster", ["random"], tests=["framing", "group_attribution",
                      "anchoring"], mitigations=["none", "awareness"], repeats=2)  # fmt: skip
     with ThreadPoolExecutor(1) as worker:  # Playwright's sync API may run an event loop here
-        worker.submit(study_run, home / "app.db", spec).result()
-    env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-           "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-    with running_app(env, home / "streamlit.log") as url:
-        yield url
+        worker.submit(study_run, app_home / "app.db", spec).result()
+    return app_home
+
+
+@pytest.fixture(scope="module")
+def app_env(home: Path) -> dict[str, str]:
+    return app_environment(home)
 
 
 def test_datasets_page_browses_table_3_offline(browser: Any, app_url: str, home: Path) -> None:

@@ -9,7 +9,6 @@ saves a screenshot to the test's tmp dir.
 from __future__ import annotations
 
 import csv
-import os
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +24,7 @@ from cogbias.views import study_views
 from tests.browser_helpers import (
     CHROMIUM,
     ROOT,
+    app_environment,
     choose,
     go,
     learn_tab,
@@ -44,8 +44,8 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("studies-home")
+def home(app_home: Path) -> Path:
+    return app_home
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def random_option(home: Path) -> str:
     db = home / "app.db"
     spec = StudySpec("biasbuster", ["random"], tests=["framing"], mitigations=["selfhelp"],
                      repeats=1)  # fmt: skip
-    with ThreadPoolExecutor(1) as worker:  # see app_url
+    with ThreadPoolExecutor(1) as worker:  # see app_env
         run_id = worker.submit(study_run, db, spec).result()
     with Store(db) as store:
         run = store.run(run_id)
@@ -64,7 +64,7 @@ def random_option(home: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def app_url(home: Path, random_option: str) -> Iterator[str]:
+def app_env(home: Path, random_option: str) -> dict[str, str]:
     db = home / "app.db"
     with FakeLLMServer(responder=scripted) as fake:
         spec = StudySpec(
@@ -78,10 +78,7 @@ def app_url(home: Path, random_option: str) -> Iterator[str]:
         # In a thread of its own: Playwright's sync API may already run an event loop here.
         with ThreadPoolExecutor(1) as worker:
             worker.submit(study_run, db, spec).result()
-    env = {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(db), "COGBIAS_DEMO": "0",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-    with running_app(env, home / "streamlit.log") as url:
-        yield url
+    return app_environment(home)
 
 
 @pytest.fixture
@@ -163,9 +160,7 @@ def test_a_first_visit_to_a_page_address_gets_the_app_menu_and_never_helper_modu
 ) -> None:
     """The pages live in app_pages/, not pages/: Streamlit would list a `pages/` folder, helper
     modules included, until app.py had run once, and run a page named in the URL without it."""
-    env = {**os.environ, "COGBIAS_HOME": str(tmp_path), "COGBIAS_DB": str(tmp_path / "a.db"),
-           "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-    with running_app(env, tmp_path / "streamlit.log") as url:
+    with running_app(app_environment(tmp_path), tmp_path / "streamlit.log") as url:
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         tab = context.new_page()
         tab.set_default_timeout(60_000)

@@ -12,6 +12,9 @@ asked `model == "random"`.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,7 +141,7 @@ def test_an_answer_without_alternatives_never_becomes_a_distribution(tmp_path: P
     with pytest.raises(NotADistribution, match="listed 1 token"):
         probabilities.read_half(logprobs.encode_answer(answer, "openai/fake"), 2)
     run, row = _one_pair_run(tmp_path, {"content": "A", "logprobs": alone})
-    assert run["failed"] == 1 and row["failure_kind"] == "unparseable" and row["score"] is None
+    assert run.failed == 1 and row["failure_kind"] == "unparseable" and row["score"] is None
     assert row["control_distribution"] is None and row["treatment_distribution"] is None
 
 
@@ -158,8 +161,47 @@ def test_the_random_baseline_is_recognised_by_its_profile_not_its_name(tmp_path:
         )  # fmt: skip
         run = executor.execute(paired_plan.plan(asked, store), store, concurrency=2)
         (row,) = store.query("select * from decisions")
-    assert run["status"] == "done" and run["failed"] == 0, run
+    assert run.status == "done" and run.failed == 0, run
     assert row["status"] == "ok"
     for half in ("control_distribution", "treatment_distribution"):
         p = json.loads(row[half])["p"]
         assert p == pytest.approx([1 / len(p)] * len(p))  # uniform
+
+
+CLAUDE = "anthropic/claude-haiku-4-5"  # Anthropic's API takes temperatures up to 1
+
+
+def test_a_paired_run_above_a_models_temperature_is_refused_before_any_call(tmp_path: Path) -> None:
+    """A paired run at 1.5 of a model whose profile stops at 1 is refused when planned,
+    naming the bound, before a run is stored (so before any call), with a key set."""
+    db = tmp_path / "t.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "cogbias", "run", "pairs", "--models", CLAUDE, "--temperature",
+         "1.5", "--biases", "anchoring", "--generator", "examples", "--db", str(db)],
+        env={**os.environ, "ANTHROPIC_API_KEY": "dummy-key-of-the-test"},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"{CLAUDE} accepts temperatures up to 1, not 1.5" in done.stderr
+    assert "Traceback" not in done.stderr
+    with Store(db) as store:
+        assert not store.has_runs()
+
+
+@pytest.mark.parametrize("dataset", [None, "some-dataset"], ids=["library", "dataset"])
+def test_every_paired_kind_plans_only_temperatures_its_models_accept(
+    tmp_path: Path, dataset
+) -> None:
+    """The library, dataset and token-bias kinds plan through one check (a dataset's pairs are
+    never looked for when a model cannot take the temperature); the bound itself plans."""
+    with Store(tmp_path / "t.db") as store:
+        for temperature in (1.01, 2.0):
+            asked = paired_plan.RunSpec(
+                models=["random", CLAUDE], biases=["anchoring"], generator="examples",
+                temperature=temperature, dataset=dataset,
+            )  # fmt: skip
+            with pytest.raises(ValueError, match=f"{CLAUDE} accepts temperatures up to 1, not"):
+                paired_plan.plan(asked, store)
+        bound = paired_plan.RunSpec(models=[CLAUDE], biases=["anchoring"], generator="examples",
+                                    temperature=1.0)  # fmt: skip
+        assert paired_plan.plan(bound, store).spec.temperature == 1.0

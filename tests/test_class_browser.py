@@ -3,8 +3,8 @@
 The teacher opens a session on the Class page; three participants, each in their own
 browser context (their own cookie), open the join link the page shows and answer; one
 tampered form POST is refused and its text never runs as markup. The teacher's count goes
-up without a reload; the `random` model answers; Reveal shows the original humans, the class
-and the model side by side. The participant server serves nothing but the question: no other
+up without a reload; the `random` model answers; Lock answers, then Reveal (after its
+confirmation) shows the original humans, the class and the model side by side. The participant server serves nothing but the question: no other
 session, no page or file of the teacher's app. Screenshots go to artifacts/screenshots/
 to be looked at.
 """
@@ -27,12 +27,12 @@ import pytest
 from tests.browser_helpers import (
     CHROMIUM,
     ROOT,
-    choose,
+    add_option,
+    app_environment,
     free_port,
     go,
     learn_tab,
     no_exception,
-    running_app,
     settle,
 )
 
@@ -46,10 +46,8 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("class-home")
-    return {**os.environ, "COGBIAS_HOME": str(home), "COGBIAS_DB": str(home / "app.db"),
-            "COGBIAS_DEMO": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+def env(app_home: Path) -> dict[str, str]:
+    return app_environment(app_home)
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +75,9 @@ def participant_url(env: dict[str, str]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def app_url(env: dict[str, str], participant_url: str) -> Iterator[str]:
-    with running_app(env, Path(env["COGBIAS_HOME"]) / "streamlit.log") as url:
-        yield url
+def app_env(env: dict[str, str], participant_url: str) -> dict[str, str]:
+    """The app starts once the participant server runs."""
+    return env
 
 
 def _status(url: str, data: bytes | None = None) -> int:
@@ -143,8 +141,8 @@ def test_a_class_answers_and_the_reveal_shows_humans_class_and_model(
         go(page, "Class")
         page.get_by_role("heading", name="Class").first.wait_for()
         settle(page)
-        choose(page, "Experiment", "Theatre ticket (classics)")
-        settle(page)
+        add_option(page, "Questions, in order (several make a lesson under one code)",
+                   "Theatre ticket (classics)")  # fmt: skip
         page.get_by_role("button", name="Open session").click()
         heading = page.get_by_role("heading", name=re.compile(r"^Code: "))
         heading.wait_for()
@@ -172,14 +170,16 @@ def test_a_class_answers_and_the_reveal_shows_humans_class_and_model(
         page.get_by_role("button", name="Ask the models").click()
         page.get_by_text(re.compile(r"answers stored \(0 unreadable")).wait_for()
         settle(page)
-        page.get_by_role("button", name="Reveal").click()
+        page.get_by_role("button", name="Lock answers").click()  # then Reveal, asking first
+        page.get_by_role("button", name="Reveal…").click()
+        page.get_by_role("button", name="Yes, reveal").click()
         reveal = page.get_by_role("heading", name="Reveal")
         reveal.wait_for()
         settle(page)
         no_exception(page)
         chart = page.get_by_test_id("stVegaLiteChart").last
         chart.locator("g.mark-symbol.role-mark path").first.wait_for()
-        for who in ["humans (original study)", "this class", "model random (T 0.7)"]:
+        for who in ["humans (original study)", "this class", "model random"]:
             assert chart.get_by_text(who).count(), who  # the legend names all three
         reveal.evaluate("e => e.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(500)

@@ -77,7 +77,8 @@ def test_results_as_json_and_text(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert data["class"][1]["shares"] == [1.0, 0.0]
     assert data["humans"][1]["shares"] == [0.88, 0.12]
     status, out, _ = cli(capsys, "class", "results", code, "--db", str(db))
-    assert "A) Yes: class 100%, humans 88% (n 183)" in out
+    # each option by the original's neutral name for it (the reveal's words)
+    assert "yes, pay $10 for a ticket: class 100%, humans 88% (n 183)" in out
     assert "lost the $10 ticket (lost_ticket): 2 answered" in out
 
 
@@ -93,7 +94,7 @@ def test_close_reveal_list_export_delete(
     assert status == 0 and "revealed" in out
     status, out, _ = cli(capsys, "class", "list", "--db", str(db))
     lines = {line.split()[0]: line for line in out.splitlines()}
-    assert "closed" in lines[first] and "3 answers" in lines[first] and "Linda" in lines[first]
+    assert "locked" in lines[first] and "3 answers" in lines[first] and "Linda" in lines[first]
     assert "revealed" in lines[second]
     target = tmp_path / "linda.csv"
     status, _, _ = cli(capsys, "class", "export", first, "-o", str(target), "--db", str(db))
@@ -149,7 +150,9 @@ def test_results_put_the_models_beside_the_class(
     assert status == 0 and {m["condition"] for m in models} == {"lost_ticket", "lost_bill"}
     assert all(m["model"] == "random" and m["n"] == 4 for m in models)
     status, out, _ = cli(capsys, "class", "results", code, "--db", str(db))
-    assert out.count("model random: 100%, 0% (n 4, random (T 0.7))") == 2
+    # the random baseline uses no temperature: none is shown (before: "(T 0.7)")
+    assert out.count("model random: 100%, 0% (n 4)") == 2 and "T 0.7" not in out
+    assert all(m["temperature"] is None for m in models)
 
 
 def test_serve_stops_cleanly_on_sigterm_and_forgets_its_address(tmp_path: Path) -> None:

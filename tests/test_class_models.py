@@ -12,25 +12,20 @@ from __future__ import annotations
 import math
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from cogbias.classroom import sessions
 from cogbias.classroom.questions import case_question, classic_question
+from cogbias.core.run_record import ResultsPage, Run
 from cogbias.llm import logprobs
 from cogbias.llm.profiles import resolve
 from cogbias.runs import class_answers, class_plan, executor, kinds, scorers
 from cogbias.runs.class_plan import ClassAskError, ClassSpec
-from cogbias.runs.summaries import run_summaries
+from cogbias.runs.summaries import run_summaries, table_row
 from cogbias.store import Store
 from cogbias.views import classroom as view
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "class.db")
 
 
 @pytest.fixture
@@ -38,8 +33,8 @@ def theatre(store: Store) -> str:
     return sessions.open_session(store, classic_question("classics", "theatre_ticket"))
 
 
-def ask(store: Store, code: str, *models: str, **how: object) -> dict:
-    """Plan and work a class run to its end, as `cogbias class ask` does; its run row."""
+def ask(store: Store, code: str, *models: str, **how: object) -> Run:
+    """Plan and work a class run to its end, as `cogbias class ask` does; the run as stored."""
     plan = kinds.plan(ClassSpec(code, models, **how), store)  # type: ignore[arg-type]
     return executor.execute(plan, store)
 
@@ -62,7 +57,7 @@ def _answer_all(store: Store, code: str, answers: dict[str, list[str]]) -> None:
 
 def test_the_random_model_answers_n_times_per_condition_and_a_rerun_counts_once(store, theatre):
     run = ask(store, theatre, "random", samples=30)
-    assert (run["status"], run["done"], run["failed"], run["cost"]) == ("done", 60, 0, 0.0)
+    assert (run.status, run.done, run.failed, run.cost) == ("done", 60, 0, 0.0)
     results = sessions.results(store, theatre).models
     assert [(r.condition, r.n) for r in results] == [("lost_ticket", 30), ("lost_bill", 30)]
     for r in results:
@@ -70,7 +65,7 @@ def test_the_random_model_answers_n_times_per_condition_and_a_rerun_counts_once(
         assert all(lo <= s <= hi for lo, s, hi in zip(r.low, r.shares, r.high, strict=True))
         assert r.high[0] - r.low[0] > 0.2  # 30 answers: a wide interval, not a point
     again = ask(store, theatre, "random", samples=30)  # the same run: nothing left to ask
-    assert again["id"] == run["id"] and again["done"] == 60
+    assert again.id == run.id and again.done == 60
     # another run asking the same answers (a second model beside): counted once
     with FakeLLMServer(lambda _: "A") as fake:
         ask(store, theatre, "random", "openai/other", samples=30, scoring="sample",
@@ -123,7 +118,7 @@ def test_an_unreadable_answer_is_counted_with_its_reason(store, theatre):
     with FakeLLMServer(responder=rambling) as fake:
         run = ask(store, theatre, "openai/vague", samples=2, scoring="sample",
                   api_base=fake.base_url)  # fmt: skip
-    assert (run["status"], run["done"], run["failed"]) == ("done", 4, 4)
+    assert (run.status, run.done, run.failed) == ("done", 4, 4)
     results = sessions.results(store, theatre)
     assert [(r.n, r.n_unreadable) for r in results.models] == [(0, 2), (0, 2)]
     notes = view.unreadable_notes(results)
@@ -215,13 +210,14 @@ def test_the_reveal_puts_humans_class_and_models_on_one_share_scale(store, theat
     results = sessions.results(store, theatre)
     frame = view.reveal_frame(results)
     who = list(dict.fromkeys(frame["who"]))
-    assert who == [view.HUMANS, view.CLASS, "model random (T 0.7)"]
+    assert who == [view.HUMANS, view.CLASS, "model random"]  # the baseline uses no temperature
     ticket = frame[frame["condition"] == results.question.labels["lost_ticket"]]
     row = ticket.set_index("who").loc[view.CLASS]
     assert row["value"] == pytest.approx(1 / 3) and row["n"] == 3
     assert row["low"] < 1 / 3 < row["high"]
     assert ticket.set_index("who").loc[view.HUMANS, "value"] == pytest.approx(0.46)
-    assert set(frame["option"]) == {"A) Yes"}  # two options: the one the original reports
+    # two options: the one the original reports, by its neutral name (the same in both)
+    assert set(frame["option"]) == {"yes, pay $10 for a ticket"}
     spec = view.reveal_chart(frame, results.question).to_dict()
     assert spec["layer"][1]["encoding"]["x"]["scale"]["domain"] == [0, 1]
     table = view.reveal_table(frame, results.question)
@@ -241,7 +237,7 @@ def test_a_number_question_shows_medians_and_a_deleted_session_takes_its_runs(st
     frame = view.reveal_frame(sessions.results(store, code))
     assert view.measure_of(question) == "median" and view.HUMANS in set(frame["who"])
     sessions.delete_session(store, code)
-    assert store.model_answers(code) == [] and store.run(run["id"]) is None
+    assert store.model_answers(code) == [] and store.run(run.id) is None
 
 
 def test_deleting_a_class_run_takes_its_answers_and_says_how_many(store, theatre):
@@ -249,11 +245,11 @@ def test_deleting_a_class_run_takes_its_answers_and_says_how_many(store, theatre
 
     run = ask(store, theatre, "random", samples=3)
     kept = ask(store, theatre, "random", samples=3, temperature=1.0)
-    planned = deletion.plan_run(store, run["id"])
-    assert planned.decisions == 6 and "6 decision(s)" in planned.describe()
+    planned = deletion.plan_run(store, run.id)
+    assert planned.decisions == 6 and "6 answer(s)" in planned.describe()  # its noun
     deletion.apply(store, planned)
-    assert store.run_model_answers(run["id"]) == []
-    assert len(store.run_model_answers(kept["id"])) == 6
+    assert store.run_model_answers(run.id) == []
+    assert len(store.run_model_answers(kept.id)) == 6
 
 
 def test_the_join_qr_code_is_drawn_only_for_a_link_a_phone_can_open():
@@ -294,12 +290,12 @@ def test_a_seven_point_test_case_shows_class_and_models_as_mean_positions(store)
     assert 1 <= mine["low"] < 3.0 < mine["high"] <= 7
     uniform = rows.loc[(question.labels[first], "model random (probabilities)")]
     assert uniform["value"] == pytest.approx(4.0)  # the middle of 1..7
-    sampled = rows.loc[(question.labels[second], "model random (T 0.7)")]
+    sampled = rows.loc[(question.labels[second], "model random")]
     assert 2.5 < sampled["value"] < 5.5 and sampled["n"] == 40
     spec = view.reveal_chart(frame, question).to_dict()
     assert spec["layer"][1]["encoding"]["x"]["scale"]["domain"] == [1, 7]
     legend = spec["layer"][1]["encoding"]["color"]["scale"]["domain"]
-    assert legend == [view.CLASS, "model random (probabilities)", "model random (T 0.7)"]
+    assert legend == [view.CLASS, "model random (probabilities)", "model random"]
     assert "mean position" in view.reveal_table(frame, question)["Option"].iloc[0]
 
 
@@ -315,11 +311,12 @@ def test_a_class_run_is_listed_cancelled_and_resumed_asking_nothing_twice(tmp_pa
         with Store(db) as store:
             plan = kinds.plan(spec, store)
             run_id = executor.create(plan, store)
-            listed = {r["id"]: r for r in run_summaries(store)}[run_id]
-        assert (listed["biases"], listed["unit"], listed["results"]) == (
+            listed = {r.id: r for r in run_summaries(store)}[run_id]
+        row = table_row(listed)
+        assert (row["biases"], row["unit"], listed.page) == (
             f"class {code}",
             "answers",
-            "class_model_answers",
+            ResultsPage.CLASS,
         )
         worker = threading.Thread(
             target=lambda: executor.execute(plan, Store(db), concurrency=2), daemon=True
@@ -337,7 +334,7 @@ def test_a_class_run_is_listed_cancelled_and_resumed_asking_nothing_twice(tmp_pa
             answered = fake.calls
             resumed = executor.execute(kinds.replan(store, run_id), store)
             rows = store.run_model_answers(run_id)
-    assert resumed["status"] == "done" and resumed["done"] == 80
+    assert resumed.status == "done" and resumed.done == 80
     assert len({(a.condition, a.repeat) for a in rows}) == len(rows) == 80
     # the resume asked the server only for the answers not stored (those in flight at the
     # cancel were asked again: nothing stored, nothing cached)

@@ -3,6 +3,8 @@ starts the participant server, count answers, ask a model, reveal, export, delet
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import socket
 from collections.abc import Iterator
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cogbias.classroom import sessions
+from cogbias.classroom import lessons, sessions
 from cogbias.store import Store
 from cogbias.views import classroom as view
 from tests.test_app_pages import assert_clean, chart_specs, open_page, shown_text, texts
@@ -36,7 +38,7 @@ def _only_session(path: Path) -> sessions.Session:
 def _open_session(app_db: Path) -> tuple[AppTest, sessions.Session]:
     at = open_page("classroom")
     assert "No class sessions yet" in texts(at)
-    at.selectbox(key="class_classic").set_value("classics:theatre_ticket").run()
+    at.multiselect(key="class_questions").set_value(["classic:classics:theatre_ticket"]).run()
     assert "Would you pay $10 for another ticket" in shown_text(at)  # the preview, as text
     at.button(key="class_open").click().run()
     assert_clean(at)
@@ -91,13 +93,15 @@ def test_a_model_answers_and_the_reveal_shows_humans_class_and_model(app_db: Pat
     at.run()
     assert "16 answers stored (0 unreadable or failed)" in texts(at)
     assert not chart_specs(at)  # nothing revealed yet
-    at.button(key="class_do_reveal").click().run()
+    assert not _has(at, "class_do_reveal")  # Reveal is a step after Lock, never beside it
+    at.button(key="class_close").click().run()
+    at.button(key="class_do_reveal").click().run()  # inside "Reveal…": it asks first
     assert_clean(at)
     assert sessions.get_session(Store(app_db), session.code).revealed
     (spec,) = chart_specs(at)
     assert spec["layer"][1]["encoding"]["color"]["field"] == "who"
     table = at.dataframe[1].value  # the chart's rows as text
-    assert set(table["Who"]) == {view.HUMANS, view.CLASS, "model random (T 0.7)"}
+    assert set(table["Who"]) == {view.HUMANS, view.CLASS, "model random"}
     assert set(table["Condition"]) == set(session.question.labels.values())
     assert "Tversky" in texts(at) or "Kahneman" in texts(at)  # the humans' citation
 
@@ -128,14 +132,21 @@ def _has(at: AppTest, key: str) -> bool:
     return any(b.key == key for b in at.button)
 
 
-def test_export_and_delete_with_confirmation(app_db: Path) -> None:
+def test_export_and_delete_with_confirmation(app_db: Path, downloaded) -> None:
     at, session = _open_session(app_db)
     with Store(app_db) as store:
-        sessions.assign_condition(store, session, "p1")
-        sessions.submit_answer(store, session, "p1", "a")
+        for token, key in [("p1", "a"), ("p2", "b")]:
+            sessions.assign_condition(store, session, token)
+            sessions.submit_answer(store, session, token, key)
+        conditions = {a.answer: a.condition for a in store.class_answers(session.code)}
     at.run()
     (download,) = at.get("download_button")
-    assert download.proto.label == "Export CSV"
+    assert download.proto.label == "Export answers (CSV)"
+    rows = list(csv.DictReader(io.StringIO(downloaded(download).decode("utf-8"))))
+    assert sorted((r["session"], r["answer"], r["condition"]) for r in rows) == [
+        (session.code, "a", conditions["a"]),
+        (session.code, "b", conditions["b"]),
+    ]  # the answers' rows, not just a header
     at.button(key="class_close").click().run()
     assert not sessions.get_session(Store(app_db), session.code).open
     at.button(key="class_delete").click().run()
@@ -146,8 +157,7 @@ def test_export_and_delete_with_confirmation(app_db: Path) -> None:
 
 def test_a_test_case_opens_as_one_filled_instance_with_its_seven_options(app_db: Path) -> None:
     at = open_page("classroom")
-    at.radio(key="class_source").set_value("A test case").run()
-    at.selectbox(key="class_case").set_value("anthropomorphism").run()
+    at.multiselect(key="class_questions").set_value(["case:anthropomorphism"]).run()
     assert_clean(at)
     assert "( ) Very high" in shown_text(at)  # the options as a participant reads them
     at.button(key="class_open").click().run()
@@ -176,8 +186,9 @@ def test_hostile_question_text_stays_text_everywhere_on_the_page(app_db: Path) -
     assert_clean(at)
     markdown = [str(e.value) for kind in ("markdown", "caption", "info", "warning", "error")
                 for e in getattr(at, kind)]  # fmt: skip
-    for value in markdown:  # every Markdown element escaped what it quotes
-        assert "<img" not in value and "](javascript" not in value and "**bold**" not in value
+    for value in markdown:  # every Markdown element escaped what it quotes (the state line
+        bare = re.sub(r"\\.", "", value)  # quotes the title now): nothing left unescaped
+        assert "<img" not in bare and "](javascript" not in bare and "**bold**" not in bare
     table = at.dataframe[1].value
     assert any(evil in str(c) for c in table["Condition"])  # shown verbatim, as text
 
@@ -230,3 +241,105 @@ def test_the_models_answer_in_a_worker_whose_progress_shows_and_can_be_cancelled
         assert_clean(at)
         assert "Run cancelled: 0 answers stored" in texts(at)
         assert not at.get("progress")  # the page stopped polling
+
+
+def test_requests_refused_as_too_fast_are_flagged_for_the_teacher(app_db: Path) -> None:
+    at, session = _open_session(app_db)
+    assert "refused as too fast" not in texts(at)
+    with Store(app_db) as store:
+        store.add_class_throttled({session.code: 12})  # as the participant server writes it
+    at.run()
+    assert_clean(at)
+    assert "12 requests were refused as too fast from one network address" in texts(at)
+
+
+def test_a_lesson_steps_start_lock_reveal_after_asking_and_next(app_db: Path) -> None:
+    at = open_page("classroom")
+    at.multiselect(key="class_questions").set_value(
+        ["classic:classics:asian_disease", "classic:classics:theatre_ticket"]
+    ).run()
+    assert at.checkbox[0].value is True  # several questions: a lobby first
+    at.number_input(key="class_seconds").set_value(30).run()
+    at.button(key="class_open").click().run()
+    assert_clean(at)
+    with Store(app_db) as store:
+        (lesson,) = lessons.list_lessons(store)
+    assert [q.seconds for q in lesson.questions] == [30, 30]
+    assert "Question 1 of 2 · Asian disease · in the lobby" in texts(at)
+    assert not _has(at, "class_close") and not _has(at, "class_do_reveal")
+    at.button(key="class_start").click().run()
+    assert "taking answers" in texts(at) and re.search(r"0:[23]\d left", texts(at))
+    at.button(key="class_close").click().run()
+    assert "answers locked: reveal when you are ready" in texts(at)
+    with Store(app_db) as store:
+        assert lessons.resolve(store, lesson.code)[1].state == sessions.LOCKED
+    at.button(key="class_do_reveal").click().run()  # the button inside "Reveal…"
+    assert_clean(at)
+    assert not _has(at, "class_do_reveal") and _has(at, "class_next")
+    at.button(key="class_next").click().run()
+    assert "Question 2 of 2 · Theatre ticket · taking answers" in texts(at)
+    with Store(app_db) as store:
+        first, second = lessons.get_lesson(store, lesson.code).questions
+    assert first.state == sessions.REVEALED and second.state == sessions.ANSWERING
+
+
+def test_the_models_picker_remembers_the_last_class_run_of_the_session(app_db: Path) -> None:
+    """Before: a reload forgot the local model the teacher had asked."""
+    from cogbias.runs import executor, kinds
+    from cogbias.runs.class_plan import ClassSpec
+
+    at, session = _open_session(app_db)
+    assert at.multiselect(key="class_models").value == ["random"]
+    with Store(app_db) as store:
+        spec = ClassSpec(session.code, ("local/smollm2",), samples=1, scoring="sample")
+        executor.create(kinds.plan(spec, store), store)  # stored, not asked
+    again = open_page("classroom")  # a reload: a new session of the app
+    assert again.multiselect(key="class_models").value == ["local/smollm2"]
+
+
+def test_the_projector_shows_the_code_then_only_the_chart(app_db: Path) -> None:
+    from tests.class_helpers import hostile_question
+
+    evil = "<img src=x onerror=alert(1)> **bold**"
+    with Store(app_db) as store:
+        code = lessons.open_lesson(store, [hostile_question(evil)], seconds=60)
+    at = open_page("projector")
+    assert_clean(at)
+    html = " ".join(str(h.proto.body) for h in at.get("html"))
+    assert code in html and re.search(r">[01]:[0-5]\d<", html)  # the countdown, running
+    assert "<img src=x" not in html and "&lt;img src=x" in html  # the title as text
+    assert not at.button and not chart_specs(at)  # nothing to press, no chart yet
+    with Store(app_db) as store:
+        session = sessions.require_session(store, code)
+        sessions.assign_condition(store, session, "p1")
+        sessions.submit_answer(store, session, "p1", "a")
+        lessons.reveal(store, code)
+    at = open_page("projector")
+    assert_clean(at)
+    (spec,) = chart_specs(at)
+    assert spec["layer"][1]["encoding"]["color"]["legend"]["orient"] == "top"
+    html = " ".join(str(h.proto.body) for h in at.get("html"))
+    assert code not in html  # after the reveal: no join code, only the chart
+
+
+def test_the_run_page_opens_a_class_run_on_its_session_in_the_class_page(app_db: Path) -> None:
+    """A class run's results are its session's, so the Run page's button (the class kind's
+    page, `ResultsPage.CLASS`) opens the Class page on that session, not on the newest one."""
+    from cogbias.classroom.questions import classic_question
+    from cogbias.runs import executor, kinds
+    from cogbias.runs.class_plan import ClassSpec
+
+    with Store(app_db) as store:
+        asked = sessions.open_session(store, classic_question("classics", "theatre_ticket"))
+        newer = sessions.open_session(store, classic_question("classics", "linda"))
+        plan = kinds.plan(ClassSpec(asked, ("random",), samples=2), store)
+        run = executor.execute(plan, store)
+    assert run.status == "done" and newer != asked
+    at = open_page("run")
+    at.selectbox(key="run_pick").set_value(run.id).run()
+    keys = [b.key for b in at.button]
+    assert "run_class" in keys and "run_explore" not in keys and "run_studies" not in keys
+    at.button(key="run_class").click().run()
+    assert_clean(at)
+    assert at.title[0].value == "Class" and at.session_state["class_session"] == asked
+    assert at.selectbox(key="class_session").value == asked

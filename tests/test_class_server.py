@@ -9,7 +9,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from class_helpers import join_and_answer, participant, serving
+from class_helpers import fresh_address, join_and_answer, open_on, participant, run, serving
 
 from cogbias.classroom import questions, sessions
 from cogbias.classroom.questions import Question
@@ -37,17 +37,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         yield base, db
 
 
-def open_on(db: Path, question: Question | None = None) -> str:
-    with Store(db) as store:
-        return sessions.open_session(
-            store, question or questions.classic_question("classics", "theatre_ticket")
-        )
-
-
-def run(coroutine):  # type: ignore[no-untyped-def]
-    return asyncio.run(coroutine)
-
-
 async def fetch(
     client: aiohttp.ClientSession, method: str, url: str, **kwargs: object
 ) -> tuple[int, str, dict[str, str]]:
@@ -67,7 +56,7 @@ def test_a_participant_answers_once_and_keeps_their_condition(server: tuple[str,
     code = open_on(db)
 
     async def scenario() -> None:
-        async with participant() as client:
+        async with participant(fresh_address()) as client:
             status, first, headers = await fetch(client, "GET", f"{base}/s/{code}")
             assert status == 200 and 'name=answer value="a"' in first
             cookie = headers["Set-Cookie"]
@@ -94,7 +83,7 @@ def test_the_home_page_takes_a_code(server: tuple[str, Path]) -> None:
     code = open_on(db)
 
     async def scenario() -> None:
-        async with participant() as client:
+        async with participant(fresh_address()) as client:
             status, text, _ = await fetch(client, "GET", f"{base}/")
             assert status == 200 and "name=code" in text
             typed = f" {code[:3].lower()} {code[3:].lower()}"
@@ -111,7 +100,7 @@ def test_hostile_answers_and_oversized_fields_are_refused(server: tuple[str, Pat
     code = open_on(db)
 
     async def scenario() -> None:
-        async with participant() as client:
+        async with participant(fresh_address()) as client:
             await fetch(client, "GET", f"{base}/s/{code}")
             url = f"{base}/s/{code}"
             status, text, _ = await fetch(client, "POST", url, data={"answer": HOSTILE[:60]})
@@ -139,7 +128,7 @@ def test_a_hostile_question_and_its_options_stay_text(server: tuple[str, Path]) 
     code = open_on(db, hostile_question())
 
     async def scenario() -> str:
-        async with participant() as client:
+        async with participant(fresh_address()) as client:
             pages = [(await fetch(client, "GET", f"{base}/s/{code}"))[1] for _ in range(6)]
             return "".join(pages)
 
@@ -153,7 +142,7 @@ def test_a_number_question_takes_only_numbers_in_range(server: tuple[str, Path])
     code = open_on(db, questions.classic_question("classics", "un_anchor"))
 
     async def scenario() -> None:
-        async with participant() as client:
+        async with participant(fresh_address()) as client:
             status, text, _ = await fetch(client, "GET", f"{base}/s/{code}")
             assert "Percentage:" in text and "inputmode=decimal" in text
             url = f"{base}/s/{code}"
@@ -172,7 +161,7 @@ def test_unknown_closed_and_revealed_sessions(server: tuple[str, Path]) -> None:
     closed, revealed = open_on(db), open_on(db)
 
     async def scenario() -> None:
-        async with participant() as member, participant() as outsider:
+        async with participant(fresh_address()) as member, participant(fresh_address()) as outsider:
             await fetch(member, "GET", f"{base}/s/{revealed}")
             await fetch(member, "POST", f"{base}/s/{revealed}", data={"answer": "b"})
             await fetch(member, "GET", f"{base}/s/{closed}")
@@ -217,7 +206,7 @@ def test_nothing_else_is_served(server: tuple[str, Path]) -> None:
     ]
 
     async def scenario() -> None:
-        async with participant() as client:
+        async with participant(fresh_address()) as client:
             for path in paths:
                 status, text, headers = await fetch(client, "GET", base + path)
                 assert status in (404, 414, 400), path
@@ -238,9 +227,9 @@ def test_sixty_participants_at_once_each_answer_once(server: tuple[str, Path]) -
     base, db = server
     code = open_on(db)
 
-    async def room() -> list[tuple[int, int]]:
-        answers = ["a", "b"] * 30
-        return await asyncio.gather(*(join_and_answer(base, code, a) for a in answers))
+    async def room() -> list[tuple[int, int]]:  # one class behind one address (a school's NAT)
+        answers, address = ["a", "b"] * 30, fresh_address()
+        return await asyncio.gather(*(join_and_answer(base, code, a, address) for a in answers))
 
     statuses = run(room())
     assert statuses == [(200, 303)] * 60
@@ -254,7 +243,7 @@ def test_a_restart_keeps_every_answer_and_every_participant(tmp_path: Path) -> N
     code = open_on(db)
 
     async def first(base: str) -> str:
-        async with participant() as client:
+        async with participant(fresh_address()) as client:
             await fetch(client, "GET", f"{base}/s/{code}")
             await fetch(client, "POST", f"{base}/s/{code}", data={"answer": "a"})
             return next(c.value for c in client.cookie_jar if c.key == COOKIE)
@@ -282,7 +271,7 @@ def test_a_broken_session_row_gives_a_plain_error_page(server: tuple[str, Path])
         store.add_class_session("BRKN23", '{"source": "classic", "title": ')
 
     async def scenario() -> tuple[int, str, dict[str, str]]:
-        async with participant() as client:
+        async with participant(fresh_address()) as client:
             return await fetch(client, "GET", f"{base}/s/BRKN23")
 
     status, text, headers = run(scenario())
@@ -309,3 +298,69 @@ def test_behind_https_the_cookie_is_sent_over_tls_only(tmp_path: Path) -> None:
 
     secure, plain = run(scenario())
     assert "Secure" in secure and "Secure" not in plain
+
+
+def test_a_lesson_is_followed_at_one_code_and_a_late_answer_never_counts_for_the_next(
+    server: tuple[str, Path],
+) -> None:
+    from cogbias.classroom import lessons
+
+    base, db = server
+    with Store(db) as store:
+        code = lessons.open_lesson(store, [questions.classic_question("classics", "linda")] * 2)
+    url = f"{base}/s/{code}"
+
+    async def scenario() -> None:
+        async with participant(fresh_address()) as you, participant(fresh_address()) as late:
+            status, text, _ = await fetch(you, "GET", url)
+            assert status == 200 and "You are in" in text and 'http-equiv="refresh"' in text
+            status, text, _ = await fetch(you, "POST", url, data={"answer": "a"})
+            assert status == 409 and "not open yet" in text  # the lobby takes no answer
+            with Store(db) as store:
+                lessons.start(store, code)
+            status, text, _ = await fetch(you, "GET", url)
+            assert status == 200 and f'name="question" value="{code}-1"' in text
+            assert 'http-equiv="refresh"' not in text  # a question never reloads
+            with Store(db) as store:
+                lessons.next_question(store, code)  # question 1 locked, 2 open
+            form = {"question": f"{code}-1", "answer": "a"}  # the form of question 1, late
+            status, text, _ = await fetch(you, "POST", url, data=form)
+            assert status == 409 and "That question is over" in text
+            status, text, _ = await fetch(you, "GET", url)
+            assert "Question 2 of 2" in text and f'value="{code}-2"' in text
+            form = {"question": f"{code}-2", "answer": "b"}
+            status, _, _ = await fetch(you, "POST", url, data=form)
+            assert status == 303
+            status, text, _ = await fetch(you, "GET", f"{url}?still=1")
+            assert "Thank you" in text and 'http-equiv="refresh"' not in text
+            assert "Check again" in text
+            with Store(db) as store:
+                lessons.lock(store, code)
+            status, text, _ = await fetch(late, "GET", url)
+            assert status == 410 and "Answers to this question are locked" in text
+            form = {"question": "not a code!", "answer": "b"}
+            status, _, _ = await fetch(you, "POST", url, data=form)
+            assert status == 400
+
+    run(scenario())
+    with Store(db) as store:
+        assert [a.answer for a in store.class_answers(f"{code}-1")] == []
+        assert [a.answer for a in store.class_answers(f"{code}-2")] == ["b"]
+
+
+def test_a_number_is_shown_back_as_it_was_stored(server: tuple[str, Path]) -> None:
+    """Before: "40,5" was taken without saying how it was read; "25%" was refused."""
+    base, db = server
+    code = open_on(db, questions.classic_question("classics", "un_anchor"))
+
+    async def answer(typed: str) -> str:
+        async with participant(fresh_address()) as client:
+            await fetch(client, "GET", f"{base}/s/{code}")
+            status, _, _ = await fetch(client, "POST", f"{base}/s/{code}", data={"answer": typed})
+            assert status == 303, typed
+            return (await fetch(client, "GET", f"{base}/s/{code}"))[1]
+
+    assert 'stored as the number:</p><p class="given">40.5</p>' in run(answer("40,5"))
+    assert '<p class="given">25</p>' in run(answer("25%"))
+    with Store(db) as store:
+        assert sorted(a.answer for a in store.class_answers(code)) == ["25", "40.5"]

@@ -4,20 +4,21 @@ conditions, one answer per participant, closing, results beside the humans, expo
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from cogbias.classroom import questions, sessions
+from cogbias.classroom.answer_reading import read_answer
 from cogbias.classroom.questions import Question
 from cogbias.core.errors import UserError
 from cogbias.store import Store
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    with Store(tmp_path / "class.db") as opened:
-        yield opened
+def valid(question: Question, text: str) -> str | None:
+    """The answer as the session would store it (None: refused)."""
+    return read_answer(question, text).stored
 
 
 def theatre() -> Question:
@@ -53,10 +54,26 @@ def test_a_number_classic_takes_a_number_within_its_bounds() -> None:
     assert question.kind == "number" and (question.low, question.high) == (0, 100)
     assert question.number_label == "Percentage:"
     assert "__" not in question.texts["low_anchor"]
-    assert sessions.valid_answer(question, " 45 ") == "45"
-    assert sessions.valid_answer(question, "12,5") == "12.5"
+    assert valid(question, " 45 ") == "45"
+    assert valid(question, "12,5") == "12.5"
     for wrong in ("101", "-1", "nan", "inf", "forty", "", "1" * 50):
-        assert sessions.valid_answer(question, wrong) is None, wrong
+        assert valid(question, wrong) is None, wrong
+
+
+def test_numbers_are_read_as_people_type_them_and_stored_plainly() -> None:
+    """Before: "25%" was refused for a percentage, "40,5" taken without saying how it was
+    read, and "1,000" stored as 1."""
+    question = questions.classic_question("classics", "un_anchor")
+    typed = {"25%": "25", "25 %": "25", "40,5": "40.5", "40.50": "40.5", "$7.5": "7.5",
+             "0,5": "0.5", "12.0": "12", "+3": "3"}  # fmt: skip
+    for text, stored in typed.items():
+        assert valid(question, text) == stored, text
+    ambiguous = read_answer(question, "1,000")
+    assert ambiguous.stored is None and "1000 or 1.000" in ambiguous.problem
+    assert "from 0 to 100" in read_answer(question, "250").problem
+    wide = replace(question, high=1e6)
+    assert valid(wide, "1,000.5") == "1000.5" and valid(wide, "1 000") == "1000"
+    assert valid(wide, "1.000,5") == "1000.5" and valid(wide, "1,000,000") == "1000000"
 
 
 def test_a_test_case_is_one_instance_filled_offline() -> None:
@@ -226,3 +243,84 @@ def test_the_question_is_frozen_when_the_session_opens(store: Store) -> None:
     )
     code = sessions.open_session(store, changed)
     assert sessions.get_session(store, code).question.texts["lost_ticket"].startswith("Changed")
+
+
+def test_every_number_question_is_bounded_so_1e308_is_refused() -> None:
+    """mohr8's endowment test states no maximum: a class gets one from its question."""
+    numbers = [
+        questions.classic_question(study, test)
+        for study, test, _ in questions.classic_choices()
+        if questions.get_study(study).tests[test].answer == "number"
+    ]
+    assert any(q.test == "endowment" for q in numbers)
+    for question in numbers:
+        assert question.low is not None and question.high is not None, question.test
+        assert -1e6 <= question.low < question.high <= 1e6, question.test
+        for wrong in ("1e308", "-1e308", "1e40", "inf", "nan"):
+            assert valid(question, wrong) is None, (question.test, wrong)
+    endowment = next(q for q in numbers if q.test == "endowment")
+    assert endowment.high == questions.PLAUSIBLE_FACTOR * 4  # the mug's $4, times 25
+    # a session stored before its question had bounds still refuses what is not a number
+    unbounded = Question.from_json(endowment.to_json().replace('"high": 100.0', '"high": null'))
+    assert unbounded.high is None and valid(unbounded, "1e308") is None
+    assert valid(unbounded, "250") == "250"
+
+
+def test_the_balanced_order_is_blocks_of_each_condition_shuffled_by_the_seed() -> None:
+    conditions = ("a", "b", "c")
+    order = [sessions.balanced_condition(conditions, 7, place) for place in range(300)]
+    assert all(sorted(order[i : i + 3]) == ["a", "b", "c"] for i in range(0, 300, 3))
+    assert order == [sessions.balanced_condition(conditions, 7, p) for p in range(300)]
+    assert order != [sessions.balanced_condition(conditions, 8, p) for p in range(300)]
+    assert len({tuple(order[i : i + 3]) for i in range(0, 300, 3)}) == 6  # every shuffle
+
+
+def test_a_new_participant_takes_the_next_place_unless_refused(store: Store) -> None:
+    session = sessions.get_session(store, sessions.open_session(store, theatre()))
+    first = sessions.assign_condition(store, session, "p1")
+    with pytest.raises(sessions.Throttled):
+        sessions.assign_condition(store, session, "p2", admit=lambda: False)
+    assert sessions.assign_condition(store, session, "p1", admit=lambda: False) == first
+    assert sessions.condition_of(store, session, "p2") is None  # refused: not placed
+    second = sessions.assign_condition(store, session, "p2", admit=lambda: True)
+    assert {first, second} == set(session.question.conditions)  # places 0 and 1: one block
+
+
+def test_unanswered_participants_are_bounded(store: Store) -> None:
+    session = sessions.get_session(store, sessions.open_session(store, theatre()))
+    for i in range(10):
+        sessions.assign_condition(store, session, f"p{i}")
+    for i in (0, 1, 9):
+        assert sessions.submit_answer(store, session, f"p{i}", "a") == "saved"
+    assert store.prune_class_pending(session.code, keep=2) == 5  # p2..p6 forgotten
+    kept = [f"p{i}" for i in range(10) if sessions.condition_of(store, session, f"p{i}")]
+    assert kept == ["p0", "p1", "p7", "p8", "p9"]
+    assert sum(sessions.count_answers(store, session.code).values()) == 3
+    seed = store.query("select seed from class_sessions")[0]["seed"]
+    conditions = session.question.conditions
+    # a forgotten participant who comes back takes the next place, not their old one
+    assert sessions.assign_condition(store, session, "p2") == sessions.balanced_condition(
+        conditions, seed, 10
+    )
+
+
+def test_a_version_12_file_gives_its_sessions_a_sequence(tmp_path: Path) -> None:
+    from cogbias.store import migrations
+
+    path = tmp_path / "v12.db"
+    with Store(path) as store:
+        code = sessions.open_session(store, theatre())
+        session = sessions.get_session(store, code)
+        for token in ("p1", "p2", "p3"):
+            sessions.assign_condition(store, session, token)
+        store.db.conn.executescript(
+            "alter table class_sessions drop column seed; "
+            "alter table class_sessions drop column slots; "
+            "alter table class_sessions drop column throttled; "
+            "update meta set value = '12' where key = 'schema_version';"
+        )
+    with Store(path) as store:
+        assert store.schema_version == migrations.SCHEMA_VERSION
+        [row] = store.query("select seed, slots, throttled from class_sessions")
+        assert row["seed"] is not None and row["slots"] == 3 and row["throttled"] == 0
+        assert sessions.condition_of(store, session, "p1") is not None

@@ -59,7 +59,7 @@ def test_hub_run_scores_every_pair_with_its_own_metric_params(tmp_path):
             paired_plan.RunSpec(models=["random"], dataset="malberg2024-hub"), store
         )
         run = executor.execute(plan, store)
-        assert (run["status"], run["done"], run["failed"]) == ("done", 12, 0)
+        assert (run.status, run.done, run.failed) == ("done", 12, 0)
         assert export(store, tmp_path / "pairs.csv", dataset="malberg2024-hub") == 12
     published = _published_params()
     with (tmp_path / "pairs.csv").open(encoding="utf-8", newline="") as handle:
@@ -100,7 +100,7 @@ def test_per_bias_and_bias_filters_limit_a_dataset_run(tmp_path):
             biases=["anchoring", "loss_aversion"],
         )
         run = executor.execute(paired_plan.plan(spec, store), store)
-        rows = store.results(run_id=run["id"])
+        rows = store.results(run_id=run.id)
     assert [(r["bias"], r["n"]) for r in rows] == [("anchoring", 2), ("loss_aversion", 2)]
 
 
@@ -144,8 +144,8 @@ def test_exported_pairs_import_back_as_a_generic_file(tmp_path):
             ),
             store,
         )
-        export(store, tmp_path / "pairs.jsonl", run_id=run["id"])
-        original = store.results(run_id=run["id"])
+        export(store, tmp_path / "pairs.jsonl", run_id=run.id)
+        original = store.results(run_id=run.id)
         fields = [
             "bias",
             "scenario",

@@ -96,7 +96,7 @@ def test_a_run_being_cancelled_is_still_running_and_is_refused(two_runs) -> None
     db, a, _, _ = two_runs
     with Store(db) as store:
         store.update_run(a, status="running", pid=os.getpid(), cancel_requested=1)
-        assert next(r for r in run_summaries(store) if r["id"] == a)["status"] == "cancelling"
+        assert next(r for r in run_summaries(store) if r.id == a).status == "cancelling"
         with pytest.raises(ValueError, match="still running"):
             deletion.plan_run(store, a)
 
@@ -117,17 +117,17 @@ def test_deleting_a_dataset_takes_its_runs_and_leaves_the_other_dataset(two_runs
     before = rows(db)
     with Store(db) as store:
         plan = deletion.plan_dataset(store, "first")
-        assert plan.runs == [on_first["id"]] and plan.instances > 0
-        assert plan.decisions == on_first["done"]
+        assert plan.runs == [on_first.id] and plan.instances > 0
+        assert plan.decisions == on_first.done
         deletion.apply(store, plan)
         assert [d["name"] for d in store.datasets()] == ["second"]
     after = rows(db)
     assert not any(after[t] - before[t] for t in before), "a row was changed or added"
-    assert {r[0] for r in before["runs"] - after["runs"]} == {on_first["id"]}
-    assert {r[0] for r in after["runs"]} == {a, b, c, on_second["id"]}
+    assert {r[0] for r in before["runs"] - after["runs"]} == {on_first.id}
+    assert {r[0] for r in after["runs"]} == {a, b, c, on_second.id}
     assert not ids(db, "select id from instances where dataset = 'first'")
     left = ids(db, "select distinct run_id from decisions")
-    assert left == {a, b, c, on_second["id"]}
+    assert left == {a, b, c, on_second.id}
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cogbias.library import testcases as library
-from cogbias.runs import executor, paired_plan
+from cogbias.runs import deletion, executor, paired_plan
 from cogbias.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,5 +107,5 @@ def test_deleting_a_run_forgets_its_versions(tmp_path: Path, isolated_home: Path
         first = paired_plan.plan(_spec(), store)
         executor.execute(first, store)
         assert store.pinned_test_cases(first.spec.run_id)
-        store.delete_run(first.spec.run_id)
+        deletion.apply(store, deletion.plan_run(store, first.spec.run_id))
         assert store.pinned_test_cases(first.spec.run_id) == {}

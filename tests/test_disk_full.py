@@ -53,12 +53,12 @@ def _rows(db: Path, kind: str) -> dict[str, tuple]:
         return {r["id"]: tuple(r.values()) for r in store.query(f"select * from {table}")}
 
 
-def _fill_disk(store: Store, committed: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+def _fill_disk(store: Store, committed: dict[str, Any]) -> Callable[[work.LiveRun], None]:
     """A progress callback that makes the database full once a first batch is committed
     (the file may not grow past the pages it has), keeping what was committed by then."""
 
-    def progress(run: dict[str, Any]) -> None:
-        if committed or not run["done"]:
+    def progress(run: work.LiveRun) -> None:
+        if committed or not run.done:
             return
         pages = store.db.execute("pragma page_count").fetchone()[0]
         store.db.execute(f"pragma max_page_count = {pages}")
@@ -90,13 +90,13 @@ def test_a_full_disk_stops_the_run_at_once_keeps_what_was_written_and_resume_fin
     with Store(db) as store:
         plan = _plan(kind, store)
         outcome = executor.execute(plan, store, progress=_fill_disk(store, committed))
-    run_id = outcome["id"]
+    run_id = outcome.id
     assert committed, "the run never committed a first batch"
 
     # stopped at the first failed commit (and one last attempt at the end), not once a row
     assert tried.count(False) <= 2, f"{tried.count(False)} failed commits"
-    assert outcome["status"] == "failed", outcome
-    said = outcome["error"]
+    assert outcome.status == "failed", outcome
+    said = outcome.error
     assert f"the disk holding {db} is full" in said and "free some space" in said, said
     assert f"`cogbias resume {run_id}`" in said, said
     with Store(db) as store:
@@ -144,15 +144,15 @@ def test_when_not_even_the_ending_can_be_written_stderr_says_so_and_resume_works
         monkeypatch.setattr(store, "update_run", refused)
         outcome = executor.execute(plan, store, progress=_fill_disk(store, {}))
     said = capsys.readouterr().err
-    run_id = outcome["id"]
-    assert outcome["status"] == "failed" and "is full" in outcome["error"], outcome
+    run_id = outcome.id
+    assert outcome.status == "failed" and "is full" in outcome.error, outcome
     assert f"could not record in {db} that run {run_id} ended failed" in said, said
     assert f"`cogbias resume {run_id}`" in said
     with Store(db) as store:  # still says running, with no live worker: resume takes it over
         assert store.run(run_id)["status"] == "running"
         assert store.run(run_id)["lease_owner"] is None
         resumed = executor.execute(paired_plan.plan(plan.spec, store), store)
-    assert resumed["status"] == "done" and resumed["done"] == plan.planned
+    assert resumed.status == "done" and resumed.done == plan.planned
 
 
 def _full_connections(monkeypatch: pytest.MonkeyPatch, db: Path) -> None:

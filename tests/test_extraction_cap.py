@@ -32,7 +32,7 @@ def test_a_5_mb_answer_is_never_sent_on_whole(tmp_path: Path) -> None:
         run = spec(server.base_url, models=["openai/fake"], biases=["anchoring"], scenarios=1,
                    instances=1, generator="examples")  # fmt: skip
         outcome = executor.execute(paired_plan.plan(run, store), store)
-        assert outcome["status"] in ("done", "incomplete"), outcome["error"]
+        assert outcome.status in ("done", "incomplete"), outcome.error
         extractions = [
             r["messages"][-1]["content"]
             for r in server.requests

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from run_helpers import spec
 
 from cogbias.core.probabilities import Distribution, NotADistribution
+from cogbias.core.run_record import Run
 from cogbias.llm import LLMError, logprobs
 from cogbias.runs import decide, executor, paired_plan, probabilities
 from cogbias.store import Store
@@ -63,7 +64,7 @@ def _strict(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def _one_pair_run(tmp_path: Path, answer: dict[str, Any]) -> tuple[dict, dict]:
+def _one_pair_run(tmp_path: Path, answer: dict[str, Any]) -> tuple[Run, dict]:
     """A run of one pair of framing_effect whose halves both get `answer`: (run, decision)."""
     server = FakeLLMServer(lambda r: answer if r.get("logprobs") else default_responder(r))
     with server, Store(tmp_path / "one.db") as store:
@@ -112,7 +113,7 @@ def test_what_is_no_distribution_makes_the_half_unreadable_with_the_reason(tmp_p
     position, reason = NOT_DISTRIBUTIONS[case]
     run, row = _one_pair_run(tmp_path, _answer(position))
     # before: status ok, a one-hot (or 50/50, or NaN) distribution, "0 failed"
-    assert run["status"] == "done" and run["failed"] == 1, run
+    assert run.status == "done" and run.failed == 1, run
     assert row["status"] == "failed" and row["failure_kind"] == "unparseable"
     assert reason in row["error"] and "no distribution over the options" in row["error"]
     assert row["score"] is None
@@ -134,7 +135,7 @@ def test_look_alike_labels_and_an_identical_duplicate_are_read_right(tmp_path, c
     if case == "a token twice, one value":
         listed.append((a, _log(0.6)))
     run, row = _one_pair_run(tmp_path, _answer(_position(listed)))
-    assert run["status"] == "done" and row["status"] == "ok", row["error"]
+    assert run.status == "done" and row["status"] == "ok", row["error"]
     order = json.loads(row["control_order"])  # what the model saw as A and B
     for half in ("control", "treatment"):
         stored = _strict(row[f"{half}_distribution"])
@@ -175,13 +176,13 @@ def test_a_logprob_of_1000_fails_its_half_and_the_run_and_its_resumes_finish(tmp
         plan = paired_plan.plan(asked, store)
         # before: OverflowError in math.exp, the run stopped after one pair, every resume too
         run = executor.execute(plan, store, concurrency=4)
-        assert run["status"] == "done" and run["done"] == run["planned"] == 24
+        assert run.status == "done" and run.done == run.planned == 24
         failed = store.query("select error, failure_kind from decisions where status = 'failed'")
-        assert 0 < len(failed) == run["failed"] < 12
+        assert 0 < len(failed) == run.failed < 12
         assert all("log-probability 1000, above 0" in r["error"] for r in failed)
         assert {r["failure_kind"] for r in failed} == {"unparseable"}
         again = executor.execute(paired_plan.plan(asked, store), store, retry_failed=True)
-        assert again["status"] == "done" and again["failed"] == len(failed)
+        assert again.status == "done" and again.failed == len(failed)
 
 
 def test_an_exception_while_reading_one_answer_fails_that_pair_not_the_run(tmp_path, monkeypatch):
@@ -198,7 +199,7 @@ def test_an_exception_while_reading_one_answer_fails_that_pair_not_the_run(tmp_p
         asked = spec(server.base_url, generator="examples")
         run = executor.execute(paired_plan.plan(asked, store), store, concurrency=4)
         failed = store.query("select error, failure_kind from decisions where status = 'failed'")
-    assert run["status"] == "done" and run["done"] == 24 and 0 < run["failed"] == len(failed)
+    assert run.status == "done" and run.done == 24 and 0 < run.failed == len(failed)
     assert all(
         "could not be read (ZeroDivisionError: a reader's bug)" in r["error"] for r in failed
     )
@@ -224,7 +225,7 @@ def test_an_exception_while_reading_one_study_answer_fails_that_turn_not_the_run
         plan = study_plan.plan(study_plan.resolve(spec, study), study)
         run = executor.execute(plan, store)
         failed = store.query("select error from study_calls where status = 'unparseable'")
-    assert run["status"] == "done" and failed, run
+    assert run.status == "done" and failed, run
     assert all(
         "could not be read (ZeroDivisionError: a reader's bug)" in r["error"] for r in failed
     )
@@ -452,7 +453,7 @@ def test_a_true_distribution_is_read_as_the_hand_computed_one(weights):
 def test_a_run_always_finishes_whatever_the_server_lists(tmp_path_factory, positions):
     answer = {"content": "A", "logprobs": {"content": positions}}
     run, row = _one_pair_run(tmp_path_factory.mktemp("run"), answer)
-    assert run["status"] == "done" and run["done"] == 1
+    assert run.status == "done" and run.done == 1
     if row["status"] == "ok":
         for half in ("control", "treatment"):
             stored = _strict(row[f"{half}_distribution"])

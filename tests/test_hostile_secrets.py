@@ -17,7 +17,8 @@ from fake_llm_server import FakeLLMServer, _last_user_text, default_responder
 
 from cogbias.core.records import Turn
 from cogbias.core.redact import redactor, secret_values
-from cogbias.runs import executor, paired_plan
+from cogbias.core.run_record import Run
+from cogbias.runs import deletion, executor, paired_plan
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store, migrations
 from cogbias.views import export
@@ -149,7 +150,7 @@ def test_a_paired_run_whose_fills_echo_the_key_split_stores_none_of_it(
         spec = paired_plan.RunSpec(["openai/echo"], biases=["anchoring"], generator="openai/echo",
                                    api_base=server.base_url, instances=2)  # fmt: skip
         run = executor.execute(paired_plan.plan(spec, store), store)
-        assert run["status"] == "done", run
+        assert run.status == "done", run
         rows = {
             table: store.query(f"select * from {table}")
             for table in ("instances", "decisions", "llm_calls")
@@ -250,7 +251,7 @@ def logprob_answers(request: dict) -> object:
     return {"content": "A", "logprobs": {"content": content}}
 
 
-def _probability_run(store: Store, base_url: str) -> dict:
+def _probability_run(store: Store, base_url: str) -> Run:
     spec = paired_plan.RunSpec(["openai/fake"], biases=["framing_effect"], generator="openai/fake",
                                api_base=base_url, scoring="probabilities", instances=1)  # fmt: skip
     return executor.execute(paired_plan.plan(spec, store), store)
@@ -270,16 +271,16 @@ def test_a_short_digit_secret_leaves_cached_log_probabilities_intact(
     monkeypatch.setenv("DB_PASSWORD", PASSWORD)
     with FakeLLMServer(logprob_answers) as server, Store(tmp_path / "p.db") as store:
         first = _probability_run(store, server.base_url)
-        assert first["status"] == "done" and first["failed"] == 0, first
+        assert first.status == "done" and first.failed == 0, first
         entries = _logprob_entries(store)
         assert len(entries) == 2  # control and treatment
         for entry in entries:
             assert [lp for _, lp in json.loads(entry)["positions"][0]] == list(LISTED.values())
         # the same run again reads every answer from the cache, and reads them right
         server.reset_counts()
-        store.delete_run(first["id"])
+        deletion.apply(store, deletion.plan_run(store, first.id))
         again = _probability_run(store, server.base_url)
-        assert again["status"] == "done" and again["failed"] == 0 and server.calls == 0, again
+        assert again.status == "done" and again.failed == 0 and server.calls == 0, again
         [pair] = store.query("select control_distribution from decisions")
     p = sorted(json.loads(pair["control_distribution"])["p"], reverse=True)
     expected = [math.exp(lp) for lp in LISTED.values()]
@@ -326,7 +327,7 @@ def test_a_cache_entry_that_no_longer_parses_is_a_miss_removed_and_asked_again(
     """A cache an older version corrupted (`-0.***91`): the run asks again, never crashes."""
     with FakeLLMServer(logprob_answers) as server, Store(tmp_path / "p.db") as store:
         first = _probability_run(store, server.base_url)
-        assert first["status"] == "done", first
+        assert first.status == "done", first
         conn = store.db.conn
         with store.atomic():
             conn.execute(
@@ -335,9 +336,9 @@ def test_a_cache_entry_that_no_longer_parses_is_a_miss_removed_and_asked_again(
             )
         assert all("***91" in e for e in _logprob_entries(store))
         server.reset_counts()
-        store.delete_run(first["id"])
+        deletion.apply(store, deletion.plan_run(store, first.id))
         again = _probability_run(store, server.base_url)
-        assert again["status"] == "done" and again["failed"] == 0, again
+        assert again.status == "done" and again.failed == 0, again
         assert server.calls == 2  # both halves asked afresh
         for entry in _logprob_entries(store):
             assert json.loads(entry)["positions"][0][0] == ["A", LISTED["A"]]

@@ -29,10 +29,10 @@ from cogbias.core.outputs import replacing_folder
 from cogbias.core.run_record import Run
 from cogbias.core.safetext import csv_cell
 from cogbias.datasets import import_malberg
-from cogbias.runs import executor, paired_plan
+from cogbias.runs import executor, paired_plan, paired_results, study_read
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
-from cogbias.views import hub_card, report_methods
+from cogbias.views import hub_card
 from cogbias.views.hub_export import public_spec
 from cogbias.views.report_parts import Section, Table
 from cogbias.views.safe_text import escape_markdown
@@ -78,10 +78,10 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         with Store(db) as store:
             paired = executor.execute(paired_plan.plan(spec, store), store, concurrency=4)
             # a provider error that echoed the key, stored before redaction existed
-            store.update_run(paired["id"], name=RUN_NAME, error=f"denied: {KEY}")
+            store.update_run(paired.id, name=RUN_NAME, error=f"denied: {KEY}")
             import_malberg(store, FORMAT_DIR)
     study = study_run(db, StudySpec("biasbuster", ["random"], tests=["framing"], repeats=1))
-    return {"db": db, "paired": paired["id"], "study": study}
+    return {"db": db, "paired": paired.id, "study": study}
 
 
 def front_matter(card: str) -> tuple[dict[str, Any], str]:
@@ -297,9 +297,11 @@ def test_a_folder_holding_the_database_is_refused_even_with_force(store_path, tm
         (["-o", "x.csv"], "not allowed with argument"),
     ],
 )
-def test_flags_that_do_not_apply_to_a_folder_are_refused(store_path, tmp_path, extra, message):
+def test_flags_that_do_not_apply_to_a_folder_are_refused(
+    store_path, tmp_path, extra, message, cogbias_main
+):
     db = store_path["db"]
-    done = cogbias(
+    done = cogbias_main(
         "export", "--db", db, "--dataset", "malberg2024", "--hub", tmp_path / "h", *extra
     )
     assert done.returncode != 0 and message in done.stderr and "Traceback" not in done.stderr
@@ -314,16 +316,16 @@ def test_a_published_spec_carries_no_user_password_or_query():
 
 
 def test_a_tampered_spec_in_the_store_stays_text_in_the_methods():
-    """The card's methods are the report's (views/report_methods.py) as Markdown: whatever a
-    stored spec holds, it is shown as text."""
+    """The card's methods are the report's (views/report_methods.py, with the settings words
+    of the runs' kinds) as Markdown: whatever a stored spec holds, it is shown as text."""
     hostile = "<img src=x onerror=alert(1)> [a](http://evil.test) | `x`"
     study = {"kind": "study", "study": hostile, "models": [hostile], "tests": [hostile],
              "temperatures": [0.5], "study_hash": hostile, "mitigations": ["none"]}  # fmt: skip
     run = Run(id=f"run`{hostile}", spec=study, status=hostile)
     paired = Run(id="run-1", spec={"models": ["m"], "temperature": hostile, "seed": hostile})
     sections = [
-        Section("What was asked", items=report_methods.study_settings(None, run)),  # type: ignore[arg-type]
-        Section(hostile, paragraphs=report_methods.paired_settings(paired)),
+        Section("What was asked", items=study_read.settings(run)),
+        Section(hostile, paragraphs=paired_results.settings(paired, "paired")),
         Section("Models", tables=(Table(hostile, pd.DataFrame([{hostile: hostile}])),)),
     ]
     text = "\n".join(hub_card.sections_markdown(sections))

@@ -296,8 +296,8 @@ def test_a_refusing_endpoint_says_how_to_name_its_key() -> None:
     "command",
     [["run", "pairs"], ["run", "dataset"], ["run", "study"], ["resume"], ["pair"], ["preview"]],
 )
-def test_the_flag_is_in_the_help(command: list[str]) -> None:
-    done = cogbias(*command, "--help")
+def test_the_flag_is_in_the_help(command: list[str], cogbias_main) -> None:
+    done = cogbias_main(*command, "--help")
     assert done.returncode == 0 and "--api-key-env VAR" in done.stdout
 
 

@@ -94,13 +94,15 @@ def _tree_digest(path: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("path", MALFORMED, ids=[p.stem for p in MALFORMED])
-def test_check_rejects_malformed_files_with_position_and_plain_words(path, tmp_path, isolated_home):
+def test_check_rejects_malformed_files_with_position_and_plain_words(
+    path, tmp_path, isolated_home, cogbias_main
+):
     work = tmp_path / "work"
     work.mkdir()
     target = work / path.name
     shutil.copy(path, target)
     before = _tree_digest(work), _tree_digest(isolated_home)
-    out = cli("library", "check", str(target))
+    out = cogbias_main("library", "check", str(target))  # the real process: the tests above
     assert out.returncode != 0
     first = out.stderr.splitlines()[0]
     assert re.match(rf"{re.escape(str(target))}:\d+:\d+: \S", first), first

@@ -124,7 +124,7 @@ def test_every_reading_of_the_local_model_is_what_its_answer_names(tmp_path) -> 
         instances = {
             r["id"]: r for r in store.query("select id, control, treatment from instances")
         }
-    assert run["planned"] == 20 and len(rows) == 20
+    assert run.planned == 20 and len(rows) == 20
     read = unreadable = 0
     for row in rows:
         order = json.loads(row["control_order"])

@@ -74,17 +74,51 @@ def test_option_reversal_is_seeded_half_the_time_and_maps_back():
 
 
 def test_reversal_applied_to_both_halves_leaves_scores_unchanged():
+    """A model that picks the same option (by its text) whichever order the options are shown
+    in scores the same on a reversed pair as on one shown as written: the presented positions
+    differ, and mapping them back to the original order makes the scores agree."""
     rng = random.Random(1)
     params = MetricParams(k=-1, y1=2, y2=2)
+    labels = [f"option text {i}" for i in range(7)]
+    mapping_mattered = 0
     for _ in range(200):
-        c, t = rng.randrange(7), rng.randrange(7)
-        order = option_order(7, True)
-        presented_c, presented_t = order.index(c), order.index(t)
-        assert score_pair(
-            to_original(presented_c, order), to_original(presented_t, order), params, 7
-        ) == (score_pair(c, t, params, 7))
+        wanted = rng.choice(labels), rng.choice(labels)  # the control's and the treatment's
+        scores, raw = [], []
+        for reverse in (False, True):
+            order = option_order(7, reverse)
+            shown = [labels[i] for i in order]
+            picked = [shown.index(text) for text in wanted]  # the positions the model answers
+            raw.append(score_pair(*picked, params, 7))
+            scores.append(score_pair(*(to_original(p, order) for p in picked), params, 7))
+        assert scores[0] == scores[1]
+        mapping_mattered += raw[0] != raw[1]
+    assert mapping_mattered > 50  # unmapped, the reversed positions would score otherwise
 
 
 def test_aggregation():
     assert mean([0.5, -0.5, 1.0]) == pytest.approx(1 / 3)
     assert mean_abs([0.5, -0.5, 1.0]) == pytest.approx(2 / 3)
+
+
+def test_the_reversal_coin_is_the_same_in_every_process():
+    """A resumed run is another process: Python's salted `hash` would flip other coins there.
+    Two processes with different PYTHONHASHSEED must choose what this one chooses."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    keys = [(f"instance-{i}", seed) for i in range(64) for seed in (0, 7)]
+    code = (
+        "import json, sys\n"
+        "from cogbias.core.metrics import should_reverse\n"
+        "print(json.dumps([should_reverse(*k) for k in json.loads(sys.stdin.read())]))\n"
+    )
+    here = [should_reverse(*key) for key in keys]
+    for hash_seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            input=json.dumps(keys), capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        )  # fmt: skip
+        assert json.loads(done.stdout) == here, hash_seed

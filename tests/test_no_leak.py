@@ -245,7 +245,7 @@ CSI = "\x9b31m"  # the one-byte C1 form of ESC [
 RAW = ("\x1b", "\x07", "\x9b", "\u202e")
 
 
-def test_names_with_terminal_controls_are_printed_escaped(tmp_path: Path) -> None:
+def test_names_with_terminal_controls_are_printed_escaped(tmp_path: Path, cogbias_main) -> None:
     """Names with controls are refused where they come in (issue 29, point 10) and the
     refusal prints them escaped; a label an older version stored still lists as one row."""
     from dataset_helpers import HUB_CSV
@@ -279,7 +279,7 @@ def test_names_with_terminal_controls_are_printed_escaped(tmp_path: Path) -> Non
         if command == ["runs"]:  # a label stored by an older version, before labels were checked
             with Store(db) as store:
                 store.update_run(store.runs()[0]["id"], name=run_name)
-        done = cli(*command, "--db", db)
+        done = cogbias_main(*command, "--db", db, env={"OPENAI_API_KEY": KEY})
         printed = done.stdout + done.stderr
         assert "Traceback" not in printed, printed
         for char in RAW:
@@ -309,3 +309,24 @@ def test_the_disguise_patterns_catch_the_key_and_leave_ordinary_text_alone() -> 
         "'=1", "'+a", "'-a", "'@a", "'\tx", "'\rx", "-3", "+1.5e3", 2,
     ]  # fmt: skip
     assert terminal("a\x1b[2Jb\nc\u202e\x00") == "a\\x1b[2Jb\\nc\\u202e\\x00"
+
+
+def test_a_secret_without_a_key_shape_is_caught_reversed_as_well(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only the environment value tells the redactor about such a secret (no `sk-` shape to
+    fall back on), so each of its disguises, the reversed ones too, must come from knowing it."""
+    from cogbias.core.redact import redactor
+
+    secret = "own-server-value-7Qx2Lm5Xw8Rt4"
+    monkeypatch.setenv("OWN_SERVER_TOKEN", secret)
+    clean = redactor()
+    for form in (
+        secret,
+        secret[::-1],
+        secret.upper()[::-1],
+        " ".join(secret[::-1]),
+        "\n".join(secret[::-1].swapcase()),
+    ):
+        cleaned = clean(f"echo: {form} end") or ""
+        assert cleaned == "echo: *** end", (form, cleaned)

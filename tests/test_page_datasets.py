@@ -77,7 +77,7 @@ def test_browse_run_results_analysis_and_export(db):
         # a second, registered model: the same answers under another name and key
         copies = [
             replace(Decision.from_row(row), id=row["id"] + "-gpt", model="openai/gpt-4o-2024-08-06")
-            for row in store.query("select * from decisions where run_id = ?", (run["id"],))
+            for row in store.query("select * from decisions where run_id = ?", (run.id,))
         ]
         store.save_decisions(copies)
     at = page()

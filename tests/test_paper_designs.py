@@ -44,6 +44,45 @@ def test_options_have_the_authors_count_order_and_poles(bias: str) -> None:
                 assert word in others or not _has(other, word), f"{bias} {half}: {other!r}"
 
 
+# The 11-point percentage scale σ_2, every point in order: Malberg et al. (2024), §4.5, and
+# Appendix B's anchoring test ("Option 1: 0% Option 2: 10% ... Option 11: 100%").
+PAPER_PERCENT_SCALE = ["0%", "10%", "20%", "30%", "40%", "50%", "60%", "70%", "80%", "90%", "100%"]
+_PERCENT = re.compile(r"[+-]?\d+%")
+
+
+def _percent_halves() -> list[tuple[str, str]]:
+    """(bias, half) of every half the authors ask on eleven percentage points."""
+    return [
+        (bias, half)
+        for bias, design in sorted(DESIGNS.items())
+        for half in ("control", "treatment")
+        if design.scale(half)["count"] == 11
+        and all(_PERCENT.fullmatch(design.scale(half)[pole]) for pole in ("first", "last"))
+    ]
+
+
+def _evenly_spaced(first: str, last: str) -> list[str]:
+    """The eleven points from `first` to `last` in equal steps, written as the authors write
+    a signed scale (-50% ... 0% ... +50%)."""
+    low, high = int(first.rstrip("%")), int(last.rstrip("%"))
+    points = [low + (high - low) * i // 10 for i in range(11)]
+    return [f"{p:+d}%" if low < 0 and p else f"{p}%" for p in points]
+
+
+def test_the_percentage_scale_cases_include_the_papers_zero_to_hundred_ones() -> None:
+    halves = _percent_halves()
+    assert ("anchoring", "treatment") in halves and len({b for b, _ in halves}) >= 8
+    assert _evenly_spaced("0%", "100%") == PAPER_PERCENT_SCALE
+
+
+@pytest.mark.parametrize(("bias", "half"), _percent_halves())
+def test_a_percentage_scale_has_every_point_in_the_authors_order(bias: str, half: str) -> None:
+    """The count and the poles alone would let two middle points trade places."""
+    scale = DESIGNS[bias].scale(half)
+    options = list(CASES[bias].templates()[half].options)
+    assert options == _evenly_spaced(scale["first"], scale["last"]), f"{bias} {half}"
+
+
 def _has(text: str, word: str) -> bool:
     """`word` stands in `text` as a word of its own ("0%" is not in "100%")."""
     return re.search(rf"(?<!\w){re.escape(word.lower())}(?!\w)", text) is not None
@@ -98,3 +137,39 @@ def test_the_design_table_in_the_docs_is_generated_from_the_facts() -> None:
 def test_each_description_says_what_a_positive_score_means() -> None:
     for case in CASES.values():
         assert "positive" in case.description.lower(), case.id
+
+
+def test_each_recorded_wording_difference_says_what_differs_and_why() -> None:
+    """docs/designs.md says "None: the design is the authors'." only where it is true: the
+    wording differences named in issue 43 are changed back to the authors' meaning or listed."""
+    listed = {bias for bias, design in DESIGNS.items() if design.wording}
+    assert {"confirmation_bias", "in_group_bias", "negativity_bias"} <= listed
+    for bias in listed:
+        for difference in DESIGNS[bias].wording:
+            assert set(difference) == {"what", "why"}, bias
+            assert all(len(text.split()) >= 8 for text in difference.values()), bias
+    docs = (ROOT / "docs" / "designs.md").read_text(encoding="utf-8")
+    for bias in listed:
+        section = docs.split(f"### {CASES[bias].name}\n", 1)[1].split("\n### ", 1)[0]
+        assert "None: the design is the authors'." not in section, bias
+        assert section.count("*Wording:*") == len(DESIGNS[bias].wording), bias
+
+
+def test_the_named_wordings_carry_the_authors_meaning() -> None:
+    """Issue 43: the scales and messages that had drifted from the authors' design."""
+    reactance = CASES["reactance"]
+    for half in ("control", "treatment"):  # the message itself is quoted, not described
+        assert reactance.templates()[half].situation.count('"') == 2, half
+    assert "You must give it up completely" in reactance.treatment.situation
+    assert "could be worth a try" in reactance.control.situation
+    bandwagon = CASES["bandwagon_effect"].control.options
+    assert [o.split(" opinion")[0] for o in bandwagon[:3]] == [
+        "Very likely",
+        "Likely",
+        "Somewhat likely",
+    ]
+    assert "equally likely" in bandwagon[3]
+    conservatism = CASES["conservatism"]
+    for half, template in conservatism.templates().items():
+        evidence = [g for g in template.llm_gaps() if "piece of evidence" in g.instruction]
+        assert len(evidence) == 6, half  # three for each alternative, each its own gap

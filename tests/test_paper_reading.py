@@ -61,7 +61,7 @@ def _run(server: FakeLLMServer, db: Path, reading: str) -> tuple[str, list[dict[
     with Store(db) as store:
         plan = paired_plan.plan(spec, store)
         outcome = executor.execute(plan, store, concurrency=4)
-        assert outcome["status"] == "done", outcome
+        assert outcome.status == "done", outcome
         rows = store.query("select * from decisions where run_id = ?", [plan.spec.run_id])
     return plan.spec.run_id, rows
 

@@ -18,7 +18,7 @@ from cogbias.core.metrics import MetricParams
 from cogbias.core.probabilities import Distribution, expected_score, uniform
 from cogbias.core.records import Instance
 from cogbias.llm import logprobs
-from cogbias.runs import executor, paired_plan, probabilities
+from cogbias.runs import deletion, executor, paired_plan, probabilities
 from cogbias.store import Store
 from cogbias.views import export
 
@@ -95,7 +95,7 @@ def test_a_scripted_server_gives_the_hand_computed_expected_scores(tmp_path):
         choice = paired_plan.RunSpec(**{**run_spec.__dict__, "scoring": "choice"})
         assert run_spec.run_id != choice.run_id
         run = executor.execute(paired_plan.plan(run_spec, store), store, concurrency=4)
-        assert run["status"] == "done"
+        assert run.status == "done"
         path = tmp_path / "pairs.csv"
         export.export(store, path, run_id=run_spec.run_id)
         rows = list(csv.DictReader(path.open()))
@@ -105,9 +105,9 @@ def test_a_scripted_server_gives_the_hand_computed_expected_scores(tmp_path):
         calls = server.calls
         # the distributions are cached like any answer: the same run again asks nothing
         server.reset_counts()
-        store.delete_run(run_spec.run_id)
+        deletion.apply(store, deletion.plan_run(store, run_spec.run_id))
         again = executor.execute(paired_plan.plan(run_spec, store), store, concurrency=4)
-        assert again["status"] == "done" and server.calls == 0 < calls
+        assert again.status == "done" and server.calls == 0 < calls
         export.export(store, tmp_path / "again.csv", run_id=run_spec.run_id)
         scores = {r["decision_id"]: r["score"] for r in rows}
         rerun = csv.DictReader((tmp_path / "again.csv").open())

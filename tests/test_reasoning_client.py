@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from cogbias.core import reasoning
-from cogbias.core.records import STOPPED_REASONING
 from cogbias.llm import LLMClient, LLMError, LLMRequest, cache_key, resolve
 from cogbias.llm.profiles import TRANSPORT_ENV
 from cogbias.runs.pipeline import run_sync
@@ -107,7 +106,7 @@ def test_thinking_tokens_are_priced_as_output(transport) -> None:
 def test_an_answer_that_ran_out_of_room_thinking_is_stopped_while_reasoning(transport, reply):
     with FakeLLMServer(lambda request: reply) as srv, pytest.raises(LLMError) as failed:
         ask(srv, max_tokens=300)
-    assert failed.value.failure_kind == STOPPED_REASONING
+    assert failed.value.failure_kind == "stopped_reasoning"
     message = str(failed.value)
     assert "stopped while reasoning" in message and "300 tokens" in message
     assert "--thinking-budget" in message  # how to raise it

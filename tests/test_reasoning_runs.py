@@ -18,7 +18,8 @@ from fake_llm_server import FakeLLMServer, _last_user_text, default_responder
 from cogbias.cli.main import main
 from cogbias.core import reasoning
 from cogbias.core.export_columns import PAIR_COLUMNS, pair_record
-from cogbias.core.records import Instance
+from cogbias.core.records import DecisionStatus, Instance
+from cogbias.core.run_record import RunStatus
 from cogbias.runs import executor, paired_plan
 from cogbias.store import Store
 from cogbias.views import shown_pairs
@@ -68,8 +69,8 @@ def run_thinker(tmp_path: Path, srv: FakeLLMServer, **fields: Any) -> str:
     with Store(tmp_path / "r.db") as store:
         plan = paired_plan.plan(spec, store)
         run = executor.execute(plan, store, concurrency=4)
-    assert run["status"] == "done", run.get("error")
-    return str(run["id"])
+    assert run.status == RunStatus.DONE, run.error
+    return run.id
 
 
 def test_a_trace_weighing_other_options_leaves_every_pair_readable(isolated_home, tmp_path):
@@ -80,7 +81,9 @@ def test_a_trace_weighing_other_options_leaves_every_pair_readable(isolated_home
     with Store(tmp_path / "r.db") as store:
         pairs = store.pairs(run_id=run_id)
     assert len(pairs) == 9
-    assert [p.decision.status for p in pairs] == ["ok"] * 9  # before: 8 of 9 "names several"
+    assert [p.decision.status for p in pairs] == [
+        DecisionStatus.OK
+    ] * 9  # before: 8 of 9 "names several"
     for pair in pairs:
         d = pair.decision
         assert d.control_answer.startswith("Option") and "<think>" not in d.control_answer

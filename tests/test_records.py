@@ -55,11 +55,11 @@ def test_the_app_download_and_cogbias_export_agree_column_for_column(tmp_path):
     with FakeLLMServer() as server, Store(db) as store:
         run = executor.execute(paired_plan.plan(spec(server.base_url), store), store, concurrency=8)
         # the Explore page's download: the pairs it shows, through the export's columns
-        shown = store.pairs(run_id=run["id"], limit=10_000)
+        shown = store.pairs(run_id=run.id, limit=10_000)
         app = csv_bytes(export_columns.pair_record(r) for r in shown).decode()
     out = tmp_path / "pairs.csv"
     cli = subprocess.run(
-        [sys.executable, "-m", "cogbias", "export", "--db", str(db), "--run", run["id"], "-o", str(out)],
+        [sys.executable, "-m", "cogbias", "export", "--db", str(db), "--run", run.id, "-o", str(out)],
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert cli.returncode == 0, cli.stderr
@@ -127,11 +127,11 @@ class FailingStore(Store):
 def test_a_failing_write_inside_a_worker_ends_the_run_failed_with_the_error(tmp_path):
     with FakeLLMServer(latency=0.05) as server, FailingStore(tmp_path / "x.db") as store:
         run = executor.execute(paired_plan.plan(spec(server.base_url), store), store, concurrency=2)
-    assert run["status"] == "failed"
-    assert "disk I/O error" in run["error"] and "could not write results" in run["error"]
+    assert run.status == "failed"
+    assert "disk I/O error" in run.error and "could not write results" in run.error
     with Store(tmp_path / "x.db") as store:
         [row] = summaries.run_summaries(store)
-    assert row["status"] == "failed" and "disk I/O error" in row["error"]
+    assert row.status == "failed" and "disk I/O error" in row.error
 
 
 @pytest.mark.parametrize("kind", ["transient", "unparseable"])
@@ -155,16 +155,16 @@ def test_retry_failed_asks_again_and_resume_alone_only_retries_transient(tmp_pat
     with FakeLLMServer(responder, script=script) as server, Store(tmp_path / "x.db") as store:
         s = spec(server.base_url, models=["openai/fake"], biases=["anchoring"], scenarios=1)
         first = executor.execute(paired_plan.plan(s, store), store, concurrency=1, max_retries=0)
-        assert first["failed"] > 0
+        assert first.failed > 0
         again = executor.execute(paired_plan.plan(s, store), store, concurrency=1)
         if kind == "transient":
-            assert again["status"] == "done" and again["failed"] == 0
+            assert again.status == "done" and again.failed == 0
         else:  # a result: a plain resume keeps it, --retry-failed asks afresh
-            assert again["failed"] == first["failed"]
+            assert again.failed == first.failed
             third = executor.execute(
                 paired_plan.plan(s, store), store, concurrency=1, retry_failed=True
             )
-            assert third["status"] == "done" and third["failed"] == 0
+            assert third.status == "done" and third.failed == 0
 
 
 def test_the_lean_path_and_litellm_store_identical_runs(tmp_path, monkeypatch):
@@ -183,7 +183,7 @@ def test_the_lean_path_and_litellm_store_identical_runs(tmp_path, monkeypatch):
                 == paired_plan.resolve("openai/fake", server.base_url).direct
             )
             run = executor.execute(paired_plan.plan(s, store), store, concurrency=4)
-            assert run["status"] == "done" and server.calls > 0
+            assert run.status == "done" and server.calls > 0
             stored[transport] = {
                 "decisions": store.query(
                     "select id, instance_id, model, control_order, control_answer, "

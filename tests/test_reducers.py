@@ -19,7 +19,7 @@ from fake_llm_server import FakeLLMServer, _last_user_text, default_responder
 
 from cogbias.cli.main import main
 from cogbias.core import probabilities as probs
-from cogbias.core.records import ABSTAINED, Instance
+from cogbias.core.records import DecisionStatus, Instance
 from cogbias.library import testcases as library
 from cogbias.runs import batch, decide, paired_plan, reducers, sampling, scorers
 from cogbias.store import Store
@@ -63,7 +63,12 @@ def test_an_abstained_half_makes_an_unscored_abstained_pair_and_a_failure_still_
     ask, order = decide.PairAsk(run_id="run-x"), list(range(instance.n_options))
     answered, silent = decide.HalfResult(choice=0), decide.HalfResult(abstained=True)
     row = decide.decision_row(instance, "m", ask, order, answered, silent)
-    assert (row.status, row.score, row.error, row.failure_kind) == (ABSTAINED, None, None, None)
+    assert (row.status, row.score, row.error, row.failure_kind) == (
+        DecisionStatus.ABSTAINED,
+        None,
+        None,
+        None,
+    )
     broken = decide.HalfResult(error="HTTP 503", failure_kind="transient")
     assert decide.decision_row(instance, "m", ask, order, broken, silent).status == "failed"
 
@@ -158,7 +163,7 @@ def test_majority_abstains_on_tied_samples_and_every_count_keeps_them_apart(tmp_
         majority, mode = runs["majority"]["id"], runs["mode"]["id"]
         assert runs["majority"]["status"] == "done" and runs["majority"]["failed"] == 0
         statuses = {p.decision.status for p in store.pairs(run_id=majority)}
-        assert statuses == {ABSTAINED}
+        assert statuses == {DecisionStatus.ABSTAINED}
         assert {p.decision.status for p in store.pairs(run_id=mode)} == {"ok"}
         summary = cells.heatmap_summary(store, run_id=majority)
     assert list(summary["abstained"]) == [1, 1] and list(summary["failures"]) == [0, 0]
@@ -169,7 +174,7 @@ def test_majority_abstains_on_tied_samples_and_every_count_keeps_them_apart(tmp_
     assert [(r["n"], r["failures"], r["abstained"]) for r in results] == [(0, 0, 1)] * 2
     assert main(["export", "--db", db, "--run", majority, "-o", str(out)]) == 0
     exported = list(csv.DictReader(out.open()))
-    assert {r["status"] for r in exported} == {ABSTAINED}
+    assert {r["status"] for r in exported} == {DecisionStatus.ABSTAINED}
     assert {r["score"] for r in exported} == {""} and {r["failure_kind"] for r in exported} == {""}
     report = tmp_path / "report.html"
     assert main(["report", "--run", majority, "--db", db, "-o", str(report)]) == 0
@@ -217,7 +222,7 @@ def test_sampled_option_probabilities_are_scored_by_the_mean_of_their_distributi
         from cogbias.runs import executor
 
         run = executor.execute(paired_plan.plan(spec, store), store, concurrency=4)
-        assert run["status"] == "done"
+        assert run.status == "done"
         pairs = list(store.pairs(run_id=spec.run_id))
         rows = store.instances([p.decision.instance_id for p in pairs])
         instances = {r["id"]: Instance.from_row(r) for r in rows}

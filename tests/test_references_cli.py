@@ -1,7 +1,7 @@
 """`cogbias results` of a study run prints the humans of the original experiments beside the
 model: a `classics` run on `random` (real `cogbias` processes, offline), and `mohr8`, whose
 base scenario asks three originals' questions and whose other questions and variants say why
-no human figure stands beside them."""
+no human figure stands beside them. The tests after the first run the command in-process."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -22,6 +24,12 @@ def cogbias(*args: object, home: Path) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "cogbias", *map(str, args)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
+
+
+@pytest.fixture
+def here(cogbias_main):
+    """`cogbias` in this process, for the tests after the first (which starts the real one)."""
+    return lambda *args, home: cogbias_main(*args, env={"COGBIAS_HOME": str(home)})
 
 
 def run_id(done: subprocess.CompletedProcess[str]) -> str:
@@ -75,13 +83,13 @@ def test_results_of_a_classics_run_on_random_print_the_humans_beside_it(tmp_path
 
 
 def test_mohr8_shows_the_humans_for_the_originals_and_says_why_not_elsewhere(
-    tmp_path: Path,
+    tmp_path: Path, here
 ) -> None:
     db = tmp_path / "m.db"
-    run = run_id(cogbias("run", "study", "mohr8", "--models", "random", "--repeats", "6",
+    run = run_id(here("run", "study", "mohr8", "--models", "random", "--repeats", "6",
                          "--variants", "1_persona,2_odd_numbers", "--temperatures", "0.7",
                          "--db", db, home=tmp_path))  # fmt: skip
-    table = cogbias("results", "run", run, "--humans", "--format", "json", "--db", db,
+    table = here("results", "run", run, "--humans", "--format", "json", "--db", db,
                     home=tmp_path)  # fmt: skip
     assert table.returncode == 0, table.stderr
     rows = json.loads(table.stdout)
@@ -97,7 +105,7 @@ def test_mohr8_shows_the_humans_for_the_originals_and_says_why_not_elsewhere(
     assert [r["kind"] for r in sunk] == ["condition"]  # the original's one group: no effect
 
 
-def test_a_users_reference_joins_the_built_in_ones(tmp_path: Path) -> None:
+def test_a_users_reference_joins_the_built_in_ones(tmp_path: Path, here) -> None:
     (tmp_path / "references").mkdir()
     (tmp_path / "references" / "our_class.toml").write_text(
         'id = "our_class"\nexperiment = "Our class, 2025"\ncitation = "Room 4."\n'
@@ -107,19 +115,19 @@ def test_a_users_reference_joins_the_built_in_ones(tmp_path: Path) -> None:
     )
     (tmp_path / "references" / "broken.toml").write_text('id = "broken"\nmeasure = 3\n')
     db = tmp_path / "u.db"
-    run = run_id(cogbias("run", "study", "classics", "--models", "random", "--repeats", "4",
+    run = run_id(here("run", "study", "classics", "--models", "random", "--repeats", "4",
                          "--tests", "linda", "--db", db, home=tmp_path))  # fmt: skip
-    shown = cogbias("results", "run", run, "--db", db, home=tmp_path)
+    shown = here("results", "run", run, "--db", db, home=tmp_path)
     out = shown.stdout
     assert "Our class, 2025" in out and "75% [55%, 88%], n = 24" in out
     assert "broken.toml:2:11: 'measure' should be a string, not an integer" in shown.stderr
     assert "Our class, 2025: Room 4. lesson 3." in out
 
 
-def test_humans_on_a_paired_run_is_refused_by_name(tmp_path: Path) -> None:
+def test_humans_on_a_paired_run_is_refused_by_name(tmp_path: Path, here) -> None:
     db = tmp_path / "p.db"
-    run = run_id(cogbias("run", "pairs", "--models", "random", "--db", db, home=tmp_path))
-    refused = cogbias("results", "run", run, "--humans", "--db", db, home=tmp_path)
+    run = run_id(here("run", "pairs", "--models", "random", "--db", db, home=tmp_path))
+    refused = here("results", "run", run, "--humans", "--db", db, home=tmp_path)
     assert refused.returncode == 2
     assert f"--humans compares study runs; run {run} is a paired run" in refused.stderr
     assert "Traceback" not in refused.stderr

@@ -279,19 +279,20 @@ def test_class_report_numbers_equal_class_results(world: dict, reports: dict) ->
     sampled = {(m["condition"], m["model"], m["mode"]): m for m in expected["models"]}
     rows = records(page, "reveal")
     assert {r["who"] for r in rows} == {
-        "humans (original study)", "this class", "model random (T 0.7)",
+        "humans (original study)", "this class", "model random",
         "model random (probabilities)", f"model {MODEL} (T 0.7)",
-    }  # fmt: skip
+    }  # fmt: skip  # the random baseline uses no temperature: none is named
     assert len(rows) == 2 * 5  # one option shown (its complement is the other), per condition
     for row in rows:
         condition = labels[row["condition"]]
-        option = expected["options"][condition].index(row["option"])
+        # each condition's option as the reveal names it (the original's neutral name here)
+        option = expected["option_labels"][condition].index(row["option"])
         if row["who"] == "this class":
             want = klass[condition]
         elif row["who"].startswith("humans"):
             want = humans[condition]
         else:
-            model, _, how = row["who"].removeprefix("model ").rpartition(" (")
+            model, _, how = row["who"].removeprefix("model ").partition(" (")
             mode = "probabilities" if how == "probabilities)" else "sample"
             want = sampled[(condition, model, mode)]
         assert _close(row["share"], want["shares"][option]), (row, want)
@@ -307,7 +308,7 @@ def test_class_report_numbers_equal_class_results(world: dict, reports: dict) ->
     assert sum(counted.values()) == len(TOKENS)
     assert "Tversky" in page  # the humans' citation
     asked = {(r["model"], r["asked"]): r for r in records(page, "asked")}
-    sampled_random = asked[("random", "sampled at temperature 0.7, 6 per condition")]
+    sampled_random = asked[("random", "drawn at random (no temperature), 6 per condition")]
     assert sampled_random["readable answers"] == "12" and sampled_random["run"].startswith("run-")
     assert sampled_random["cost"] == "$0.0000"  # offline
     assert asked[(MODEL, "sampled at temperature 0.7")]["cost"] == "unknown"  # no run of it
@@ -323,8 +324,9 @@ def test_class_report_has_no_participant_and_says_how_it_ran(world: dict, report
         assert html.escape(text.splitlines()[0], quote=True) in page
     assert "Study classics, test theatre_ticket (study file version " in page
     assert "SHA-256 of the question as the session stored it: " in page
-    assert "the condition with the fewest participants so far" in page
-    assert re.search(r"Opened \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, closed \d{4}", page)
+    assert "the next place in the session&#x27;s own balanced order" in page
+    assert re.search(r"Opened \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, answers from \d{4}", page)
+    assert re.search(r"locked \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", page)
     assert "Answers per condition:" in page and "(total 7)" in page
 
 
@@ -334,6 +336,7 @@ def test_what_a_class_sessions_models_cost_is_read_back_from_the_cache(
     """The report's cost of a model's answers is what its class run paid for them: the same
     requests rebuilt, their cost read from the response cache (offline models cost 0); and
     the report says "grammar" only for answers that were asked under one."""
+    from cogbias.llm.costs import dollars
     from cogbias.runs import class_answers
     from cogbias.views.report import build
     from tests.fake_llm_server import FakeLLMServer
@@ -344,15 +347,15 @@ def test_what_a_class_sessions_models_cost_is_read_back_from_the_cache(
         spec = ClassSpec(code, ("openai/gpt-4o-mini", "random"), samples=3, scoring="sample",
                          api_base=fake.base_url)  # fmt: skip
         run = executor.execute(kinds.plan(spec, store), store)
-        spent = class_answers.spent(store, kinds.stored(store, run["id"]))
+        spent = class_answers.spent(store, kinds.stored(store, run.id))
         report = build("class", store, code=code)
-    assert run["cost"] > 0
-    assert spent["openai/gpt-4o-mini"] == pytest.approx(run["cost"])
+    assert run.cost > 0
+    assert spent["openai/gpt-4o-mini"] == pytest.approx(run.cost)
     assert spent["random"] == 0.0
     [models] = [s for s in report.methods if s.heading == "Models"]
     asked = models.tables[0].frame.set_index("model")
     assert asked.loc["random", "structured output"] == "none"  # no grammar was sent
-    assert asked.loc["openai/gpt-4o-mini", "cost"] == f"${run['cost']:.4f}"
+    assert asked.loc["openai/gpt-4o-mini", "cost"] == dollars(run.cost)
     assert set(models.tables[1].frame["structured output"]) == {"none"}
 
 
@@ -400,7 +403,12 @@ def test_methods_say_what_ran(reports: dict, world: dict) -> None:
     assert re.fullmatch(r"[0-9a-f]{64}", source["sha256"])
 
 
-def test_refusals_name_the_problem(world: dict, tmp_path: Path) -> None:
+def test_refusals_name_the_problem(world: dict, tmp_path: Path, cogbias_main) -> None:
+    """In this process: the `reports` fixture runs the real command."""
+
+    def cogbias(world: dict[str, Any], *words: str) -> subprocess.CompletedProcess[str]:
+        return cogbias_main(*words, "--db", world["db"], env=world["env"])
+
     out = tmp_path / "r.html"
     cases = [
         (["--run", "run-nope"], "no run run-nope"),

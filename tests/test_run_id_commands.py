@@ -101,9 +101,9 @@ def test_effects_refuses_a_paired_run_saying_what_it_is(runs) -> None:
     ],
     ids=lambda argv: " ".join(argv[:2]),
 )
-def test_a_missing_run_is_named_as_missing(runs, argv, tmp_path: Path) -> None:
-    out = tmp_path / "out.csv"
-    done = cogbias(*[w.format(out=out) for w in argv], "--db", runs["db"])
+def test_a_missing_run_is_named_as_missing(runs, argv, tmp_path: Path, cogbias_main) -> None:
+    out = tmp_path / "out.csv"  # in this process: the other tests start the real one
+    done = cogbias_main(*[w.format(out=out) for w in argv], "--db", runs["db"])
     said = clean(done)
     assert done.returncode == 2 and "no run" in said and "run-nope" in said, said
     assert not out.exists()  # `export` once wrote an empty file and said "wrote 0 rows"
@@ -131,13 +131,13 @@ def test_cancel_of_a_run_finished_by_a_process_that_lives_on_says_it_is_finished
     db = tmp_path / "k.db"
     with Store(db) as store:
         plan = paired_plan.plan(paired_plan.RunSpec(models=["random"], biases=["anchoring"]), store)
-        run_id = executor.execute(plan, store)["id"]
+        run_id = executor.execute(plan, store).id
     said = _cancel_of(db, run_id)
     assert f"run {run_id}: already finished (done): nothing to cancel" in said, said
     assert "cancelling" not in said
     with Store(db) as store:
         assert store.run(run_id)["cancel_requested"] == 0
-        assert executor.execute(paired_plan.plan(plan.spec, store), store)["status"] == "done"
+        assert executor.execute(paired_plan.plan(plan.spec, store), store).status == "done"
     said = _cancel_of(db, run_id)  # and again, after the resume
     assert "already finished (done): nothing to cancel" in said, said
 

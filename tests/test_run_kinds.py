@@ -25,6 +25,7 @@ from run_helpers import spec as paired_spec
 from test_study_runs import admissions_responder
 
 from cogbias.classroom.questions import classic_question
+from cogbias.core.run_record import ResultsPage
 from cogbias.datasets import tokenbias_study
 from cogbias.runs import executor, kinds, paired_plan, study_plan
 from cogbias.runs.class_plan import ClassSpec
@@ -202,6 +203,11 @@ def test_the_registry_alone_tells_kinds_apart():
         assert kinds.kind_of(_spec(kind, base)).name == kind
         assert kinds.kind_of(_spec(kind, base).canonical()).name == kind  # as stored
     assert kinds.kind_of(None).name == "paired"  # a run stored without a spec
-    assert {k.unit_name for k in kinds.registry()} == {"pairs", "units", "answers"}
-    assert kinds.get("class").results == "class_model_answers"
-    assert kinds.get("study").results == "study_calls"
+    assert {"paired", "dataset", "tokenbias", "study", "class"} <= {
+        k.name for k in kinds.registry()
+    }
+    assert all(k.unit_name for k in kinds.registry())  # every kind says what it counts
+    assert kinds.get("paired").unit_name == "pairs" and kinds.get("study").unit_name == "units"
+    assert kinds.get("class").page is ResultsPage.CLASS  # the page its results are on
+    assert kinds.get("study").page is ResultsPage.STUDIES
+    assert kinds.get("paired").page is ResultsPage.EXPLORE

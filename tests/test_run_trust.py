@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_llm_server import FakeLLMServer
@@ -220,17 +221,17 @@ def test_a_fully_cached_rerun_costs_nothing_and_reports_what_it_saved(tmp_path):
         with Store(db) as store:
             one = executor.execute(paired_plan.plan(first, store), store, concurrency=8)
             decided = store.query(
-                "select sum(cost + cost_saved) as c from decisions where run_id = ?", (one["id"],)
+                "select sum(cost + cost_saved) as c from decisions where run_id = ?", (one.id,)
             )[0]["c"]
             # what deciding cost, with answers already cached within the run counted too
-            assert one["status"] == "done" and one["cost"] > 0 and decided > 0
+            assert one.status == "done" and one.cost > 0 and decided > 0
             server.reset_counts()
             # another run asking the same questions (plus the free random baseline)
             second = spec(server.base_url, models=[priced, "random"], generator=priced)
             two = executor.execute(paired_plan.plan(second, store), store, concurrency=8)
         assert server.calls == 0
-    assert two["status"] == "done" and two["cost"] == 0 and two["tokens"] == 0
-    assert two["cost_saved"] == pytest.approx(decided)
+    assert two.status == "done" and two.cost == 0 and two.tokens == 0
+    assert two.cost_saved == pytest.approx(decided)
 
 
 # --------------------------------------------------------------------------- (f) identity
@@ -317,3 +318,39 @@ def test_a_300000_row_import_beside_a_running_run_both_finish(tmp_path):
         assert run["status"] == "done" and run["finished_at"] > import_started
         [dataset] = store.datasets()
         assert dataset["rows"] == 15_000 and dataset["meta"]["decisions"] == rows - 15_000
+
+
+def test_a_resume_after_a_kill_asks_each_unfinished_pair_once_and_no_finished_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finished pair asked again would be answered from the cache and stored the same, so
+    only counting what the client is asked shows it: the resume asks exactly the requests of
+    the pairs the killed run had not stored, and leaves the stored ones as they were."""
+    from cogbias.llm.client import LLMClient
+
+    db = tmp_path / "x.db"
+    with FakeLLMServer(latency=0.05) as server:
+        s = spec(server.base_url, scenarios=4, models=["openai/fake"], generator="examples")
+        proc = start(*run_args(s, db), "--concurrency", "4")
+        wait_for_decisions(db, 8, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        with Store(db) as store:
+            plan = paired_plan.plan(s, store)
+            before = {r["id"]: r for r in store.query("select * from decisions")}
+        assert 0 < len(before) < plan.planned, len(before)
+        per_pair = plan.llm_calls()["decide"] // plan.planned  # a control and a treatment
+        asked = []
+        complete = LLMClient.complete
+
+        async def counted(client: LLMClient, request: Any) -> Any:
+            asked.append(request)
+            return await complete(client, request)
+
+        monkeypatch.setattr(LLMClient, "complete", counted)
+        with Store(db) as store:
+            run = executor.execute(plan, store, concurrency=4)
+            after = {r["id"]: r for r in store.query("select * from decisions")}
+    assert run["status"] == "done" and len(after) == plan.planned
+    assert len(asked) == per_pair * (plan.planned - len(before))
+    assert {k: after[k] for k in before} == before

@@ -26,25 +26,21 @@ def cli_args(s: paired_plan.RunSpec, db: Path) -> list[str]:
     return args + ["--api-base", s.api_base] if s.api_base else args
 
 
-def test_rerunning_an_identical_run_makes_no_new_llm_calls(tmp_path):
-    with FakeLLMServer() as server, Store(tmp_path / "x.db") as store:
-        first = executor.execute(
-            paired_plan.plan(spec(server.base_url), store), store, concurrency=8
-        )
-        assert first["status"] == "done" and first["done"] == first["planned"] == 24
-        assert server.calls > 0
-        server.reset_counts()
-        again = executor.execute(
-            paired_plan.plan(spec(server.base_url), store), store, concurrency=8
-        )
-        assert again["status"] == "done" and server.calls == 0
-        assert store.counts()["decisions"] == 24
-        # a different run over the same instances asks the model again only where needed:
-        # the response cache answers every identical request
-        server.reset_counts()
-        other = spec(server.base_url, models=["openai/fake"])
-        executor.execute(paired_plan.plan(other, store), store, concurrency=8)
-        assert server.calls == 0
+def test_rerunning_an_identical_run_makes_no_new_llm_calls(llm_server, store):
+    server = llm_server
+    first = executor.execute(paired_plan.plan(spec(server.base_url), store), store, concurrency=8)
+    assert first.status == "done" and first.done == first.planned == 24
+    assert server.calls > 0
+    server.reset_counts()
+    again = executor.execute(paired_plan.plan(spec(server.base_url), store), store, concurrency=8)
+    assert again.status == "done" and server.calls == 0
+    assert store.counts()["decisions"] == 24
+    # a different run over the same instances asks the model again only where needed:
+    # the response cache answers every identical request
+    server.reset_counts()
+    other = spec(server.base_url, models=["openai/fake"])
+    executor.execute(paired_plan.plan(other, store), store, concurrency=8)
+    assert server.calls == 0
 
 
 def test_injected_500s_and_429s_end_with_every_pair_scored_or_failed_with_reason(tmp_path):
@@ -54,7 +50,7 @@ def test_injected_500s_and_429s_end_with_every_pair_scored_or_failed_with_reason
                 paired_plan.plan(spec(server.base_url), store), store, concurrency=8
             )
             assert server.statuses[500] > 0 and server.statuses[429] > 0
-            assert run["done"] == run["planned"] == 24
+            assert run.done == run.planned == 24
             rows = store.query("select status, score, error from decisions")
             assert len(rows) == 24
             for row in rows:
@@ -75,7 +71,7 @@ def test_unanswerable_halves_are_stored_as_failures_not_crashes(tmp_path):
         run = executor.execute(
             paired_plan.plan(spec(server.base_url, models=["openai/fake"]), store), store
         )
-        assert run["status"] == "done" and run["failed"] == run["planned"]
+        assert run.status == "done" and run.failed == run.planned
         errors = {r["error"] for r in store.query("select error from decisions")}
         assert all("no option could be extracted" in e for e in errors)
 
@@ -202,13 +198,13 @@ def test_cancel_request_stops_a_run(tmp_path):
         seen = []
 
         def progress(run):
-            seen.append(run["done"])
-            if run["done"] >= 4:
-                store.request_cancel(run["id"])
+            seen.append(run.done)
+            if run.done >= 4:
+                store.request_cancel(run.id)
 
         run = executor.execute(plan, store, concurrency=2, progress=progress)
-        assert run["status"] == "cancelled"
-        assert 0 < run["done"] < plan.planned
+        assert run.status == "cancelled"
+        assert 0 < run.done < plan.planned
 
 
 @pytest.mark.parametrize("bad", [{"models": []}, {"biases": ["no_such_bias"]}, {"scenarios": 999}])

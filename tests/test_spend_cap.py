@@ -10,6 +10,7 @@ import pytest
 from fake_llm_server import FakeLLMServer
 
 from cogbias.cli.main import main
+from cogbias.core.run_record import RunStatus
 from cogbias.llm import LLMClient, LLMRequest, resolve
 from cogbias.llm.spending import SpendCap, SpendCapReached, most_it_costs
 from cogbias.runs.pipeline import run_sync
@@ -35,7 +36,7 @@ def test_a_priced_run_stops_at_its_cap_never_over_it_and_resumes(tmp_path, capsy
         with Store(db) as store:
             [run] = store.runs()
             spent = store.query("select coalesce(sum(cost), 0) as c from llm_calls")[0]["c"]
-        assert run["status"] == "incomplete" and 0 < run["done"] < run["planned"]
+        assert run["status"] == RunStatus.INCOMPLETE and 0 < run["done"] < run["planned"]
         assert "stopped at the spend cap" in run["error"] and f"cogbias resume {run['id']}" in err
         assert spent <= CAP and run["cost"] <= CAP  # never over it
         asked = srv.calls
@@ -43,7 +44,7 @@ def test_a_priced_run_stops_at_its_cap_never_over_it_and_resumes(tmp_path, capsy
         assert srv.calls > asked
     with Store(db) as store:
         [run] = store.runs()
-    assert run["status"] == "done" and run["done"] == run["planned"]
+    assert run["status"] == RunStatus.DONE and run["done"] == run["planned"]
 
 
 def test_the_cap_holds_each_calls_bound_before_it_is_sent() -> None:

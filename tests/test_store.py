@@ -91,7 +91,14 @@ def test_results_aggregate_mean_n_and_failures(tmp_path):
     with Store(tmp_path / "x.db") as store:
         store.save_decisions([decision(1), decision(2), decision(3, status="failed")])
         [row] = store.results("r1")
-        assert row == {"bias": "anchoring", "model": "random", "mean": 0.5, "n": 2, "failures": 1}
+        assert row == {
+            "bias": "anchoring",
+            "model": "random",
+            "mean": 0.5,
+            "n": 2,
+            "failures": 1,
+            "abstained": 0,
+        }
 
 
 def test_secrets_are_redacted_before_writing(tmp_path, monkeypatch):

@@ -216,7 +216,7 @@ def test_broken_user_study_files_are_located_and_never_break_the_others(
         usable, problems = study_catalog.load_studies_report()
     finally:
         del os.environ["COGBIAS_HOME"]
-    assert set(usable) == {"biasbuster", "classics", "mohr8"}
+    assert set(usable) == {p.stem for p in studies.STUDY_DIR.glob("*.toml")}  # the built-ins
     assert {Path(p.file).stem for p in problems} == {"bad", "latin", "huge", "mohr8"}
     assert usable["mohr8"].path == studies.STUDY_DIR / "mohr8.toml"
 
@@ -245,12 +245,12 @@ BAD_FLAGS = {
 
 @pytest.mark.parametrize("flag", list(BAD_FLAGS), ids=lambda f: f"{f[0]}={f[1]!r}")
 def test_bad_study_flags_get_a_message_and_write_nothing(
-    flag: tuple[str, str], tmp_path: Path
+    flag: tuple[str, str], tmp_path: Path, cogbias_main
 ) -> None:
     db = tmp_path / "s.db"
     args = {"--models": "random", **dict([flag])}
     flat = [x for pair in args.items() for x in pair]
-    done = cogbias("run", "--study", "mohr8", *flat, "--db", db)
+    done = cogbias_main("run", "--study", "mohr8", *flat, "--db", db)  # real processes below
     assert done.returncode == 2, done.stderr
     assert BAD_FLAGS[flag] in done.stderr
     no_traceback(done)

@@ -118,8 +118,9 @@ def test_a_temperature_a_provider_refuses_is_left_out_with_a_note():
         (["--max-attempts", "50"], "attempts must be between 1 and 20"),
     ],
 )
-def test_what_a_study_cannot_do_is_refused_by_name(tmp_path, args, message):
-    out = cogbias("run", "--study", "mohr8", "--models", "random", "--db", tmp_path / "s.db", *args)
+def test_what_a_study_cannot_do_is_refused_by_name(tmp_path, args, message, cogbias_main):
+    db = tmp_path / "s.db"  # in this process: the real one runs the studies below
+    out = cogbias_main("run", "--study", "mohr8", "--models", "random", "--db", db, *args)
     assert out.returncode != 0 and message in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
 
@@ -407,9 +408,9 @@ def test_biasbuster_in_miniature_on_the_local_model(tmp_path):
     spec = study_plan.resolve(asked, study)
     with Store(tmp_path / "s.db") as store:
         outcome = executor.execute(study_plan.plan(spec, study), store, concurrency=4)
-        assert outcome["status"] == "done", outcome["error"]
+        assert outcome.status == "done", outcome.error
         rows = store.query("select * from study_calls")
-        table = study_results.results(store, outcome["id"])
+        table = study_results.results(store, outcome.id)
     decisions = [r for r in rows if r["role"] == "decide"]
     # the grammar keeps the small model to the answer format
     assert {r["status"] for r in decisions} == {"ok"}

@@ -194,7 +194,7 @@ def test_tables_state_direction_and_explore_keeps_token_bias_rows_off_its_legend
             paired_plan.RunSpec(models=["random"], dataset="peek2024"),
             paired_plan.RunSpec(models=["random"], biases=["anchoring"], generator="examples"),
         ):
-            assert executor.execute(paired_plan.plan(spec, store), store)["status"] == "done"
+            assert executor.execute(paired_plan.plan(spec, store), store).status == "done"
         table = tokenbias.results(store, "peek2024")
         everything = cells.heatmap_summary(store)
         shown = cells.cognitive_bias_summary(store)
@@ -217,7 +217,7 @@ def test_h2_pairs_an_items_answers_across_two_prompting_runs(tmp_path: Path):
         assert "H2" not in set(table["hypothesis"])  # no run with both methods yet
         for method in ("one_shot", "one_shot@Bob"):
             spec = paired_plan.RunSpec(models=["random"], dataset="peek2024", prompting=method)
-            assert executor.execute(paired_plan.plan(spec, store), store)["status"] == "done"
+            assert executor.execute(paired_plan.plan(spec, store), store).status == "done"
         table = tokenbias.results(store, "peek2024")
     h2 = table[table["hypothesis"] == "H2"]
     # the P items of H1 (linda_variant_one_to) and H3 (linda_variant_four): 2 + 2 in the excerpt

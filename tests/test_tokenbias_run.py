@@ -113,7 +113,7 @@ def test_the_chosen_prompting_method_reaches_the_model(tmp_path: Path):
             prompting="one_shot@Bob",
         )
         outcome = executor.execute(paired_plan.plan(spec, store), store, concurrency=4)
-        assert outcome["status"] == "done" and outcome["done"] == 6
+        assert outcome.status == "done" and outcome.done == 6
         halves = set()
         asked = "select i.* from instances i join decisions d on d.instance_id = i.id"
         for row in store.query(asked):

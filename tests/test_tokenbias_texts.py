@@ -96,7 +96,7 @@ def _asked(
             option_order=option_order,
         )
         outcome = executor.execute(paired_plan.plan(spec, store), store, concurrency=2)
-        assert outcome["status"] == "done"
+        assert outcome.status == "done"
         rows = store.query("select * from instances where dataset = 'excerpt'")
         instances = {(r["test_case"], r["instance_index"]): Instance.from_row(r) for r in rows}
     return seen, instances

@@ -1,193 +1,175 @@
-"""A kind of run registered as docs/architecture.md says ("Add a run kind") is planned,
-started, cancelled and resumed through the functions the CLI and the app use, without
-touching `RunSpec`, the pages or the commands: kinds are told apart by their kind.
+"""A run kind added as docs/architecture.md says ("Add a run kind") works through every
+command the built-in kinds use, with no edit to cogbias.
 
-The toy kind asks no model: each unit writes one row into its own table, so a resume that
-asked a unit twice, or skipped one, shows in the row count.
+The toy kind is `tests/toy_kind.py`: one module whose last line registers it
+(`kinds.register(ToyKind())`), named to every process by `COGBIAS_PLUGINS=toy_kind`. Nothing
+else was touched for it: no file of `cogbias/` or `app_pages/` names it (the first test
+checks), its table is its own (`toy_units`, made by its first write), and its read side
+(`read_side.ReadSide`: its table, its export, its cells) is what `cogbias runs`, `export`,
+`report` and `delete` read. Planned in this process (as `--plan-only` does), it is then
+worked by the commands in their own processes: resumed, cancelled midway, resumed to the end,
+listed, exported, reported and deleted, leaving none of its rows.
 """
 
 from __future__ import annotations
 
-import asyncio
+import csv
+import importlib
 import json
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 import pytest
 from run_helpers import spec as paired_spec
 
 from cogbias.cli.main import main as cogbias
-from cogbias.core import records
-from cogbias.core.run_record import Run
 from cogbias.runs import executor, kinds, paired_plan
 from cogbias.runs.summaries import run_summaries
-from cogbias.runs.work import Job, pool
 from cogbias.store import Store
 
-TABLE = "toy_units"
-
-
-@dataclass(frozen=True)
-class ToySpec:
-    units: int
-    seed: int = 0
-    api_base: str | None = None  # the executor opens its client on the run's endpoint
-
-    def canonical(self) -> dict[str, Any]:
-        return {"kind": ToyKind.name, **asdict(self)}
-
-    @property
-    def run_id(self) -> str:
-        return records.run_id_of(self.canonical())
-
-    @classmethod
-    def from_stored(cls, fields: Mapping[str, Any]) -> ToySpec:
-        return cls(**fields)
-
-
-@dataclass
-class ToyPlan:
-    spec: ToySpec
-
-    @property
-    def planned(self) -> int:
-        return self.spec.units
-
-    def describe(self) -> str:
-        return f"toy run {self.spec.run_id}: {self.planned} units"
-
-
-def _stored_units(store: Store, run_id: str) -> set[int]:
-    _table(store)
-    rows = store.query(f"select unit from {TABLE} where run_id = ?", [run_id])
-    return {r["unit"] for r in rows}
-
-
-def _table(store: Store) -> None:
-    store.db.execute(
-        f"create table if not exists {TABLE} (run_id text, unit integer, primary key (run_id, unit))"
-    )
-
-
-class ToyKind:
-    """Units 0..n-1; each waits a moment, then is stored. `after_unit` lets a test act
-    (cancel the run) after a given unit."""
-
-    name = "toy"
-    unit_name = "units"
-    results = TABLE  # no page shows these
-    batchable = False
-
-    def __init__(self) -> None:
-        self.after_unit: Callable[[int], None] = lambda unit: None
-        self.asked: list[int] = []
-
-    def owns(self, spec: Mapping[str, Any]) -> bool:
-        return False  # its specs always name it
-
-    def target(self, spec: Mapping[str, Any]) -> str:
-        return f"toy x{spec['units']}"
-
-    def plan(self, spec: ToySpec, store: Store) -> ToyPlan:
-        if spec.units < 1:
-            raise ValueError("a toy run needs at least one unit")
-        return ToyPlan(spec)
-
-    def replan(self, store: Store, run: Run) -> ToyPlan:
-        return self.plan(ToySpec.from_stored(run.spec), store)
-
-    def create(self, plan: ToyPlan, store: Store, name: str) -> str:
-        spec = plan.spec
-        store.create_run(spec.run_id, spec.canonical(), plan.planned, name)
-        return spec.run_id
-
-    def prepare(self, plan: ToyPlan, store: Store, retry_failed: bool) -> dict[str, Any]:
-        return {"done": len(_stored_units(store, plan.spec.run_id)), "failed": 0}
-
-    async def work(self, job: Job) -> None:
-        done = _stored_units(job.store, job.plan.spec.run_id)
-        todo: Iterator[int] = (u for u in range(job.plan.planned) if u not in done)
-
-        async def unit(number: int) -> None:
-            await asyncio.sleep(0.02)
-            self.asked.append(number)
-            job.writer.run["done"] += 1
-            job.writer.add(TABLE, {"run_id": job.plan.spec.run_id, "unit": number})
-            self.after_unit(number)
-
-        await pool(todo, unit, job.concurrency)
-
-    def save(self, store: Store, rows: Mapping[str, list[dict[str, Any]]]) -> None:
-        _table(store)
-        if rows.get(TABLE):
-            store.db[TABLE].insert_all(rows[TABLE], ignore=True)
-
-    def incomplete(self, job: Job) -> str | None:
-        left = job.plan.planned - len(_stored_units(job.store, job.plan.spec.run_id))
-        return f"{left} unit(s) left; resume the run" if left else None
-
-    def end_fields(self, job: Job) -> dict[str, Any]:
-        return {}
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN = "toy_kind"
 
 
 @pytest.fixture
-def toy() -> Iterator[ToyKind]:
-    kind = kinds.register(ToyKind())
+def toy() -> Iterator[ModuleType]:
+    """The toy kind's module, imported (which registers the kind) and forgotten after."""
+    sys.modules.pop(PLUGIN, None)
+    module = importlib.import_module(PLUGIN)
     try:
-        yield kind
+        yield module
     finally:
-        kinds.unregister(kind.name)
+        kinds.unregister(module.ToyKind.name)
+        sys.modules.pop(PLUGIN, None)
 
 
-def test_a_registered_kind_is_planned_started_cancelled_and_resumed(
-    toy: ToyKind, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def command(*args: object, **env: str) -> subprocess.Popen[str]:
+    """`cogbias ARGS` in its own process, told of the plugin as a user would tell it."""
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+        "COGBIAS_PLUGINS": PLUGIN,
+        **env,
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "cogbias", *map(str, args)],
+        cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=300)
+    assert "Traceback" not in out + err, err
+    return process.returncode, out, err
+
+
+def wait_for_units(db: str, run_id: str, units: int, toy: ModuleType) -> None:
+    """Until `units` of the run are stored (a bound only against a hang: never a timing)."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        with Store(db) as store:
+            if len(toy.stored_units(store, run_id)) >= units:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the worker stored fewer than {units} units")
+
+
+def test_no_product_file_knows_the_toy_kind() -> None:
+    product = [
+        *(ROOT / "cogbias").rglob("*.py"),
+        *(ROOT / "app_pages").glob("*.py"),
+        ROOT / "app.py",
+    ]
+    named = [str(p) for p in product if "toy" in p.read_text().lower()]
+    assert not named, named
+    plugin = (ROOT / "tests" / f"{PLUGIN}.py").read_text()
+    assert plugin.count("kinds.register(") == 1  # its one registry line
+
+
+def test_a_plugin_kind_is_run_cancelled_resumed_listed_exported_reported_and_deleted(
+    toy: ModuleType, tmp_path: Path
 ) -> None:
     db = str(tmp_path / "toy.db")
-    spec = ToySpec(units=40)
-    with Store(db) as store:
-        plan = kinds.plan(spec, store)  # what `cogbias run --plan-only` and the pages do
-        run_id = executor.create(plan, store, "toy")
-        assert kinds.kind_of(store.run(run_id)["spec"]) is toy
-        assert json.loads(store.run(run_id)["spec"])["kind"] == "toy"
+    with Store(db) as store:  # planned and stored as `cogbias run ... --plan-only` does
+        run_id = executor.create(kinds.plan(toy.ToySpec(units=40), store), store, "toy")
+        other = executor.create(kinds.plan(toy.ToySpec(units=3, seed=1), store), store)
+        assert kinds.kind_of(store.run(run_id)["spec"]).name == "toy"
 
-    def cancel_once(unit: int) -> None:
-        if len(toy.asked) == 5:
-            assert cogbias(["cancel", run_id, "--db", db]) == 0
-
-    toy.after_unit = cancel_once
-    # started as the app starts a run: a worker resumes the stored run by its id
-    assert cogbias(["resume", run_id, "--db", db, "--concurrency", "1"]) == 0
+    # worked by a worker process, as the app starts a run: held after 5 units, then cancelled
+    worker = command("resume", run_id, "--db", db, "--concurrency", "1", TOY_HOLD_AFTER="5")
+    wait_for_units(db, run_id, 5, toy)
+    code, _, said = finished(command("cancel", run_id, "--db", db))
+    assert code == 0 and "cancelling" in said, said
+    code, _, said = finished(worker)
+    assert code == 0, said
     with Store(db) as store:
         run = store.run(run_id)
-        assert run["status"] == "cancelled"
-        assert 5 <= len(_stored_units(store, run_id)) < 40
-        assert run["done"] == len(_stored_units(store, run_id))
-    assert "cancelling" in capsys.readouterr().err
+        assert run["status"] == "cancelled" and toy.stored_units(store, run_id) == list(range(5))
+        assert run["done"] == 5
 
-    toy.after_unit = lambda unit: None
-    asked_before = len(toy.asked)
-    assert cogbias(["resume", run_id, "--db", db]) == 0
+    code, _, said = finished(command("resume", run_id, "--db", db))
+    assert code == 0 and "40 of 40 units, 0 failed" in said, said
+    assert finished(command("resume", other, "--db", db))[0] == 0
     with Store(db) as store:
-        run = store.run(run_id)
-        assert run["status"] == "done" and run["done"] == 40
-        assert _stored_units(store, run_id) == set(range(40))
-        [summary] = [r for r in run_summaries(store) if r["id"] == run_id]
-        assert summary["biases"] == "toy x40"
-    assert asked_before < 40 and len(toy.asked) == 40  # the resume asked only what was left
-    assert "40 of 40 units" in capsys.readouterr().err
+        assert toy.stored_units(store, run_id) == list(range(40))
+        assert store.run(run_id)["status"] == "done"
+
+    code, listed, _ = finished(command("runs", "--db", db))
+    [line] = [row for row in listed.splitlines() if row.startswith(run_id)]
+    assert code == 0 and " done " in line and "toy x40" in line, listed
+
+    out = tmp_path / "units.csv"
+    code, _, said = finished(command("export", "--run", run_id, "--db", db, "-o", out))
+    assert code == 0 and "wrote 40 rows" in said, said
+    with out.open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(r["unit"]) for r in rows] == list(range(40))
+    assert {r["run_id"] for r in rows} == {run_id}
+
+    report = tmp_path / "toy.html"
+    code, _, said = finished(command("report", "--run", run_id, "--db", db, "-o", report))
+    html = report.read_text(encoding="utf-8")
+    assert code == 0 and "a toy run on toy x40" in html, said
+    assert "data-table='cells'" in html and "<td>even</td>" in html
+    assert html.count("<td class='num'>20</td>") == 2  # 20 even units, 20 odd
+
+    code, out_text, said = finished(command("delete", "run", run_id, "--db", db, "--yes"))
+    assert code == 0 and f"run {run_id}: 40 unit(s)" in out_text, out_text + said
+    with Store(db) as store:
+        assert store.run(run_id) is None and toy.stored_units(store, run_id) == []
+        assert toy.stored_units(store, other) == [0, 1, 2]  # another run's rows stay
+
+
+def test_a_kind_without_a_read_side_is_refused_by_name() -> None:
+    class Bare:
+        name = "bare"
+
+    with pytest.raises(TypeError, match="the run kind 'bare' has no page, tables"):
+        kinds.register(Bare())  # type: ignore[arg-type]
+    assert "bare" not in {k.name for k in kinds.registry()}
+
+
+def test_a_plugin_that_cannot_be_imported_is_named(tmp_path: Path) -> None:
+    code, _, said = finished(
+        command("runs", "--db", tmp_path / "x.db", COGBIAS_PLUGINS="no_such_plugin_module")
+    )
+    assert code == 2 and "COGBIAS_PLUGINS names the module 'no_such_plugin_module'" in said, said
 
 
 def test_a_registered_kind_runs_in_process_and_is_refused_by_batch_by_name(
-    toy: ToyKind, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    toy: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = str(tmp_path / "toy.db")
     with Store(db) as store:
-        outcome = executor.execute(kinds.plan(ToySpec(units=3, seed=1), store), store)
-    assert outcome["status"] == "done" and outcome["done"] == 3
+        outcome = executor.execute(kinds.plan(toy.ToySpec(units=3, seed=1), store), store)
+    assert outcome.status == "done" and outcome.done == 3
     out = str(tmp_path / "requests.jsonl")
-    assert cogbias(["batch", "export", outcome["id"], "--db", db, "-o", out]) == 2
+    assert cogbias(["batch", "export", outcome.id, "--db", db, "-o", out]) == 2
     assert "a toy run asks its units directly" in capsys.readouterr().err
 
 
@@ -213,7 +195,7 @@ def test_a_kind_this_cogbias_does_not_know_is_listed_but_not_resumed(
     with Store(db) as store:
         store.create_run("run-fromafuture", {"kind": "hologram", "models": ["random"]}, 1)
         assert kinds.kind_of(store.run("run-fromafuture")["spec"]).name == "paired"  # listed
-        assert [r["id"] for r in run_summaries(store)] == ["run-fromafuture"]
+        assert [r.id for r in run_summaries(store)] == ["run-fromafuture"]
     assert cogbias(["resume", "run-fromafuture", "--db", db]) == 2
     said = capsys.readouterr().err
     assert "'hologram'" in said and "upgrade cogbias" in said

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from cogbias.core.answers import parse_number
 from cogbias.core.class_question import Question
-from cogbias.core.run_record import Run
+from cogbias.core.run_record import ResultsPage, Run
 from cogbias.store import Store
 from cogbias.store.class_models import ModelAnswer
 from cogbias.studies import condition_summary as summary
@@ -43,10 +43,11 @@ def model_summaries(store: Store, code: str, question: Question) -> list[Conditi
     session's model answers (empty when no model answered)."""
     out = []
     for (model, mode, temperature), by_condition in sorted(answers_by_group(store, code).items()):
+        used = temperature if uses_temperature(model) else None  # the baseline: none
         for condition in question.conditions:
             answers = by_condition.get(condition)
             if answers:
-                out.append(_summary(question, condition, answers, model, mode, temperature))
+                out.append(_summary(question, condition, answers, model, mode, used))
     return out
 
 
@@ -56,10 +57,11 @@ def _summary(
     answers: Sequence[ModelAnswer],
     model: str,
     mode: str,
-    temperature: float,
+    temperature: float | None,
 ) -> ConditionSummary:
     """One model's answers to one condition, asked one way; every answer without a reading
-    is counted with its reason (a failed call's reason too)."""
+    is counted with its reason (a failed call's reason too). `temperature` None: the model
+    uses none."""
     who = summary.model_who(model, mode, temperature)
     about = {"model": model, "mode": mode, "temperature": temperature}
     unreadable = [a.error or "no reading" for a in answers if a.error is not None]
@@ -84,14 +86,25 @@ def _summary(
     return summary.of_choices(question, condition, who, chosen, unreadable, **about)
 
 
+def uses_temperature(model: str) -> bool:
+    """Whether the model's answers depend on a temperature: not the `random` baseline's,
+    which draws uniformly (asked of its profile, never of its name)."""
+    from cogbias.llm.errors import LLMError
+    from cogbias.llm.profiles import resolve
+
+    try:
+        return resolve(model).writes_text
+    except (LLMError, KeyError, ValueError):  # a model no longer known: as it was asked
+        return True
+
+
 def class_runs(store: Store, code: str) -> list[Run]:
-    """The class runs that asked session `code`'s question, newest first."""
-    from cogbias.runs import class_plan, kinds  # the model stack: not for a participant's page
+    """The class runs that asked session `code`'s question (the runs whose kind the Class
+    page shows), newest first."""
+    from cogbias.runs import kinds  # the model stack: not for a participant's page
 
     return [
         run
         for run in kinds.records(store)
-        if run.kind is not None
-        and run.kind.name == class_plan.KIND
-        and run.spec.get("session") == code
+        if run.page is ResultsPage.CLASS and run.spec.get("session") == code
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterable
 
 from cogbias.core.class_question import KINDS, Question
 from cogbias.core.errors import UserError
@@ -24,6 +25,14 @@ __all__ = ["KINDS", "Question", "case_question", "classic_choices", "classic_que
 
 _OPTION_LINE = re.compile(r"^\s*\(?([A-Za-z])\)\s+(.+?)\s*$")
 _BLANK_LINE = re.compile(r"^(.*?)_{2,}\s*$")  # "Percentage: __": where a number is written
+_SHOWN_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+# A number question whose study states no upper bound (mohr8's endowment test: "What is the
+# most you would pay?" for a mug that sold for $4) takes at most this many times the largest
+# number its text shows, and at least 100. The mug's original study (Kahneman, Knetsch &
+# Thaler 1990) elicited values between $0.25 and $9.25 for a mug that sold for $6, so 25
+# times the price leaves every honest valuation room, while one answer of 1e308 would
+# otherwise make the class's mean infinite.
+PLAUSIBLE_FACTOR = 25
 
 
 def classic_choices() -> list[tuple[str, str, str]]:
@@ -74,14 +83,26 @@ def classic_question(study_id: str, test_id: str) -> Question:
         options=options,
         keys=() if test.answer == "number" else tuple(test.letters[: len(options[names[0]])]),
         kind="number" if test.answer == "number" else "choice",
-        low=test.min,
-        high=test.max,
+        **_number_bounds(test, texts.values()),
         number_label=label,
         reference=reference.id if reference else None,
         reference_conditions=_reference_conditions(names, reference, use),
         study=study_id,
         test=test_id,
     )
+
+
+def _number_bounds(test: StudyTest, texts: Iterable[str]) -> dict[str, float | None]:
+    """A number question's bounds: the test's, and where it states no upper one, 25 times the
+    largest number the question shows (`PLAUSIBLE_FACTOR`), with no lower one the negative of
+    that; an option question has none."""
+    if test.answer != "number":
+        return {"low": test.min, "high": test.max}
+    high = test.max
+    if high is None:
+        shown = [float(n.replace(",", "")) for t in texts for n in _SHOWN_NUMBER.findall(t)]
+        high = max([100.0, *(PLAUSIBLE_FACTOR * n for n in shown)])
+    return {"low": -high if test.min is None else test.min, "high": high}
 
 
 def _variant(study: Study, use: Use | None) -> Variant:

@@ -1,16 +1,18 @@
-"""`cogbias class ...`: run a question on the room from the command line (docs/teaching.md).
+"""`cogbias class ...`: run a question, or a lesson of several, on the room from the command
+line (docs/teaching.md).
 
-`open` stores a session and prints its code, `serve` serves participants and prints the join
-address, `ask` asks models the session's question (a class run: `cogbias runs`, `cancel` and
-`resume` work on it), `results` prints the class beside the humans and the models, and
-`close`, `reveal`, `list`, `export` and `delete` do what the teacher's page does.
+`open` stores a session (one question) or a lesson (several, one code) and prints its code,
+`serve` serves participants and prints the join address, `ask` asks models the question
+(a class run: `cogbias runs`, `cancel` and `resume` work on it), `results` prints the class
+beside the humans, the models and your other classes (`cli/class_results.py`), and `start`,
+`timer`, `lock` (or `close`), `reveal`, `next`, `list`, `export` and `delete` do what the
+teacher's page does. A lesson's code means its question on screen; `CODE-2` names its second.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from typing import Any
 
@@ -18,16 +20,11 @@ from cogbias.cli.options import API_BASE_HELP, add_calls, add_db, run_label, tem
 
 
 def add_commands(commands: Any) -> None:
+    from cogbias.cli.class_results import add_results
+
     p = commands.add_parser("class", help="run a question on a class: sessions and their server")
     actions = p.add_subparsers(metavar="ACTION")
-    q = actions.add_parser("open", help="open a session on a question; prints its code")
-    q.add_argument("--study", help="a study's id (e.g. classics), with --test")
-    q.add_argument("--test", help="the study's test (e.g. theatre_ticket)")
-    q.add_argument("--test-case", help="a test case id instead: one instance, filled offline")
-    q.add_argument("--scenario", type=int, default=1, help="the test case's scenario number")
-    q.add_argument("--seed", type=int, default=0, help="the test case's fill seed")
-    add_db(q)
-    q.set_defaults(handler=_open)
+    _add_open(actions)
     q = actions.add_parser("serve", help="serve participants (stop with Ctrl-C)")
     q.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to let the room reach it")
     q.add_argument("--port", type=int, default=8765, help="0 lets the system pick one")
@@ -35,25 +32,29 @@ def add_commands(commands: Any) -> None:
     add_db(q)
     q.set_defaults(handler=_serve)
     _add_ask(actions)
-    q = actions.add_parser("results", help="the class per condition, humans and models beside")
-    q.add_argument("code")
-    q.add_argument("--format", choices=["text", "json"], default="text")
-    add_db(q)
-    q.set_defaults(handler=_results)
+    add_results(actions)
     for name, text in (
-        ("close", "stop taking answers"),
-        ("reveal", "close and show the result to participants"),
+        ("start", "open answers to the question waiting in its lobby"),
+        ("lock", "stop taking answers to the question on screen"),
+        ("close", "the same as lock"),
+        ("reveal", "show the result to the room and to those who answered (locks first)"),
+        ("next", "lock the question on screen and open the lesson's next one"),
     ):
         q = actions.add_parser(name, help=text)
         q.add_argument("code")
         add_db(q)
         q.set_defaults(handler=_change, change=name)
-    q = actions.add_parser("delete", help="delete a session and its answers (asks first)")
+    q = actions.add_parser("timer", help="give the question a countdown that locks it")
+    q.add_argument("code")
+    q.add_argument("seconds", type=whole(0), help="the countdown's length (0: none)")
+    add_db(q)
+    q.set_defaults(handler=_change, change="timer")
+    q = actions.add_parser("delete", help="delete a session or lesson and its answers (asks)")
     q.add_argument("code")
     q.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     add_db(q)
     q.set_defaults(handler=_delete)
-    q = actions.add_parser("list", help="the sessions, newest first")
+    q = actions.add_parser("list", help="the lessons and sessions, newest first")
     add_db(q)
     q.set_defaults(handler=_list)
     q = actions.add_parser("export", help="write a session's answers as CSV")
@@ -62,6 +63,36 @@ def add_commands(commands: Any) -> None:
     q.add_argument("--force", action="store_true", help="replace an existing file")
     add_db(q)
     q.set_defaults(handler=_export)
+
+
+def _add_open(actions: Any) -> None:
+    q = actions.add_parser(
+        "open",
+        help="open a session (one question) or a lesson (several); prints its code",
+        description="One --test (or --test-case) opens a session taking answers at once; "
+        "several open a lesson under one code, waiting in its lobby until `cogbias class "
+        "start CODE`, each question revealed in turn (`next`).",
+    )
+    q.add_argument("--study", help="a study's id (e.g. classics), with --test")
+    q.add_argument(
+        "--test", action="append", default=[], help="the study's test (e.g. asian_disease); "
+        "repeat it for a lesson, in order",
+    )  # fmt: skip
+    q.add_argument(
+        "--test-case", action="append", default=[],
+        help="a test case id instead: one instance, filled offline (repeat for a lesson)",
+    )  # fmt: skip
+    q.add_argument("--scenario", type=int, default=1, help="the test case's scenario number")
+    q.add_argument("--seed", type=int, default=0, help="the test case's fill seed")
+    q.add_argument(
+        "--timer", type=whole(0), default=0, help="each question's countdown in seconds (0: none)"
+    )
+    q.add_argument(
+        "--lobby", action=argparse.BooleanOptionalAction, default=None,
+        help="wait in a lobby until `start` (default: yes for a lesson, no for one question)",
+    )  # fmt: skip
+    add_db(q)
+    q.set_defaults(handler=_open)
 
 
 def _add_ask(actions: Any) -> None:
@@ -97,15 +128,15 @@ def _add_ask(actions: Any) -> None:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from cogbias.classroom import sessions
-    from cogbias.cli.runs import _execute
+    from cogbias.classroom import lessons, sessions
+    from cogbias.cli.execution import execute
     from cogbias.runs import kinds
     from cogbias.runs.class_plan import PROBABILITIES, ClassSpec
     from cogbias.store import Store
 
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     with Store(args.db) as store:
-        session = sessions.require_session(store, args.code)
+        session = lessons.resolve(store, args.code)[1]
         spec = ClassSpec(
             session.code,
             tuple(models),
@@ -121,7 +152,7 @@ def _ask(args: argparse.Namespace) -> int:
             print("note: --samples and --temperature apply to sampled answers", file=sys.stderr)
         if args.dry_run:
             return 0
-        code = _execute(plan, store, args, name=args.name)
+        code = execute(plan, store, args, name=args.name)
         result = sessions.results(store, session.code)
     print(plan.spec.run_id)
     for row in result.models:
@@ -131,23 +162,26 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace) -> int:
-    from cogbias.classroom import questions, sessions
+    from cogbias.classroom import lessons, questions, sessions
     from cogbias.store import Store
 
     if args.test_case and (args.study or args.test):
         raise ValueError("give either --study with --test, or --test-case, not both")
     if args.test_case:
-        question = questions.case_question(args.test_case, args.scenario, args.seed)
+        asked = [questions.case_question(c, args.scenario, args.seed) for c in args.test_case]
     elif args.study and args.test:
-        question = questions.classic_question(args.study, args.test)
+        asked = [questions.classic_question(args.study, test) for test in args.test]
     else:
         raise ValueError("say which question: --study ID --test ID, or --test-case ID")
     with Store(args.db) as store:
-        code = sessions.open_session(store, question)
+        code = lessons.open_lesson(store, asked, args.timer or None, args.lobby)
+        lesson = lessons.resolve(store, code)[0]
         base = sessions.join_base(store)
     print(code)
     where = sessions.join_url(base, code) if base else "start `cogbias class serve` to get one"
-    print(f"{question.title}: participants join at {where}", file=sys.stderr)
+    print(f"{lesson.title}: participants join at {where}", file=sys.stderr)
+    if lesson.session.state == "lobby":
+        print(f"In the lobby: `cogbias class start {code}` opens answers.", file=sys.stderr)
     return 0
 
 
@@ -175,125 +209,90 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _results(args: argparse.Namespace) -> int:
-    from cogbias.classroom import sessions
-    from cogbias.store import Store
-
-    with Store(args.db) as store:
-        result = sessions.results(store, args.code)
-    if args.format == "json":
-        print(json.dumps(sessions.results_json(result), indent=2, ensure_ascii=False))
-        return 0
-    for line in _text_lines(result):
-        print(line)
-    return 0
-
-
-def _text_lines(result: Any) -> list[str]:
-    question = result.question
-    lines = [f"{result.code}  {question.title}"]
-    humans = {h.condition: h for h in result.humans}
-    for row in result.conditions:
-        lines.append(f"\n{row.label} ({row.condition}): {row.n} answered")
-        human = humans.get(row.condition)
-        if question.kind == "number":
-            lines.append(f"  class: median {_num(row.median)}, mean {_num(row.mean)}")
-            if human is not None and human.median is not None:
-                lines.append(f"  humans: median {_num(human.median)}{_n(human.n)}")
-        else:
-            for i, option in enumerate(question.options[row.condition]):
-                said = f"  {option[:50]}: class {_share(row.shares[i])}"
-                if human is not None and human.shares[i] is not None:
-                    said += f", humans {_share(human.shares[i])}{_n(human.n)}"
-                lines.append(said)
-            if row.mean is not None:
-                lines.append(f"  class mean position {row.mean:.2f} of {len(question.keys)}")
-        for model in (m for m in result.models if m.condition == row.condition):
-            lines.append(f"  model {model.model}: {_model_text(question, model)}")
-            if model.n_unreadable:
-                lines.append(f"    {model.unreadable_text()}")
-    if result.citation:
-        lines.append(f"\nhumans: {result.citation}")
-    return lines
-
-
-def _model_text(question: Any, model: Any) -> str:
-    how = f"n {model.n}" + (f", {model.n_unreadable} unreadable" if model.n_unreadable else "")
-    if question.kind == "number":
-        return f"median {_num(model.median)}, mean {_num(model.mean)} ({how})"
-    shares = ", ".join(_share(s) for s in model.shares)
-    mean = f", mean position {model.mean:.2f}" if model.mean is not None else ""
-    return f"{shares}{mean} ({how}, {model.who.removeprefix('model ')})"
-
-
-def _n(n: int | None) -> str:
-    return f" (n {n})" if n else ""
-
-
-def _share(value: float | None) -> str:
-    return "–" if value is None or value != value else f"{value:.0%}"
-
-
-def _num(value: float | None) -> str:
-    return "–" if value is None else f"{value:g}"
+_DONE = {
+    "start": "answers open",
+    "lock": "answers locked",
+    "close": "answers locked",
+    "reveal": "locked and revealed",
+    "next": "answers open",
+    "timer": "timer set",
+}
 
 
 def _change(args: argparse.Namespace) -> int:
-    from cogbias.classroom import sessions
+    from cogbias.classroom import lessons
     from cogbias.store import Store
 
+    act = {
+        "start": lessons.start,
+        "lock": lessons.lock,
+        "close": lessons.lock,
+        "reveal": lessons.reveal,
+        "next": lessons.next_question,
+    }
     with Store(args.db) as store:
-        code = sessions.require_session(store, args.code).code
-        (sessions.close_session if args.change == "close" else sessions.reveal_session)(store, code)
-    print(f"Session {code} {'closed' if args.change == 'close' else 'closed and revealed'}.")
+        if args.change == "timer":
+            session = lessons.set_timer(store, args.code, args.seconds or None)
+        else:
+            session = act[args.change](store, args.code)
+        lesson = lessons.resolve(store, session.code)[0]
+    where = f" ({lesson.place(session)} of lesson {lesson.code})" if not lesson.single else ""
+    left = session.seconds_left()
+    timer = f"; {left:.0f} s on its countdown" if left is not None else ""
+    if args.change == "timer" and session.state == "lobby" and session.seconds:
+        timer = f"; a {session.seconds} s countdown starts with the answers"
+    print(f"Session {session.code}{where}: {_DONE[args.change]}{timer}.")
     return 0
 
 
 def _delete(args: argparse.Namespace) -> int:
-    from cogbias.classroom import sessions
+    from cogbias.classroom import lessons, sessions
     from cogbias.cli.delete import _answer
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        session = sessions.require_session(store, args.code)
-        count = sum(sessions.count_answers(store, session.code).values())
-        asked = len(store.model_answers(session.code))
+        lesson, _ = lessons.resolve(store, args.code)
+        count = sum(sum(sessions.count_answers(store, q.code).values()) for q in lesson.questions)
+        asked = sum(len(store.model_answers(q.code)) for q in lesson.questions)
+        what = f"session {lesson.code}" if lesson.single else f"lesson {lesson.code}"
         print(
-            f"This deletes session {session.code} ({session.question.title}), its {count} "
-            f"answers and the {asked} answers of models (with the class runs that asked them)."
+            f"This deletes {what} ({lesson.title}), its {count} answers and the {asked} "
+            "answers of models (with the class runs that asked them)."
         )
         if not args.yes and _answer("Delete? [y/N] ") not in ("y", "yes"):
             print("Nothing deleted (answer y, or pass --yes).", file=sys.stderr)
             return 1
-        sessions.delete_session(store, session.code)
-    print(f"Deleted session {session.code}.")
+        lessons.delete(store, args.code)
+    print(f"Deleted {what}.")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    from cogbias.classroom import sessions
+    from cogbias.classroom import lessons, sessions
     from cogbias.store import Store
 
     with Store(args.db) as store:
         listed = [
-            (s, sum(sessions.count_answers(store, s.code).values()))
-            for s in sessions.list_sessions(store)
+            (lesson, sum(sessions.count_answers(store, lesson.session.code).values()))
+            for lesson in lessons.list_lessons(store)
         ]
     if not listed:
         print("No class sessions yet (open one with `cogbias class open`).", file=sys.stderr)
-    for session, count in listed:
-        state = "revealed" if session.revealed else "open" if session.open else "closed"
+    for lesson, count in listed:
+        place = f" ({lesson.place()})" if not lesson.single else ""
         print(
-            f"{session.code}  {state:8}  {count:4} answers  {session.created_at[:16]}  {session.question.title}"
+            f"{lesson.code}  {lesson.session.state:9}  {count:4} answers  "
+            f"{lesson.created_at[:16]}  {lesson.title}{place}"
         )
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
-    from cogbias.classroom import sessions
+    from cogbias.classroom import lessons, sessions
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        path = sessions.export_csv(store, args.code, args.output, force=args.force)
+        _, session = lessons.resolve(store, args.code)
+        path = sessions.export_csv(store, session.code, args.output, force=args.force)
     print(f"Wrote {path}.")
     return 0

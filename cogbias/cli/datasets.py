@@ -150,6 +150,8 @@ class ByteProgress:
         self.label = ""
 
     def __call__(self, label: str, done: int, total: int) -> None:
+        from cogbias.views.numbers import percent
+
         now = time.monotonic()
         final = total and done >= total
         if label == self.label and not final and now - self.last < (0.2 if self.tty else 3.0):
@@ -158,7 +160,7 @@ class ByteProgress:
         label = terminal(label)  # a file name with a newline or ESC is shown, not acted out
         if total:
             bar = "#" * int(30 * done / total)
-            line = f"[{bar:<30}] {done / total:4.0%} {label} ({done / 1e6:.1f} of {total / 1e6:.1f} MB)"
+            line = f"[{bar:<30}] {percent(done / total):>4} {label} ({done / 1e6:.1f} of {total / 1e6:.1f} MB)"
         else:
             line = f"{label}: {done / 1e6:.1f} MB"
         end = "\n" if final or not self.tty else ""
@@ -288,15 +290,17 @@ def _export_hub(store: Any, args: argparse.Namespace) -> int:
 
 
 def _check_run(store: Any, run_id: str, needs_pairs: str | None) -> None:
-    """Refuse a run that does not exist, and a study run where `needs_pairs` (the command or
-    flag that reads pairs, if any) would find none, saying where a study run is shown."""
+    """Refuse a run that does not exist, and a run whose kind Explore does not show where
+    `needs_pairs` (the command or flag that reads pairs, if any) would find none, saying
+    where such a run is shown."""
+    from cogbias.core.run_record import ResultsPage
     from cogbias.runs import kinds
 
     run = kinds.stored(store, run_id)
-    if needs_pairs and run.kind is not None and run.kind.name == "study":
+    if needs_pairs and kinds.of(run).page is not ResultsPage.EXPLORE:
         raise ValueError(
             f"{needs_pairs} works on the pairs of paired, dataset and token-bias runs; run {run_id} is "
-            f"{kinds.described(run)}: see it with `cogbias results run {run_id}` (its turns: "
+            f"{kinds.described(run)}: see it with `cogbias results run {run_id}` (its rows: "
             f"`cogbias export --run {run_id} -o FILE`)"
         )
 

@@ -59,6 +59,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
         args.db = default_path()
     try:
+        if os.environ.get("COGBIAS_PLUGINS"):  # a plugin that cannot load says so at once
+            from cogbias.runs import kinds
+
+            kinds.registry()
         code = args.handler(args) or 0
         # Only a real command line (argv from sys.argv) may end the process: a caller that
         # passes argv (a test, a script) keeps its interpreter.
@@ -374,8 +378,9 @@ def _pair_scenario(
         pipeline.generate(gen_client, case, scenario.text, generator, seed=args.seed)
     )
     from cogbias.core.probabilities import Distribution
-    from cogbias.core.records import ABSTAINED
+    from cogbias.core.records import DecisionStatus
     from cogbias.runs import scorers
+    from cogbias.views.numbers import percent
 
     scorer = scorers.get(args.scoring)
     ask = pipeline.PairAsk(
@@ -392,21 +397,23 @@ def _pair_scenario(
         for half in ("control", "treatment"):
             choice = row[f"{half}_choice"]
             options = instance.half(half).options
-            none = "abstained" if row["status"] == ABSTAINED else "none"
+            none = "abstained" if row["status"] == DecisionStatus.ABSTAINED else "none"
             shown = none if choice is None else f"{choice + 1} {clean(options[choice])!r}"
             print(f"{half}: answer {clean(row[f'{half}_answer'])!r} -> {shown}")
             if "(extracted by " in row[f"{half}_extraction"]:  # an extraction call read it
                 print(f"{half}: extraction {clean(row[f'{half}_extraction'])!r}")
             dist = Distribution.from_json(row.get(f"{half}_distribution"))
             if dist is not None:
-                listed = ", ".join(f"{i + 1}: {p:.0%}" for i, p in enumerate(dist.p))
+                listed = ", ".join(f"{i + 1}: {percent(p)}" for i, p in enumerate(dist.p))
                 print(f"{half}: option probabilities {listed}")
             if row.get(f"{half}_samples"):
                 named = [s["choice"] for s in json.loads(row[f"{half}_samples"])]
                 said = ", ".join("none" if c is None else str(c + 1) for c in named)
                 print(f"{half}: the samples chose {said}")
         error = f"  error: {clean(row['error'])}" if row["error"] else ""
-        status = " (abstained: a half's samples were left undecided)" * (row["status"] == ABSTAINED)
+        status = " (abstained: a half's samples were left undecided)" * (
+            row["status"] == DecisionStatus.ABSTAINED
+        )
         print(f"score: {row['score']}{status}{error}")
     print(f"pair time: {time.perf_counter() - start:.1f} s (scenario {scenario.id})")
 

@@ -5,6 +5,7 @@ cli/studies.py import from here, so neither imports the other for these pieces."
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -232,12 +233,15 @@ def add_api_key_env(p: argparse.ArgumentParser) -> None:
     )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # bytes that are not UTF-8, named by main._not_text
+
+
 def run_label(text: str) -> str:
     """An argparse type: a run's label, one line of visible text (`core.limits.name_problem`);
     an empty label is no label."""
     from cogbias.core.limits import name_problem
 
-    problem = name_problem(text) if text else None
+    problem = name_problem(text) if text and not _SURROGATE.search(text) else None
     if problem:
         raise argparse.ArgumentTypeError(f"the label {problem}")
     return text

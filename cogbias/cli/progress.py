@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+from cogbias.core.run_record import RunStatus
+
+if TYPE_CHECKING:
+    from cogbias.runs.work import LiveRun
 
 
 class TerminalProgress:
@@ -15,22 +20,22 @@ class TerminalProgress:
         self.last = 0.0
         self.tty = sys.stderr.isatty()
 
-    def __call__(self, run: dict[str, Any]) -> None:
+    def __call__(self, run: LiveRun) -> None:
         t = time.monotonic()
-        final = run.get("status") not in ("running", None)
+        final = run.status != RunStatus.RUNNING
         if not final and t - self.last < (0.2 if self.tty else 2.0):
             return
         self.last = t
-        if run.get("generated", 0) < run.get("to_generate", 0):
-            done, planned, what = run["generated"], run["to_generate"], "instances generated"
+        if run.generated < run.to_generate:
+            done, planned, what = run.generated, run.to_generate, "instances generated"
         else:
-            done, planned = run["done"], run["planned"] or 1
-            what = f"{run.get('unit', 'pairs')}, {run['failed']} failed"
+            done, planned = run.done, run.planned or 1
+            what = f"{run.unit}, {run.failed} failed"
         bar = "#" * int(30 * done / max(planned, 1))
         line = f"[{bar:<30}] {done}/{planned} {what}, {time.monotonic() - self.started:.0f} s"
-        if run.get("waiting"):
-            line += f"; {run['waiting']} calls waiting to retry ({run.get('wait_reason')})"
-        if run.get("db_wait"):
+        if run.waiting:
+            line += f"; {run.waiting} calls waiting to retry ({run.wait_reason})"
+        if run.db_wait:
             line += "; waiting for the database (another process is writing)"
         print(
             ("\r" + line) if self.tty else line,

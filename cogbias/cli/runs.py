@@ -11,7 +11,9 @@ import sys
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
-from cogbias.cli.options import _table, execution_options, is_token_bias, refuse_pair_options
+from cogbias.cli.execution import execute
+from cogbias.cli.options import _table, is_token_bias, refuse_pair_options
+from cogbias.core.run_record import ResultsPage, RunStatus
 from cogbias.core.safetext import csv_cell
 from cogbias.llm import costs
 
@@ -150,7 +152,7 @@ def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
             executor.create(plan, opened, args.name)
             print(plan.spec.run_id)  # its option order chosen: the id the run is stored under
             return 0
-        return _execute(plan, opened, args, name=args.name)
+        return execute(plan, opened, args, name=args.name)
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -159,70 +161,9 @@ def _resume(args: argparse.Namespace) -> int:
 
     with Store(args.db) as store:
         run = kinds.stored(store, args.run_id)
-        kind = run.kind
-        assert kind is not None  # `kinds.stored` resolves it
-        if kind.name == "study":  # its own summary: units, and where its figures are
-            from cogbias.cli import studies as cli_studies
-
-            return cli_studies.resume(store, run, args)
         plan = kinds.replan_run(store, run)
         print(plan.describe(), file=sys.stderr)
-        return _execute(plan, store, args, kind=kind)
-
-
-def _execute(
-    plan: Any, store: Any, args: argparse.Namespace, name: str = "", kind: Any = None
-) -> int:
-    """Work on `plan` (of `kind`, when the caller has resolved it) and say how it ended."""
-    from cogbias.core.run_record import Run, RunStatus
-    from cogbias.runs import executor, kinds, summaries
-
-    kind = kind or kinds.kind_of(plan.spec)
-    if getattr(args, "batch", False) and not kind.batchable:
-        raise ValueError(
-            f"--batch hands the calls of paired, dataset and token-bias runs to a batch "
-            f"engine; a {kind.name} run is asked directly: leave --batch out"
-        )
-    if getattr(args, "batch", False) and getattr(args, "max_cost", None) is not None:
-        raise ValueError(
-            "--max-cost stops a run before a call that could pass it; a batch is charged when "
-            "its results come back, all at once: leave one of them out (--dry-run shows the "
-            "estimate with --batch)"
-        )
-    args.exit_at_once = True  # see cli._exit_at_once
-    options = execution_options(args, name)
-    try:
-        if getattr(args, "batch", False):
-            from cogbias.runs import batch_provider
-
-            options.pop("max_cost")
-
-            outcome = batch_provider.execute(
-                plan,
-                store,
-                poll_seconds=args.poll_seconds,
-                fallback=args.batch_fallback,
-                **options,
-            )
-        else:
-            outcome = executor.execute(plan, store, kind=kind, **options)
-    except executor.RunBusy as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    saved = outcome.get("cost_saved") or 0.0
-    print(
-        f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} "
-        f"{kind.unit_name}, {outcome['failed']} failed; cost {summaries.cost_text(Run.from_row(outcome))}"
-        + (f" (${saved:.4f} saved by the cache)" if saved else ""),
-        file=sys.stderr,
-    )
-    if outcome["status"] in (RunStatus.FAILED, RunStatus.INCOMPLETE):
-        print(
-            f"{'error' if outcome['status'] == RunStatus.FAILED else 'note'}: {outcome['error']}",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+        return execute(plan, store, args, kind=kinds.of(run))
 
 
 def _batch_export(args: argparse.Namespace) -> int:
@@ -306,9 +247,9 @@ def _cancelled(run_id: str, done: str) -> str:
         return "cancelling (the worker stops within 2 s)"
     if done == "marked":
         return "cancelled"
-    if done == "done":
+    if done == RunStatus.DONE:
         return "already finished (done): nothing to cancel"
-    if done == "cancelled":
+    if done == RunStatus.CANCELLED:
         return "already cancelled: nothing to cancel"
     return (
         f"not running (it ended {done}): nothing to cancel; `cogbias resume {run_id}` continues it"
@@ -316,13 +257,12 @@ def _cancelled(run_id: str, done: str) -> str:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from cogbias.runs.summaries import run_summaries
+    from cogbias.runs.summaries import run_summaries, table_row
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        rows = [
-            {**r, "cost": costs.cost_cell(r["cost"], r["cost_text"])} for r in run_summaries(store)
-        ]
+        rows = [table_row(r) for r in run_summaries(store)]
+        rows = [{**r, "cost": costs.cost_cell(r["cost"], r["cost_text"])} for r in rows]
         batches = store.batches()
     if not rows:
         print("no runs yet: start one with `cogbias run pairs|dataset|study`", file=sys.stderr)
@@ -352,18 +292,17 @@ def _results(args: argparse.Namespace) -> int:
     from cogbias.cli import studies as cli_studies
     from cogbias.runs import kinds, study_results
     from cogbias.store import Store
+    from cogbias.studies import cells
 
     with Store(args.db) as store:
-        row = store.run(args.run) if args.run else None
-        if args.run and row is None:
+        if args.run and store.run(args.run) is None:
             raise KeyError(f"no run {args.run} in {store.path}; see `cogbias runs`")
-        kind = kinds.record(row).kind if row is not None else None
-        if (kind is not None and kind.results == "study_calls") or (
-            args.study and not is_token_bias(args.study, store)
-        ):
-            return cli_studies.results(args, store)
-    if args.by or getattr(args, "humans", False):  # a paired run has no study dimensions
-        what = f"run {args.run} is a paired run" if args.run else "these are paired runs"
+        run = kinds.stored(store, args.run) if args.run else None
+        page = kinds.of(run).page if run is not None else None
+        if page is ResultsPage.STUDIES or (args.study and not is_token_bias(args.study, store)):
+            return cli_studies.results(args, store)  # its pivots (--by) and the humans beside
+    if args.by or getattr(args, "humans", False):  # no other run has study dimensions
+        what = f"run {args.run} is {kinds.described(run)}" if run else "these are paired runs"
         flag = "--by pivots" if args.by else "--humans compares"
         raise ValueError(
             f"{flag} study runs; {what}: leave it out (see `cogbias results study NAME --by ...`)"
@@ -375,14 +314,17 @@ def _results(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         if args.dataset and store.dataset(args.dataset) is None:
             raise KeyError(f"no dataset {args.dataset} in {store.path}; see `cogbias datasets`")
-        rows = store.results(run_id=args.run, dataset=args.dataset)
+        if run is not None:
+            table = kinds.of(run).cells(store, run)
+        else:
+            table = cells.results_table(store, dataset=args.dataset)
         # only worth reading every run's spec when there is nothing else to show
         studies = (
             set()
-            if rows
+            if not table.empty
             else {study_results.spec_of(r).study for r in study_results.study_runs(store)}
         )
-    if not rows:
+    if table.empty:
         print("no results yet: start a run with `cogbias run pairs|dataset|study`", file=sys.stderr)
         if studies:
             print(
@@ -391,19 +333,21 @@ def _results(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return 0
-    for row in rows:
-        total = (row["n"] or 0) + (row["failures"] or 0) + (row["abstained"] or 0)
-        row["failure_rate"] = round(row["failures"] / total, 4) if total else 0.0
-        row["mean"] = None if row["mean"] is None else round(row["mean"], 4)
-    # abstained pairs (a reducer's tie) are counted apart from failures
-    columns = ["bias", "model", "mean", "n", "failures", "failure_rate", "abstained"]
-    if args.format == "json":
+    _print_cells(table, args.format)
+    return 0
+
+
+def _print_cells(table: Any, fmt: str) -> None:
+    """A kind's cells (a pandas table) as a table, JSON records or CSV; a missing value is
+    null in JSON, an empty cell in CSV and in the table."""
+    rows = table.astype(object).where(table.notna(), None).to_dict("records")
+    columns = [str(c) for c in table.columns]
+    if fmt == "json":
         json.dump(rows, sys.stdout, indent=1)
         print()
-    elif args.format == "csv":
+    elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=columns)
         writer.writeheader()
         writer.writerows({k: csv_cell(row[k]) for k in columns} for row in rows)
     else:
         _table(rows, columns)
-    return 0

@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import Any
 
-from cogbias.cli.options import execution_options, is_token_bias
+from cogbias.cli.options import is_token_bias
 from cogbias.cli.terminal import print_data
 
 
@@ -71,39 +71,9 @@ def run(args: argparse.Namespace) -> int:
 
             print(executor.create(plan, store, args.name))
             return 0
+        from cogbias.cli.execution import execute
+
         return execute(plan, store, args, args.name)
-
-
-def resume(store: Any, run: Any, args: argparse.Namespace) -> int:
-    from cogbias.runs import kinds
-
-    plan = kinds.replan_run(store, run)
-    print(plan.describe(), file=sys.stderr)
-    return execute(plan, store, args)
-
-
-def execute(plan: Any, store: Any, args: argparse.Namespace, name: str = "") -> int:
-    from cogbias.runs import executor
-
-    if getattr(args, "batch", False):
-        raise ValueError("--batch runs paired tests; a study runs its conversations directly")
-    args.exit_at_once = True  # see cli._exit_at_once
-    try:
-        outcome = executor.execute(plan, store, **execution_options(args, name))
-    except executor.RunBusy as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    print(
-        f"run {outcome['id']}: {outcome['status']} — {outcome['done']} of {outcome['planned']} "
-        f"units, {outcome['failed']} without a readable answer; cost ${outcome['cost'] or 0:.4f}",
-        file=sys.stderr,
-    )
-    if outcome["status"] in ("failed", "incomplete"):
-        kind = "error" if outcome["status"] == "failed" else "note"
-        print(f"{kind}: {outcome['error']}", file=sys.stderr)
-        return 1
-    print(f"see the figures with `cogbias results run {outcome['id']} --by mitigation`")
-    return 0
 
 
 def results(args: argparse.Namespace, store: Any) -> int:

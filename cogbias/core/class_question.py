@@ -11,6 +11,7 @@ answers by its kind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -51,6 +52,21 @@ class Question:
     def label(self, condition: str) -> str:
         """How tables and charts name a condition."""
         return self.labels.get(condition, condition)
+
+    def identity(self) -> str:
+        """What makes two sessions' questions one question, so their classes can be pooled:
+        what participants read and could answer (kind, conditions, texts, options, keys,
+        bounds), hashed; neither its labels nor where it came from."""
+        same = {
+            "kind": self.kind,
+            "conditions": list(self.conditions),
+            "texts": self.texts,
+            "options": {c: list(o) for c, o in self.options.items()},
+            "keys": list(self.keys),
+            "bounds": [self.low, self.high],
+        }
+        text = json.dumps(same, ensure_ascii=False, sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)

@@ -1,8 +1,8 @@
 """The columns records are exported with, and the one function that builds an exported pair.
 
 One list per kind of row (`PAIR_COLUMNS`, `INSTANCE_EXPORT_COLUMNS`, `TURN_COLUMNS`) with each
-column's type (for Parquet), and `pair_record`, which `cogbias export` and the app's download
-both use, so a CSV from either has the same columns with the same meaning (docs/datasets.md).
+column's type (for Parquet), and `pair_record` (and `instance_record`), which `cogbias export`
+and the app's download both use, so a CSV from either has the same columns with the same meaning (docs/datasets.md).
 """
 
 from __future__ import annotations
@@ -117,6 +117,22 @@ def half_fields(
         out[f"{half}_text"] = render_decision_text(filled, order) if filled else None
         out[f"{half}_options"] = list(filled.options) if filled else None
     return out
+
+
+def instance_record(row: dict[str, Any]) -> dict[str, Any]:
+    """One exported test case (`INSTANCE_EXPORT_COLUMNS`) from a stored instance row."""
+    return {
+        "dataset": row["dataset"],
+        "instance_id": row["id"],
+        "bias": row["test_case"],
+        "scenario": row["scenario"],
+        "variant": row["variant"],
+        **half_fields(row["control"], row["treatment"]),
+        "n_options": row["n_options"],
+        **metric_fields(row["metric"]),
+        "status": row["status"],
+        "error": row["error"],
+    }
 
 
 def pair_record(pair: Pair) -> dict[str, Any]:

@@ -12,12 +12,11 @@ prompt made every dry run of its study spend ten minutes escaping it for TOML).
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from cogbias.core.safetext import terminal
+from cogbias.core.safetext import UNSHOWN, shown, terminal
 
 MAX_JSON_DEPTH = 100  # published formats nest 3 or 4 levels; Python's own limit is ~1,000
 MAX_EXTRACTION_CHARS = 20_000  # as much of an answer as is stored (records.MAX_ANSWER_CHARS)
@@ -33,12 +32,6 @@ MAX_OPTION_CHARS = 2_000
 MAX_NAME_CHARS = 200
 # Answers per group of a published effect size (the thesis asked 100 per group).
 MAX_SAMPLE_SIZE = 10_000_000
-# Characters a name may not hold: C0/C1 controls (a newline, ESC), the bidi marks, overrides
-# and isolates that reorder what follows on screen, and the invisible zero-width space, word
-# joiner and byte-order mark (a name of them alone looks blank).
-_NAME_CONTROL = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]"
-)
 
 
 class TooDeep(ValueError):
@@ -81,11 +74,11 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def duplicate_message(key: object) -> str:
     """The message for a key written twice in one object."""
-    shown = json.dumps(key, ensure_ascii=False) if isinstance(key, str) else repr(key)
-    if len(shown) > 80:
-        shown = shown[:79] + "…"
+    quoted = json.dumps(key, ensure_ascii=False) if isinstance(key, str) else repr(key)
+    if len(quoted) > 80:
+        quoted = quoted[:79] + "…"
     return (
-        f"repeats the key {terminal(shown)} in one object (only one value can be kept, and "
+        f"repeats the key {terminal(quoted)} in one object (only one value can be kept, and "
         "which one was meant cannot be told); write each key once"
     )
 
@@ -94,8 +87,9 @@ def name_problem(text: str, limit: int = MAX_NAME_CHARS) -> str | None:
     """Why `text` cannot be a name (a dataset, bias, scenario, model, family or hypothesis
     that becomes an id and a label on every page), or None.
 
-    A name is one line of visible text: no control character (a newline printed raw splits
-    a table row, ESC acts on the terminal), not empty once Unicode-normalised (NFKC) and
+    A name is one line of visible text: no character of `safetext.UNSHOWN` (a newline
+    printed raw splits a table row, ESC acts on the terminal, U+202E reverses what follows,
+    BEL aborts the chart renderer), not empty once Unicode-normalised (NFKC) and
     stripped, not only dots (`..` becomes an empty id, and reads as a path), at most `limit`
     characters. The message is worded to follow the file, row and field it names.
     """
@@ -104,16 +98,23 @@ def name_problem(text: str, limit: int = MAX_NAME_CHARS) -> str | None:
     return _visible_problem(text)
 
 
+def checked_name(text: str, what: str, limit: int = MAX_NAME_CHARS) -> str:
+    """`text` when it can be a name (`name_problem`), else ValueError naming `what` ("model",
+    "--name") and the name shown escaped and cut short: where a name is made (a model given
+    to a run, a label), so nothing a renderer draws can hold what it cannot draw."""
+    problem = name_problem(text, limit)
+    if problem:
+        raise ValueError(f"{what} '{shown(text, 60)}' {problem}")
+    return text
+
+
 @lru_cache(maxsize=4096)  # importers check the same model and bias names row after row
 def _visible_problem(text: str) -> str | None:
-    bad = _NAME_CONTROL.search(text)
+    bad = UNSHOWN.search(text)
     if bad:
-        code = ord(bad.group())
-        shown = {10: "\\n", 13: "\\r", 9: "\\t"}.get(code) or (
-            f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-        )
+        char = terminal(bad.group())
         return (
-            f"holds a control or invisible character ({shown}) at character "
+            f"holds a control or invisible character ({char}) at character "
             f"{bad.start() + 1}; a name is one line of visible text"
         )
     visible = unicodedata.normalize("NFKC", text).strip()

@@ -32,19 +32,38 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Any, Literal
 
 from cogbias.core.metrics import MetricParams
 from cogbias.core.templates import SECTIONS, Filled, render_decision_text
 
 FailureKind = Literal["transient", "fatal", "unparseable", "invalid", "stopped_reasoning"]
-STOPPED_REASONING = "stopped_reasoning"  # shown as "stopped while reasoning"
-FAILURE_KINDS: tuple[str, ...] = ("transient", "fatal", "unparseable", "invalid", STOPPED_REASONING)
+FAILURE_KINDS: tuple[str, ...] = (
+    "transient", "fatal", "unparseable", "invalid", "stopped_reasoning"
+)  # fmt: skip
 RETRIED_ON_RESUME: tuple[str, ...] = ("transient",)
-# A decision's status beside "ok" and "failed": a half whose samples the run's reducer left
-# undecided (a tie under `majority`, `runs/reducers.py`). A result, not a failure: never
-# retried, scored by no mean, counted apart from failures.
-ABSTAINED = "abstained"
+
+
+class DecisionStatus(StrEnum):
+    """An instance's or a decision's status; the values are the words stored in `status`."""
+
+    OK = "ok"  # made (an instance) or scored (a decision)
+    FAILED = "failed"  # see its `failure_kind`
+    # a decision only: a half whose samples the run's reducer left undecided (a tie under
+    # `majority`, `runs/reducers.py`). A result, not a failure: never retried, scored by no
+    # mean, counted apart from failures.
+    ABSTAINED = "abstained"
+
+
+class TurnStatus(StrEnum):
+    """A study turn's status; the values are the words stored in `study_calls.status`."""
+
+    OK = "ok"  # answered and read
+    FAILED = "failed"  # no answer (see its `failure_kind`)
+    UNPARSEABLE = "unparseable"  # answered, but no answer could be read from it (a result)
+
+
 # Stored answers are capped: a model (or a hostile endpoint) can send megabytes, and one such
 # answer would freeze every page that shows it. The cut is recorded in `truncated`.
 MAX_ANSWER_CHARS = 20_000
@@ -152,7 +171,7 @@ class Instance:
     values: dict[str, Any] = field(default_factory=dict)
     insertions: list[dict[str, str]] = field(default_factory=list)
     dataset: str | None = None
-    status: str = "ok"
+    status: str = DecisionStatus.OK
     error: str | None = None
     failure_kind: str | None = None
 
@@ -248,7 +267,7 @@ class Decision:
     control_choice: int | None = None
     treatment_choice: int | None = None
     score: float | None = None
-    status: str = "ok"  # ok | failed | ABSTAINED
+    status: str = DecisionStatus.OK  # OK | FAILED | ABSTAINED
     error: str | None = None
     failure_kind: str | None = None  # FailureKind of a failed decision
     truncated: bool | None = None

@@ -44,12 +44,44 @@ RESUMABLE: tuple[str, ...] = (
 )
 
 
+class ResultsPage(StrEnum):
+    """The page that shows a kind's results (a kind with none is read by export and report
+    alone); the Run page's "Open in …" button goes there."""
+
+    EXPLORE = "explore"  # pairs scored per bias × model: Explore, Compare, `cogbias analyze`
+    STUDIES = "studies"  # a study's cells, pivots, conversations and the humans beside them
+    CLASS = "class"  # a class session's answers: the class, the humans and the models beside
+
+
+@dataclass(frozen=True)
+class RunRows:
+    """The rows of `table` that are one run's: those whose `column` holds its id. Deleting
+    the run deletes them; `results` rows are what a deletion counts (its decisions, turns)."""
+
+    table: str
+    column: str = "run_id"
+    results: bool = True
+
+
+@dataclass(frozen=True)
+class SharedRows:
+    """Rows of `table` that a run's rows point at by `key` and that other runs may share (an
+    instance two runs drew): `refs` are the (table, column) pairs of run rows (keyed by
+    `run_id`) that point at them. Deleting a run deletes the ones only it points at, unless
+    `kept_if_set` (a column: a dataset owns the row) holds a value."""
+
+    table: str
+    key: str
+    refs: tuple[tuple[str, str], ...]
+    kept_if_set: str | None = None
+
+
 class KindInfo(Protocol):
     """What a record says of its kind (a `cogbias.runs.work.RunKind` satisfies it)."""
 
     name: str
     unit_name: str
-    results: str
+    page: ResultsPage | None
 
 
 @dataclass(frozen=True)
@@ -90,6 +122,11 @@ class Run:
         names = {f.name for f in fields(cls)} - {"spec", "spec_readable", "kind"}
         values = {k: row[k] for k in names if k in row and row[k] is not None}
         return cls(spec=spec, spec_readable=readable, **values)
+
+    @property
+    def page(self) -> ResultsPage | None:
+        """The page that shows this run's results (its kind's), or None."""
+        return self.kind.page if self.kind is not None else None
 
     @property
     def active(self) -> bool:

@@ -10,11 +10,23 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+import tomllib
 from dataclasses import dataclass
 
 _HEADER_RE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
 _ARRAY_RE = re.compile(r"^\s*\[\[\s*([^\[\]]+?)\s*\]\]\s*(#.*)?$")
-_KEY_RE = re.compile(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=\s*")
+_KEY_RE = re.compile(r"""^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)\s*=\s*""")
+
+
+def _key_name(written: str) -> str:
+    """A key as TOML reads it: a quoted key's escapes (`\\"`, `\\u00e9`) decoded, so an
+    [examples] key that quotes a word is found where it is written."""
+    if written.startswith('"') and "\\" in written:
+        try:
+            return str(tomllib.loads(f"k = {written}")["k"])
+        except tomllib.TOMLDecodeError:
+            pass
+    return written.strip("\"'")
 
 
 def _norm_path(header: str) -> tuple[str, ...]:
@@ -58,7 +70,7 @@ class SourceMap:
                 continue
             match = _KEY_RE.match(line)
             if match:
-                keys.setdefault((*current, match.group(1).strip("\"'")), (number, match.end() + 1))
+                keys.setdefault((*current, _key_name(match.group(1))), (number, match.end() + 1))
         return lines, tables, keys, starts
 
     def table_line(self, table: tuple[str, ...]) -> int | None:

@@ -21,7 +21,7 @@ from typing import Any
 from cogbias.core import metrics
 from cogbias.core.limits import MAX_NAME_CHARS, MAX_OPTION_CHARS
 from cogbias.core.metrics import MetricParams, param_problem
-from cogbias.core.records import Decision, Instance, decision_id, dumps, stable_id
+from cogbias.core.records import Decision, DecisionStatus, Instance, decision_id, dumps, stable_id
 from cogbias.core.redact import redact
 from cogbias.core.templates import Filled
 from cogbias.datasets import importing
@@ -377,7 +377,7 @@ def _decision(
         control_choice=control,
         treatment_choice=treatment,
         score=score,
-        status="ok" if ok else "failed",
+        status=DecisionStatus.OK if ok else DecisionStatus.FAILED,
         error=None if ok else error,
         tokens=0,
         cost=0.0,

@@ -28,7 +28,7 @@ from typing import Any
 
 from cogbias.core.limits import MAX_NAME_CHARS, MAX_OPTION_CHARS, MAX_PROMPT_CHARS
 from cogbias.core.metrics import MetricParams, params_problem
-from cogbias.core.records import Decision, Instance, decision_id, dumps, stable_id
+from cogbias.core.records import Decision, DecisionStatus, Instance, decision_id, dumps, stable_id
 from cogbias.core.redact import redact
 from cogbias.core.templates import Filled
 from cogbias.datasets import importing
@@ -310,7 +310,7 @@ def read_decisions(
             control_choice=control_choice,
             treatment_choice=treatment_choice,
             score=score,
-            status="ok" if status == "OK" else "failed",
+            status=DecisionStatus.OK if status == "OK" else DecisionStatus.FAILED,
             error=error,
             tokens=0,
             cost=0.0,

@@ -148,6 +148,8 @@ class TestCase:
             return spec.sample(rng, known)
         except expressions.ExpressionError as exc:
             raise SamplingError(self.id, spec.name, known, exc.message, exc.offset) from None
+        except (ValueError, ArithmeticError) as exc:  # a range or weights nothing can be drawn from
+            raise SamplingError(self.id, spec.name, known, f"cannot be drawn: {exc}") from None
 
     def metric_params(self, values: Mapping[str, Any]) -> MetricParams:
         """The metric parameters for drawn values; `SamplingError` when one is unusable."""

@@ -13,13 +13,14 @@ import math
 import random
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cogbias.core import expressions, metrics
 from cogbias.core.templates import LLMGap, Template
 from cogbias.library.cases import SamplingError, TestCase, ValueSpec
-from cogbias.library.example_fills import COMMON_GAPS, example_key
+from cogbias.library.example_fills import COMMON_GAPS, MIN_EXAMPLES, example_key
 from cogbias.library.problems import Checker, clip, short
 
 
@@ -118,38 +119,28 @@ def check_references(case: TestCase, check: Checker) -> None:
 def check_examples(case: TestCase, check: Checker) -> None:
     """Every `[examples]` key names a gap; fills refer only to known names; sets line up.
 
-    Which keys a case needs depends on sampled values, so coverage is checked in `dry_run`.
+    Which keys a case needs depends on sampled values, so coverage is checked in `dry_run`
+    (or `example_coverage`, for a draft with other problems).
     """
     if not case.examples:
         return
-    named = case.named_gaps()
+    named = set(case.named_gaps())
     gaps = [g for t in (case.control, case.treatment) for g in t.llm_gaps()]
-    patterns = []
-    for gap in gaps:
-        parts = re.split(r"(\{\{\s*[a-z][a-z0-9_]*\s*\}\})", gap.instruction)
-        regex = "".join(
-            (re.escape(p) if p.strip("{} ") in named else ".+?")
-            if p.startswith("{{")
-            else re.escape(p)
-            for p in parts
-        )
-        patterns.append(re.compile(regex, re.DOTALL))
     known = value_names(case) | set(named)
-    sizes = {len(v) for v in case.examples.values()}
+    usual = _usual_count(case.examples)
     for key, fills in case.examples.items():
         path = ("examples", key)
         if key in COMMON_GAPS:
             check.add(path, f"'{key}' is filled from the scenario; it needs no examples")
-        elif not any(p.fullmatch(key) for p in patterns):
+        elif not any(_matches(gap, key, named) for gap in gaps):
             hint = difflib.get_close_matches(key, [g.instruction for g in gaps], n=1, cutoff=0.5)
             extra = f"; did you mean '{clip(hint[0])}'?" if hint else ""
             check.add(path, f"no gap has the instruction '{clip(key)}'{extra}")
-        if len(sizes) > 1:
+        if usual is not None and MIN_EXAMPLES <= len(fills) != usual:  # too few: the parser
             check.add(
                 path,
-                f"'{clip(key)}' has {len(fills)} examples but other gaps have "
-                f"{', '.join(str(n) for n in sorted(sizes - {len(fills)}))}: every gap needs "
-                "the same number (the k-th examples of all gaps are used together)",
+                f"'{clip(key)}' has {len(fills)} examples but the other gaps have {usual}: "
+                "every gap needs the same number (the k-th examples of all gaps are used together)",
             )
         for i, text in enumerate(fills):
             for name in re.findall(r"\{\{\s*([a-z][a-z0-9_]*)\s*\}\}", text):
@@ -160,6 +151,13 @@ def check_examples(case: TestCase, check: Checker) -> None:
                         "is not a value or named gap of this test case",
                         index=i,
                     )
+
+
+def _usual_count(examples: Mapping[str, tuple[str, ...]]) -> int | None:
+    """How many examples most gaps with enough of them have (of a tie, the larger number): a
+    list that differs is the one to fix, so only it is blamed, not every other list."""
+    counts = Counter(len(fills) for fills in examples.values() if len(fills) >= MIN_EXAMPLES)
+    return max(counts, key=lambda n: (counts[n], n)) if counts else None
 
 
 def field_source(
@@ -204,22 +202,79 @@ def dry_run(case: TestCase, check: Checker) -> None:
                 path: tuple[str, ...] = ("metric", key)
                 what = f"metric parameter '{key}'"
             else:
-                path, what = ("values", exc.name, "expr"), f"value '{exc.name}'"
+                derived = exc.name in case.values and case.values[exc.name].type == "derived"
+                path = ("values", exc.name, "expr") if derived else ("values", exc.name)
+                what = f"value '{exc.name}'"
             check.add(path, f"{what} fails for {drawn}: {exc.message}", offset=exc.offset)
             continue
         _check_finite(case, values, reported, check)
-        missing = _missing_examples(case, values, gaps, named)
-        if missing and "examples" not in reported:
-            reported.add("examples")
-            half, field_path, gap, key = missing
-            src, index = field_source(case, half, case.templates()[half], field_path)
-            check.add(
-                src,
-                f"no example fills for the gap '{clip(key)}' (values {values}); "
-                "add them under [examples]",
-                index=index,
-                offset=gap.start,
-            )
+        _report_missing_examples(case, values, gaps, named, reported, check)
+
+
+def example_coverage(case: TestCase, check: Checker) -> None:
+    """The example-fill part of `dry_run` alone, for a draft that has other problems, so a
+    gap without example fills is listed with them instead of only after they are fixed.
+
+    Values the parser found wrong may fail to draw: their problems are already listed, so
+    such a draw is skipped. A gap whose examples sit under a misspelt key is left out too:
+    that key's own problem ("did you mean ...") already names the gap."""
+    gaps, named = _example_gaps(case), set(case.named_gaps())
+    unknown = [k for k in case.examples if not any(_matches(g, k, named) for _, _, g in gaps)]
+    gaps = [
+        (half, path, gap)
+        for half, path, gap in gaps
+        if not difflib.get_close_matches(gap.instruction, unknown, n=1, cutoff=0.5)
+    ]
+    reported: set[str] = set()
+    rng = random.Random(0)
+    broken = (SamplingError, ArithmeticError, LookupError, TypeError, ValueError)
+    try:
+        for fixed in _assignments(case) if gaps else ():
+            try:
+                values = case.sample_values(rng, fixed)
+            except broken:
+                continue
+            _report_missing_examples(case, values, gaps, named, reported, check)
+    except broken:  # a value the parser found wrong (a step of 0) cannot even be walked
+        return
+
+
+def _matches(gap: LLMGap, key: str, named: set[str]) -> bool:
+    """Whether `key` can be this gap's example key for some values."""
+    parts = re.split(r"(\{\{\s*[a-z][a-z0-9_]*\s*\}\})", gap.instruction)
+    regex = "".join(
+        (re.escape(p) if p.strip("{} ") in named else ".+?") if p.startswith("{{") else re.escape(p)
+        for p in parts
+    )
+    return re.fullmatch(regex, key, re.DOTALL) is not None
+
+
+def _report_missing_examples(
+    case: TestCase,
+    values: Mapping[str, Any],
+    gaps: list[tuple[str, str, LLMGap]],
+    named: set[str],
+    reported: set[str],
+    check: Checker,
+) -> None:
+    """Each gap without example fills for `values` once, where the gap is written, naming the
+    key to add and the values that made it (in words, only those the gap uses)."""
+    for half, field_path, gap in gaps:
+        uses = [r.name for r in gap.refs if r.name not in named]
+        key, mark = example_key(gap, values, named), f"[[{gap.instruction}]]"
+        if key in case.examples or mark in reported or not set(uses) <= set(values):
+            continue  # a name that is not drawn is reported where it is used
+        reported.add(mark)
+        when = ", ".join(f"{name} is {short(values[name])}" for name in dict.fromkeys(uses))
+        src, index = field_source(case, half, case.templates()[half], field_path)
+        check.add(
+            src,
+            f"no example fills for the gap '{key}'"
+            + (f" (when {when})" if when else "")
+            + "; add a list of them under [examples] with that text as its key",
+            index=index,
+            offset=gap.start,
+        )
 
 
 def _check_float_ranges(case: TestCase, check: Checker) -> list[str]:
@@ -259,6 +314,8 @@ def _assignments(case: TestCase) -> Iterable[dict[str, Any]]:
     for key in ("k", "y1", "y2"):
         if isinstance(case.metric.get(key), str):
             read |= _names(case.metric[key])
+    for _, _, gap in _example_gaps(case):  # every key a gap's examples need is looked up
+        read |= {ref.name for ref in gap.refs}
     domains: dict[str, Any] = {}
     if "variant" in read:
         domains["variant"] = list(case.variants) or ["default"]
@@ -331,17 +388,3 @@ def _example_gaps(case: TestCase) -> list[tuple[str, str, LLMGap]]:
         for gap in template.segments(path)
         if isinstance(gap, LLMGap) and gap.instruction not in COMMON_GAPS
     ]
-
-
-def _missing_examples(
-    case: TestCase,
-    values: Mapping[str, Any],
-    gaps: list[tuple[str, str, LLMGap]],
-    named: set[str],
-) -> tuple[str, str, LLMGap, str] | None:
-    """(half, field, gap, lookup key) of the first of `gaps` without examples for `values`."""
-    for half, path, gap in gaps:
-        key = example_key(gap, values, named)
-        if key not in case.examples:
-            return half, path, gap, key
-    return None

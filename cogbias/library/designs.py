@@ -2,7 +2,8 @@
 
 `data/designs/<id>.toml` records, with its source, what the code behind the paper's published
 dataset does for one bias: its answer scale, the values it draws, its metric parameters and
-scores it gives to given answers (`data/designs/README.md`). Beside each test case's
+scores it gives to given answers, and where our wording could be read differently from
+theirs (`[[wording]]`; `data/designs/README.md`). Beside each test case's
 `[[departures]]` this is what a researcher needs to set our scores beside the paper's, so
 `docs/designs.md` is generated from it (`cogbias library designs`), never written by hand.
 """
@@ -29,6 +30,7 @@ class Design:
     values: dict[str, dict[str, Any]]
     metric: str
     worked: tuple[dict[str, Any], ...]
+    wording: tuple[dict[str, str], ...] = ()
 
     def scale(self, half: str) -> dict[str, Any]:
         """The scale facts of one half: the shared ones, overridden by the half's own table."""
@@ -49,6 +51,7 @@ def load_designs(folder: Path = DESIGNS_DIR) -> dict[str, Design]:
             values=data.get("values", {}),
             metric=data["metric"]["authors"],
             worked=tuple(data.get("worked", ())),
+            wording=tuple(data.get("wording", ())),
         )
     return designs
 
@@ -62,6 +65,9 @@ def design_table(cases: dict[str, TestCase], designs: dict[str, Design]) -> str:
         "that produced the published dataset of Malberg et al. 2024, with their source) and",
         "the test cases' `[[departures]]`; `tests/test_paper_designs.py` holds each test case",
         "to these facts, with scores computed by hand at the authors' option positions.",
+        "Every test case is worded in our own words; where a wording could be read to mean",
+        "something other than the authors' (what the scale measures, who is asked, what is",
+        "stated), it is listed under its bias as *Wording*.",
         "",
         "| bias | options | authors' first → last | ours | values (ours) | metric (ours) |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -96,10 +102,15 @@ def design_table(cases: dict[str, TestCase], designs: dict[str, Design]) -> str:
             f"Source: {designs[case_id].source}. Authors' metric: {designs[case_id].metric}"
         )
         lines.append("")
-        if not case.departures:
+        wording = designs[case_id].wording
+        if not case.departures and not wording:
             lines.append("None: the design is the authors'.")
         for departure in case.departures:
             lines.append(f"- **{departure.what.strip()}** {departure.why.strip()}")
+        for difference in wording:
+            lines.append(
+                f"- *Wording:* **{difference['what'].strip()}** {difference['why'].strip()}"
+            )
         lines.append("")
     return "\n".join(lines)
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
-from cogbias.core.limits import MAX_PROMPT_CHARS
+from cogbias.core.limits import MAX_PROMPT_CHARS, name_problem
 from cogbias.core.templates import NAME_RE, Template, TemplateSyntaxError
 from cogbias.library.cases import (
     PERCENT_OPTIONS,
@@ -22,7 +23,13 @@ from cogbias.library.cases import (
     TestCase,
     ValueSpec,
 )
-from cogbias.library.checks import check_examples, check_expression, check_references, dry_run
+from cogbias.library.checks import (
+    check_examples,
+    check_expression,
+    check_references,
+    dry_run,
+    example_coverage,
+)
 from cogbias.library.example_fills import MAX_EXAMPLE_CHARS, MIN_EXAMPLES
 from cogbias.library.problems import Checker, LibraryError, Problem, clip, read_toml
 
@@ -64,7 +71,8 @@ def parse_test_case(text: str, file: str = "<string>", *, proven: bool = False) 
     if check.problems or not check.fields(data, _TOP, ()):
         raise LibraryError(check.problems)
     case = _build(data, check)
-    if check.problems:
+    if check.problems:  # the gaps without example fills are listed with the other problems
+        example_coverage(case, check)
         raise LibraryError(check.problems)
     if not proven:
         dry_run(case, check)
@@ -93,6 +101,8 @@ def _check_lengths(value: Any, check: Checker, path: tuple[str, ...]) -> None:
 def _build(data: dict[str, Any], check: Checker) -> TestCase:
     if not _ID_RE.fullmatch(data["id"]):
         check.add(("id",), f"id '{data['id']}' must be snake_case: lower-case letters, digits, '_'")
+    if problem := name_problem(data["name"]):  # a label on every page, chart and report
+        check.add(("name",), f"name {problem}")
     for key in ("references", "variants"):
         for i, item in enumerate(data.get(key, [])):
             if not isinstance(item, str) or not item.strip():
@@ -300,7 +310,7 @@ def _check_value_params(
 ) -> None:
     if vtype == "float":
         for key in ("min", "max"):
-            if not math.isfinite(p[key]):
+            if not math.isfinite(_as_float(p[key])):
                 check.add((*path, key), f"value '{name}': {key} must be a finite number")
                 return
         if not 0 <= p.get("decimals", 0) <= 15:
@@ -331,11 +341,27 @@ def _check_weights(
         if isinstance(weight, bool) or not isinstance(weight, int | float):
             check.add(path, f"value '{name}': weight {i + 1} should be a number, not {weight!r}")
             return
-        if not (math.isfinite(weight) and weight >= 0):
+        if not (math.isfinite(_as_float(weight)) and weight >= 0):
             check.add(path, f"value '{name}': weight {i + 1} must be a finite number >= 0")
             return
-    if sum(weights) <= 0:
+    total = _as_float(sum(weights))
+    if total <= 0:
         check.add(path, f"value '{name}': at least one weight must be greater than 0")
+    elif not math.isfinite(total):  # each finite, [1e308, 1e308] sums to inf: nothing is drawn
+        check.add(
+            path,
+            f"value '{name}': the weights add up to more than a number holds (at "
+            f"most {sys.float_info.max:.3g}); scale them down",
+        )
+
+
+def _as_float(number: float) -> float:
+    """`number` as a float; an integer past the largest float (TOML's integers have no
+    bound here) as inf, so the finiteness checks refuse it instead of raising."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf
 
 
 def load_test_case(path: str | Path, *, proven: bool = False) -> TestCase:

@@ -97,6 +97,9 @@ def load_library_report(include_user: bool = True) -> LibraryReport:
             except LibraryError as exc:
                 problems.extend(exc.problems)
                 continue
+            except (ValueError, ArithmeticError, RecursionError) as exc:  # a check this missed
+                problems.append(Problem(str(path), 1, 1, f"cannot be loaded: {exc}"))
+                continue
             if case.id in cases:
                 line, col = SourceMap(_read_quietly(path)).locate(("id",))
                 problems.append(

@@ -42,6 +42,10 @@ MAX_RESULTS_BYTES = 4 * 1024**3  # a results file is written to disk as it arriv
 _ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")  # Anthropic's rule for custom_id; also batch ids
 TIMEOUT_S = 120.0
 ATTEMPTS = 4  # per request to the Batches API: transient failures are retried with backoff
+DEADLINE_S = 300.0  # one request to the Batches API, its retries included
+RESULTS_DEADLINE_S = 3 * 3600.0  # a results file, whole (MAX_RESULTS_BYTES at 400 KB/s)
+MIN_RESULTS_RATE = 1024  # bytes per second on average, once RATE_AFTER_S have passed
+RATE_AFTER_S = 60.0
 
 
 def custom_id(cache_key: str) -> str:
@@ -230,23 +234,31 @@ class BatchesAPI:
         return f"{self.model}" + (f" at {self.where}" if self.where else "")
 
     def _call(self, method: str, suffix: str, body: Any, path: Path | None) -> bytes:
+        """One request, retried while transient, within an overall deadline (DEADLINE_S; a
+        results file RESULTS_DEADLINE_S): a server that never answers fails the request."""
+        end = time.monotonic() + (DEADLINE_S if path is None else RESULTS_DEADLINE_S)
         for attempt in range(ATTEMPTS):
+            left = end - time.monotonic()
             try:
-                return asyncio.run(self._once(method, suffix, body, path))
+                return asyncio.run(self._once(method, suffix, body, path, left))
             except LLMError as exc:
-                if not exc.retryable or attempt == ATTEMPTS - 1:
+                delay = min(float(getattr(exc, "retry_after", None) or 0.5 * 2**attempt), 30.0)
+                if not exc.retryable or attempt == ATTEMPTS - 1 or delay >= end - time.monotonic():
                     raise
-                delay = getattr(exc, "retry_after", None) or 0.5 * 2**attempt
-                time.sleep(min(float(delay), 30.0))
+                time.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def _once(self, method: str, suffix: str, body: Any, path: Path | None) -> bytes:
+    async def _once(
+        self, method: str, suffix: str, body: Any, path: Path | None, seconds: float
+    ) -> bytes:
         import aiohttp
 
         headers = {"x-api-key": self._key, "anthropic-version": API_VERSION}
         # a results file may take long to arrive whole, but never a minute without a byte
         timeout = aiohttp.ClientTimeout(
-            total=TIMEOUT_S if path is None else None, sock_connect=30, sock_read=TIMEOUT_S
+            total=max(min(seconds, TIMEOUT_S if path is None else seconds), 0.1),
+            sock_connect=30,
+            sock_read=TIMEOUT_S,
         )
         try:
             async with (
@@ -309,7 +321,10 @@ async def _bounded(response: Any, name: str, model: str) -> bytes:
 
 
 async def _save(response: Any, path: Path, name: str, model: str) -> None:
-    size = 0
+    """Write the results to `path` as they arrive: at most MAX_RESULTS_BYTES, and at least
+    MIN_RESULTS_RATE bytes a second on average once RATE_AFTER_S have passed (a server that sends
+    a byte every few seconds would otherwise hold the run for the whole deadline)."""
+    size, start = 0, time.monotonic()
     with path.open("wb") as handle:
         async for chunk in response.content.iter_chunked(1 << 20):
             size += len(chunk)
@@ -318,3 +333,12 @@ async def _save(response: Any, path: Path, name: str, model: str) -> None:
                     f"{name}: a batch's results run past {MAX_RESULTS_BYTES:,} bytes", model=model
                 )
             handle.write(chunk)
+            elapsed = time.monotonic() - start
+            if elapsed > RATE_AFTER_S and size < MIN_RESULTS_RATE * elapsed:
+                raise LLMError(
+                    f"{name}: the batch's results arrive at {size / elapsed:,.0f} bytes a "
+                    f"second, too slowly to finish; resume the run later to fetch them again",
+                    kind="timeout",
+                    retryable=True,
+                    model=model,
+                )

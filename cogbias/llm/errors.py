@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from cogbias.core.errors import UserError
-from cogbias.core.records import STOPPED_REASONING
 from cogbias.core.redact import redact
 
 ErrorKind = Literal[
@@ -65,7 +64,7 @@ class LLMError(UserError):
         if self.retryable:
             return "transient"
         if self.kind == "reasoning":
-            return STOPPED_REASONING
+            return "stopped_reasoning"
         return "unparseable" if self.kind == "empty" else "invalid"
 
     def describe(self) -> str:

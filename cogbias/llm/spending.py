@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cogbias.llm.costs import dollars
 from cogbias.llm.errors import FatalLLMError
 from cogbias.llm.profiles import ModelProfile
 from cogbias.llm.request import LLMRequest
@@ -59,8 +60,8 @@ class SpendCap:
 
     def reached(self, bound: float) -> str:
         return (
-            f"stopped at the spend cap: ${self.spent:.4f} spent of ${self.limit:.4f}, and the "
-            f"next call could cost up to ${bound:.4f}"
+            f"stopped at the spend cap: {dollars(self.spent)} spent of {dollars(self.limit)}, "
+            f"and the next call could cost up to {dollars(bound)}"
         )
 
 

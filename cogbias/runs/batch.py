@@ -14,7 +14,9 @@ without a single interactive call: a batch run and an interactive run store the 
 from __future__ import annotations
 
 import json
+import re
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,7 @@ from typing import Any
 from cogbias.core import records
 from cogbias.core.limits import loads_json
 from cogbias.core.outputs import replacing
-from cogbias.core.records import Instance, dumps
+from cogbias.core.records import DecisionStatus, Instance, dumps
 from cogbias.core.redact import redact, redact_json, redactor
 from cogbias.core.safetext import terminal
 from cogbias.llm import LLMClient, LLMRequest
@@ -48,6 +50,12 @@ class BatchError(ValueError):
 
 
 Collect = Callable[[str, LLMRequest, ModelProfile], None]
+# How a batch run makes one request to a provider's Batch API: `call(fn, *args, seconds=…)`,
+# its run's watch (`batch_provider.Watch`: a cancel seen within a second, an overall deadline,
+# `seconds` or the watch's own).
+Call = Callable[..., Any]
+ERRORS_SHOWN = 10
+_LINE = re.compile(r", line (\d+): ")
 
 
 def round_of(req: LLMRequest) -> str:
@@ -97,7 +105,7 @@ async def _collect(plan: Plan, store: Store, client: LLMClient) -> None:
     retried = paired.retried_decisions(store, spec.run_id, retry_failed=False)
     skip = store.existing_decision_ids(spec.run_id) - set(retried)
     for instance, model, repeat, _ in paired.decision_jobs(plan, instances, skip):
-        if instance.status != "ok":
+        if instance.status != DecisionStatus.OK:
             continue
         try:
             ask = paired.pair_ask(plan, repeat)
@@ -159,6 +167,7 @@ def export_requests(
 class ImportSummary:
     answers: int = 0
     errors: list[str] = field(default_factory=list)  # requests the engine could not answer
+    problems: list[str] = field(default_factory=list)  # lines of a paid batch that were unreadable
     kept: int = 0  # answers already stored, identical: nothing to write
     conflicts: list[str] = field(default_factory=list)  # a different answer is already stored
     cost: float = 0.0  # what the answers were charged (batch prices; 0 for own engines)
@@ -170,26 +179,38 @@ Answer = tuple[str, int, int, str, int]
 Given = tuple[int, str, Answer | str]  # line number, custom_id, the answer or why none
 
 
-def import_results(store: Store, path: str | Path, charged: bool = False) -> ImportSummary:
+Convert = Callable[[Any], Any]  # a provider's results line -> an OpenAI batch output line
+
+
+def import_results(
+    store: Store, path: str | Path, charged: bool = False, convert: Convert | None = None
+) -> ImportSummary:
     """Store an engine's answers in the response cache (one transaction).
 
-    Refused whole, naming each line, when a line is not JSON, lacks a `custom_id`, or
-    answers a request no export asked; requests the engine reported as failed are listed
-    and left out (the run asks them again). An answer already in the cache is never
-    replaced: the same answer again is counted as kept, a different one is listed as a
-    conflict (runs may already have been scored from the stored one)."""
+    A line that is not JSON, lacks a `custom_id`, repeats one (the first is kept), answers a
+    request no export asked, or is longer than MAX_LINE_BYTES is a problem, named by its line
+    number. A file from the user's own engine is then refused whole (it can be fixed and
+    imported again); a provider's batch (`charged`: its answers were paid for, at its batch
+    price, and its file cannot be fixed) keeps every good answer and lists the problems in
+    `summary.problems`: the requests of those lines have no answer, so the run asks them
+    again. Requests the engine reported as failed are listed and left out (asked again too).
+    An answer already in the cache is never replaced: the same answer again is counted as
+    kept, a different one is listed as a conflict (runs may already have been scored from
+    the stored one). `convert` rewrites each parsed line first (Anthropic's results into
+    OpenAI's shape, `llm.anthropic_batches.openai_line`)."""
     path = Path(path)
     problems: list[str] = []
     summary = ImportSummary()
-    given = _given(path, problems)
+    given = _given(path, problems, convert, read_all=charged)
     known = store.batch_requests([custom_id for _, custom_id, _ in given])
     answers = _exported(path, given, known, problems, summary)
-    if problems:
+    if problems and not charged:
         shown = problems[:MAX_PROBLEMS_SHOWN]
         more = len(problems) - len(shown)
         raise BatchError(
             "\n".join(shown) + (f"\n… and {more} more" if more else "") + "\nnothing was imported"
         )
+    summary.problems = sorted(problems, key=_line_number)  # in the file's order
     rows = _new_calls(store, path, answers, known, charged, summary)
     if rows:  # nothing new: the database is not written at all
         store.put_llm_calls(rows)
@@ -197,24 +218,26 @@ def import_results(store: Store, path: str | Path, charged: bool = False) -> Imp
     return summary
 
 
-def _given(path: Path, problems: list[str]) -> list[Given]:
-    """Every answered line of the file, once per `custom_id`; what is wrong with the others
-    goes to `problems`."""
+def _given(path: Path, problems: list[str], convert: Convert | None, read_all: bool) -> list[Given]:
+    """Every answered line of the file, once per `custom_id` (the first line that names it);
+    what is wrong with the others goes to `problems`."""
     given: list[Given] = []
     seen: set[str] = set()
-    for number, line in _lines(path, problems):
+    for number, line in _lines(path, problems, read_all):
         where = f"{path.name}, line {number}"
         try:
             item = loads_json(line)
         except ValueError as exc:  # malformed, nested too deeply, a lone surrogate
             problems.append(f"{where}: not JSON we can read ({str(exc)[:120]})")
             continue
+        if convert is not None:
+            item = convert(item)
         custom_id = item.get("custom_id") if isinstance(item, dict) else None
         if not isinstance(custom_id, str) or not custom_id:
             problems.append(f"{where}: no custom_id")
             continue
         if custom_id in seen:
-            problems.append(f"{where}: custom_id {custom_id[:16]}… answered twice")
+            problems.append(f"{where}: custom_id {custom_id[:16]}… answered twice (the first kept)")
             continue
         seen.add(custom_id)
         given.append((number, custom_id, _answer_of(item)))
@@ -300,11 +323,12 @@ def _new_calls(
     return rows
 
 
-def _lines(path: Path, problems: list[str]) -> Iterator[tuple[int, str]]:
+def _lines(path: Path, problems: list[str], read_all: bool = False) -> Iterator[tuple[int, str]]:
     """The file's non-empty lines, each read with a bounded reader: a line past
-    MAX_LINE_BYTES is reported and skipped without being held, and a device, pipe or folder
-    (`/dev/zero` never ends) is refused before it is read. Reading stops once
-    MAX_PROBLEMS_KEPT problems are known: the file is refused anyway."""
+    MAX_LINE_BYTES is reported and skipped without being held (the lines after it keep their
+    numbers), and a device, pipe or folder (`/dev/zero` never ends) is refused before it is
+    read. Reading stops once MAX_PROBLEMS_KEPT problems are known (the file is refused
+    anyway), unless `read_all` (a paid batch keeps every good line)."""
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             raise BatchError(
@@ -316,7 +340,7 @@ def _lines(path: Path, problems: list[str]) -> Iterator[tuple[int, str]]:
         raise BatchError(f"{path}: cannot be read ({exc.strerror})") from None
     with handle:
         number = 0
-        while len(problems) < MAX_PROBLEMS_KEPT:
+        while read_all or len(problems) < MAX_PROBLEMS_KEPT:
             raw = handle.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 return
@@ -334,6 +358,12 @@ def _lines(path: Path, problems: list[str]) -> Iterator[tuple[int, str]]:
             if text:
                 yield number, text
         problems.append(f"{path.name}: reading stopped after {MAX_PROBLEMS_KEPT} problems")
+
+
+def _line_number(problem: str) -> int:
+    """The line a problem names ("results.jsonl, line 12: ..."), for listing in file order."""
+    found = _LINE.search(problem)
+    return int(found.group(1)) if found else 0
 
 
 def _shown(text: str, limit: int) -> str:
@@ -364,3 +394,22 @@ def _answer_of(item: dict[str, Any]) -> Answer | str:
         return "an empty answer"
     trace, thinking, _ = reasoning_of(body)
     return text, prompt_tokens, completion_tokens, trace, thinking
+
+
+def report(batch_id: str, summary: ImportSummary) -> None:
+    """Say what a provider's batch did not answer, and which of its lines could not be read:
+    never stored, asked again by the run."""
+    for what, lines in (
+        ("request(s) not answered (not stored; the run asks them again, as --batch-fallback "
+         "says)", summary.errors),
+        ("line(s) of its results could not be read (their requests are asked again)",
+         summary.problems),
+        ("answer(s) conflict with answers already stored (the stored ones are kept)",
+         summary.conflicts),
+    ):  # fmt: skip
+        if lines:
+            print(f"batch {batch_id}: {len(lines)} {what}:", file=sys.stderr)
+            for line in lines[:ERRORS_SHOWN]:
+                print(f"  {line}", file=sys.stderr)
+            if len(lines) > ERRORS_SHOWN:
+                print(f"  … and {len(lines) - ERRORS_SHOWN} more", file=sys.stderr)

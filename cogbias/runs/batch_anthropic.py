@@ -6,26 +6,27 @@ the batches in `batches` and the requests in `batch_requests`, polls, and scores
 cache at the end. This module is the part that differs for Anthropic: how a batch is
 created (`llm/anthropic_batches.py` builds each request's params as litellm would send them
 interactively), what its states mean in the words the store keeps, and how its results
-reach the cache: each results line is rewritten as the OpenAI batch line that
-`batch.import_results` reads (line for line, so its messages name the results' own line
-numbers), and that one importer validates, redacts and stores them, in one transaction.
-Errored, expired and cancelled requests are never answers: they are listed, and the run asks
-them again in its next round (or interactively, as `--batch-fallback` says).
+reach the cache: `batch.import_results` reads the results file itself, each line rewritten
+as the OpenAI batch line it knows (`openai_line`), so its messages name the results' own line
+numbers, and it validates, redacts and stores every good answer in one transaction. A line it
+cannot read (not JSON, no or an unknown `custom_id`, past 10 MB) costs only itself: the
+answers Anthropic charged for are kept. Errored, expired and cancelled requests, and the
+requests of unreadable lines, are never answers: they are listed, and the run asks them again
+in its next round (or interactively, as `--batch-fallback` says).
 """
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from cogbias.core.limits import loads_json
-from cogbias.core.records import dumps
 from cogbias.llm import keys as key_rules
 from cogbias.llm.anthropic_batches import (
     MAX_BYTES,
     MAX_REQUESTS,
+    RESULTS_DEADLINE_S,
+    TIMEOUT_S,
     BatchesAPI,
     checked_id,
     custom_id,
@@ -39,7 +40,6 @@ from cogbias.store import Store
 
 # Anthropic's processing_status in the store's words (`Store.batches(open_only=True)`)
 STATUS = {"in_progress": "in_progress", "canceling": "cancelling"}
-ERRORS_SHOWN = 5
 
 
 def api(model: str, api_base: str | None, key_env: str | None) -> BatchesAPI:
@@ -54,7 +54,10 @@ def limits() -> tuple[int, int]:
 
 
 def create(
-    keys: list[str], todo: dict[str, tuple[Any, ModelProfile]], key_env: str | None
+    keys: list[str],
+    todo: dict[str, tuple[Any, ModelProfile]],
+    key_env: str | None,
+    call: batch.Call,
 ) -> dict[str, Any]:
     """Submit one batch of `keys`; returns its row for `batches` (id, status, expiry)."""
     profile = todo[keys[0]][1]
@@ -62,7 +65,7 @@ def create(
         {"custom_id": custom_id(key), "params": message_params(todo[key][0], profile)}
         for key in keys
     ]
-    created = api(profile.id, profile.api_base, key_env).create(requests)
+    created = call(api(profile.id, profile.api_base, key_env).create, requests)
     return {
         "id": _id_of(created),
         "status": status_of(created),
@@ -71,10 +74,17 @@ def create(
     }
 
 
-def poll(store: Store, run_id: str, row: dict[str, Any], key_env: str | None) -> bool:
-    """Refresh one batch; import its results once it has ended. True while it runs."""
+def poll(
+    store: Store,
+    run_id: str,
+    row: dict[str, Any],
+    key_env: str | None,
+    call: batch.Call,
+) -> bool:
+    """Refresh one batch; import its results once it has ended. True while it runs. Each
+    request to Anthropic goes through `call` (the run's watch: its cancel and deadline)."""
     batches = api(row["model"], row["api_base"], key_env)
-    current = batches.retrieve(row["id"])
+    current = call(batches.retrieve, row["id"])
     counts = current.get("request_counts")
     counts = counts if isinstance(counts, dict) else {}
     update = {
@@ -84,18 +94,18 @@ def poll(store: Store, run_id: str, row: dict[str, Any], key_env: str | None) ->
         "failed": sum(_count(counts.get(k)) for k in ("errored", "expired", "canceled")),
     }
     if current.get("processing_status") == "ended":
-        summary = _import(store, batches, row["id"])
+        summary = _import(store, batches, row["id"], call)
         store.add_run_cost(run_id, summary.cost, summary.tokens)
         update["output_file"] = f"{row['id']}/results"
-        _report(row["id"], summary)
+        batch.report(row["id"], summary)
     store.save_batch(update)
     return update["status"] in STATUS.values()
 
 
-def cancel(store: Store, row: dict[str, Any], key_env: str | None) -> None:
+def cancel(store: Store, row: dict[str, Any], key_env: str | None, call: batch.Call) -> None:
     """Ask Anthropic to cancel a batch. It ends later ("cancelling" until then): a resumed
     `--batch` run polls it and keeps the answers it finished before the cancel."""
-    current = api(row["model"], row["api_base"], key_env).cancel(row["id"])
+    current = call(api(row["model"], row["api_base"], key_env).cancel, row["id"])
     store.save_batch({"id": row["id"], "status": status_of(current)})
 
 
@@ -117,41 +127,11 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and 0 <= value < 2**53 else 0
 
 
-def _import(store: Store, batches: BatchesAPI, batch_id: str) -> batch.ImportSummary:
-    """Fetch the results, rewrite them as OpenAI batch lines and import those."""
+def _import(
+    store: Store, batches: BatchesAPI, batch_id: str, call: batch.Call
+) -> batch.ImportSummary:
+    """Fetch the results and import them, each line rewritten as an OpenAI batch line."""
     with tempfile.TemporaryDirectory(prefix="cogbias-anthropic-") as folder:
-        results = Path(folder) / "results.jsonl"
-        batches.results(batch_id, results)
-        rewritten = Path(folder) / f"{batch_id}.jsonl"  # the name the importer's messages say
-        with results.open("rb") as source, rewritten.open("w", encoding="utf-8") as target:
-            while raw := source.readline(batch.MAX_LINE_BYTES + 1):
-                target.write(_rewritten(raw) + "\n")
-        return batch.import_results(store, rewritten, charged=True)
-
-
-def _rewritten(raw: bytes) -> str:
-    """One results line as an OpenAI batch line; a line that is not one (too long, not JSON,
-    no custom_id) stays unreadable, so the importer names it and imports nothing."""
-    if len(raw) > batch.MAX_LINE_BYTES or not raw.strip():
-        return "" if not raw.strip() else "(a line longer than the limit)"
-    try:
-        line = openai_line(loads_json(raw))
-    except (ValueError, RecursionError):
-        return "(not JSON)"
-    return dumps(line) if line is not None else '{"custom_id": null}'
-
-
-def _report(batch_id: str, summary: batch.ImportSummary) -> None:
-    """Say what the batch did not answer: never stored, asked again by the run."""
-    if summary.errors:
-        print(
-            f"batch {batch_id}: {len(summary.errors)} request(s) not answered (not stored; "
-            "the run asks them again, as --batch-fallback says):",
-            file=sys.stderr,
-        )
-        for line in summary.errors[:ERRORS_SHOWN]:
-            print(f"  {line}", file=sys.stderr)
-        if len(summary.errors) > ERRORS_SHOWN:
-            print(f"  … and {len(summary.errors) - ERRORS_SHOWN} more", file=sys.stderr)
-    for line in summary.conflicts[:ERRORS_SHOWN]:
-        print(f"  {line}", file=sys.stderr)
+        results = Path(folder) / f"{batch_id}.jsonl"  # the name the importer's messages say
+        call(batches.results, batch_id, results, seconds=RESULTS_DEADLINE_S + TIMEOUT_S)
+        return batch.import_results(store, results, charged=True, convert=openai_line)

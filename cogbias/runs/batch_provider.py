@@ -17,14 +17,16 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from cogbias.core.records import dumps
-from cogbias.core.run_record import RunStatus
+from cogbias.core.run_record import Run, RunStatus
 from cogbias.llm import keys as key_rules
 from cogbias.llm.errors import LLMError
 from cogbias.llm.profiles import ModelProfile
@@ -35,7 +37,66 @@ MAX_REQUESTS_PER_FILE = 50_000  # OpenAI's limit per batch file
 MAX_BYTES_PER_FILE = 190 * 1024 * 1024  # under OpenAI's 200 MB
 MAX_ATTEMPTS = 3  # batch rounds a request may fail in before the run gives it up to interactive
 FINISHED = ("completed", "failed", "expired", "cancelled")
-WAKE_S = 0.5  # how often the wait between polls looks for a cancel
+WAKE_S = 0.5  # how often the wait between polls, and a request in flight, look for a cancel
+CALL_DEADLINE_S = 600.0  # one request to a Batch API, its retries included
+DOWNLOAD_S = 3 * 3600.0  # one results file, whole (4 GB at 400 KB/s)
+CANCEL_WAIT_S = 1.0  # after a cancel, how long the provider is given to take the batches' cancels
+
+
+class Cancelled(Exception):
+    """The run was cancelled (or lost its lease) while a request to a Batch API was waited on."""
+
+
+class Watch:
+    """A batch run's requests to a provider, each on its own thread while the run's thread
+    beats the lease and looks for a cancel every WAKE_S: `cogbias cancel` stops the run within
+    2 s whatever the server does (a poll that never answers, results that trickle in), and
+    every request has an overall deadline. The request's thread touches no database (the
+    store stays on the run's thread); one abandoned by a cancel ends with the process."""
+
+    def __init__(self, store: Store, run_id: str, owner: str) -> None:
+        self.store, self.run_id, self.owner = store, run_id, owner
+        self.cancel_by: float | None = None  # once cancelled: when the provider's time is up
+
+    def stopped(self) -> bool:
+        """Beat the lease; True once the run is cancelled or its lease is lost."""
+        current = self.store.heartbeat_run(self.run_id, self.owner)
+        return current is None or bool(current.get("cancel_requested"))
+
+    def __call__(self, fn: Callable[..., Any], *args: Any, seconds: float | None = None) -> Any:
+        """`fn(*args)`, waited on for at most `seconds` (CALL_DEADLINE_S; once cancelling,
+        until `cancel_by`); `Cancelled` as soon as the run is cancelled."""
+        cancelling = self.cancel_by is not None
+        if self.cancel_by is not None:
+            seconds = max(self.cancel_by - time.monotonic(), WAKE_S / 10)
+        seconds = seconds or CALL_DEADLINE_S
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = fn(*args)
+            except BaseException as exc:  # handed to the run's thread, raised there
+                box["error"] = exc
+
+        worker = threading.Thread(target=target, name="cogbias-batch-request", daemon=True)
+        worker.start()
+        end = time.monotonic() + seconds
+        while worker.is_alive():
+            worker.join(max(min(WAKE_S, end - time.monotonic()), 0.0))
+            if not worker.is_alive():
+                break
+            if not cancelling and self.stopped():
+                raise Cancelled
+            if time.monotonic() >= end:
+                raise LLMError(
+                    f"the Batch API did not answer within {seconds:,.0f} s; the run keeps its "
+                    f"batches: `cogbias resume {self.run_id} --batch` polls them again",
+                    kind="timeout",
+                    retryable=True,
+                )
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
 
 
 def _client(model: str, api_base: str | None, key_env: str | None) -> Any:
@@ -83,8 +144,8 @@ def execute(
     fallback: str = "round",
     progress: Any = None,
     **interactive: Any,
-) -> dict[str, Any]:
-    """Run a plan through batches, then score it from the cache; returns the run row."""
+) -> Run:
+    """Run a plan through batches, then score it from the cache; returns the run as stored."""
     check_batchable(plan)
     run_id = executor.create(plan, store)
     owner = lease_owner(os.getpid(), "batch")
@@ -115,16 +176,39 @@ def _batches(
     progress: Any,
     key_env: str | None = None,
 ) -> None:
-    folder = Path(tempfile.mkdtemp(prefix=f"cogbias-{run_id}-"))
-    store.update_run(run_id, status="running", pid=os.getpid())
-    while True:
-        current = store.heartbeat_run(run_id, owner)  # the lease says we are alive
-        if current is None or current.get("cancel_requested"):
-            _cancel_open(store, run_id, key_env)  # the interactive pass that follows sees it
+    store.update_run(run_id, status=RunStatus.RUNNING, pid=os.getpid())
+    watch = Watch(store, run_id, owner)
+    # the batch files, once uploaded, are the provider's: the folder goes when the run stops
+    with tempfile.TemporaryDirectory(prefix=f"cogbias-{run_id}-") as folder:
+        try:
+            _rounds(plan, store, watch, poll_seconds, fallback, progress, Path(folder), key_env)
+        except Cancelled:
+            pass
+        else:
             return
-        if _poll(store, run_id, key_env):  # batches still running: wait for them
+    watch.cancel_by = time.monotonic() + CANCEL_WAIT_S
+    _cancel_open(store, run_id, key_env, watch)  # the interactive pass that follows sees it
+
+
+def _rounds(
+    plan: paired_plan.Plan,
+    store: Store,
+    watch: Watch,
+    poll_seconds: float,
+    fallback: str,
+    progress: Any,
+    folder: Path,
+    key_env: str | None,
+) -> None:
+    """Poll, wait and submit until nothing is left to ask in batches; `Cancelled` when the run
+    is cancelled (or loses its lease)."""
+    run_id = watch.run_id
+    while True:
+        if watch.stopped():
+            raise Cancelled
+        if _poll(store, run_id, key_env, watch):  # batches still running: wait for them
             _say(progress, store, run_id)
-            _wait(store, run_id, owner, poll_seconds)
+            _wait(watch, poll_seconds)
             continue
         pending = batch.pending_requests(plan, store)
         attempts = store.batch_requests(list(pending))
@@ -134,18 +218,17 @@ def _batches(
         }
         if not todo:
             return  # what is left (if anything) is asked interactively
-        _submit(store, run_id, todo, attempts, folder, key_env)
+        _submit(store, run_id, todo, attempts, folder, key_env, watch)
 
 
-def _wait(store: Store, run_id: str, owner: str, seconds: float) -> None:
+def _wait(watch: Watch, seconds: float) -> None:
     """Sleep until the next poll, beating the lease and looking for a cancel every WAKE_S:
     `cogbias cancel` promises a stop within 2 s, whatever the poll interval."""
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
         time.sleep(min(WAKE_S, left))
-        current = store.heartbeat_run(run_id, owner)
-        if current is None or current.get("cancel_requested"):
-            return  # the loop sees it and cancels the open batches
+        if watch.stopped():
+            raise Cancelled
 
 
 def _submit(
@@ -154,7 +237,8 @@ def _submit(
     todo: dict[str, tuple[Any, ModelProfile]],
     attempts: dict[str, dict[str, Any]],
     folder: Path,
-    key_env: str | None = None,
+    key_env: str | None,
+    call: batch.Call,
 ) -> None:
     by_endpoint: dict[tuple[str, str | None], list[str]] = defaultdict(list)
     for key, (req, profile) in todo.items():
@@ -167,10 +251,10 @@ def _submit(
         for number, chunk in enumerate(_chunks(keys, todo, *limits)):
             profile = todo[chunk[0]][1]
             if anthropic:
-                created = batch_anthropic.create(chunk, todo, key_env)
+                created = batch_anthropic.create(chunk, todo, key_env, call)
             else:
                 path = folder / f"{model.replace('/', '_')}-{int(time.time())}-{number}.jsonl"
-                created = _create(path, run_id, chunk, todo, key_env)
+                created = _create(path, run_id, chunk, todo, key_env, call)
             store.save_batch(
                 {
                     **created,
@@ -207,8 +291,10 @@ def _create(
     chunk: list[str],
     todo: dict[str, tuple[Any, ModelProfile]],
     key_env: str | None,
+    call: batch.Call,
 ) -> dict[str, Any]:
-    """Upload one OpenAI batch file and create its batch; returns its row for `batches`."""
+    """Upload one OpenAI batch file and create its batch; returns its row for `batches`.
+    (A create that a cancel abandons may still reach the provider; it is then not stored.)"""
     profile = todo[chunk[0]][1]
     lines = []
     for key in chunk:
@@ -218,12 +304,14 @@ def _create(
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     client = _client(profile.id, profile.api_base, key_env)
     with path.open("rb") as handle:
-        uploaded = client.files.create(file=handle, purpose="batch")
-    created = client.batches.create(
-        input_file_id=uploaded.id,
-        endpoint="/v1/chat/completions",
-        completion_window="24h",
-        metadata={"cogbias_run": run_id},
+        uploaded = call(lambda: client.files.create(file=handle, purpose="batch"))
+    created = call(
+        lambda: client.batches.create(
+            input_file_id=uploaded.id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+            metadata={"cogbias_run": run_id},
+        )
     )
     expected = datetime.now(UTC) + timedelta(hours=24)
     return {
@@ -254,15 +342,15 @@ def _chunks(
     return [c for c in chunks if c]
 
 
-def _poll(store: Store, run_id: str, key_env: str | None = None) -> bool:
+def _poll(store: Store, run_id: str, key_env: str | None, call: batch.Call) -> bool:
     """Refresh the run's open batches; import finished ones. True while any is running."""
     running = False
     for row in store.batches(run_id, open_only=True):
         if _anthropic(row):
-            running = batch_anthropic.poll(store, run_id, row, key_env) or running
+            running = batch_anthropic.poll(store, run_id, row, key_env, call) or running
             continue
         client = _client(row["model"], row["api_base"], key_env)
-        current = client.batches.retrieve(row["id"])
+        current = call(client.batches.retrieve, row["id"])
         counts = current.request_counts
         update = {
             "id": row["id"],
@@ -271,14 +359,13 @@ def _poll(store: Store, run_id: str, key_env: str | None = None) -> bool:
             "failed": counts.failed if counts else 0,
         }
         if current.status == "completed" and current.output_file_id:
-            content = client.files.content(current.output_file_id).content
-            with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as handle:
-                handle.write(content)
-            try:
-                summary = batch.import_results(store, handle.name, charged=True)
-            finally:
-                os.unlink(handle.name)
+            content = call(_content, client, current.output_file_id, seconds=DOWNLOAD_S)
+            with tempfile.TemporaryDirectory(prefix="cogbias-openai-") as folder:
+                results = Path(folder) / f"{row['id']}.jsonl"  # named in the importer's messages
+                results.write_bytes(content)
+                summary = batch.import_results(store, results, charged=True)
             store.add_run_cost(run_id, summary.cost, summary.tokens)
+            batch.report(row["id"], summary)
             update["output_file"] = current.output_file_id
             update["error_file"] = current.error_file_id
         elif current.status not in FINISHED:
@@ -287,14 +374,30 @@ def _poll(store: Store, run_id: str, key_env: str | None = None) -> bool:
     return running
 
 
-def _cancel_open(store: Store, run_id: str, key_env: str | None = None) -> None:
+def _content(client: Any, file_id: str) -> bytes:
+    """An OpenAI file's bytes (a batch's results)."""
+    return client.files.content(file_id).content
+
+
+def _cancel_open(store: Store, run_id: str, key_env: str | None, watch: Watch) -> None:
+    """Ask the provider to cancel the run's open batches, within CANCEL_WAIT_S in all (the
+    watch's `cancel_by`): a server that does not answer cannot hold the cancel up. A batch
+    it did not confirm stays open (a resumed run polls it again)."""
     for row in store.batches(run_id, open_only=True):
-        if _anthropic(row):
-            batch_anthropic.cancel(store, row, key_env)
+        if watch.cancel_by is not None and time.monotonic() >= watch.cancel_by:
+            print(f"batch {row['id']}: not cancelled (the provider's time was up)", file=sys.stderr)
             continue
-        client = _client(row["model"], row["api_base"], key_env)
-        cancelled = client.batches.cancel(row["id"])
-        store.save_batch({"id": row["id"], "status": cancelled.status})
+        try:
+            if _anthropic(row):
+                batch_anthropic.cancel(store, row, key_env, watch)
+                continue
+            client = _client(row["model"], row["api_base"], key_env)
+            cancelled = watch(client.batches.cancel, row["id"])
+            store.save_batch({"id": row["id"], "status": cancelled.status})
+        except Exception as exc:  # noqa: BLE001 (the run is cancelled whatever the server says)
+            print(
+                f"batch {row['id']}: the provider did not take the cancel ({exc})", file=sys.stderr
+            )
 
 
 def _anthropic(row: dict[str, Any]) -> bool:

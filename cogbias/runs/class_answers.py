@@ -24,13 +24,14 @@ from cogbias.core.class_question import Question
 from cogbias.core.reading import read_option
 from cogbias.core.records import cap_text
 from cogbias.core.redact import redactor
-from cogbias.core.run_record import Run
+from cogbias.core.run_record import ResultsPage, Run, RunRows
 from cogbias.llm import logprobs
 from cogbias.llm.random_provider import AnswerSpace
 from cogbias.llm.request import LLMRequest
 from cogbias.runs import class_plan
 from cogbias.runs.class_plan import PROBABILITIES, ClassPlan, ClassSpec, Unit, lettered, prompt_for
 from cogbias.runs.probabilities import read_half
+from cogbias.runs.read_side import ReadSide
 from cogbias.runs.work import Job, pool
 from cogbias.store import Store
 from cogbias.store.class_models import ModelAnswer
@@ -40,13 +41,18 @@ MAX_ERROR = 300
 SPEC_VERSION = 1
 
 
-class ClassKind:
-    """Models answer a class session's question: models × conditions × samples."""
+class ClassKind(ReadSide):
+    """Models answer a class session's question: models × conditions × samples. Its answers
+    are shown on the Class page, beside the class and the humans, and its report is its
+    session's (`views/report.py`, `PAGE_REPORTS`)."""
 
     name = class_plan.KIND
     unit_name = "answers"
-    results = TABLE  # shown on the Class page, beside the class and the humans
     batchable = False  # a class waits for its answers: no batch round of hours
+    page = ResultsPage.CLASS
+    tables = (RunRows(TABLE),)
+    noun = "answer"
+    failed_noun = "unreadable or failed"
 
     def owns(self, spec: Mapping[str, Any]) -> bool:
         return False  # its specs always name it
@@ -81,8 +87,8 @@ class ClassKind:
         async def unit(u: Unit) -> None:
             again = stored.get((u.model, u.condition, u.repeat))
             row = await asker.answer(u, fresh=again is not None and again.error is not None)
-            job.writer.run["done"] += 1
-            job.writer.run["failed"] += row.error is not None
+            job.writer.run.done += 1
+            job.writer.run.failed += row.error is not None
             job.writer.add(TABLE, row)
 
         await pool(todo, unit, job.concurrency)
@@ -102,7 +108,7 @@ class ClassKind:
         )
 
     def end_fields(self, job: Job) -> dict[str, Any]:
-        return {"done": job.writer.run["done"], "failed": job.writer.run["failed"]}
+        return {"done": job.writer.run.done, "failed": job.writer.run.failed}
 
 
 def spent(store: Store, run: Run) -> dict[str, float | None]:

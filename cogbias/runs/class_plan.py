@@ -10,18 +10,20 @@ options. A unit is one answer: (model, condition, repeat).
 
 Everything is checked before any call, from the model's profile (`max_temperature`,
 `top_logprobs`, `grammar`) and `llm.keys` (a key that is not set), and the cost is the
-engine's one estimate (`llm.costs.estimated_cost`).
+engine's one estimate (`llm.costs.estimate`).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from cogbias.core import records
 from cogbias.core.class_question import Question
-from cogbias.llm import logprobs
+from cogbias.core.limits import checked_name
+from cogbias.llm import costs, logprobs
 from cogbias.llm.errors import LLMError
 from cogbias.llm.keys import missing_key, missing_key_message
 from cogbias.llm.profiles import ModelProfile, resolve
@@ -98,23 +100,20 @@ class ClassPlan:
         """Model calls when nothing is cached (the `random` model's included)."""
         return sum(1 for unit in self.units if self.asks(unit.model))
 
-    def call_sizes(self) -> dict[str, dict[tuple[int, int], int]]:
-        """Per model: (prompt tokens, completion tokens) -> how many calls of that size."""
-        sizes: dict[str, dict[tuple[int, int], int]] = {}
+    def asked(self) -> list[costs.Calls]:
+        """The calls of each size per model, as the one cost estimator takes them."""
+        sizes: Counter[tuple[str, int, int]] = Counter()
         for unit in self.units:
             profile = self.profiles[unit.model]
             text = self.question.system + prompt_for(self.question, unit.condition, self.spec)
             prompt = len(text) // EST_CHARS_PER_TOKEN + EST_OVERHEAD_TOKENS
-            key = (prompt, completion_tokens(self.question, self.spec, profile))
-            counts = sizes.setdefault(unit.model, {})
-            counts[key] = counts.get(key, 0) + 1
-        return sizes
+            sizes[(unit.model, prompt, completion_tokens(self.question, self.spec, profile))] += 1
+        return [costs.Calls(*size, n) for size, n in sizes.items()]
 
     def estimated_cost(self, batch: bool = False) -> float | None:
-        """USD at most (every answer as long as allowed); None when a price is unknown."""
-        from cogbias.llm.costs import estimated_cost
-
-        return estimated_cost(self.call_sizes(), self.spec.api_base, batch)
+        """USD at most (every answer as long as allowed: `costs.estimate`); None when a
+        price is unknown."""
+        return costs.estimate(self.asked(), self.spec.api_base, batch)
 
     def cost_text(self) -> str:
         """The cost before any call, as the page and the command show it."""
@@ -124,7 +123,7 @@ class ClassPlan:
             return f"{calls}; cost unknown (a chosen model has no known price)"
         if cost == 0:
             return f"{calls}; free (offline models, no key needed)"
-        return f"{calls}; at most ${cost:.4f} (answers already cached are free)"
+        return f"{calls}; at most {costs.dollars(cost)} (answers already cached are free)"
 
     def describe(self) -> str:
         spec = self.spec
@@ -203,8 +202,9 @@ def _profiles(spec: ClassSpec) -> dict[str, ModelProfile]:
     profiles = {}
     for model in spec.models:
         try:
+            checked_name(model, "model")  # a label on the class's pages and its report
             profiles[model] = resolve(model, spec.api_base)
-        except LLMError as exc:
+        except (LLMError, ValueError) as exc:
             raise ClassAskError(str(exc)) from None
     return profiles
 

@@ -23,9 +23,8 @@ from cogbias.core.reading import (
     read_option,
 )
 from cogbias.core.records import (
-    ABSTAINED,
-    STOPPED_REASONING,
     Decision,
+    DecisionStatus,
     Instance,
     cap_text,
     decision_id,
@@ -87,7 +86,7 @@ class HalfResult:
     # the half's option probabilities (the `probabilities` scorer), original order
     distribution: Distribution | None = None
     # the run's reducer left the half's samples undecided (`runs.reducers`): no choice, no
-    # error; the pair is `ABSTAINED`
+    # error; the pair is `DecisionStatus.ABSTAINED`
     abstained: bool = False
     # a reasoning model's trace of the answer (`core.reasoning`) and the thinking tokens of
     # every call of the half; `--intervention self_help`: the question as the model rewrote it
@@ -389,7 +388,7 @@ def failed_decision(
 # A pair fails with its most retryable half's kind: a transient half must be asked again.
 KIND_RANK = {
     kind: i
-    for i, kind in enumerate(("transient", "invalid", STOPPED_REASONING, "unparseable", "fatal"))
+    for i, kind in enumerate(("transient", "invalid", "stopped_reasoning", "unparseable", "fatal"))
 }
 
 
@@ -403,7 +402,7 @@ def decision_row(
     score: Callable[[HalfResult, HalfResult], float | None] | None = None,
 ) -> Decision:
     """One decision from both halves, whatever the scorer (`runs.scorers`): the pair fails
-    when a half failed, abstains (`ABSTAINED`, unscored) when a half's samples were left
+    when a half failed, abstains (`DecisionStatus.ABSTAINED`, unscored) when a half's samples were left
     undecided by the run's reducer, and is scored otherwise by `score(control, treatment)`
     (default `choice_score`: the test case's metric on both choices). A scorer that keeps
     more of each half sets its own fields on the decision it gets back."""
@@ -433,7 +432,7 @@ def decision_row(
         control_choice=c.choice,
         treatment_choice=t.choice,
         score=scored,
-        status="failed" if failed else ABSTAINED if abstained else "ok",
+        status=_status(failed, abstained),
         error="; ".join(f"{name}: {h.error}" for name, h in failed) or None,
         failure_kind=kinds[0] if kinds else None,
         truncated=cut_c or cut_t,
@@ -462,6 +461,13 @@ def traces(instance: Instance, c: HalfResult, t: HalfResult) -> dict[str, Any]:
         "control_rewrite": c.rewrite or None,
         "treatment_rewrite": t.rewrite or None,
     }
+
+
+def _status(failed: Sequence[Any], abstained: bool) -> DecisionStatus:
+    """A pair fails when a half failed, abstains when a half was left undecided, else is ok."""
+    if failed:
+        return DecisionStatus.FAILED
+    return DecisionStatus.ABSTAINED if abstained else DecisionStatus.OK
 
 
 def choice_score(instance: Instance, c: HalfResult, t: HalfResult) -> float | None:

@@ -26,17 +26,20 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from cogbias.core.run_record import RunStatus
+from cogbias.core.run_record import Run, RunStatus
 from cogbias.llm.direct import close_sessions
 from cogbias.llm.factory import open_client
 from cogbias.llm.spending import SpendCap, SpendCapReached
 from cogbias.runs import kinds
-from cogbias.runs.work import DB_WAIT_LIMIT_S, Job, Progress, RunKind, Writer, busy
+from cogbias.runs.work import DB_WAIT_LIMIT_S, Job, LiveRun, Progress, RunKind, Writer, busy
 from cogbias.store import LEASE_STALE_S, Store, lease_alive, lease_owner, now
 from cogbias.store.buffered_cache import BufferedCache
+
+T = TypeVar("T")
 
 
 class RunBusy(RuntimeError):
@@ -66,9 +69,9 @@ def execute(
     api_key_env: str | None = None,
     kind: RunKind | None = None,
     max_cost: float | None = None,
-) -> dict[str, Any]:
+) -> Run:
     """Run (or resume) a plan of any kind to completion, cancellation or a fatal error;
-    returns the run row. Raises `RunBusy` when another live worker holds the run.
+    returns the run as stored. Raises `RunBusy` when another live worker holds the run.
     `api_key_env` names the variable holding the key of the run's `api_base` (never stored:
     a key variable changes no answer). `kind` is the plan's kind when the caller has
     resolved it already (a resumed run's record). `max_cost` caps what this execution
@@ -96,7 +99,7 @@ async def _execute(
     read_cache: bool,
     concurrency: int,
     tuning: dict[str, Any],
-) -> dict[str, Any]:
+) -> Run:
     run_id = kind.create(plan, store, name)
     return await holding_lease(
         store,
@@ -107,9 +110,7 @@ async def _execute(
     )
 
 
-async def holding_lease(
-    store: Store, run_id: str, work: Callable[[str], Awaitable[dict[str, Any]]]
-) -> dict[str, Any]:
+async def holding_lease(store: Store, run_id: str, work: Callable[[str], Awaitable[T]]) -> T:
     """Claim the run's lease, `await work(owner)`, release the lease.
 
     Raises `RunBusy` when another live worker holds the run."""
@@ -140,12 +141,12 @@ async def _work(
     read_cache: bool,
     concurrency: int,
     tuning: dict[str, Any],
-) -> dict[str, Any]:
+) -> Run:
     spec = plan.spec
     run_id = spec.run_id
     if (store.run(run_id) or {}).get("cancel_requested"):  # cancelled while this worker started
         store.update_run(run_id, status=RunStatus.CANCELLED, cancel_requested=0, finished_at=now())
-        return store.run(run_id) or {}
+        return replace(Run.from_row(store.run(run_id) or {"id": run_id}), kind=kind)
     with store.atomic():
         counts = kind.prepare(plan, store, retry_failed)
         previous = store.run(run_id) or {}
@@ -159,9 +160,7 @@ async def _work(
             wait_reason=None,
         )
     store.set_busy_timeout(0.2)  # never block the event loop on another process's writes
-    run = {"id": run_id, "planned": plan.planned, "status": RunStatus.RUNNING}
-    run.update(done=0, failed=0)
-    run.update(generated=0, to_generate=0, unit=kind.unit_name, **counts)
+    run = LiveRun(run_id, plan.planned, kind.unit_name, **counts)
     cache = BufferedCache(store)
     options = dict(api_base=spec.api_base, concurrency=concurrency, **tuning)
     client = open_client(cache, read_cache=read_cache, **options)
@@ -174,7 +173,8 @@ async def _work(
     if status == RunStatus.DONE:
         error = kind.incomplete(job)
         status = RunStatus.INCOMPLETE if error else status
-    return end_run(store, run, status, error, progress, **kind.end_fields(job))
+    ended = end_run(store, run, status, error, progress, **kind.end_fields(job))
+    return replace(ended, kind=kind)  # the kind this worker resolved, not asked again
 
 
 async def until_stopped(work: asyncio.Task[Any], writer: Writer) -> tuple[str, str | None]:
@@ -188,7 +188,7 @@ async def until_stopped(work: asyncio.Task[Any], writer: Writer) -> tuple[str, s
     try:
         await work
     except SpendCapReached as exc:  # resumable: the calls left were never sent
-        status, error = RunStatus.INCOMPLETE, capped(str(exc), writer.run["id"])
+        status, error = RunStatus.INCOMPLETE, capped(str(exc), writer.run.id)
     except FatalLLMError as exc:
         status, error = RunStatus.FAILED, str(exc)
     except asyncio.CancelledError:
@@ -216,23 +216,24 @@ def capped(reason: str, run_id: str) -> str:
 
 def end_run(
     store: Store,
-    run: dict[str, Any],
+    run: LiveRun,
     status: str,
     error: str | None,
     progress: Progress | None,
     **fields: Any,
-) -> dict[str, Any]:
-    """Record how a run ended (unless its lease was lost: the new owner records that).
+) -> Run:
+    """Record how a run ended (unless its lease was lost: the new owner records that) and
+    return it as stored (a `Run`; the caller sets the kind it resolved).
 
     When even that cannot be written (a full disk), stderr says so and what to do, and the
-    returned row carries the ending anyway: the stored row still says `running`, which reads
+    returned run carries the ending anyway: the stored row still says `running`, which reads
     as `interrupted` once this process has ended, and `cogbias resume` takes it over."""
     recorded = True
     if status != RunStatus.INTERRUPTED:
         try:
             _retrying(
                 lambda: store.update_run(
-                    run["id"],
+                    run.id,
                     status=status,
                     finished_at=now(),
                     error=error,
@@ -244,16 +245,17 @@ def end_run(
         except sqlite3.Error as exc:
             recorded = False
             print(
-                f"error: could not record in {store.path} that run {run['id']} ended {status} "
-                f"({exc}); free some space, then `cogbias resume {run['id']}` continues it "
+                f"error: could not record in {store.path} that run {run.id} ended {status} "
+                f"({exc}); free some space, then `cogbias resume {run.id}` continues it "
                 "from what was written",
                 file=sys.stderr,
             )
-    run.update(status=status, error=error)
+    run.status, run.error = status, error
     if progress:
         progress(run)
-    stored = store.run(run["id"]) or run
-    return stored if recorded else {**stored, "status": status, "error": error}
+    stored = store.run(run.id)
+    ended = Run.from_row(stored) if stored is not None else run.record()
+    return ended if recorded else replace(ended, status=status, error=error)
 
 
 def _retrying(action: Callable[[], Any], until: Callable[[], bool] = lambda: True) -> None:

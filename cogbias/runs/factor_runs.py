@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from cogbias.core.run_record import Run
+from cogbias.core.run_record import ResultsPage, Run
 from cogbias.runs.factors import FACTORS
 
 DEFAULT_EFFORT_LEVEL = "default"  # a run that names no effort: each model thinks at its own
@@ -69,7 +69,8 @@ def _design(run: Run, factor: str) -> str:
 
 
 def _paired(runs: Iterable[Run]) -> list[Run]:
-    return [r for r in runs if r.kind is not None and r.kind.results == "decisions"]
+    """The runs whose results are pairs (shown on Explore: the paired kinds' read side)."""
+    return [r for r in runs if r.kind is not None and r.kind.page is ResultsPage.EXPLORE]
 
 
 def _described(run: Run) -> str:

@@ -36,9 +36,9 @@ def refusal(spec: Any) -> str | None:
         interventions.check(spec.intervention)
     except ValueError as exc:
         return str(exc)
-    thinks = spec.reasoning_effort is not None or spec.thinking_budget is not None
+    effort_given = spec.reasoning_effort is not None or spec.thinking_budget is not None
     probabilities = scorers.get(spec.scoring).needs == scorers.OPTION_PROBABILITIES
-    if probabilities and (thinks or spec.intervention != interventions.NONE):
+    if probabilities and (effort_given or spec.intervention != interventions.NONE):
         return (
             f"--scoring {spec.scoring} asks for the option's letter alone, so it takes no "
             "--reasoning-effort, --thinking-budget or --intervention: use --scoring choice"
@@ -48,9 +48,7 @@ def refusal(spec: Any) -> str | None:
             f"--intervention cot asks for step-by-step reasoning, which the prompting method "
             f"'{spec.prompting}' asks already: choose one of them"
         )
-    if thinks and (fixed := thinking_temperature_refusal(spec)):
-        return fixed
-    if thinks:
+    if effort_given:
         silent = not_reasoning(spec.models, spec.api_base)
         if silent:
             flag = "--reasoning-effort" if spec.reasoning_effort else "--thinking-budget"
@@ -62,20 +60,11 @@ def refusal(spec: Any) -> str | None:
     return None
 
 
-def thinking_temperature_refusal(spec: Any) -> str | None:
-    """Why a model that only thinks at one temperature (Anthropic's extended thinking: 1)
-    cannot think at the run's, or None; asking would be refused call by call."""
-    for model in spec.models:
-        profile = resolve(model, spec.api_base)
-        wanted = profile.thinking_temperature
-        asked = spec.reasoning_effort != "none" or spec.thinking_budget is not None
-        if profile.reasoning and asked and wanted is not None and spec.temperature != wanted:
-            return (
-                f"{model} thinks only at temperature {wanted:g} (its provider refuses any "
-                f"other while it thinks): add --temperature {wanted:g}, or leave out "
-                "--reasoning-effort and --thinking-budget for it"
-            )
-    return None
+def thinks(spec: Any) -> bool:
+    """Whether a paired spec asks its reasoning models to think (an effort other than
+    `none`, or a budget): what a model thinking at one temperature alone is held to
+    (`paired_plan.temperature_refusal`)."""
+    return spec.reasoning_effort not in (None, "none") or spec.thinking_budget is not None
 
 
 def not_reasoning(models: Sequence[str], api_base: str | None) -> list[str]:

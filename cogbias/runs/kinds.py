@@ -2,15 +2,20 @@
 
 Every run is a plan of units worked by one executor (`cogbias.runs.executor`); a kind says
 what is particular to it: how a spec becomes a plan of units, how a unit is asked (one or
-more model turns), how the answers become rows and how those rows are stored. A caller that
-must treat kinds differently asks the kind (its `name`, `unit_name`, `results`, `batchable`)
-here; nothing else looks inside a spec to guess its kind.
+more model turns), how the answers become rows and how those rows are stored, and (its read
+side, `read_side.ReadSide`) where those rows live, how they export and reduce, and which page
+shows them. A caller asks a run's kind for these (`run.kind`, resolved here once); nothing
+else looks inside a spec to guess its kind, and nothing outside this module compares a
+kind's name (`tests/test_architecture.py` holds it).
 
-To add a kind: write a module with a class satisfying `RunKind` (`cogbias.runs.work`) whose
-spec's `canonical()` starts with `"kind": <its name>`, and add it to `_kinds()` (or
-`register` it, as a test or a plugin does). Planning (`plan`), starting
-(`executor.execute`, `executor.launch`), cancelling and resuming (`cogbias resume`, the Run
-page) then work for it unchanged.
+To add a kind: write a module with a class satisfying `RunKind` (`cogbias.runs.work`, its
+read side a subclass of `ReadSide`) whose spec's `canonical()` starts with
+`"kind": <its name>`, and add it to `_kinds()`, or `register` it from its own module: a
+plugin module named in the environment variable `COGBIAS_PLUGINS` (comma-separated module
+paths) is imported when kinds are first asked for, in every process (the command, the app,
+a run's worker), so one `kinds.register(...)` line in it is all a new kind needs. Planning,
+starting, cancelling, resuming, listing, exporting, reporting and deleting then work for it
+unchanged.
 
 A stored spec names its kind (`read_stored` reads it and hands the kind its own fields):
 a new kind's `canonical()` carries it, as a study's always has (`"kind": "study"`, part of
@@ -21,10 +26,12 @@ the first kind whose `owns` says so.
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cogbias.core.run_record import Run
 from cogbias.runs.work import RunKind
@@ -43,18 +50,46 @@ def _kinds() -> list[RunKind]:
 
 
 _KINDS: list[RunKind] = []
+PLUGINS = "COGBIAS_PLUGINS"  # modules to import first: each registers its kinds
+# what every kind offers its readers (`read_side.ReadSide` gives each a default)
+READ_SIDE = (
+    "page", "tables", "exports", "noun", "failed_noun", "cells", "settings", "failures",
+    "abstained",
+)  # fmt: skip
 
 
 def registry() -> list[RunKind]:
-    """Every kind of run, most specific first."""
+    """Every kind of run, most specific first (the plugins' first of all)."""
     if not _KINDS:
         _KINDS.extend(_kinds())
+        _import_plugins()
     return _KINDS
 
 
+def _import_plugins() -> None:
+    """Import the modules `COGBIAS_PLUGINS` names (each registers its kinds on import). The
+    variable is inherited by a run's worker process, so the worker knows the same kinds."""
+    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS, "").split(","))):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ValueError(
+                f"{PLUGINS} names the module '{module}', which could not be imported ({exc}); "
+                f"install it or take it out of {PLUGINS}"
+            ) from None
+
+
 def register(kind: RunKind) -> RunKind:
-    """Add a kind in this process (first in the registry); ValueError when its name is taken.
-    A worker process (`executor.launch`) knows only the kinds its imports register."""
+    """Add a kind in this process (first in the registry); ValueError when its name is taken,
+    TypeError when it lacks a read side (subclass `read_side.ReadSide` for its defaults).
+    A worker process (`executor.launch`) knows the kinds of `_kinds()` and of the plugins
+    `COGBIAS_PLUGINS` names."""
+    missing = [piece for piece in READ_SIDE if not hasattr(kind, piece)]
+    if missing:
+        raise TypeError(
+            f"the run kind '{kind.name}' has no {', '.join(missing)}: subclass "
+            "`cogbias.runs.read_side.ReadSide`, which gives each a default"
+        )
     if any(k.name == kind.name for k in registry()):
         raise ValueError(f"a run kind named '{kind.name}' is already registered")
     registry().insert(0, kind)
@@ -62,7 +97,7 @@ def register(kind: RunKind) -> RunKind:
 
 
 def unregister(name: str) -> None:
-    """Remove a kind added by `register` (a test's toy kind)."""
+    """Remove a kind added by `register` (a test's own kind, once it is done)."""
     registry()[:] = [k for k in registry() if k.name != name]
 
 
@@ -138,6 +173,12 @@ def record(row: Mapping[str, Any]) -> Run:
 def records(store: Store) -> list[Run]:
     """Every stored run as a `Run` (newest first), each kind resolved once."""
     return [record(row) for row in store.runs()]
+
+
+def of(run: Run) -> RunKind:
+    """A record's kind, with everything a reader asks of it (`record` resolved it once)."""
+    kind = run.kind if run.kind is not None else kind_of(run.spec)
+    return cast(RunKind, kind)
 
 
 def described(run: Run) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from cogbias.core import expressions, metrics, records
 from cogbias.core.metrics import MetricParams
-from cogbias.core.records import Decision, Instance
+from cogbias.core.records import Decision, DecisionStatus, Instance
 from cogbias.core.run_record import Run
 from cogbias.core.templates import Filled
 from cogbias.library import testcases as library
@@ -29,16 +29,17 @@ from cogbias.runs.paired_plan import (
     create_run,
     plan,
 )
+from cogbias.runs.paired_results import PairedResults
 from cogbias.runs.work import Job, Writer, pool
 from cogbias.store import Store
 
 
-class PairedKind:
-    """Library test cases × scenarios × instances × models × repeats."""
+class PairedKind(PairedResults):
+    """Library test cases × scenarios × instances × models × repeats (its read side:
+    `paired_results.PairedResults`)."""
 
     name = "paired"
     unit_name = "pairs"
-    results = "decisions"
     batchable = True
 
     def owns(self, spec: Mapping[str, Any]) -> bool:
@@ -191,10 +192,10 @@ async def _instances(job: Job) -> dict[str, Instance]:
         made[instance_job.id] = instance
         if instance.failure_kind != "transient":
             writer.add("instances", instance.to_row())
-        writer.run["generated"] += 1
+        writer.run.generated += 1
 
     missing = [j for j in plan.jobs if j.id not in existing]
-    writer.run.update(generated=0, to_generate=len(missing))
+    writer.run.generated, writer.run.to_generate = 0, len(missing)
     await pool(iter(missing), make, job.concurrency)
     rows = {r["id"]: r for r in store.instances(existing)}
     return made | {i: Instance.from_row(r) for i, r in rows.items()}
@@ -218,7 +219,7 @@ def _failed_instance(job: InstanceJob, spec: RunSpec, error: str, kind: str) -> 
         generator=spec.generator,
         temperature=spec.generator_temperature,
         seed=spec.seed,
-        status="failed",
+        status=DecisionStatus.FAILED,
         error=f"generation failed: {error}",
         failure_kind=kind,
     )
@@ -254,7 +255,7 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
     async def decide(pair: tuple[Instance, str, int, str]) -> None:
         instance, model, repeat, key = pair
         ask = pair_ask(plan, repeat)
-        if instance.status != "ok":
+        if instance.status != DecisionStatus.OK:
             error = instance.error or "instance failed"
             kind = instance.failure_kind or "invalid"
             row = pipeline.failed_decision(instance, model, ask, error, kind)
@@ -270,8 +271,8 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
 def _add_decision(writer: Writer, retried: dict[str, str], decision: Decision) -> None:
     """Count a finished pair (a retried one replaces its failure) and hand it to the writer."""
     if retried.pop(decision.id, None) is None:
-        writer.run["done"] += 1
+        writer.run.done += 1
     else:
-        writer.run["failed"] -= 1
-    writer.run["failed"] += decision.status == "failed"
+        writer.run.failed -= 1
+    writer.run.failed += decision.status == DecisionStatus.FAILED
     writer.add("decisions", decision)

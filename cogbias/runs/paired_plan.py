@@ -14,10 +14,12 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from cogbias.core import metrics, records
+from cogbias.core.limits import checked_name
 from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
 from cogbias.library import examples
 from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
+from cogbias.llm import costs
 from cogbias.llm.profiles import resolve
 from cogbias.runs import factors, pipeline, scorers
 from cogbias.runs import prompting as prompting_methods
@@ -189,28 +191,19 @@ class Plan:
         return calls
 
     def estimated_cost(self, batch: bool = False) -> float | None:
-        """USD for priced models (computed once per model); None when a price is unknown.
-        With `batch`, at the providers' batch prices (see `ModelProfile.batch_price_per_call`)."""
+        """USD for priced models (`costs.estimate`); None when a price is unknown. With
+        `batch`, at the providers' batch prices."""
         calls = self.llm_calls()
         llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
-        per_model = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
-        pricing = [(self.spec.generator, {"generate": calls["generate"]})]
-        for m in llm_models:
-            decide = {k: v for k, v in per_model.items() if k != "extract"}
-            pricing += [(m, decide), (self.spec.extractor or m, {"extract": per_model["extract"]})]
-        total = 0.0
-        for model, counts in pricing:
-            if not any(counts.values()):
-                continue
-            profile = resolve(model, self.spec.api_base)
-            price_of = profile.batch_price_per_call if batch else profile.price_per_call
-            thought = factors.thinking_per_call(model, self.spec)  # an estimate, as output
-            for kind, n in counts.items():
-                price = price_of(EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind] + thought)
-                if price is None:
-                    return None
-                total += n * price
-        return total
+        each = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
+        asked = [_calls(self.spec, self.spec.generator, "generate", calls["generate"])]
+        for model in llm_models:
+            asked.append(_calls(self.spec, model, "decide", each["decide"]))
+            asked.append(_calls(self.spec, model, "rewrite", each.get("rewrite", 0)))
+            asked.append(
+                _calls(self.spec, self.spec.extractor or model, "extract", each["extract"])
+            )
+        return costs.estimate(asked, self.spec.api_base, batch)
 
     def describe(self) -> str:
         calls = self.llm_calls()
@@ -241,8 +234,12 @@ class Plan:
             f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract"
             + (f", {calls['rewrite']} self-help rewrites" if "rewrite" in calls else "")
             + f"){self.thinking_note()}; "
-            f"estimated cost: {'unknown (unpriced model)' if cost is None else f'${cost:.4f}'}"
-            + ("" if not cost or batch_cost is None else f", ${batch_cost:.4f} with --batch")
+            f"estimated cost: {costs.estimate_text(cost)}"
+            + (
+                ""
+                if not cost or batch_cost is None
+                else f", {costs.dollars(batch_cost)} with --batch"
+            )
             + " (answers already in the cache are free)"
             + self.kept_note()
         )
@@ -263,6 +260,13 @@ class Plan:
             f"{', '.join(self.kept)}, which the library has changed since; for the current "
             f"design, delete the run (cogbias delete run {self.spec.run_id}) and run it again"
         )
+
+
+def _calls(spec: RunSpec, model: str, kind: str, count: int) -> costs.Calls:
+    """`count` calls of one kind (generate, decide, rewrite, extract) at that kind's estimated
+    size, a reasoning model's expected thinking priced as output (`factors`: an estimate)."""
+    thought = factors.thinking_per_call(model, spec) if count else 0
+    return costs.Calls(model, EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind] + thought, count)
 
 
 _ORDER_WORDS = {
@@ -367,14 +371,43 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
         raise ValueError(problem)
     if spec.api_base:
         check_api_base(spec.api_base)
-    for model in {*spec.models, spec.generator}:
+    for model in {*spec.models, spec.generator, spec.extractor or spec.generator}:
+        checked_name(model, "model")  # a model is a label on every page, chart and report
         resolve(model, spec.api_base)  # unknown local models fail here, before any work
+    asked = [(m, spec.temperature, factors.thinks(spec)) for m in spec.models]
+    if not spec.dataset and not answers_offline(spec.generator, spec):  # it fills the gaps
+        asked.append((spec.generator, spec.generator_temperature, False))
+    for model, temperature, thinking in asked:
+        if problem := temperature_refusal(model, spec.api_base, temperature, thinking):
+            raise ValueError(problem)
     if spec.extractor is not None and not resolve(spec.extractor, spec.api_base).writes_text:
         raise ValueError(
             f"--extractor {spec.extractor} cannot read answers: it writes no text; choose a "
             "language model (e.g. local/smollm2) or leave it out (each model reads its own)"
         )
     return spec
+
+
+def temperature_refusal(
+    model: str, api_base: str | None, temperature: float, thinking: bool = False
+) -> str | None:
+    """Why `model` cannot be asked at `temperature` (its profile's `max_temperature`: a
+    provider's API refuses more, Anthropic's above 1; and, when asked to think, its
+    `thinking_temperature`: Anthropic's extended thinking takes 1 alone), or None."""
+    profile = resolve(model, api_base)
+    limit, only = profile.max_temperature, profile.thinking_temperature
+    if temperature > limit:
+        return (
+            f"{model} accepts temperatures up to {limit:g}, not {temperature:g}: choose a "
+            f"temperature of at most {limit:g}, or leave {model} out"
+        )
+    if thinking and profile.reasoning and only is not None and temperature != only:
+        return (
+            f"{model} thinks only at temperature {only:g} (its provider refuses any other "
+            f"while it thinks): add --temperature {only:g}, or leave out --reasoning-effort "
+            "and --thinking-budget for it"
+        )
+    return None
 
 
 def pinned_cases(store: Store, run_id: str) -> dict[str, TestCase] | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogbias.core import records
-from cogbias.core.records import Turn
+from cogbias.core.records import Turn, TurnStatus
 from cogbias.core.redact import redactor
 from cogbias.core.run_record import Run
 from cogbias.llm.profiles import resolve as resolve_model
@@ -33,6 +33,7 @@ from cogbias.runs.study_plan import (
     Unit,
     compose,
 )
+from cogbias.runs.study_read import StudyResults
 from cogbias.runs.work import Job, Writer, pool
 from cogbias.store import Store
 from cogbias.studies.definitions import StudyTest
@@ -42,12 +43,12 @@ from cogbias.studies.questions import system_message
 SPEC_VERSION = 1
 
 
-class StudyKind:
-    """A study's tests × models × temperatures × variants × mitigations × repeats."""
+class StudyKind(StudyResults):
+    """A study's tests × models × temperatures × variants × mitigations × repeats (its read
+    side: `study_read.StudyResults`)."""
 
     name = "study"
     unit_name = "units"
-    results = "study_calls"
     batchable = False  # each turn depends on the answer before it: no round to hand over
 
     def owns(self, spec: Mapping[str, Any]) -> bool:
@@ -89,7 +90,7 @@ class StudyKind:
         )
 
     def end_fields(self, job: Job) -> dict[str, Any]:
-        return {"done": job.writer.run["done"], "failed": job.writer.run["failed"]}
+        return {"done": job.writer.run.done, "failed": job.writer.run.failed}
 
 
 def create(plan: StudyPlan, store: Store, name: str = "") -> str:
@@ -109,7 +110,7 @@ def stored_turns(store: Store, run_id: str, retry_failed: bool) -> dict[str, dic
     columns = ["id", "run_id", "conversation", "turn", "role", "test", "status"]
     for row in store.turn_values(run_id, [*columns, "failure_kind", "response"]):
         turn = Turn.from_row(row)
-        if turn.status == "failed" and (retry_failed or turn.failure_kind == "transient"):
+        if turn.status == TurnStatus.FAILED and (retry_failed or turn.failure_kind == "transient"):
             continue
         kept.setdefault(turn.conversation, {})[turn.turn] = turn
     return kept
@@ -157,8 +158,8 @@ class _Conversations:
             ok = await self._sequence(unit, test, script)
         else:
             ok = await self._single(unit, test, script)
-        self.writer.run["done"] += 1
-        self.writer.run["failed"] += not ok
+        self.writer.run.done += 1
+        self.writer.run.failed += not ok
 
     async def _single(self, unit: Unit, test: StudyTest, script: Script) -> bool:
         """One decision, after a self-help rewrite when asked; again while unreadable."""
@@ -168,14 +169,14 @@ class _Conversations:
             asked, turn = script.turns[0], 0
             if script.rewrite is not None:
                 row = rows.get(0) or await self._ask(talk, 0, "rewrite", [script.rewrite])
-                if row.status == "failed":
+                if row.status == TurnStatus.FAILED:
                     return False
-                if row.status != "ok":
+                if row.status != TurnStatus.OK:
                     continue
                 asked, turn = rewritten(row.response or ""), 1
             row = rows.get(turn) or await self._ask(talk, turn, "decide", [asked])
-            if row.status in ("ok", "failed"):
-                return row.status == "ok"
+            if row.status in (TurnStatus.OK, TurnStatus.FAILED):
+                return row.status == TurnStatus.OK
         return False
 
     async def _sequence(self, unit: Unit, test: StudyTest, script: Script) -> bool:
@@ -189,7 +190,7 @@ class _Conversations:
         for turn, (role, text) in enumerate(role_turns):
             said.append(text)
             row = rows.get(turn) or await self._ask(talk, turn, role, said)
-            if row.status == "failed":
+            if row.status == TurnStatus.FAILED:
                 return False
             # An empty answer goes back as a visible mark: providers refuse empty turns.
             said.append(row.response or NO_ANSWER)
@@ -198,10 +199,10 @@ class _Conversations:
     def _invalid(self, unit: Unit, test: StudyTest, error: str) -> None:
         talk = _Talk(unit, test, Script([], ""), unit.conversation(self.run_id))
         row = self._row(talk, 0, "decide", "")
-        row.status, row.error, row.failure_kind = "failed", error, "invalid"
+        row.status, row.error, row.failure_kind = TurnStatus.FAILED, error, "invalid"
         self.writer.add("study_calls", row)
-        self.writer.run["done"] += 1
-        self.writer.run["failed"] += 1
+        self.writer.run.done += 1
+        self.writer.run.failed += 1
 
     def _row(self, talk: _Talk, turn: int, role: str, prompt: str) -> Turn:
         """A turn's record before it is asked."""
@@ -227,7 +228,7 @@ class _Conversations:
             status_quo_at=script.status_quo_at,
             prompt=prompt,
             original=script.original if first_decision else None,
-            status="ok",
+            status=TurnStatus.OK,
         )
 
     async def _ask(self, talk: _Talk, turn: int, role: str, said: list[str]) -> Turn:
@@ -259,7 +260,9 @@ class _Conversations:
             raise
         except LLMError as exc:
             # an empty answer is an answer that cannot be read: asked again like one
-            status = "unparseable" if exc.failure_kind == "unparseable" else "failed"
+            status = (
+                TurnStatus.UNPARSEABLE if exc.failure_kind == "unparseable" else TurnStatus.FAILED
+            )
             row.status, row.error, row.failure_kind = status, str(exc), exc.failure_kind
             self.writer.add("study_calls", row)
             return row

@@ -9,7 +9,7 @@ import json
 import re
 
 from cogbias.core.answers import Answer
-from cogbias.core.records import Turn
+from cogbias.core.records import Turn, TurnStatus
 from cogbias.llm.random_provider import AnswerSpace
 from cogbias.runs import grammars
 from cogbias.runs.study_plan import Script
@@ -50,7 +50,11 @@ def _read(test: StudyTest, role: str, text: str, turn: Turn) -> None:
     if value is not None:
         turn.value = value
     else:
-        turn.status, turn.error, turn.failure_kind = "unparseable", answer.error, "unparseable"
+        turn.status, turn.error, turn.failure_kind = (
+            TurnStatus.UNPARSEABLE,
+            answer.error,
+            "unparseable",
+        )
 
 
 def _answer(test: StudyTest, role: str, text: str) -> Answer:

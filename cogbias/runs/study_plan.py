@@ -22,6 +22,7 @@ from typing import Any
 
 from cogbias.core import records
 from cogbias.core.answers import permuted_orders
+from cogbias.core.limits import checked_name
 from cogbias.studies import interventions
 from cogbias.studies.definitions import (
     MAX_ATTEMPTS,
@@ -165,13 +166,21 @@ class StudyPlan:
         return sizes
 
     def estimated_cost(self, batch: bool = False) -> float | None:
-        """USD for priced models when every answer is read at the first attempt; None when a
-        model's price is unknown (the `random` model and local models cost nothing)."""
-        from cogbias.llm.costs import estimated_cost
+        """USD for priced models when every answer is read at the first attempt
+        (`costs.estimate`); None when a model's price is unknown (the `random` model and
+        local models cost nothing)."""
+        from cogbias.llm import costs
 
-        return estimated_cost(self.call_sizes(), self.spec.api_base, batch)
+        asked = [
+            costs.Calls(model, prompt, completion, n)
+            for model, sizes in self.call_sizes().items()
+            for (prompt, completion), n in sizes.items()
+        ]
+        return costs.estimate(asked, self.spec.api_base, batch)
 
     def describe(self) -> str:
+        from cogbias.llm import costs
+
         spec = self.spec
         cost = self.estimated_cost()
         lines = [
@@ -180,7 +189,7 @@ class StudyPlan:
             f"{len(spec.temperatures)} temperatures × {len(spec.variants)} variants × "
             f"{len(spec.mitigations)} mitigations × {spec.repeats} repeats; up to "
             f"{spec.max_attempts} attempts per answer); estimated cost: "
-            + ("unknown (unpriced model)" if cost is None else f"${cost:.4f}")
+            + costs.estimate_text(cost)
             + " (answers already in the cache are free)",
             *self.notes,
         ]
@@ -254,6 +263,11 @@ def resolve(spec: StudySpec, study: Study) -> StudySpec:
     """The spec with every default filled in and the study's source hash."""
     if not spec.models:
         raise StudyPlanError("give at least one model")
+    for model in spec.models:
+        try:
+            checked_name(model, "model")  # a label on every page, chart and report
+        except ValueError as exc:
+            raise StudyPlanError(str(exc)) from None
     # A name given twice is asked once (twice would plan the same conversations twice).
     tests = _pick(list(dict.fromkeys(spec.tests)), list(study.tests), "test")
     variants = _pick(

@@ -4,48 +4,35 @@ beside them, and its conversations.
 The statistics are the statistics layer's (`cogbias.studies.study_tables` scores the cells
 and pivots them, `cogbias.studies.reference_tables` sets them beside the humans); this module
 only finds a study run as a `Run` record, reads what they need of it from the store and hands
-it over.
+it over. What every reader asks of a study run (its cells, its export, its settings) is the
+kind's read side, `study_read`.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import pandas as pd
 
 from cogbias.core.run_record import Run
 from cogbias.runs import kinds
-from cogbias.runs.study_plan import StudySpec, stored_study
+from cogbias.runs.study_plan import stored_study
+from cogbias.runs.study_read import StudyResults, calls, scored_cells, spec_of
 from cogbias.store import Store
-from cogbias.studies import reference_tables, study_tables
+from cogbias.studies import reference_tables
 from cogbias.studies.definitions import Study
 from cogbias.studies.references import Reference, load_references
+
+__all__ = ["calls", "spec_of"]  # what the pages read of a study run, beside what is here
 
 
 def study_runs(store: Store, study: str | None = None) -> list[Run]:
     """Stored study runs (newest first), optionally of one study."""
-    runs = [run for run in kinds.records(store) if _is_study(run)]
+    runs = [run for run in kinds.records(store) if is_study(run)]
     return [run for run in runs if study is None or spec_of(run).study == study]
-
-
-def spec_of(run: Run) -> StudySpec:
-    """A study run's spec as its kind reads it."""
-    return StudySpec.from_stored(run.spec)
-
-
-def calls(store: Store, run_id: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """A run's turns (all their columns, or only `columns`), in the order they were written."""
-    if columns is None:
-        return pd.DataFrame(store.turns(run_id))
-    return pd.DataFrame(store.turn_values(run_id, columns))
 
 
 def results(store: Store, run_id: str) -> pd.DataFrame:
     """One row per cell of the run (`study_tables.RESULT_COLUMNS`)."""
-    run = study_run(store, run_id)
-    spec = spec_of(run)
-    turns = calls(store, run_id, [*study_tables.SCORED, *study_tables.DIMENSIONS])
-    return study_tables.results(turns, stored_study(store, spec), run_id, spec.study)
+    return scored_cells(store, study_run(store, run_id))
 
 
 def comparison(
@@ -77,15 +64,15 @@ def selfhelp_pairs(store: Store, run_id: str) -> pd.DataFrame:
     return pd.DataFrame(store.selfhelp_turns(run_id))
 
 
-def _is_study(run: Run) -> bool:
-    """Whether a stored run is a study run (its kind, resolved once, says)."""
-    return run.kind is not None and run.kind.name == "study"
+def is_study(run: Run) -> bool:
+    """Whether a stored run is a study run: its kind (resolved once) reads as one."""
+    return isinstance(run.kind, StudyResults)
 
 
 def study_run(store: Store, run_id: str) -> Run:
     """A stored study run; KeyError saying what the run is when it is another kind."""
     run = kinds.stored(store, run_id)
-    if not _is_study(run):
+    if not is_study(run):
         raise KeyError(
             f"run {run_id} is {kinds.described(run)}, not a study run: its results are "
             f"`cogbias results run {run_id}`"

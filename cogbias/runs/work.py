@@ -11,13 +11,16 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cogbias.core.run_record import Run
+from cogbias.core.run_record import ResultsPage, Run, RunRows, RunStatus, SharedRows
+from cogbias.runs.read_side import ExportTable
 from cogbias.store.buffered_cache import BufferedCache
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from cogbias.llm import LLMClient
     from cogbias.store import Store
 
@@ -26,7 +29,37 @@ FLUSH_ROWS = 256
 IDLE_CHECK_SECONDS = 0.2  # how often an idle worker looks for a cancel request
 DB_WAIT_LIMIT_S = 600.0  # a worker waits this long for another process's long transaction
 
-Progress = Callable[[dict[str, Any]], None]
+
+@dataclass
+class LiveRun:
+    """A run while a worker is on it: the counters its writer commits with every batch and a
+    progress view shows (`Progress` is handed it after each commit). A kind's work counts
+    into it (`job.writer.run.done += 1`); once the run has ended, the executor returns the
+    stored `Run` (`record()` is the same run, read from here, should the store fail)."""
+
+    id: str
+    planned: int
+    unit: str  # what a unit is called ("pairs", "units"): the kind's `unit_name`
+    status: str = RunStatus.RUNNING
+    done: int = 0
+    failed: int = 0
+    generated: int = 0  # instances generated so far, of `to_generate`, before any is decided
+    to_generate: int = 0
+    waiting: int = 0  # calls waiting to be retried, and why
+    wait_reason: str = ""
+    db_wait: bool = False  # waiting for another process's long transaction
+    cost: float = 0.0
+    cost_saved: float = 0.0
+    error: str | None = None
+
+    def record(self) -> Run:
+        """The run as a `Run` record (its stored fields that a worker keeps live)."""
+        counters = {f.name: getattr(self, f.name) for f in fields(self)}
+        del counters["unit"], counters["db_wait"]
+        return Run(**counters)
+
+
+Progress = Callable[[LiveRun], None]
 
 
 class Writer:
@@ -44,7 +77,7 @@ class Writer:
     def __init__(
         self,
         store: Store,
-        run: dict[str, Any],
+        run: LiveRun,
         owner: str,
         caches: list[BufferedCache],
         clients: list[LLMClient],
@@ -97,41 +130,47 @@ class Writer:
                 self.save(self.store, self.rows)
                 for cache in self.caches:
                     self.store.put_llm_calls(cache.drain())
-                keys = ("done", "failed", "generated", "to_generate")
+                run = self.run
                 waiting = sum(c.stats.waiting for c in self.clients)
                 reason = next((c.stats.wait_reason for c in self.clients if c.stats.waiting), "")
                 self.store.update_run(
-                    self.run["id"],
-                    **{k: self.run[k] for k in keys},
+                    run.id,
+                    done=run.done,
+                    failed=run.failed,
+                    generated=run.generated,
+                    to_generate=run.to_generate,
                     waiting=waiting,
                     wait_reason=reason,
                 )
                 totals = self._totals()
                 increments = {k: totals[k] - self.accounted[k] for k in totals}
                 increments["duration_s"] = t - self.last
-                current = self.store.heartbeat_run(self.run["id"], self.owner, **increments)
+                current = self.store.heartbeat_run(run.id, self.owner, **increments)
         except Exception as exc:  # disk full, locked, a corrupted file, a bug: never hang
             for cache, answers in zip(self.caches, buffered, strict=True):
                 cache.pending = {**answers, **cache.pending}  # rolled back: keep them buffered
             if not (isinstance(exc, sqlite3.OperationalError) and busy(exc)):
-                self._fail(write_failure(self.store, self.run["id"], exc))
+                self._fail(write_failure(self.store, self.run.id, exc))
                 return False
             self.db_wait_since = self.db_wait_since or t
-            self.run["db_wait"] = True
+            self.run.db_wait = True
             if t - self.db_wait_since > DB_WAIT_LIMIT_S:
                 self._fail(f"the database stayed locked for {DB_WAIT_LIMIT_S:.0f} s: {exc}")
             return False
         self.last, self.accounted = t, totals
         self.db_wait_since = None
-        self.run["db_wait"] = False
+        self.run.db_wait = False
         self.rows = {}
-        self.run["waiting"], self.run["wait_reason"] = waiting, reason
+        self.run.waiting, self.run.wait_reason = waiting, reason
         if current is None:
             self._stop("lease")
         elif current["cancel_requested"]:
             self._stop("cancel")
         else:
-            self.run.update(cost=current["cost"], cost_saved=current["cost_saved"])
+            self.run.cost, self.run.cost_saved = (
+                current["cost"] or 0.0,
+                current["cost_saved"] or 0.0,
+            )
         if self.progress:
             self.progress(self.run)
         return True
@@ -209,15 +248,30 @@ class Job:
 
 
 class RunKind(Protocol):
-    """What the executor asks of a kind of run."""
+    """What the executor asks of a kind of run (the methods below), and what its readers ask
+    (`read_side.ReadSide`: a kind subclasses it and overrides what it has)."""
 
     name: str  # "paired" | "dataset" | "tokenbias" | "study" | "class": a stored spec's "kind"
     unit_name: str  # what a unit is called in progress and summaries ("pairs", "units")
-    # the table its results are read from: "decisions" (paired results: Explore shows them),
-    # "study_calls" (the Studies page), "class_model_answers" (the Class page); another
-    # name: no page shows them yet
-    results: str
     batchable: bool  # whether `cogbias batch` and `--batch` can hand its requests over
+    # its read side (`read_side.ReadSide` says what each is and gives the defaults)
+    page: ResultsPage | None
+    tables: tuple[RunRows | SharedRows, ...]
+    exports: tuple[ExportTable, ...]
+    noun: str
+    failed_noun: str
+
+    def cells(self, store: Store, run: Run) -> pd.DataFrame:
+        """Its rows reduced to cells (`read_side.ReadSide.cells`)."""
+
+    def settings(self, store: Store, run: Run) -> tuple[str, ...]:
+        """What the run asked, in words (`read_side.ReadSide.settings`)."""
+
+    def failures(self, store: Store, run: Run) -> Mapping[str, int]:
+        """Its failed units by failure kind (`read_side.ReadSide.failures`)."""
+
+    def abstained(self, store: Store, run: Run) -> int:
+        """How many of its units abstained (`read_side.ReadSide.abstained`)."""
 
     def owns(self, spec: Mapping[str, Any]) -> bool:
         """Whether a spec without a "kind" key (a paired spec object, or a spec stored

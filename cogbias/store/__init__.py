@@ -10,7 +10,10 @@ repository mixin per aggregate, each owning its tables:
 - `turns`: study conversation turns (`study_calls`) and study sources;
 - `datasets`: imported datasets and their rows;
 - `effects`: the Mohr thesis tables (effect sizes, study prompts, model features);
-- `class_sessions`: a class's sessions, participants' conditions and answers.
+- `class_sessions`: a class's sessions (their states and countdown), participants'
+  conditions and answers;
+- `class_lessons`: lessons, several sessions in a row under one code;
+- `class_models`: the models' answers to a session's question.
 
 `Store` combines them, so callers keep one object. Every row a run writes has a deterministic
 key, which makes re-running idempotent and a killed run resumable.
@@ -21,8 +24,8 @@ from __future__ import annotations
 from cogbias.core.errors import SchemaError, StoreError
 from cogbias.core.records import dumps
 from cogbias.store.cache import CacheRepo
+from cogbias.store.class_lessons import ClassLessonsRepo
 from cogbias.store.class_models import ClassModelsRepo
-from cogbias.store.class_sessions import ClassSessionsRepo
 from cogbias.store.connection import (
     LOCK_TIMEOUT,
     StoreBase,
@@ -74,7 +77,7 @@ class Store(
     TurnsRepo,
     DatasetsRepo,
     EffectsRepo,
-    ClassSessionsRepo,
+    ClassLessonsRepo,
     ClassModelsRepo,
 ):
     """A cogbias database file. Cheap to open; safe to use from one thread at a time.

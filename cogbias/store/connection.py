@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from cogbias.core.errors import SchemaError, StoreError
+from cogbias.core.safetext import shown
 from cogbias.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 
@@ -169,7 +170,19 @@ class StoreBase:
         if "meta" not in self.db.table_names():
             return 0
         row = self.db.execute("select value from meta where key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        if not row:
+            return 0
+        text = str(row[0]).strip()
+        if not text.isdecimal() or not text.isascii():  # "abc", "-1", "1.5", a NULL
+            raise SchemaError(
+                f"{self.path} records its schema version (meta.schema_version) as "
+                f"'{shown(row[0], 40)}', which is not a number from 0 to {SCHEMA_VERSION}: the "
+                "file was edited by hand or damaged. If its tables are cogbias's, set it to 0 "
+                f"and open it again (sqlite3 {self.path} \"update meta set value = '0' where "
+                "key = 'schema_version'\"): every migration is checked again and what is there "
+                "is kept. Otherwise restore the file from a copy"
+            )
+        return int(text)
 
     def _migrate(self) -> None:
         current = self.schema_version
@@ -188,12 +201,12 @@ class StoreBase:
             )
         with self.atomic():
             # Another process may have migrated while we waited for the write lock.
-            for version in range(self.schema_version + 1, SCHEMA_VERSION + 1):
+            # A number left unused (numbers are handed out before the work lands) is skipped.
+            start = self.schema_version
+            for version in sorted(v for v in MIGRATIONS if start < v <= SCHEMA_VERSION):
                 if "meta" not in self.db.table_names():
                     self.db["meta"].create({"key": str, "value": str}, pk="key")
-                migrate = MIGRATIONS.get(version)  # a number may be held for a parallel change
-                if migrate is not None:
-                    migrate(self.db)
+                MIGRATIONS[version](self.db)
                 self.db["meta"].upsert({"key": "schema_version", "value": str(version)}, pk="key")
 
     @contextlib.contextmanager

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cogbias.core.records import ABSTAINED, DECISION_COLUMNS, Decision, Pair, cap_text
+from cogbias.core.records import DECISION_COLUMNS, Decision, DecisionStatus, Pair, cap_text
 from cogbias.core.redact import redact_row, redactor
 from cogbias.store.connection import StoreBase, now, record_rows
 
@@ -172,7 +172,7 @@ class DecisionsRepo(StoreBase):
         self, run_id: str | None = None, dataset: str | None = None
     ) -> list[dict[str, Any]]:
         """Bias x model: mean score, scored pairs (n), failed pairs and abstained ones (a
-        half's samples left undecided by the run's reducer: `records.ABSTAINED`)."""
+        half's samples left undecided by the run's reducer: `DecisionStatus.ABSTAINED`)."""
         clauses, params = self._filter(run_id, dataset)
         return self.query(
             "select d.test_case as bias, d.model as model, "
@@ -181,7 +181,7 @@ class DecisionsRepo(StoreBase):
             "sum(d.status = ?) as abstained "
             f"from decisions d{_where(clauses)} group by d.test_case, d.model "
             "order by d.test_case, d.model",
-            [ABSTAINED, *params],
+            [DecisionStatus.ABSTAINED, *params],
         )
 
     def scores(self, run_id: str | None = None, dataset: str | None = None) -> list[dict[str, Any]]:

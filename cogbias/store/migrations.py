@@ -1,7 +1,9 @@
 """The numbered schema migrations. Every table of a cogbias database is created here.
 
 A database records the last migration it has (`meta.schema_version`); opening it runs the
-missing ones in one transaction, and a file from a newer cogbias is refused.
+missing ones in one transaction, and a file from a newer cogbias is refused. Every migration
+keeps what is already there (tables, columns and indexes are created only when missing), so
+a file whose version was set back by hand opens as it was.
 """
 
 from __future__ import annotations
@@ -23,14 +25,19 @@ TURN_JSON = ("value", "presented")
 
 def _schema_v1(db: sqlite_utils.Database) -> None:
     db["test_cases"].create(
-        {"hash": str, "id": str, "name": str, "source": str, "created_at": str}, pk="hash"
+        {"hash": str, "id": str, "name": str, "source": str, "created_at": str},
+        pk="hash",
+        if_not_exists=True,
     )
     db["scenarios"].create(
-        {"id": int, "industry_group": str, "position": str, "decision": str, "text": str}, pk="id"
+        {"id": int, "industry_group": str, "position": str, "decision": str, "text": str},
+        pk="id",
+        if_not_exists=True,
     )
     db["datasets"].create(
         {"name": str, "kind": str, "source": str, "rows": int, "meta": str, "imported_at": str},
         pk="name",
+        if_not_exists=True,
     )
     db["instances"].create(
         {
@@ -56,6 +63,7 @@ def _schema_v1(db: sqlite_utils.Database) -> None:
             "created_at": str,
         },
         pk="id",
+        if_not_exists=True,
     )
     db["runs"].create(
         {
@@ -77,6 +85,7 @@ def _schema_v1(db: sqlite_utils.Database) -> None:
             "error": str,
         },
         pk="id",
+        if_not_exists=True,
     )
     db["decisions"].create(
         {
@@ -104,6 +113,7 @@ def _schema_v1(db: sqlite_utils.Database) -> None:
             "created_at": str,
         },
         pk="id",
+        if_not_exists=True,
     )
     db["llm_calls"].create(
         {
@@ -119,11 +129,12 @@ def _schema_v1(db: sqlite_utils.Database) -> None:
             "created_at": str,
         },
         pk="key",
+        if_not_exists=True,
     )
-    db["decisions"].create_index(["run_id", "status"])
-    db["decisions"].create_index(["test_case", "model"])
-    db["instances"].create_index(["dataset"])
-    db["instances"].create_index(["test_case"])
+    db["decisions"].create_index(["run_id", "status"], if_not_exists=True)
+    db["decisions"].create_index(["test_case", "model"], if_not_exists=True)
+    db["instances"].create_index(["dataset"], if_not_exists=True)
+    db["instances"].create_index(["test_case"], if_not_exists=True)
 
 
 def _schema_v2(db: sqlite_utils.Database) -> None:
@@ -140,26 +151,23 @@ def _schema_v2(db: sqlite_utils.Database) -> None:
 
 def _schema_v3(db: sqlite_utils.Database) -> None:
     """Runs also report instance generation, so progress moves before the first decision."""
-    db["runs"].add_column("generated", int)
-    db["runs"].add_column("to_generate", int)
+    _add_columns(db, "runs", {"generated": int, "to_generate": int})
 
 
 def _schema_v4(db: sqlite_utils.Database) -> None:
     """Runs you can trust: failure kinds, a worker lease, honest cost, accumulated duration."""
-    runs = db["runs"]
-    for column, kind in (
-        ("spec_version", int),
-        ("lease_owner", str),
-        ("duration_s", float),
-        ("cost_saved", float),
-        ("waiting", int),
-        ("wait_reason", str),
-    ):
-        runs.add_column(column, kind)
-    for column, kind in (("failure_kind", str), ("truncated", int), ("cached", int)):
-        db["decisions"].add_column(column, kind)
-    db["decisions"].add_column("cost_saved", float)
-    db["instances"].add_column("failure_kind", str)
+    _add_columns(
+        db,
+        "runs",
+        {"spec_version": int, "lease_owner": str, "duration_s": float, "cost_saved": float,
+         "waiting": int, "wait_reason": str},
+    )  # fmt: skip
+    _add_columns(
+        db,
+        "decisions",
+        {"failure_kind": str, "truncated": int, "cached": int, "cost_saved": float},
+    )
+    _add_columns(db, "instances", {"failure_kind": str})
     db["llm_calls"].create_index(["model"], if_not_exists=True)
     db["llm_calls"].create_index(["created_at"], if_not_exists=True)
 
@@ -170,23 +178,27 @@ def _schema_v5(db: sqlite_utils.Database) -> None:
         {"key": str, "run_id": str, "model": str, "api_base": str, "request": str,
          "round": str, "batch_id": str, "attempts": int, "created_at": str},
         pk="key",
+        if_not_exists=True,
     )  # fmt: skip
     db["batches"].create(
         {"id": str, "run_id": str, "model": str, "api_base": str, "round": str, "status": str,
          "total": int, "completed": int, "failed": int, "input_file": str, "output_file": str,
          "error_file": str, "expected_at": str, "created_at": str, "updated_at": str},
         pk="id",
+        if_not_exists=True,
     )  # fmt: skip
-    db["batches"].create_index(["run_id", "status"])
+    db["batches"].create_index(["run_id", "status"], if_not_exists=True)
     # where an answer came from: NULL (an interactive call) or "batch" (charged at batch prices)
-    db["llm_calls"].add_column("source", str)
+    _add_columns(db, "llm_calls", {"source": str})
 
 
 def _schema_v6(db: sqlite_utils.Database) -> None:
     """Study runs: one row per model call (a turn of a conversation), and the study sources
     runs were planned from (so a run resumes with the words it started with)."""
     db["study_sources"].create(
-        {"hash": str, "study": str, "source": str, "created_at": str}, pk="hash"
+        {"hash": str, "study": str, "source": str, "created_at": str},
+        pk="hash",
+        if_not_exists=True,
     )
     db["study_calls"].create(
         {"id": str, "run_id": str, "conversation": str, "turn": int, "role": str, "test": str,
@@ -195,9 +207,10 @@ def _schema_v6(db: sqlite_utils.Database) -> None:
          "status_quo_at": int, "prompt": str, "original": str, "response": str, "value": str,
          "status": str, "error": str, "failure_kind": str, "cache_key": str, "created_at": str},
         pk="id",
+        if_not_exists=True,
     )  # fmt: skip
-    db["study_calls"].create_index(["run_id", "test", "model"])
-    db["study_calls"].create_index(["conversation", "turn"])
+    db["study_calls"].create_index(["run_id", "test", "model"], if_not_exists=True)
+    db["study_calls"].create_index(["conversation", "turn"], if_not_exists=True)
 
 
 def _schema_v7(db: sqlite_utils.Database) -> None:
@@ -229,8 +242,9 @@ def _schema_v7(db: sqlite_utils.Database) -> None:
 def _schema_v8(db: sqlite_utils.Database) -> None:
     """`--scoring probabilities`: each half's option probabilities beside the decision
     (`cogbias.core.probabilities`: JSON {"p", "outside", "unlisted"}; NULL otherwise)."""
-    for column in ("control_distribution", "treatment_distribution"):
-        db.execute(f"alter table decisions add column {column} text")
+    _add_columns(
+        db, "decisions", {"control_distribution": "text", "treatment_distribution": "text"}
+    )
 
 
 def _schema_v9(db: sqlite_utils.Database) -> None:
@@ -238,7 +252,7 @@ def _schema_v9(db: sqlite_utils.Database) -> None:
     resume asks the same design even after the library changed (`store.decisions`). Runs made
     before this migration are pinned to the versions their decisions already used."""
     db.execute(
-        """create table run_test_cases (
+        """create table if not exists run_test_cases (
             run_id text not null, test_case text not null, hash text not null,
             primary key (run_id, test_case))"""
     )
@@ -303,10 +317,7 @@ def _schema_v11(db: sqlite_utils.Database) -> None:
     answer is the modal one (now `cogbias.runs.sampling`, any sampled run: a JSON list;
     NULL otherwise).
     Columns already there are kept (a file whose version was set back by hand)."""
-    have = db["decisions"].columns_dict
-    for column in ("control_samples", "treatment_samples"):
-        if column not in have:
-            db.execute(f"alter table decisions add column {column} text")
+    _add_columns(db, "decisions", {"control_samples": "text", "treatment_samples": "text"})
 
 
 def _schema_v12(db: sqlite_utils.Database) -> None:
@@ -370,6 +381,72 @@ def _schema_v13(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists class_model_answers_run on class_model_answers (run_id)")
 
 
+def _schema_v14(db: sqlite_utils.Database) -> None:
+    """Issue 45, a class a prankster cannot steer: each session's conditions follow a balanced
+    sequence of its own (`seed`, and `slots`: how many participants it has placed), so a new
+    participant takes the next place in it and cannot draw again; `throttled` counts the
+    requests its participant server refused as too fast (the teacher's page shows it).
+    Existing sessions get a random seed and continue after the participants they have."""
+    _add_columns(
+        db,
+        "class_sessions",
+        {
+            "seed": "integer",
+            "slots": "integer not null default 0",
+            "throttled": "integer not null default 0",
+        },
+    )
+    db.execute(
+        "update class_sessions set seed = abs(random() % 4611686018427387904) where seed is null"
+    )
+    db.execute(
+        "update class_sessions set slots = (select count(*) from class_assignments a "
+        "where a.session = class_sessions.code) where slots = 0"
+    )
+
+
+def _add_columns(db: sqlite_utils.Database, table: str, columns: dict[str, Any]) -> None:
+    """Add the columns `table` lacks, keeping those it has, so a migration can run again on a
+    file whose `schema_version` was set back by hand. A column's kind is a Python type, or
+    the SQL type as the migration first wrote it ("text")."""
+    have = db[table].columns_dict
+    for column, kind in columns.items():
+        if column in have:
+            continue
+        if isinstance(kind, str):
+            db.execute(f"alter table {table} add column {column} {kind}")
+        else:
+            db[table].add_column(column, kind)
+
+
+def _schema_v15(db: sqlite_utils.Database) -> None:
+    """Issue 42, a lesson a teacher can give: a session moves lobby -> answering -> locked ->
+    revealed (`started_at`: answers opened, NULL in the lobby; `seconds`: its countdown;
+    `deadline`: when that countdown locks it), and several sessions make a lesson under one
+    code (`class_lessons`, its `current` question; each session's `lesson` and `position`).
+    Sessions stored before took answers from their start, so they start when they opened.
+    Only what is missing is added (a file whose version was set back keeps its states)."""
+    had_start = "started_at" in db["class_sessions"].columns_dict
+    _add_columns(
+        db,
+        "class_sessions",
+        {
+            "lesson": "text",
+            "position": "integer",
+            "started_at": "text",
+            "seconds": "integer",
+            "deadline": "text",
+        },
+    )
+    if not had_start:
+        db.execute("update class_sessions set started_at = created_at")
+    db.execute(
+        """create table if not exists class_lessons (
+            code text primary key, created_at text not null, current integer not null default 1)"""
+    )
+    db.execute("create index if not exists class_sessions_lesson on class_sessions (lesson)")
+
+
 # Issue 44's columns (migration 16): decisions keep each half's trace, the pair's thinking
 # tokens, the trace signal and a self-help rewrite; the cache keeps each answer's trace.
 _DECISION_REASONING = {
@@ -388,14 +465,10 @@ def _schema_v16(db: sqlite_utils.Database) -> None:
     """Issue 44, reasoning models and interventions: a reasoning model's trace of each half,
     kept apart from its answer, with its thinking tokens (`decisions`, and each cached answer
     in `llm_calls`, so an answer read from the cache keeps its trace); whether a trace names
-    the treatment's eliciting detail; a self-help rewrite of each half. Self-contained and
-    tolerant: a column already there is kept (a file whose version was set back, or a
-    renumbered migration)."""
-    for table, columns in (("decisions", _DECISION_REASONING), ("llm_calls", _CALL_REASONING)):
-        have = db[table].columns_dict
-        for column, kind in columns.items():
-            if column not in have:
-                db.execute(f"alter table {table} add column {column} {kind}")
+    the treatment's eliciting detail; a self-help rewrite of each half. Only what is missing
+    is added (a file whose version was set back keeps its columns)."""
+    _add_columns(db, "decisions", _DECISION_REASONING)
+    _add_columns(db, "llm_calls", _CALL_REASONING)
 
 
 def _chunks(items: list[Any], size: int = 200) -> Iterator[list[Any]]:
@@ -418,5 +491,7 @@ MIGRATIONS = {
     11: _schema_v11,
     12: _schema_v12,
     13: _schema_v13,
+    14: _schema_v14,
+    15: _schema_v15,
     16: _schema_v16,
 }

@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from cogbias.core.records import ABSTAINED, dumps
+from cogbias.core.records import DecisionStatus, dumps
 from cogbias.core.redact import redact
-from cogbias.core.run_record import ACTIVE, RunStatus
+from cogbias.core.run_record import ACTIVE, RunRows, RunStatus, SharedRows
 from cogbias.store.connection import StoreBase, now, parse_time
 
 LEASE_STALE_S = 60.0  # a worker beats every ~0.5 s; a minute of silence means it is gone
@@ -125,11 +126,11 @@ class RunsRepo(StoreBase):
         return {kind: n for kind, n in rows}
 
     def run_abstained(self, run_id: str) -> int:
-        """How many of a run's pairs abstained (`records.ABSTAINED`: a half's samples left
+        """How many of a run's pairs abstained (`DecisionStatus.ABSTAINED`: a half's samples left
         undecided by the run's reducer), counted apart from its failures."""
         row = self.db.execute(
             "select count(*) from decisions where run_id = ? and status = ?",
-            (run_id, ABSTAINED),
+            (run_id, DecisionStatus.ABSTAINED),
         ).fetchone()
         return int(row[0])
 
@@ -250,39 +251,82 @@ class RunsRepo(StoreBase):
         return self.run(run_id)
 
     # ---- deleting a run or a dataset (`cogbias.runs.deletion` plans and confirms; this executes)
-    # A run's instances are shared by id with any other run that drew the same pairs, so only
-    # instances no other decision uses (and no dataset owns) go with the run.
+    # What a run's rows are is its kind's to say (`RunRows`, `SharedRows`): this deletes what
+    # it is told, so a new kind's table is cleaned without an edit here. Shared rows (an
+    # instance two runs drew) go only when no other run's rows point at them.
 
-    _RUN_ONLY_INSTANCES = (
-        "select id from instances where dataset is null and id in "
-        "(select instance_id from decisions where run_id = :run) and id not in "
-        "(select instance_id from decisions where run_id != :run)"
-    )
-
-    def run_footprint(self, run_id: str) -> dict[str, int]:
-        """What deleting a run removes: its decisions (a study run's model calls, a class
-        run's answers) and the instances only it uses."""
-        decisions = self.db.execute(
-            "select (select count(*) from decisions where run_id = :run) "
-            "+ (select count(*) from study_calls where run_id = :run) "
-            "+ (select count(*) from class_model_answers where run_id = :run)",
-            {"run": run_id},
-        ).fetchone()[0]
-        instances = self.db.execute(
-            f"select count(*) from ({self._RUN_ONLY_INSTANCES})", {"run": run_id}
-        ).fetchone()[0]
-        return {"decisions": int(decisions), "instances": int(instances)}
-
-    def delete_run(self, run_id: str) -> None:
-        """Remove a run, its decisions, its batch requests and the instances only it used,
-        in one transaction."""
-        with self.atomic():
+    def run_footprint(
+        self, run_id: str, owned: Sequence[RunRows], shared: Sequence[SharedRows]
+    ) -> dict[str, int]:
+        """What deleting a run removes: its results rows (of the `owned` tables marked as
+        results) and the `shared` rows only it uses."""
+        results = sum(
             self.db.execute(
-                f"delete from instances where id in ({self._RUN_ONLY_INSTANCES})", {"run": run_id}
-            )
-            self.db.execute("delete from decisions where run_id = ?", (run_id,))
-            self.db.execute("delete from batch_requests where run_id = ?", (run_id,))
-            self.db.execute("delete from study_calls where run_id = ?", (run_id,))
-            self.db.execute("delete from class_model_answers where run_id = ?", (run_id,))
-            self.db.execute("delete from run_test_cases where run_id = ?", (run_id,))
+                f"select count(*) from {_name(rows.table)} where {_name(rows.column)} = ?",
+                (run_id,),
+            ).fetchone()[0]
+            for rows in owned
+            if rows.results and self._has_table(rows.table)
+        )
+        only = sum(
+            self.db.execute(
+                f"select count(*) from ({_only_this_run(rows)})", {"run": run_id}
+            ).fetchone()[0]
+            for rows in self._present(shared)
+        )
+        return {"decisions": int(results), "instances": int(only)}
+
+    def delete_run(
+        self, run_id: str, owned: Sequence[RunRows], shared: Sequence[SharedRows] = ()
+    ) -> None:
+        """Remove a run, the rows of its `owned` tables and the `shared` rows only it used, in
+        one transaction (shared rows first: which are only its is read from its rows)."""
+        with self.atomic():
+            for rows in self._present(shared):
+                self.db.execute(
+                    f"delete from {_name(rows.table)} where {_name(rows.key)} in "
+                    f"({_only_this_run(rows)})",
+                    {"run": run_id},
+                )
+            for rows in owned:
+                if self._has_table(rows.table):
+                    self.db.execute(
+                        f"delete from {_name(rows.table)} where {_name(rows.column)} = ?",
+                        (run_id,),
+                    )
             self.db.execute("delete from runs where id = ?", (run_id,))
+
+    def _present(self, shared: Sequence[SharedRows]) -> list[SharedRows]:
+        """`shared` as this database holds it: only its tables, and refs, that exist."""
+        found = []
+        for rows in shared:
+            refs = tuple(ref for ref in rows.refs if self._has_table(ref[0]))
+            if refs and self._has_table(rows.table):
+                found.append(replace(rows, refs=refs))
+        return found
+
+    def _has_table(self, table: str) -> bool:
+        """Whether `table` exists (a plugin kind's table before its first row is stored)."""
+        return self.db[_name(table)].exists()
+
+
+def _name(identifier: str) -> str:
+    """A table or column name a kind declared, checked before it is put into SQL."""
+    if not identifier.isidentifier():
+        raise ValueError(f"not a table or column name: {identifier!r}")
+    return identifier
+
+
+def _only_this_run(rows: SharedRows) -> str:
+    """SQL selecting the keys of `rows` that run `:run`'s rows point at and no other run's
+    do (and that nothing keeps, see `SharedRows.kept_if_set`)."""
+    key, refs = _name(rows.key), [(_name(t), _name(c)) for t, c in rows.refs]
+    mine = " union ".join(f"select {c} from {t} where run_id = :run" for t, c in refs)
+    others = " union ".join(
+        f"select {c} from {t} where run_id != :run and {c} is not null" for t, c in refs
+    )
+    kept = f"{_name(rows.kept_if_set)} is null and " if rows.kept_if_set else ""
+    return (
+        f"select {key} from {_name(rows.table)} where {kept}{key} in ({mine}) "
+        f"and {key} not in ({others})"
+    )

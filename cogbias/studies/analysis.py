@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from cogbias.core.records import ABSTAINED
+from cogbias.core.records import DecisionStatus
 
 ALPHA = 0.05
 
@@ -114,13 +114,14 @@ def with_significance(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame
 
 def summarize(scores: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Per bias x model: mean, n, failures, failure rate, abstained pairs (counted apart
-    from failures: `records.ABSTAINED`), 95% CI, p (t-test vs 0), BH-adjusted p, from one
+    from failures: `DecisionStatus.ABSTAINED`), 95% CI, p (t-test vs 0), BH-adjusted p, from one
     row per decision (`cells.heatmap_summary`: the same from SQLite's sums)."""
     records = []
     for (bias, model), group in scores.groupby(["bias", "model"], sort=True):
-        ok = group.loc[group["status"] == "ok", "score"].dropna().to_numpy(dtype=float)
-        abstained = int((group["status"] == ABSTAINED).sum())
-        failures = int((group["status"] != "ok").sum()) - abstained
+        status = group["status"]
+        ok = group.loc[status == DecisionStatus.OK, "score"].dropna().to_numpy(dtype=float)
+        abstained = int((status == DecisionStatus.ABSTAINED).sum())
+        failures = int((status != DecisionStatus.OK).sum()) - abstained
         total = len(ok) + failures + abstained
         low, high = t_interval(ok)
         records.append(

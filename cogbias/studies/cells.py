@@ -23,7 +23,7 @@ from scipy import stats
 
 from cogbias.core import probabilities
 from cogbias.core.metrics import MetricParams, params_problem
-from cogbias.core.records import ABSTAINED
+from cogbias.core.records import DecisionStatus
 from cogbias.store import Store
 from cogbias.studies.analysis import ALPHA, SCORE_RANGE, identical_interval, with_significance
 
@@ -86,7 +86,7 @@ def summarize_aggregates(
 
 def cells_from_status_groups(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Merge `Store.score_aggregates` rows (one per bias, model, status) into one per cell:
-    scores count only from 'ok' decisions, abstained ones (`records.ABSTAINED`) apart, every
+    scores count only from 'ok' decisions, abstained ones (`DecisionStatus.ABSTAINED`) apart, every
     other status counts as a failure."""
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for r in rows:
@@ -95,9 +95,9 @@ def cells_from_status_groups(rows: Iterable[Mapping[str, Any]]) -> list[dict[str
             {"bias": r["bias"], "model": r["model"], "n": 0, "s1": 0.0, "s2": 0.0,
              "sabs": 0.0, "smin": None, "smax": None, "failures": 0, "abstained": 0},
         )  # fmt: skip
-        if r["status"] == "ok":
+        if r["status"] == DecisionStatus.OK:
             cell.update({k: r[k] for k in ("n", "s1", "s2", "sabs", "smin", "smax")})
-        elif r["status"] == ABSTAINED:
+        elif r["status"] == DecisionStatus.ABSTAINED:
             cell["abstained"] += int(r["rows"])
         else:
             cell["failures"] += int(r["rows"])
@@ -110,6 +110,23 @@ def heatmap_summary(
     """The bias x model summary of a run, a dataset, or (neither) everything in the store."""
     groups = store.score_aggregates(run_id=run_id, dataset=dataset)
     return summarize_aggregates(cells_from_status_groups(groups))
+
+
+RESULT_COLUMNS = ["bias", "model", "mean", "n", "failures", "failure_rate", "abstained"]
+
+
+def results_table(
+    store: Store, run_id: str | None = None, dataset: str | None = None
+) -> pd.DataFrame:
+    """Per bias x model of a run, a dataset or everything: the mean score and the failure rate
+    to four decimals, scored, failed and abstained pairs (`cogbias results`' table; abstained
+    pairs, a reducer's tie, are counted apart from failures but in the rate's total)."""
+    rows = store.results(run_id=run_id, dataset=dataset)
+    for row in rows:
+        total = (row["n"] or 0) + (row["failures"] or 0) + (row["abstained"] or 0)
+        row["failure_rate"] = round(row["failures"] / total, 4) if total else 0.0
+        row["mean"] = None if row["mean"] is None else round(row["mean"], 4)
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
 def token_bias_test_cases(store: Store) -> set[str]:

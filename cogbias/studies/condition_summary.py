@@ -12,7 +12,9 @@ built by one set of functions from the same intervals a study beside the humans 
   its distribution-free interval (the originals report medians);
 - option probabilities: the mean of the model's distributions (one call per condition has
   no sampling spread: `low` = `high` = the probability), and for a scale the expected position;
-- the humans: the shares the original reports, with Wilson intervals from its n, or its median.
+- the humans: the shares the original reports, with Wilson intervals from its n, or its median;
+- several classes that answered the same question (`pooled`): their answers together, as one
+  group, with each class's n.
 
 Answers that could not be read are counted with their reasons (`n_unreadable`,
 `unreadable`), so a page can say "3 answers could not be read: …".
@@ -23,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from cogbias.core.class_question import Question
@@ -32,6 +34,7 @@ from cogbias.studies.references import HumanCondition
 
 CLASS = "this class"
 HUMANS = "humans (original study)"
+POOLED = "your classes (pooled)"
 SAMPLE = "sample"  # how a model was asked: sampled answers...
 PROBABILITIES = "probabilities"  # ... or its option probabilities, read from one call
 SHOWN_REASONS = 3  # the most frequent reasons a sentence names
@@ -64,6 +67,7 @@ class ConditionSummary:
     model: str = ""
     mode: str = ""
     temperature: float | None = None
+    parts: list[int] = field(default_factory=list)  # pooled: each group's n, in order
 
     def unreadable_text(self) -> str:
         """'3 answers could not be read: found no number (2); …', or '' when all were read."""
@@ -83,9 +87,11 @@ class ConditionSummary:
 
 
 def model_who(model: str, mode: str, temperature: float | None) -> str:
-    """How a chart's legend and a table name a model's answers: 'model gpt-4o (T 0.7)'."""
-    how = "probabilities" if mode == PROBABILITIES else f"T {temperature or 0:g}"
-    return f"model {model} ({how})"
+    """How a chart's legend and a table name a model's answers: 'model gpt-4o (T 0.7)';
+    a model that uses no temperature (the `random` baseline: None) is named alone."""
+    if mode == PROBABILITIES:
+        return f"model {model} (probabilities)"
+    return f"model {model}" if temperature is None else f"model {model} (T {temperature:g})"
 
 
 def _reasons(unreadable: Iterable[str]) -> tuple[int, list[tuple[str, int]]]:
@@ -204,6 +210,20 @@ def of_reference(question: Question, condition: str, human: HumanCondition) -> C
         high=[i[1] for i in intervals],
         median=human.median,
     )
+
+
+def pooled(
+    question: Question, condition: str, who: str, parts: Sequence[Sequence[float]]
+) -> ConditionSummary:
+    """Several groups' answers to the same question as one group (every answer counts
+    once, whichever group gave it): option positions (0-based) or numbers, summarised as one
+    class's are, with each group's n in `parts`."""
+    values = [value for part in parts for value in part]
+    if question.kind == "number":
+        row = of_numbers(question, condition, who, values)
+    else:
+        row = of_choices(question, condition, who, [int(v) for v in values])
+    return replace(row, parts=[len(part) for part in parts])
 
 
 def _finite(value: Any) -> Any:

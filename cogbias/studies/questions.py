@@ -24,6 +24,8 @@ from cogbias.core.answers import (
     parse_number,
     parse_yes_no,
 )
+from cogbias.core.limits import MAX_NAME_CHARS
+from cogbias.core.safetext import shown
 from cogbias.library.testcases import LibraryError
 from cogbias.studies.definitions import (
     MAX_NUMBER,
@@ -218,7 +220,9 @@ def study_from_prompts(
     template = thesis_template()
     doc = tomlkit.document()
     doc["id"] = _slug(name)
-    doc["name"] = f"Prompts of dataset {name}"
+    # names made of imported ones: shown escaped and cut to a name's length (a study's names
+    # follow `core.limits.name_problem`; an older database may hold names that do not)
+    doc["name"] = shown(f"Prompts of dataset {name}", MAX_NAME_CHARS)
     doc["description"] = "The published prompts of an imported dataset, run as they are."
     values, tests = tomlkit.table(), tomlkit.table()
     used = set(_LITERALS.values())
@@ -257,6 +261,7 @@ def study_from_prompts(
             label = f"{control['bias_name']} ({scenario})" + (
                 f", part {treatment['part']}" if suffix else ""
             )
+            label = shown(label, MAX_NAME_CHARS)
             test = _thesis_test(template, coding, label, scenario, control, where)
             test["conditions"] = {
                 "control": {"prompt": texts[control["part"]]},

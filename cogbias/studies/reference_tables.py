@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from cogbias.core.records import TurnStatus
 from cogbias.studies import reference_stats
 from cogbias.studies.definitions import Study
 from cogbias.studies.references import Reference, differences_for, references_for
@@ -66,7 +67,7 @@ def cell_rows(
     rows = []
     for reference, difference in differences_for(references, study.id, test.id):
         rows.append(_note(where, reference, difference.note))
-    ok = cell[(cell["role"] == "decide") & (cell["status"] == "ok")]
+    ok = cell[(cell["role"] == "decide") & (cell["status"] == TurnStatus.OK)]
     answers = {
         name: [json.loads(v) for v in group["value"] if isinstance(v, str)]
         for name, group in ok.groupby("condition")

@@ -11,6 +11,7 @@ import difflib
 import re
 from typing import Any
 
+from cogbias.core.limits import name_problem
 from cogbias.library.testcases import NAME_RE, _Checker, _clip
 from cogbias.studies.definitions import (
     ANSWERS,
@@ -75,6 +76,8 @@ def parse_test(
     if table["design"] == "sequence":
         _check_sequence(test_id, table, path, check)
     _check_examples(test_id, table, path, check, mitigations)
+    if "name" in table and (problem := name_problem(table["name"])):  # a heatmap's row label
+        check.add((*path, "name"), f"name {problem}")
     for i, name in enumerate(table.get("scaled", [])):
         if name not in value_names:
             check.add(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from cogbias.core.limits import name_problem
 from cogbias.library.testcases import (
     LibraryError,
     _build_values,
@@ -80,6 +81,8 @@ def _build(data: dict[str, Any], check: _Checker) -> Study:
         check.add(
             ("id",), f"id {_clip(data['id'])!r} must be snake_case: lower-case letters, digits, '_'"
         )
+    if problem := name_problem(data["name"]):  # a label on the pages and in reports
+        check.add(("name",), f"name {problem}")
     for key in ("references", "mitigations", "temperatures"):
         for i, item in enumerate(data.get(key, [])):
             kinds = (int, float) if key == "temperatures" else str

@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from cogbias.core.records import TurnStatus
 from cogbias.studies.definitions import MITIGATIONS, Study, StudyTest
 from cogbias.studies.scores import score_conditions, score_options, score_sequence
 
@@ -95,8 +96,8 @@ def _cell_row(test: StudyTest, cell: pd.DataFrame, row: dict[str, Any]) -> dict[
     each condition's figure; a cell that cannot be scored says why in `note`."""
     decisions = cell[cell["role"] == "decide"]
     row.update(bias=test.bias, metric=test.metric)
-    row["unreadable"] = int((decisions["status"] == "unparseable").sum())
-    row["failed"] = int((cell["status"] == "failed").sum())
+    row["unreadable"] = int((decisions["status"] == TurnStatus.UNPARSEABLE).sum())
+    row["failed"] = int((cell["status"] == TurnStatus.FAILED).sum())
     try:
         figures = _score(test, cell)
         row["note"] = ""
@@ -119,7 +120,7 @@ def _cell_row(test: StudyTest, cell: pd.DataFrame, row: dict[str, Any]) -> dict[
 
 
 def _score(test: StudyTest, cell: pd.DataFrame) -> dict[str, Any]:
-    ok = cell[(cell["status"] == "ok") & (cell["role"] == "decide")]
+    ok = cell[(cell["status"] == TurnStatus.OK) & (cell["role"] == "decide")]
     if test.design == "conditions":
         answers = {c.name: list(ok[ok["condition"] == c.name]["parsed"]) for c in test.conditions}
         return score_conditions(test, answers)
@@ -155,7 +156,7 @@ def _score(test: StudyTest, cell: pd.DataFrame) -> dict[str, Any]:
     before: list[Any] = []
     after: list[Any] = []
     revised_by_item: dict[str, list[Any]] = {}
-    revisions = cell[(cell["role"] == "revise") & (cell["status"] == "ok")]
+    revisions = cell[(cell["role"] == "revise") & (cell["status"] == TurnStatus.OK)]
     decided = {c: turns.sort_values("turn") for c, turns in ok.groupby("conversation")}
     for row in revisions.itertuples():
         order = json.loads(row.presented)

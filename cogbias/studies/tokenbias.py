@@ -29,7 +29,7 @@ import pandas as pd
 
 from cogbias.core.limits import name_problem
 from cogbias.core.metrics import MetricParams
-from cogbias.core.records import Instance, decode_filled, stable_id
+from cogbias.core.records import DecisionStatus, Instance, decode_filled, stable_id
 from cogbias.core.run_record import Run
 from cogbias.core.templates import render_decision_text, substitute
 from cogbias.library.testcases import DATA_DIR
@@ -329,7 +329,7 @@ def correctness_frame(store: Store, dataset: str) -> pd.DataFrame:
     for batch in store.iter_pairs(dataset=dataset):
         for pair in batch:
             decision = pair.decision
-            if decision.status != "ok" or pair.metric is None:
+            if decision.status != DecisionStatus.OK or pair.metric is None:
                 continue
             metric = json.loads(pair.metric)
             records.append(

@@ -1,15 +1,17 @@
 """Authoring helpers for the Templates page: a blank test case to start from, a free id
-for a copy, and the unsaved draft filled in place."""
+for a copy, a draft's problems as the editor marks and lists them, and the unsaved draft
+filled in place."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cogbias.library import examples
-from cogbias.library.testcases import TestCase
+from cogbias.library.testcases import Problem, TestCase
 from cogbias.runs import pipeline
-from cogbias.views import highlight
+from cogbias.views import highlight, safe_text
 
 BLANK_TEST_CASE = '''id = "my_bias"
 name = "My Bias"
@@ -56,6 +58,39 @@ def copy_id(case_id: str, taken: Iterable[str]) -> str:
 
 
 @dataclass(frozen=True)
+class EditorMarks:
+    """A draft's problems as the editor (Ace) shows them: a margin mark whose tooltip is the
+    message (`annotations`) and a red background over the line (`markers`); rows and
+    columns 0-based, as Ace counts them."""
+
+    annotations: list[dict[str, Any]]
+    markers: list[dict[str, Any]]
+
+
+def editor_marks(problems: Sequence[Problem]) -> EditorMarks:
+    """Each problem marked at its own line: one message per problem, one red line per line."""
+    annotations = [
+        {"row": p.line - 1, "column": p.col - 1, "text": p.message, "type": "error"}
+        for p in problems
+    ]
+    markers = [
+        {"startRow": line - 1, "startCol": 0, "endRow": line - 1, "endCol": 1,
+         "className": "ace_error-marker", "type": "fullLine"}
+        for line in sorted({p.line for p in problems})
+    ]  # fmt: skip
+    return EditorMarks(annotations, markers)
+
+
+def problem_list(problems: Sequence[Problem]) -> str:
+    """The problems as a Markdown list in line order, each message escaped (it may quote the
+    draft's own text)."""
+    return "\n".join(
+        f"- **Line {p.line}, column {p.col}:** {safe_text.escape_markdown(p.message)}"
+        for p in sorted(problems, key=lambda p: (p.line, p.col))
+    )
+
+
+@dataclass(frozen=True)
 class DraftPreview:
     """An unsaved draft filled offline: each half as escaped HTML with every insertion marked
     (`highlight.filled_html`), the legend naming who filled the gaps, and `note`, the reason
@@ -87,7 +122,8 @@ def preview_draft(case: TestCase, scenario: str, seed: int = 0) -> DraftPreview:
         what = f"[[{missing[0].instruction}]]" if missing else str(exc)
         note = (
             f"No example fills for {what} yet, so the [[gaps]] stay as written: add them under "
-            "[examples] (docs/format.md), or save the file and let a model fill it on Preview."
+            "[examples] (docs/format.md), or save it to your library and let a model fill it on "
+            "Preview."
         )
     halves = highlight.filled_halves_html(case, instance)
     return DraftPreview(scenario, halves, highlight.legend_html(instance), note)

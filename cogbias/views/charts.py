@@ -6,7 +6,9 @@ thing; nothing here imports Streamlit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -50,7 +52,74 @@ def bottom_legend(**kwargs: object) -> alt.Legend:
     return alt.Legend(**{"orient": "bottom", "direction": "horizontal", **kwargs})
 
 
-def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Chart:
+MISSING_COLOR = "#e9ecef"  # a cell without a value (no scored pair, too few answers)
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """How `heatmap_of` draws a frame of cells (one row per cell): every heatmap of the app,
+    the reports and the figures is one of these, its variants these parameters.
+
+    `x` and `y` name the frame's column and row fields, `columns` and `rows` their order,
+    `color` the cells' colour (its scale, title and legend), `step` and `height` a cell's
+    pixels; each cell's `label` is written on it, white where `dark` (a Vega expression) holds.
+    `x_axis` is the column axis (default: named upright or tilted, `column_axis`), `y_axis`
+    the row axis (None: none). `missing` draws a cell whose `has_value` is false in grey, and
+    `grid` draws a thin line around each coloured cell."""
+
+    x: str
+    y: str
+    columns: Sequence[Any]
+    rows: Sequence[Any]
+    color: alt.Color
+    step: int
+    height: int
+    dark: str
+    tooltip: Sequence[Any] = ()
+    x_title: str | None = None
+    x_axis: alt.Axis | None = None
+    y_axis: alt.Axis | None = field(default_factory=category_axis)
+    label: str = "label"
+    font_size: int = 10
+    missing: bool = False
+    grid: bool = False
+    aria: bool = True  # False: the cells are not described to screen readers (a layer above is)
+
+
+def heatmap_of(
+    frame: pd.DataFrame,
+    spec: Heatmap,
+    above: Callable[[alt.Chart], Sequence[alt.Chart]] | None = None,
+) -> alt.LayerChart:
+    """The cells of `frame` as `spec` says (grey ones without a value, coloured ones, their
+    labels), with the layers `above` builds on the same axes (Explore's frames around
+    significant cells and its click target)."""
+    x_axis = spec.x_axis if spec.x_axis is not None else column_axis(spec.columns, spec.step)
+    base = alt.Chart(frame).encode(
+        x=alt.X(f"{spec.x}:N", sort=list(spec.columns), title=spec.x_title, axis=x_axis),
+        y=alt.Y(f"{spec.y}:N", sort=list(spec.rows), title=None, axis=spec.y_axis),
+    )
+    if spec.tooltip:
+        base = base.encode(tooltip=list(spec.tooltip))
+    lines = {"stroke": "#dee2e6", "strokeWidth": 0.5} if spec.grid else {}
+    colored = base.transform_filter("datum.has_value") if spec.missing else base
+    layers = [colored.mark_rect(aria=spec.aria, **lines).encode(color=spec.color)]
+    if spec.missing:
+        empty = base.transform_filter("!datum.has_value")
+        layers.insert(0, empty.mark_rect(color=MISSING_COLOR, aria=spec.aria))
+    # Channel objects with plain-dict conditions, not `alt.condition(...)`: Altair validates
+    # the latter against its JSON schema on every call, which cost ~0.3 s per chart.
+    layers.append(
+        base.mark_text(fontSize=spec.font_size, aria=spec.aria).encode(
+            text=alt.Text(f"{spec.label}:N"),
+            color=alt.ColorValue("black", condition={"test": spec.dark, "value": "white"}),
+        )
+    )
+    layers += list(above(base)) if above is not None else []
+    return alt.layer(*layers).properties(width=alt.Step(spec.step), height=alt.Step(spec.height))
+
+
+def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.LayerChart:
     """Figure 7: bias x model means on a diverging [-1, 1] scale; '*' marks significant cells."""
     rows = list(table.index)
     columns = list(table.columns)
@@ -65,20 +134,14 @@ def heatmap(table: pd.DataFrame, summary: pd.DataFrame | None = None) -> alt.Cha
     long["summary"] = long["bias"].isin([AVERAGE, AVERAGE_ABS]) | long["model"].isin(
         [AVERAGE, AVERAGE_ABS]
     )
-    step = column_step(len(columns), FIGURE7_WIDTH, *FIGURE7_STEP)
-    base = alt.Chart(long).encode(
-        x=alt.X("model:N", sort=columns, title=None, axis=column_axis(columns, step)),
-        y=alt.Y("bias:N", sort=rows, title=None, axis=category_axis()),
-    )
-    cells = base.mark_rect().encode(
-        color=alt.Color("mean:Q", scale=DIVERGING, title="mean score", legend=bottom_legend()),
+    color = alt.Color("mean:Q", scale=DIVERGING, title="mean score", legend=bottom_legend())
+    spec = Heatmap(
+        "model", "bias", columns, rows, color,
+        step=column_step(len(columns), FIGURE7_WIDTH, *FIGURE7_STEP), height=20,
+        dark="abs(datum.mean) > 0.6",
         tooltip=["bias", "model", alt.Tooltip("mean:Q", format=".3f")],
-    )
-    text = base.mark_text(fontSize=10).encode(
-        text="label:N",
-        color=alt.condition("abs(datum.mean) > 0.6", alt.value("white"), alt.value("black")),
-    )
-    return (cells + text).properties(width=alt.Step(step), height=alt.Step(20))
+    )  # fmt: skip
+    return heatmap_of(long, spec)
 
 
 def dendrogram(tree: Dendrogram) -> alt.HConcatChart:

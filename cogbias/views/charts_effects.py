@@ -1,7 +1,7 @@
 """Altair charts of effect-size tables (the Mohr thesis' Figures 2 and 3).
 
 Capped effects live on [0, 1] (0 = no bias, 1 = a large effect), so the scale is sequential,
-not the diverging [-1, 1] scale of `charts.heatmap`. Every column is named (`category_axis`:
+not the diverging [-1, 1] scale of `charts.heatmap`; both are drawn by `charts.heatmap_of`. Every column is named (`category_axis`:
 long names are tilted, never dropped) and both legends sit under the chart, where a wide
 heatmap cannot push them off the page. Nothing here imports Streamlit.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from cogbias.views.charts import bottom_legend, category_axis, column_axis, column_step
+from cogbias.views.charts import Heatmap, bottom_legend, column_step, heatmap_of
 from cogbias.views.numbers import fixed
 
 EFFECT_SCALE = alt.Scale(domain=[0, 1], scheme="blues")
@@ -32,49 +32,34 @@ def effects_heatmap(long: pd.DataFrame, column_title: str = "") -> alt.HConcatCh
     )
     rows = sorted(data["bias"].unique())
     columns = list(dict.fromkeys(data["column"]))
-    step = column_step(len(columns), CELLS_WIDTH, *STEP_RANGE)
-    y = alt.Y("bias:N", sort=rows, title=None, axis=category_axis())
-    base = alt.Chart(data).encode(
-        x=alt.X(
-            "column:N",
-            sort=columns,
-            title=column_title or None,
-            axis=column_axis(columns, step),
-        ),
-        y=y,
+    color = alt.Color(
+        "value:Q",
+        scale=EFFECT_SCALE,
+        title="effect (capped)",
+        legend=bottom_legend(gradientLength=200),
     )
-    cells = base.mark_rect().encode(
-        color=alt.Color(
-            "value:Q",
-            scale=EFFECT_SCALE,
-            title="effect (capped)",
-            legend=bottom_legend(gradientLength=200),
-        ),
+    cells = Heatmap(
+        "column", "bias", columns, rows, color,
+        step=column_step(len(columns), CELLS_WIDTH, *STEP_RANGE), height=22,
+        dark="datum.value > 0.6", x_title=column_title or None,
         tooltip=["bias", "column", alt.Tooltip("value:Q", format=".3f")],
-    )
-    text = base.mark_text(fontSize=10).encode(
-        text="label:N",
-        color=alt.condition("datum.value > 0.6", alt.value("white"), alt.value("black")),
-    )
+    )  # fmt: skip
     per_bias = data.drop_duplicates("bias")[["bias", "homogeneity"]].assign(
         label=lambda f: f["homogeneity"].map(lambda v: "" if pd.isna(v) else fixed(v)),
         column="homogeneity",
     )
-    side = alt.Chart(per_bias).encode(
-        x=alt.X("column:N", title="homogeneity", axis=alt.Axis(labels=False, ticks=False)),
-        y=alt.Y("bias:N", sort=rows, title=None, axis=None),
-    )
-    homogeneity = side.mark_rect().encode(
-        color=alt.Color(
+    homogeneity = Heatmap(
+        "column", "bias", ["homogeneity"], rows,
+        alt.Color(
             "homogeneity:Q",
             scale=HOMOGENEITY_SCALE,
             title="σ²_e / σ²_d",
             legend=bottom_legend(gradientLength=100, values=[0, 0.5, 1]),
         ),
+        step=80, height=22, dark="false", x_title="homogeneity",
+        x_axis=alt.Axis(labels=False, ticks=False), y_axis=None,
         tooltip=["bias", alt.Tooltip("homogeneity:Q", format=".3f")],
-    ) + side.mark_text(fontSize=10).encode(text="label:N")
+    )  # fmt: skip
     return alt.hconcat(
-        (cells + text).properties(width=alt.Step(step), height=alt.Step(22)),
-        homogeneity.properties(width=alt.Step(80), height=alt.Step(22)),
-        spacing=6,
+        heatmap_of(data, cells), heatmap_of(per_bias, homogeneity), spacing=6
     ).resolve_scale(color="independent")

@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 import altair as alt
 import pandas as pd
 
-from cogbias.views.charts import category_axis, column_axis, column_step
-from cogbias.views.numbers import MISSING, interval, p_text, signed, signed_or_dash
+from cogbias.views.charts import MISSING_COLOR as MISSING_COLOR  # a cell without a pair
+from cogbias.views.charts import Heatmap, column_axis, column_step, heatmap_of
+from cogbias.views.numbers import MISSING, interval, p_text, percent, signed, signed_or_dash
 
 SELECTION = "cell"
 VIEWS = {"mean": "Mean score", "failure_rate": "Failure rate", "n": "Scored pairs (n)"}
-MISSING_COLOR = "#e9ecef"  # cells without a scored pair
 FAILURE_RANGE = ["#ffffff", "#ffa94d", "#c92a2a"]  # 0%, 50%, 100% failed
 # Tooltip keys are cut after about 35 characters: this one must stay whole to be read.
 CI_TITLE = "95% CI of this cell alone"
@@ -80,13 +80,13 @@ def heatmap_frame(
             for v, sig, n in zip(frame["mean"], frame["significant"], frame["n"], strict=True)
         ]
     elif view == "failure_rate":
-        frame["label"] = [MISSING if pd.isna(v) else f"{v:.0%}" for v in frame["value"]]
+        frame["label"] = [percent(v) for v in frame["value"]]
     else:
         frame["label"] = [MISSING if pd.isna(v) else str(int(v)) for v in frame["value"]]
     frame["has_value"] = frame["value"].notna()
     frame["mean_text"] = [signed_or_dash(v, 3) for v in frame["mean"]]
     frame["failure_text"] = [
-        "no pairs" if none else f"{rate:.1%}"
+        "no pairs" if none else percent(rate, 1)
         for none, rate in zip(no_pairs, frame["failure_rate"], strict=True)
     ]
     frame["p_text"] = [p_text(p) for p in frame["p_adjusted"]]
@@ -106,11 +106,20 @@ def _legend(**kwargs: object) -> alt.Legend:
     return alt.Legend(orient="bottom", direction="horizontal", gradientLength=220, **kwargs)
 
 
-def _color(view: str, max_n: float, measure: str = "mean score") -> alt.Color:
+def mean_color(title: str = "mean score") -> alt.Color:
+    """The mean view's colour: diverging, fixed to [-1, 1] around 0, so a colour means the
+    same in every run (and for a factor's mean change, `views.factor_view`)."""
+    scale = alt.Scale(domain=[-1, 1], domainMid=0, scheme="redblue", reverse=True, clamp=True)
+    legend = _legend(values=[-1, -0.5, 0, 0.5, 1])
+    return alt.Color("value:Q", scale=scale, title=title, legend=legend)
+
+
+MEAN_DARK = "abs(datum.value) > 0.6"  # where a mean's label is written in white
+
+
+def _color(view: str, max_n: float) -> alt.Color:
     if view == "mean":
-        scale = alt.Scale(domain=[-1, 1], domainMid=0, scheme="redblue", reverse=True, clamp=True)
-        legend = _legend(values=[-1, -0.5, 0, 0.5, 1])
-        return alt.Color("value:Q", scale=scale, title=measure, legend=legend)
+        return mean_color()
     if view == "failure_rate":
         # 0% is white: "nothing failed" must not look like a warning colour. Interpolated in
         # RGB: Vega's default (HCL) drew 0% pale yellow, not the white the caption promises.
@@ -126,79 +135,82 @@ def explore_heatmap(
     rows: Sequence[str] | None = None,
     columns: Sequence[str] | None = None,
     names: Mapping[str, str] | None = None,
-    measure: str = "mean score",
-    tested: str = "significant after BH over all cells",
 ) -> alt.LayerChart:
     """Heatmap of `summary` (as `studies.cells.heatmap_summary` returns it); click selects a cell.
 
     Rows are labelled with `names` (bias id -> display name) where given; clicks still
-    report the bias id. Another table of the same columns draws the same way: `measure`
-    names what `mean` holds (a factor's mean change, `views.factor_view`) and `tested` what
-    its significance was corrected over.
+    report the bias id.
     """
     rows = list(rows) if rows is not None else sorted(summary["bias"].unique())
     columns = list(columns) if columns is not None else sorted(summary["model"].unique())
     frame = heatmap_frame(summary, view, rows, columns)
     names = names or {}
     frame["bias_name"] = [names.get(b, b) for b in frame["bias"]]
-    step = column_step(len(columns), CELLS_WIDTH, *STEP_RANGE)
-    base = alt.Chart(frame).encode(
-        x=alt.X("model:N", sort=columns, title=None, axis=column_axis(columns, step, orient="top")),
-        y=alt.Y(
-            "bias_name:N",
-            sort=[names.get(b, b) for b in rows],
-            title=None,
-            axis=category_axis(),
-        ),
-    )
     tooltip = [
         alt.Tooltip("bias_name:N", title="bias"),
         alt.Tooltip("model:N"),
-        alt.Tooltip("mean_text:N", title=measure),
+        alt.Tooltip("mean_text:N", title="mean"),
         alt.Tooltip("n:Q", title="n (scored pairs)"),
         alt.Tooltip("ci:N", title=CI_TITLE),
-        alt.Tooltip("verdict:N", title=tested),
+        alt.Tooltip("verdict:N", title="significant after BH over all cells"),
         alt.Tooltip("p_text:N", title="p (BH-adjusted)"),
         alt.Tooltip("failures:Q"),
         alt.Tooltip("failure_text:N", title="failure rate"),
     ]
-    colored = (
-        base.transform_filter("datum.has_value")
-        .mark_rect(aria=False, stroke="#dee2e6", strokeWidth=0.5)
-        .encode(color=_color(view, float(frame["n"].max() if len(frame) else 1), measure))
-    )
-    empty = base.transform_filter("!datum.has_value").mark_rect(color=MISSING_COLOR, aria=False)
-    dark = "abs(datum.value) > 0.6" if view == "mean" else "datum.value > 0.7"
+    most = float(frame["n"].max() if len(frame) else 1)
+    dark = MEAN_DARK if view == "mean" else "datum.value > 0.7"
     if view == "n":
-        dark = f"datum.value > {0.7 * float(frame['n'].max() if len(frame) else 1)}"
-    # Channel objects with plain-dict conditions, not `alt.condition(...)`: Altair validates
-    # the latter against its JSON schema on every call, which cost ~0.3 s per chart here.
-    labels = base.mark_text(fontSize=11, aria=False).encode(
-        text=alt.Text("label:N"),
-        color=alt.ColorValue("black", condition={"test": dark, "value": "white"}),
-    )
-    # Significant cells get a dashed frame as well as the "*", so they stand out in any view.
-    significant = base.transform_filter("datum.significant").mark_rect(
-        filled=False, stroke="#212529", strokeWidth=1.5, strokeDash=[3, 2], aria=False
-    )
-    pick = alt.selection_point(
-        name=SELECTION, fields=["bias", "model"], on="click", clear="dblclick", empty=False
-    )
-    catcher = (
-        base.mark_rect(fill="white", fillOpacity=0.001, cursor="pointer")
-        .encode(
-            tooltip=tooltip,
-            stroke=alt.StrokeValue(
-                None, condition={"param": SELECTION, "value": "black", "empty": False}
-            ),
-            strokeWidth=alt.StrokeWidthValue(
-                0, condition={"param": SELECTION, "value": 3, "empty": False}
-            ),
+        dark = f"datum.value > {0.7 * most}"
+
+    def above(base: alt.Chart) -> list[alt.Chart]:
+        """Significant cells framed, and a transparent top layer that owns the click and
+        the tooltip."""
+        pick = alt.selection_point(
+            name=SELECTION, fields=["bias", "model"], on="click", clear="dblclick", empty=False
         )
-        .add_params(pick)
-    )
-    return alt.layer(colored, empty, significant, labels, catcher).properties(
-        width=alt.Step(step), height=alt.Step(24)
+        catcher = (
+            base.mark_rect(fill="white", fillOpacity=0.001, cursor="pointer")
+            .encode(
+                tooltip=tooltip,
+                stroke=alt.StrokeValue(
+                    None, condition={"param": SELECTION, "value": "black", "empty": False}
+                ),
+                strokeWidth=alt.StrokeWidthValue(
+                    0, condition={"param": SELECTION, "value": 3, "empty": False}
+                ),
+            )
+            .add_params(pick)
+        )
+        return [significant_frames(base), catcher]
+
+    named_rows = [names.get(b, b) for b in rows]
+    spec = cells_spec(columns, named_rows, _color(view, most), dark, aria=False)
+    return heatmap_of(frame, spec, above)
+
+
+def cells_spec(
+    columns: Sequence[str],
+    rows: Sequence[str],
+    color: alt.Color,
+    dark: str,
+    tooltip: Sequence[alt.Tooltip] = (),
+    aria: bool = True,
+) -> Heatmap:
+    """Explore's cells as the one builder draws them (`charts.heatmap_of` of a frame from
+    `heatmap_frame`, rows by `bias_name`): a level's changes (`views.factor_view`) too.
+    Without `aria`, a layer above describes each cell to screen readers instead."""
+    step = column_step(len(columns), CELLS_WIDTH, *STEP_RANGE)
+    return Heatmap(
+        "model", "bias_name", columns, rows, color, step=step, height=24, dark=dark,
+        tooltip=tooltip, x_axis=column_axis(columns, step, orient="top"), font_size=11,
+        missing=True, grid=True, aria=aria,
+    )  # fmt: skip
+
+
+def significant_frames(base: alt.Chart) -> alt.Chart:
+    """Significant cells framed (dashed) as well as starred, so they stand out in any view."""
+    return base.transform_filter("datum.significant").mark_rect(
+        filled=False, stroke="#212529", strokeWidth=1.5, strokeDash=[3, 2], aria=False
     )
 
 

@@ -15,10 +15,9 @@ import altair as alt
 import pandas as pd
 
 from cogbias.studies.study_tables import BIAS_DIRECTION, pivot
-from cogbias.views.charts import category_axis, column_axis, column_step
+from cogbias.views.charts import Heatmap, column_axis, column_step, heatmap_of
 from cogbias.views.numbers import signed
 
-MISSING_COLOR = "#e9ecef"  # a cell whose metric had too few answers
 # Columns share about 660 px (ten models fit on a laptop's page), each 64-110 px wide: enough
 # for a label such as "+0.25*" at the cells' font size.
 CELLS_WIDTH = 660
@@ -67,46 +66,32 @@ def study_heatmap(table: pd.DataFrame, by: str) -> alt.LayerChart:
     frame = heatmap_frame(table, by)
     columns = column_order(table, by)
     step = column_step(len(columns), CELLS_WIDTH, *STEP_RANGE)
-    base = alt.Chart(frame).encode(
-        x=alt.X(
-            "column:N",
-            sort=columns,
-            title=PIVOT_LABELS.get(by, by),
-            axis=column_axis(columns, step, orient="top", labelLimit=200),
-        ),
-        y=alt.Y("row:N", sort=list(dict.fromkeys(frame["row"])), title=None, axis=category_axis()),
-        tooltip=[
-            alt.Tooltip("test:N"),
-            alt.Tooltip("metric:N"),
-            alt.Tooltip("column:N", title=PIVOT_LABELS.get(by, by)),
-            alt.Tooltip("value:Q", format="+.3f", title="headline value"),
-            alt.Tooltip("a:Q", format=".3f", title="first condition (rate or mean)"),
-            alt.Tooltip("b:Q", format=".3f", title="second condition (rate or mean)"),
-            alt.Tooltip("neutral_share:Q", format=".3f", title="neutral share"),
-            alt.Tooltip("ci_low:Q", format="+.3f", title="95% CI low"),
-            alt.Tooltip("ci_high:Q", format="+.3f", title="95% CI high"),
-            alt.Tooltip("p_value:Q", format=".3g", title="p-value"),
-            alt.Tooltip("degenerate:N", title="degenerate (*: <1% admit or reject)"),
-            alt.Tooltip("n:Q", title="n (answers)"),
-            alt.Tooltip("unreadable:Q"),
-            alt.Tooltip("failed:Q"),
-            alt.Tooltip("note:N"),
-        ],
-    )
+    tooltip = [
+        alt.Tooltip("test:N"),
+        alt.Tooltip("metric:N"),
+        alt.Tooltip("column:N", title=PIVOT_LABELS.get(by, by)),
+        alt.Tooltip("value:Q", format="+.3f", title="headline value"),
+        alt.Tooltip("a:Q", format=".3f", title="first condition (rate or mean)"),
+        alt.Tooltip("b:Q", format=".3f", title="second condition (rate or mean)"),
+        alt.Tooltip("neutral_share:Q", format=".3f", title="neutral share"),
+        alt.Tooltip("ci_low:Q", format="+.3f", title="95% CI low"),
+        alt.Tooltip("ci_high:Q", format="+.3f", title="95% CI high"),
+        alt.Tooltip("p_value:Q", format=".3g", title="p-value"),
+        alt.Tooltip("degenerate:N", title="degenerate (*: <1% admit or reject)"),
+        alt.Tooltip("n:Q", title="n (answers)"),
+        alt.Tooltip("unreadable:Q"),
+        alt.Tooltip("failed:Q"),
+        alt.Tooltip("note:N"),
+    ]
     scale = alt.Scale(domain=[-1, 1], domainMid=0, scheme="redblue", reverse=True, clamp=True)
     legend = alt.Legend(
         orient="bottom", direction="horizontal", gradientLength=220, values=[-1, -0.5, 0, 0.5, 1]
     )
-    colored = (
-        base.transform_filter("datum.has_value")
-        .mark_rect(stroke="#dee2e6", strokeWidth=0.5)
-        .encode(
-            color=alt.Color("colour:Q", scale=scale, title="more biased → (red)", legend=legend)
-        )
-    )
-    empty = base.transform_filter("!datum.has_value").mark_rect(color=MISSING_COLOR)
-    text = base.mark_text(fontSize=12).encode(
-        text="label:N",
-        color=alt.condition("abs(datum.colour) > 0.6", alt.value("white"), alt.value("black")),
-    )
-    return (empty + colored + text).properties(width=alt.Step(step), height=alt.Step(30))
+    color = alt.Color("colour:Q", scale=scale, title="more biased → (red)", legend=legend)
+    axis = column_axis(columns, step, orient="top", labelLimit=200)
+    spec = Heatmap(
+        "column", "row", columns, list(dict.fromkeys(frame["row"])), color, step=step,
+        height=30, dark="abs(datum.colour) > 0.6", tooltip=tooltip,
+        x_title=PIVOT_LABELS.get(by, by), x_axis=axis, font_size=12, missing=True, grid=True,
+    )  # fmt: skip
+    return heatmap_of(frame, spec)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from cogbias.views.charts import bottom_legend, category_axis
+from cogbias.views.charts import Heatmap, bottom_legend, category_axis, heatmap_of
 from cogbias.views.numbers import signed
 
 N12 = "n12: only P correct"
@@ -67,27 +67,17 @@ def rejection_heatmap(table: pd.DataFrame) -> alt.LayerChart:
     frame = table.assign(row=_row_label(table))
     frame["verdict"] = frame["reject"].map({True: "rejected", False: "not rejected"})
     frame["label"] = frame["z"].map(lambda v: "" if pd.isna(v) else signed(v))
-    base = alt.Chart(frame).encode(
-        x=alt.X("row:N", title=None, axis=category_axis(labelAngle=-45)),
-        y=alt.Y("hypothesis:N", title=None, axis=category_axis(labelLimit=300)),
+    color = alt.Color(
+        "verdict:N",
+        scale=alt.Scale(domain=["rejected", "not rejected"], range=["#1f618d", "#d5d8dc"]),
+        legend=bottom_legend(title="H0 (genuine reasoning)"),
     )
-    cells = base.mark_rect().encode(
-        color=alt.Color(
-            "verdict:N",
-            scale=alt.Scale(domain=["rejected", "not rejected"], range=["#1f618d", "#d5d8dc"]),
-            legend=bottom_legend(title="H0 (genuine reasoning)"),
-        ),
-        tooltip=[
-            "hypothesis",
-            "row",
-            "n12",
-            "n21",
-            alt.Tooltip("z:Q", format=".3f"),
-            alt.Tooltip("p_adjusted:Q", format=".4f"),
-        ],
-    )
-    text = base.mark_text(fontSize=10).encode(
-        text="label:N",
-        color=alt.condition("datum.reject", alt.value("white"), alt.value("black")),
-    )
-    return (cells + text).properties(width=alt.Step(60), height=alt.Step(24))
+    spec = Heatmap(
+        "row", "hypothesis", sorted(set(frame["row"])), sorted(set(frame["hypothesis"])),
+        color, step=60, height=24,
+        dark="datum.reject", x_axis=category_axis(labelAngle=-45),
+        y_axis=category_axis(labelLimit=300),
+        tooltip=["hypothesis", "row", "n12", "n21", alt.Tooltip("z:Q", format=".3f"),
+                 alt.Tooltip("p_adjusted:Q", format=".4f")],
+    )  # fmt: skip
+    return heatmap_of(frame, spec)

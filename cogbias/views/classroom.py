@@ -8,6 +8,8 @@ test read the same numbers. Nothing here imports Streamlit.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -16,14 +18,17 @@ from urllib.parse import urlsplit
 import altair as alt
 import pandas as pd
 
+from cogbias.classroom import reveal
 from cogbias.classroom.questions import Question
+from cogbias.classroom.reveal import CLASS, HUMANS, POOLED, measure_of
 from cogbias.classroom.sessions import ClassResults
-from cogbias.studies.condition_summary import CLASS, HUMANS, ConditionSummary
+from cogbias.studies.condition_summary import ConditionSummary
 from cogbias.views.charts import category_axis
 
-__all__ = ["CLASS", "HUMANS"]  # who the reveal's first two rows are (`condition_summary`)
+__all__ = ["CLASS", "HUMANS", "POOLED", "measure_of"]  # who the reveal's rows are, what they hold
 FRAME_COLUMNS = ["condition", "option", "who", "value", "low", "high", "n"]
 MAX_URL = 2_000  # a join link is short; anything longer is not one
+WRAP = 34  # characters of a chart row's label line on the projector
 
 
 def _number(value: Any) -> float | None:
@@ -41,19 +46,10 @@ def shown_options(question: Question, focus: str = "") -> list[int]:
     return list(range(len(question.keys)))
 
 
-def measure_of(question: Question) -> str:
-    """What a row's value is: a share, a mean position on the scale, or a median."""
-    return {"number": "median", "scale": "mean position"}.get(question.kind, "share")
-
-
-def _option_name(question: Question, index: int) -> str:
-    first = question.options[question.conditions[0]]
-    return first[index] if index < len(first) else question.keys[index]
-
-
 def _rows(question: Question, item: ConditionSummary, focus: str) -> list[dict[str, Any]]:
-    """One summary's rows (the humans', the class's or a model's): per shown option its share
-    and interval, or its mean position, or its median."""
+    """One summary's rows (the humans', the class's, the pool's or a model's): per shown
+    option its share and interval, named as its own condition names it
+    (`reveal.option_labels`), or its mean position, or its median."""
     base = {"condition": question.label(item.condition), "who": item.who, "n": item.n}
     if question.kind == "number":
         values = (item.median, item.median_low, item.median_high)
@@ -63,15 +59,15 @@ def _rows(question: Question, item: ConditionSummary, focus: str) -> list[dict[s
             return []
         values = (item.mean, item.mean_low, item.mean_high)
         return [base | {"option": "", "value": values[0], "low": values[1], "high": values[2]}]
+    names = reveal.option_labels(question)[item.condition]
     rows = []
     for i in shown_options(question, focus):
         if i < len(item.shares) and item.shares[i] is not None:
             low = item.low[i] if i < len(item.low) else None
             high = item.high[i] if i < len(item.high) else None
             rows.append(
-                base | {"option": _option_name(question, i), "value": item.shares[i],
-                        "low": low, "high": high}
-            )  # fmt: skip
+                base | {"option": names[i], "value": item.shares[i], "low": low, "high": high}
+            )
     return rows
 
 
@@ -85,7 +81,8 @@ def focus_of(question: Question) -> str:
 
 def reveal_frame(results: ClassResults, focus: str | None = None) -> pd.DataFrame:
     """The reveal's numbers, one row per condition × shown option × who: the humans first
-    (where the question has a reference), then the class, then each model; NaN for an
+    (where the question has a reference), then the teacher's classes pooled (where another
+    class answered the same question), then the class, then each model; NaN for an
     interval that does not exist (a single call, a humans' median). `focus`: the option a
     two-option chart shows (default: the one the original reports)."""
     question = results.question
@@ -93,7 +90,8 @@ def reveal_frame(results: ClassResults, focus: str | None = None) -> pd.DataFram
     records: list[dict[str, Any]] = []
     for human in results.humans:
         records += _rows(question, human, focus)
-    for row in (*results.conditions, *results.models):
+    pool = results.pool if results.pooled_others else []
+    for row in (*pool, *results.conditions, *results.models):
         records += _rows(question, row, focus) if row.n else []
     order = {question.label(c): i for i, c in enumerate(question.conditions)}
     records.sort(key=lambda r: order.get(r["condition"], len(order)))  # stable: who stays
@@ -103,37 +101,88 @@ def reveal_frame(results: ClassResults, focus: str | None = None) -> pd.DataFram
     return frame.astype({"value": float, "low": float, "high": float})
 
 
-def reveal_chart(frame: pd.DataFrame, question: Question) -> alt.LayerChart | None:
-    """Humans, class and models side by side per condition, each with its 95 % interval,
+def reveal_chart(
+    frame: pd.DataFrame, question: Question, projector: bool = False
+) -> alt.LayerChart | None:
+    """Humans, classes and models side by side per condition, each with its 95 % interval,
     on one scale (shares 0–100 %, scale positions 1…n, numbers as they come); None when
-    nothing has been answered yet."""
+    nothing has been answered yet. Each row is its condition, with the option it shows when
+    the conditions word it differently. `projector`: large type, the legend above, a fixed
+    height and the container's width, so a room reads it at 1280×720."""
     if frame.empty:
         return None
-    single = frame["option"].nunique() == 1  # one option shown: it goes in the axis title
+    single = frame["option"].nunique() == 1  # one name for the option shown: the axis says it
+    several = frame.groupby("condition")["option"].nunique().max() > 1
     pairs = zip(frame["condition"], frame["option"], strict=True)
-    data = frame.assign(row=[c if single else _row_label(c, o) for c, o in pairs])
+    data = frame.assign(row=[c if single else reveal.row_label(c, o) for c, o in pairs])
+    if projector:
+        data["row"] = [_wrapped(r, WRAP) for r in data["row"]]
     measure = measure_of(question)
     present = set(data["who"])
-    who_order = [w for w in dict.fromkeys([HUMANS, CLASS, *data["who"]]) if w in present]
-    if measure == "share":
-        scale, axis = alt.Scale(domain=[0, 1]), alt.Axis(format="%", labelFontSize=13)
-        chosen = f"“{frame['option'].iloc[0]}”" if single else "the option"
-        title = f"share choosing {chosen} (95% interval)"
-    elif measure == "mean position":
+    who_order = [w for w in dict.fromkeys([HUMANS, POOLED, CLASS, *data["who"]]) if w in present]
+    title = reveal.axis_title(question, frame["option"].iloc[0] if single else None, several)
+    size = _Sizes(projector)
+    if measure == reveal.SHARE:
+        scale, axis = alt.Scale(domain=[0, 1]), alt.Axis(format="%", **size.axis)
+    elif measure == reveal.POSITION:
         scale = alt.Scale(domain=[1, len(question.keys)])
-        axis = alt.Axis(tickMinStep=1, labelFontSize=13)
-        ends = question.options[question.conditions[0]]
-        title = f"mean position: 1 = {ends[0]} … {len(ends)} = {ends[-1]} (95% interval)"
+        axis = alt.Axis(tickMinStep=1, **size.axis)
     else:
-        scale, axis = alt.Scale(zero=False), alt.Axis(labelFontSize=13)
-        title = "median answer (95% interval)"
-    y = alt.Y("row:N", sort=list(dict.fromkeys(data["row"])), title=None,
-              axis=category_axis(labelLimit=420, labelFontSize=14))  # fmt: skip
+        scale, axis = alt.Scale(zero=False), alt.Axis(**size.axis)
+    y = alt.Y("row:N", sort=list(dict.fromkeys(data["row"])), title=None, axis=size.rows)
     palette = alt.Scale(domain=who_order, range=_colours(who_order))
-    legend = alt.Legend(orient="bottom", labelLimit=400, labelFontSize=14, symbolSize=160)
-    colour = alt.Color("who:N", title=None, sort=who_order, scale=palette, legend=legend)
-    shown = ".0%" if measure == "share" else ".2f"
-    tooltip = [
+    colour = alt.Color("who:N", title=None, sort=who_order, scale=palette, legend=size.legend)
+    offset = alt.YOffset("who:N", sort=who_order)
+    base = alt.Chart(data).encode(y=y, yOffset=offset, color=colour, tooltip=_tooltip(measure))
+    rules = base.mark_rule(strokeWidth=size.stroke).encode(
+        x=alt.X("low:Q", scale=scale, title=title), x2="high:Q"
+    )
+    x = alt.X("value:Q", scale=scale, title=title, axis=axis)
+    points = base.mark_point(filled=True, size=size.point, opacity=1).encode(x=x)
+    chart = rules + points
+    if projector:
+        return chart.properties(width="container", height=size.height(data)).configure_view(
+            stroke=None
+        )
+    return chart.properties(width=560, height=alt.Step(26))
+
+
+class _Sizes:
+    """Type and marks for the teacher's page or, larger, the projector."""
+
+    def __init__(self, projector: bool) -> None:
+        self.projector = projector
+        big = projector
+        self.axis = {"labelFontSize": 22 if big else 13}
+        if big:
+            self.axis |= {"titleFontSize": 22, "titlePadding": 14, "titleLimit": 1100}
+        self.rows = category_axis(
+            labelLimit=520 if big else 420,
+            labelFontSize=24 if big else 14,
+            **({"labelExpr": "split(datum.label, '\\n')", "labelPadding": 10} if big else {}),
+        )
+        self.legend = alt.Legend(
+            orient="top" if big else "bottom",
+            labelLimit=600 if big else 400,
+            labelFontSize=22 if big else 14,
+            symbolSize=360 if big else 160,
+            columns=0,
+        )
+        self.stroke = 7 if big else 4
+        self.point = 420 if big else 140
+
+    @staticmethod
+    def height(data: pd.DataFrame) -> int:
+        """The whole chart's height (the page fits legend, plot and axis into it): room for
+        every row and who, at most what fits below the title at 1280×720."""
+        lines = max(r.count("\n") + 1 for r in data["row"])
+        per_row = max(len(set(data["who"])) * 36, lines * 30) + 30
+        return int(min(500, max(300, 150 + per_row * data["row"].nunique())))
+
+
+def _tooltip(measure: str) -> list[alt.Tooltip]:
+    shown = ".0%" if measure == reveal.SHARE else ".2f"
+    return [
         alt.Tooltip("condition:N"),
         alt.Tooltip("option:N"),
         alt.Tooltip("who:N"),
@@ -142,60 +191,91 @@ def reveal_chart(frame: pd.DataFrame, question: Question) -> alt.LayerChart | No
         alt.Tooltip("high:Q", format=shown, title="95% high"),
         alt.Tooltip("n:Q"),
     ]
-    offset = alt.YOffset("who:N", sort=who_order)
-    base = alt.Chart(data).encode(y=y, yOffset=offset, color=colour, tooltip=tooltip)
-    rules = base.mark_rule(strokeWidth=4).encode(
-        x=alt.X("low:Q", scale=scale, title=title), x2="high:Q"
-    )
-    x = alt.X("value:Q", scale=scale, title=title, axis=axis)
-    points = base.mark_point(filled=True, size=140, opacity=1).encode(x=x)
-    return (rules + points).properties(width=560, height=alt.Step(26))
 
 
-# the humans in dark grey, the class in a strong red, the models in Tableau's other colours
-_PALETTE = ["#3b3b3b", "#e45756", "#4c78a8", "#54a24b", "#b279a2", "#f58518", "#72b7b2",
+def _wrapped(text: str, width: int) -> str:
+    """Lines of at most about `width` characters, broken between words (the projector's
+    row labels: whole, never cut)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\n".join(lines)
+
+
+# the humans in dark grey, the class in a strong red, the pooled classes in purple, the
+# models in Tableau's other colours
+_PALETTE = ["#3b3b3b", "#e45756", "#8e5ca8", "#4c78a8", "#54a24b", "#f58518", "#72b7b2",
             "#9d755d", "#eeca3b", "#ff9da6"]  # fmt: skip
+_FIXED = {HUMANS: _PALETTE[0], CLASS: _PALETTE[1], POOLED: _PALETTE[2]}
 
 
 def _colours(who: list[str]) -> list[str]:
-    """The same colour for the humans and the class in every chart; the models after them."""
-    models = [w for w in who if w not in (HUMANS, CLASS)]
-    fixed = {HUMANS: _PALETTE[0], CLASS: _PALETTE[1]}
-    fixed |= {w: _PALETTE[2 + i % (len(_PALETTE) - 2)] for i, w in enumerate(models)}
+    """The same colour for the humans, the class and the pool in every chart; the models
+    after them."""
+    models = [w for w in who if w not in _FIXED]
+    fixed = dict(_FIXED)
+    fixed |= {w: _PALETTE[3 + i % (len(_PALETTE) - 3)] for i, w in enumerate(models)}
     return [fixed[w] for w in who]
 
 
-def _row_label(condition: str, option: str) -> str:
-    return f"{condition}: {option}" if option else condition
-
-
-def _figure(value: float, low: float, high: float, measure: str) -> str:
-    def one(x: float) -> str:
-        return f"{x * 100:.0f}%" if measure == "share" else f"{x:,.2f}".rstrip("0").rstrip(".")
-
-    if math.isnan(value):
-        return "–"
-    text = one(value)
-    if not math.isnan(low) and not math.isnan(high) and (low, high) != (value, value):
-        text += f" [{one(low)}, {one(high)}]"
-    return text
-
-
 def reveal_table(frame: pd.DataFrame, question: Question) -> pd.DataFrame:
-    """The chart's numbers as text a teacher can read out: '72% [64%, 79%]', with n."""
+    """The chart's numbers as text a teacher can read out: '72% [64%, 79%]', with n; each
+    row's option as its own condition names it."""
     measure = measure_of(question)
     records = [
         {
             "Condition": row.condition,
             "Option": row.option or measure,
             "Who": row.who,
-            "Result (95% interval)": _figure(row.value, row.low, row.high, measure),
+            reveal.RESULT_HEADING: reveal.with_interval(row.value, row.low, row.high, measure),
             "n": "–" if row.n is None or pd.isna(row.n) else f"{int(row.n):,}",
         }
         for row in frame.itertuples(index=False)
     ]
-    columns = ["Condition", "Option", "Who", "Result (95% interval)", "n"]
+    columns = ["Condition", "Option", "Who", reveal.RESULT_HEADING, "n"]
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+RESULT_COLUMNS = ["session", "question", "condition", "option", "who", "measure", "value",
+                  "low", "high", "n"]  # fmt: skip
+
+
+def reveal_csv(results: ClassResults) -> str:
+    """The reveal's rows (`reveal_frame`, with your classes pooled where there are), one per
+    condition, option and who, numbers plain; cells safe for a spreadsheet."""
+    from cogbias.core.safetext import csv_cell
+
+    measure = measure_of(results.question)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(RESULT_COLUMNS)
+    for row in reveal_frame(results).itertuples(index=False):
+        n = "" if row.n is None or pd.isna(row.n) else int(row.n)
+        cells = [results.code, results.question.title, row.condition, row.option or measure,
+                 row.who, measure, _plain(row.value), _plain(row.low), _plain(row.high), n]  # fmt: skip
+        writer.writerow([csv_cell(cell) for cell in cells])
+    return out.getvalue()
+
+
+def _plain(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.6g}"
+
+
+def pool_note(results: ClassResults) -> str:
+    """'your classes: 3 sessions of this question, 74 answers, 2026-03-02 to 2026-05-04',
+    or "" when no other class answered it."""
+    if not results.pooled_others:
+        return ""
+    parts = results.pool_parts
+    return reveal.POOL_NOTE.format(
+        sessions=len(parts),
+        n=f"{sum(p.total for p in parts):,}",
+        first=parts[0].opened[:10],
+        last=parts[-1].opened[:10],
+    )
 
 
 def unreadable_notes(results: ClassResults) -> list[str]:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from cogbias.core.run_record import Run
-from cogbias.views.numbers import interval, p_text, signed_or_dash
+from cogbias.core.run_record import ResultsPage, Run
+from cogbias.views.numbers import interval, p_text, percent, signed_or_dash
 
 
 def runs_behind(
@@ -23,8 +23,8 @@ def runs_behind(
     dataset: str | None = None,
 ) -> list[Run]:
     """The runs whose pairs a heatmap of `run_id` / `dataset` (or of everything) shows, of
-    `runs` (`kinds.records`) and `datasets` (`Store.datasets`) as the page read them: paired
-    runs, not those on a dataset another page reads (token-bias, effect sizes), nor a run
+    `runs` (`kinds.records`) and `datasets` (`Store.datasets`) as the page read them: runs
+    whose kind Explore shows (paired runs), not those on a dataset another page reads (token-bias, effect sizes), nor a run
     whose stored spec cannot be read (it cannot be placed, so it is not named)."""
     from cogbias.datasets.formats import results_page
 
@@ -34,7 +34,7 @@ def runs_behind(
     shown = []
     for run in runs:
         on = run.spec.get("dataset")
-        if run.spec_readable and run.kind and run.kind.results == "decisions":
+        if run.spec_readable and run.kind and run.kind.page is ResultsPage.EXPLORE:
             if on not in elsewhere and (dataset is None or on == dataset):
                 shown.append(run)
     return shown
@@ -61,7 +61,7 @@ def numbers_table(summary: pd.DataFrame, names: Mapping[str, str] | None = None)
     scored pairs for them (a table would otherwise print "None"), rates as percentages, and
     the abstained pairs of sampled runs (`--reducer majority`) where there are any."""
     names = names or {}
-    # pairs a reducer left undecided (`records.ABSTAINED`), where a run has any: apart from
+    # pairs a reducer left undecided (`DecisionStatus.ABSTAINED`), where a run has any: apart from
     # failures, in no mean
     abstained = (
         {"abstained": summary["abstained"].astype(int)}
@@ -87,7 +87,7 @@ def numbers_table(summary: pd.DataFrame, names: Mapping[str, str] | None = None)
             "p (BH-adjusted)": [p_text(p) for p in summary["p_adjusted"]],
             "significant after BH": summary["significant"].fillna(False).astype(bool),
             "failures": summary["failures"].astype(int),
-            "failure rate": [f"{r:.1%}" for r in summary["failure_rate"]],
+            "failure rate": [percent(r, 1) for r in summary["failure_rate"]],
             **abstained,
         }
     )

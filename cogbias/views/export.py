@@ -18,64 +18,17 @@ from typing import IO, Any
 from cogbias.core.export_columns import (
     INSTANCE_EXPORT_COLUMNS,
     PAIR_COLUMNS,
-    TURN_COLUMNS,
-    half_fields,
-    metric_fields,
+    instance_record,
     pair_record,
 )
 from cogbias.core.outputs import check_output, replacing
-from cogbias.core.records import Turn
+from cogbias.core.run_record import Run
 from cogbias.core.safetext import csv_cell
 from cogbias.runs import kinds
+from cogbias.runs.read_side import ExportTable
 from cogbias.store import Store
-from cogbias.studies.definitions import Study
-from cogbias.studies.questions import code_answer
 
 FORMATS = ("csv", "jsonl", "parquet")
-
-
-def turn_records(
-    store: Store, run_id: str, model: str | None = None, batch: int = 5000
-) -> Iterator[list[dict[str, Any]]]:
-    """Batches of a study run's turns (one row per model call, docs/studies.md), in
-    conversation and turn order, each with its `coded` answer (`coded_answer`)."""
-    from cogbias.runs.study_results import study_of_run  # pandas: only when it is needed
-
-    try:
-        study: Study | None = study_of_run(store, run_id)
-    except (KeyError, ValueError):  # its study is gone or unreadable: the turns still export
-        study = None
-    for turns in store.iter_turns(run_id, model, batch):
-        yield [turn.export() | {"coded": coded_answer(study, turn)} for turn in turns]
-
-
-def coded_answer(study: Study | None, turn: Turn) -> float | None:
-    """A decision's answer as its test's metric counts it (`questions.code_answer`: a choice
-    1 when it is the answer the bias predicts, the thesis' §3.4.1), so that Cohen's d
-    recomputed from an export has the run's sign; None for a rewrite, a revision (several
-    answers in one) and a turn without a readable answer."""
-    test = study.tests.get(turn.test) if study is not None else None
-    if test is None or turn.role != "decide" or turn.status != "ok" or turn.value is None:
-        return None
-    try:
-        return code_answer(test, json.loads(turn.value))
-    except (ValueError, TypeError, IndexError):  # a value this test cannot have been given
-        return None
-
-
-def instance_record(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "dataset": row["dataset"],
-        "instance_id": row["id"],
-        "bias": row["test_case"],
-        "scenario": row["scenario"],
-        "variant": row["variant"],
-        **half_fields(row["control"], row["treatment"]),
-        "n_options": row["n_options"],
-        **metric_fields(row["metric"]),
-        "status": row["status"],
-        "error": row["error"],
-    }
 
 
 def records(
@@ -217,20 +170,28 @@ def export(
     model: str | None = None,
     force: bool = False,
 ) -> int:
-    """Export pairs (of a run or dataset), test cases (of a dataset), or a study run's turns
-    to a file. Never over the store's own database; over an existing file only with
-    `force`."""
+    """Export a run's rows (the first table its kind exports: a paired run's pairs, a study
+    run's turns), or a dataset's pairs or test cases, to a file. Never over the store's own
+    database; over an existing file only with `force`."""
     format_of(path, fmt)  # fail before touching the store on a bad format
     protect = (store.path,)
     check_output(path, force, protect)  # before reading anything: a refusal costs nothing
-    row = store.run(run_id) if run_id else None
-    run = kinds.record(row) if row is not None else None
-    if run is not None and run.kind is not None and run.kind.name == "study":
-        turns = turn_records(store, run.id, model)
-        return write(turns, path, fmt, TURN_COLUMNS, force, protect)
+    if run_id and what == "pairs":
+        run = kinds.stored(store, run_id)
+        table = run_export(run)
+        return write(table.rows(store, run, model), path, fmt, table.columns, force, protect)
     columns = INSTANCE_EXPORT_COLUMNS if what == "instances" else PAIR_COLUMNS
     rows = records(store, run_id, dataset, what, model)
     return write(rows, path, fmt, columns, force, protect)
+
+
+def run_export(run: Run) -> ExportTable:
+    """The table a run's export writes: the first its kind exports (ValueError when its kind
+    exports none)."""
+    exports = kinds.of(run).exports
+    if not exports:
+        raise ValueError(f"run {run.id} is {kinds.described(run)}, whose rows are not exported")
+    return exports[0]
 
 
 def export_bytes(

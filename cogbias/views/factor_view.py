@@ -1,8 +1,9 @@
 """The paired effect of a factor as the Compare page, `cogbias results compare --factor` and a
 report show it: which levels (efforts, interventions) change which biases, against a
 reference level, on the same instances. The numbers come from `studies.factor_effects`; here
-they are read from the store, arranged as tables and drawn as the Explore heatmap draws its
-cells (one column per level, or level · model), on the same diverging scale.
+they are read from the store, arranged as tables and drawn by the one heatmap builder as
+Explore draws its cells (one column per level, or level · model), on the same diverging
+scale.
 """
 
 from __future__ import annotations
@@ -13,12 +14,22 @@ from dataclasses import dataclass
 import altair as alt
 import pandas as pd
 
+from cogbias.llm.costs import dollars
 from cogbias.runs import factor_runs, kinds
 from cogbias.store import Store
 from cogbias.studies import cells
 from cogbias.studies import factor_effects as effects
-from cogbias.views.charts_explore import CELL_COLUMNS, explore_heatmap
-from cogbias.views.numbers import MISSING, missing, signed_or_dash
+from cogbias.views.charts import heatmap_of
+from cogbias.views.charts_explore import (
+    CELL_COLUMNS,
+    CI_TITLE,
+    MEAN_DARK,
+    cells_spec,
+    heatmap_frame,
+    mean_color,
+    significant_frames,
+)
+from cogbias.views.numbers import MISSING, missing, percent, signed_or_dash
 from cogbias.views.pair_tables import tested_columns
 from cogbias.views.report_methods import runs_methods, software
 from cogbias.views.report_parts import Report, ReportError, Section, Table
@@ -114,17 +125,25 @@ def heatmap_cells(tables: FactorTables) -> tuple[pd.DataFrame, list[str]]:
 
 
 def factor_heatmap(tables: FactorTables, names: Mapping[str, str]) -> alt.LayerChart:
-    """Bias × level: the mean change against the reference on Explore's diverging scale."""
-    frame, columns = heatmap_cells(tables)
-    return explore_heatmap(
-        frame,
-        "mean",
-        sorted(frame["bias"].unique()),
-        columns,
-        names,
-        measure=f"mean change vs {tables.reference}",
-        tested="significant after BH over the level's cells",
-    )
+    """Bias × level: the mean change against the reference, drawn as Explore draws its cells
+    (`charts_explore.cells_spec`) on its diverging scale, significant cells framed."""
+    changes, columns = heatmap_cells(tables)
+    rows = sorted(changes["bias"].unique())
+    frame = heatmap_frame(changes, "mean", rows, columns)
+    frame["bias_name"] = [names.get(b, b) for b in frame["bias"]]
+    measure = f"mean change vs {tables.reference}"
+    tooltip = [
+        alt.Tooltip("bias_name:N", title="bias"),
+        alt.Tooltip("model:N", title="level"),
+        alt.Tooltip("mean_text:N", title=measure),
+        alt.Tooltip("n:Q", title="n (paired instances)"),
+        alt.Tooltip("ci:N", title=CI_TITLE),
+        alt.Tooltip("verdict:N", title="significant after BH over the level's cells"),
+        alt.Tooltip("p_text:N", title="p (BH-adjusted)"),
+    ]
+    named_rows = [names.get(b, b) for b in rows]
+    spec = cells_spec(columns, named_rows, mean_color(measure), MEAN_DARK, tooltip)
+    return heatmap_of(frame, spec, lambda base: [significant_frames(base)])
 
 
 def effects_numbers(tables: FactorTables, names: Mapping[str, str]) -> pd.DataFrame:
@@ -157,7 +176,7 @@ def thinking_numbers(tables: FactorTables) -> pd.DataFrame:
             "thinking tokens per pair": [
                 MISSING if missing(v) else f"{v:,.0f}" for v in t["thinking_per_pair"]
             ],
-            "cost when asked (USD)": [f"{v:.4f}" for v in t["cost"]],
+            "cost when asked": [dollars(v) for v in t["cost"]],
         }
     )
 
@@ -177,9 +196,7 @@ def signal_numbers(
             "model": traces["model"],
             "halves with a trace": traces["traced"].astype(int),
             "naming the detail": traces["mentioning"].astype(int),
-            "share (string match)": [
-                MISSING if missing(v) else f"{v:.0%}" for v in traces["share"]
-            ],
+            "share (string match)": [percent(v) for v in traces["share"]],
         }
     )
     if level is not None:

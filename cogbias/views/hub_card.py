@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 import platform
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.records import DecisionStatus
 from cogbias.core.redact import redactor
 from cogbias.views.report_html import cell
 from cogbias.views.report_methods import version
@@ -31,15 +32,6 @@ from cogbias.views.safe_text import escape_markdown
 
 # Parquet type (as pyarrow names it) -> the `datasets` dtype the card declares
 DTYPES = {"string": "string", "int64": "int64", "double": "float64", "bool": "bool"}
-DESCRIPTIONS = {
-    "pairs": "one row per model decision on a control/treatment pair, joined to its instance "
-    "(both texts as the model read them, the answers, the metric and the score)",
-    "turns": "one row per model call of the study's conversations, with the answer as the "
-    "study's metric counts it (`coded`)",
-    "instances": "the filled control/treatment pairs (test instances) the decisions answered",
-    "runs": "the runs that made the decisions: spec (JSON, without keys), status, counts, "
-    "tokens and cost",
-}
 LICENSE_NOTE = (
     "set the license you publish under (an SPDX id such as cc-by-4.0), or keep `other` "
     "and add `license_name` and `license_link`"
@@ -53,7 +45,8 @@ class HubTable:
 
     name: str
     path: str
-    columns: dict[str, str]
+    columns: Mapping[str, str]
+    description: str = ""  # what one row is (a run kind's `ExportTable.description`)
     rows: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     failure_kinds: Counter[str] = field(default_factory=Counter)
@@ -66,7 +59,7 @@ class HubTable:
                 if row.get("status"):
                     self.statuses[str(row["status"])] += 1
                 self.published += str(row.get("run_id") or "").startswith("import:")
-                if row.get("status") == "failed":
+                if row.get("status") == DecisionStatus.FAILED:
                     self.failure_kinds[str(row.get("failure_kind") or "transient")] += 1
             yield batch
 
@@ -124,7 +117,7 @@ def card(
         + ". One Parquet file per table, each a config of this dataset:",
         "",
     ]
-    body += [f"- `{t.name}` (`{t.path}`, {t.rows} rows): {DESCRIPTIONS[t.name]}." for t in tables]
+    body += [f"- `{t.name}` (`{t.path}`, {t.rows} rows): {t.description}." for t in tables]
     body += [
         "",
         "The columns are those of `cogbias export` (cogbias' docs/datasets.md): answers are "

@@ -18,17 +18,22 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from cogbias.core.export_columns import INSTANCE_EXPORT_COLUMNS, PAIR_COLUMNS, TURN_COLUMNS
+from cogbias.core.export_columns import instance_record
 from cogbias.core.outputs import check_folder, replacing_folder
 from cogbias.core.redact import redact, redact_json, redactor
 from cogbias.core.run_record import Run
 from cogbias.runs import kinds
+from cogbias.runs.paired_results import PairedResults
+from cogbias.runs.read_side import ExportTable
 from cogbias.store import Store
 from cogbias.views import hub_card
-from cogbias.views.export import instance_record, records, turn_records, write
+from cogbias.views.export import records, write
 from cogbias.views.hub_card import HubTable
 from cogbias.views.report_methods import dataset_methods, run_methods
 
+RUNS_DESCRIPTION = (
+    "the runs that made the decisions: spec (JSON, without keys), status, counts, tokens and cost"
+)
 # name -> type (as in core/export_columns.py). A run's spec is JSON text: its fields differ by
 # kind, and a text column keeps one schema for every run.
 RUN_COLUMNS: dict[str, str] = {
@@ -67,18 +72,12 @@ def export_hub(
     protect = (store.path,)
     check_folder(folder, force, protect)  # before reading anything: a refusal costs nothing
     runs = selected_runs(store, run_id, dataset)
-    study = run_id is not None and runs[0].kind is not None and runs[0].kind.name == "study"
-    main = HubTable("turns" if study else "pairs", "", TURN_COLUMNS if study else PAIR_COLUMNS)
-    tables = [main]
-    if not study:
-        tables.append(HubTable("instances", "", INSTANCE_EXPORT_COLUMNS))
-    tables.append(HubTable("runs", "", RUN_COLUMNS))
-    sources: dict[str, Iterable[list[dict[str, Any]]]] = {
-        "turns": turn_records(store, run_id, model) if study and run_id else [],
-        "pairs": [] if study else records(store, run_id, dataset, "pairs", model),
-        "instances": _instances(store, run_id, dataset, model),
-        "runs": [[run_record(store, run) for run in runs]],
-    }
+    exported = _exported(store, runs[0] if run_id else None, dataset, model)
+    tables = [HubTable(t.name, "", t.columns, t.description) for t, _ in exported]
+    tables.append(HubTable("runs", "", RUN_COLUMNS, RUNS_DESCRIPTION))
+    main = tables[0]
+    sources: dict[str, Iterable[list[dict[str, Any]]]] = {t.name: rows for t, rows in exported}
+    sources["runs"] = [[run_record(store, run) for run in runs]]
     with replacing_folder(folder, force, protect) as temporary:
         for table in tables:
             table.path = f"data/{table.name}.parquet"
@@ -100,6 +99,24 @@ def export_hub(
     return tables
 
 
+def _exported(
+    store: Store, run: Run | None, dataset: str | None, model: str | None
+) -> list[tuple[ExportTable, Iterable[list[dict[str, Any]]]]]:
+    """Each table beside the runs, with its rows: what a run's kind exports (a paired run's
+    pairs and instances, a study run's turns), or a dataset's pairs and instances (the
+    tables of a paired run, over the whole dataset)."""
+    if run is not None:
+        tables = kinds.of(run).exports
+        if not tables:
+            raise ValueError(f"run {run.id} is {kinds.described(run)}, whose rows are not exported")
+        return [(t, t.rows(store, run, model)) for t in tables]
+    pairs, instances = PairedResults.exports
+    return [
+        (pairs, records(store, None, dataset, "pairs", model)),
+        (instances, _instances(store, str(dataset))),
+    ]
+
+
 def selected_runs(store: Store, run_id: str | None, dataset: str | None) -> list[Run]:
     """The stored runs a selection covers: the run itself, or every run with decisions on the
     dataset (its published decisions have no stored run: the card says where they came
@@ -111,13 +128,8 @@ def selected_runs(store: Store, run_id: str | None, dataset: str | None) -> list
     return [kinds.record(row) for row in found if row is not None]
 
 
-def _instances(
-    store: Store, run_id: str | None, dataset: str | None, model: str | None
-) -> Iterator[list[dict[str, Any]]]:
-    batches = (
-        store.iter_run_instances(run_id, model) if run_id else store.iter_instances(str(dataset))
-    )
-    for batch in batches:
+def _instances(store: Store, dataset: str) -> Iterator[list[dict[str, Any]]]:
+    for batch in store.iter_instances(dataset):
         yield [instance_record(row) for row in batch]
 
 
@@ -129,14 +141,14 @@ def run_record(store: Store, run: Run) -> dict[str, Any]:
     return {
         "run_id": run.id,
         "name": clean(run.name),
-        "kind": run.kind.name if run.kind is not None else None,
+        "kind": kinds.of(run).name,
         "status": run.status,
         "spec": redact_json(json.dumps(public_spec(run.spec), sort_keys=True), clean),
         "models": [clean(str(m)) for m in models] if isinstance(models, list) else [],
         "planned": run.planned,
         "done": run.done,
         "failed": run.failed,
-        "failure_kinds": json.dumps(store.run_failure_kinds(run.id), sort_keys=True),
+        "failure_kinds": json.dumps(dict(kinds.of(run).failures(store, run)), sort_keys=True),
         "tokens": run.tokens,
         "cost": run.cost,
         "created_at": run.created_at,

@@ -49,6 +49,12 @@ def interval(low: Any, high: Any, digits: int = 2, note: str = "") -> str:
     return f"{signed(float(low), digits)} to {signed(float(high), digits)}"
 
 
+def percent(value: Any, digits: int = 0) -> str:
+    """A share (0.42) as a percentage with `digits` decimals ("42%", "4.2%"), or "–" when
+    missing: every page and command writes a share this one way."""
+    return MISSING if missing(value) else f"{float(value):.{digits}%}"
+
+
 def p_text(value: Any) -> str:
     """A p-value with three significant digits ("0.0123", "1"), or "–" when not tested."""
     return MISSING if missing(value) else f"{float(value):.3g}"

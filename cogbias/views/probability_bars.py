@@ -16,6 +16,7 @@ from cogbias.core.probabilities import Distribution
 from cogbias.core.run_record import Run
 from cogbias.llm.logprobs import LABELS
 from cogbias.runs import scorers
+from cogbias.views.numbers import percent
 from cogbias.views.shown_pairs import ShownHalf, ShownPair
 
 
@@ -34,7 +35,7 @@ class OptionBar:
     p: float
 
     def text(self) -> str:
-        return f"{self.label}: {self.option} — {self.p:.0%}"
+        return f"{self.label}: {self.option} — {percent(self.p)}"
 
 
 def half_bars(half: ShownHalf) -> list[OptionBar] | None:
@@ -63,8 +64,8 @@ def outside_note(half: ShownHalf) -> str | None:
     if dist is None or dist.outside < 0.005:
         return None
     return (
-        f"{dist.outside:.0%} of the model's probability went to tokens that are no option "
-        f"(of it, up to {dist.unlisted:.0%} unlisted); the bars share the rest."
+        f"{percent(dist.outside)} of the model's probability went to tokens that are no option "
+        f"(of it, up to {percent(dist.unlisted)} unlisted); the bars share the rest."
     )
 
 
@@ -77,7 +78,7 @@ def compare_sentence(pair: ShownPair) -> str | None:
     top = max(range(len(control)), key=lambda i: control[i].p)
     option = control[top].option
     in_treatment = next((b.p for b in treatment if b.option == option), None)
-    later = "" if in_treatment is None else f", {in_treatment:.0%} in the treatment"
+    later = "" if in_treatment is None else f", {percent(in_treatment)} in the treatment"
     score = pair.score
     scored = (
         ""
@@ -85,7 +86,7 @@ def compare_sentence(pair: ShownPair) -> str | None:
         else f" The score {float(score):+.2f} is the expected score over both distributions "
         "(no sampling)."
     )
-    return f"{control[top].p:.0%} on “{option}” in the control{later}.{scored}"
+    return f"{percent(control[top].p)} on “{option}” in the control{later}.{scored}"
 
 
 def scored_by_probabilities(spec: Mapping[str, Any]) -> bool:

@@ -17,6 +17,7 @@ import pandas as pd
 from cogbias.studies.references import Reference
 from cogbias.studies.study_tables import DIMENSIONS
 from cogbias.views.charts import category_axis
+from cogbias.views.numbers import percent
 
 SHOWN = ["Experiment", "Condition", "Humans", "Model", "Model − humans", "Cohen's h", "Note"]
 
@@ -32,7 +33,7 @@ def _number(value: Any, measure: str, unit: str, signed: bool = False) -> str:
         return "–"
     sign = "+" if signed and value > 0 else ""
     if measure == "share":
-        return f"{sign}{value * 100:.0f}%" if not signed else f"{sign}{value * 100:.0f} pts"
+        return percent(value) if not signed else f"{sign}{value * 100:.0f} pts"
     if unit == "$":
         return f"{'-' if value < 0 else sign}${abs(value):,.2f}"
     text = f"{value:,.1f}".removesuffix(".0")

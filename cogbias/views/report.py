@@ -20,6 +20,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from cogbias.core.run_record import ResultsPage
 from cogbias.runs import kinds, study_results, summaries
 from cogbias.store import Store
 from cogbias.studies import analysis, cells, paper_results, study_tables
@@ -198,7 +199,7 @@ def _compare_methods(store: Store, run_id: str | None, dataset: str | None) -> t
 def study_report(store: Store, run_id: str) -> Report:
     """A study run: its headline heatmap and figures, the humans and the paper beside it."""
     run = kinds.stored(store, run_id)
-    if run.kind is None or run.kind.name != "study":
+    if not study_results.is_study(run):
         raise ReportError(f"run {run_id} is {kinds.described(run)}, not a study run")
     table = study_results.results(store, run_id)
     if table.empty:
@@ -277,13 +278,43 @@ def _paper_models(table: pd.DataFrame, study: str) -> list[Section]:
     return sections
 
 
-def run_report(store: Store, run_id: str) -> Report:
-    """The report of one run, by its kind (a class run's is its session's)."""
+def cells_report(store: Store, run_id: str) -> Report:
+    """A run of a kind shown on no page: its cells (its kind's `cells`) and its methods."""
     run = kinds.stored(store, run_id)
-    if run.kind is not None and run.kind.name == "class":
-        return class_report(store, str(run.spec.get("session")))
-    study = run.kind is not None and run.kind.name == "study"
-    return study_report(store, run_id) if study else paired_report(store, run_id)
+    table = kinds.of(run).cells(store, run)
+    if table.empty:
+        raise ReportError(f"run {run_id} has no results stored yet; nothing to report")
+    cells_section = Section(
+        "Results", tables=(Table("Its results, one row per cell", table, "cells"),)
+    )
+    return Report(
+        "run",
+        f"cogbias report: run {run.name or run_id}",
+        _run_summary(store, run_id),
+        (cells_section,),
+        (software(), *run_methods(store, run_id)),
+    )
+
+
+def session_report(store: Store, run_id: str) -> Report:
+    """A class run's report: its session's (the class, the humans and every model beside)."""
+    return class_report(store, str(kinds.stored(store, run_id).spec.get("session")))
+
+
+# the report of a run shown on each page (its page's own charts); any other: `cells_report`
+PAGE_REPORTS: dict[ResultsPage, Callable[[Store, str], Report]] = {
+    ResultsPage.EXPLORE: paired_report,
+    ResultsPage.STUDIES: study_report,
+    ResultsPage.CLASS: session_report,
+}
+
+
+def run_report(store: Store, run_id: str) -> Report:
+    """The report of one run, as the page that shows its kind's results draws them (a class
+    run's is its session's)."""
+    page = kinds.of(kinds.stored(store, run_id)).page
+    report = PAGE_REPORTS.get(page) if page is not None else None
+    return (report or cells_report)(store, run_id)
 
 
 # kind -> builder; a new kind of report is one more entry (see the module docstring)

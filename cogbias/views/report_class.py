@@ -12,11 +12,13 @@ import hashlib
 
 import pandas as pd
 
+from cogbias.classroom import lessons, sessions
 from cogbias.classroom import models as class_models
-from cogbias.classroom import sessions
 from cogbias.classroom.questions import Question
+from cogbias.classroom.reveal import REPORT_NOTE
 from cogbias.classroom.sessions import ClassResults, Session
 from cogbias.core.run_record import Run
+from cogbias.llm.costs import dollars
 from cogbias.runs import class_answers
 from cogbias.store import Store
 from cogbias.store.class_models import ModelAnswer
@@ -26,16 +28,15 @@ from cogbias.views.report_methods import models_table, software
 from cogbias.views.report_parts import Report, ReportError, Section, Table
 from cogbias.views.svg import chart_svg
 
-REVEAL_NOTE = (
-    "Per condition, the original study's people (where the question is one of theirs), this "
-    "class and each model asked the same words, each with its 95% interval: Wilson's for a "
-    "share, a t-interval for a mean position, a distribution-free one for a median. A model's "
-    "option probabilities (one call) have no interval."
-)
 ASSIGNED = (
-    "Each participant was given one condition when they first opened the question: the "
-    "condition with the fewest participants so far, ties drawn at random, so the room stays "
-    "balanced; a reload kept it. One answer per participant; no name or address was stored."
+    "Each participant was given one condition when they first opened the question: the next "
+    "place in the session's own balanced order (blocks holding each condition once, each "
+    "block shuffled with a seed drawn when the session opened), so any stretch of the room is "
+    "split evenly; a reload kept it. One answer per participant; no name or address was stored."
+)
+POOL_NOTE = (
+    "Every session of this question with answers, pooled as one group (each answer counted "
+    "once); sessions are named by their code and opening date only."
 )
 MODELS_NOTE = (
     "Each model was asked each condition's question as the class read it (with the study's "
@@ -92,7 +93,7 @@ def _class_answers(results: ClassResults) -> Table:
 
 
 def _state(session: Session) -> str:
-    return "revealed" if session.revealed else "open" if session.open else "closed"
+    return session.state
 
 
 def _when(stamp: str | None, none: str = "–") -> str:
@@ -102,13 +103,34 @@ def _when(stamp: str | None, none: str = "–") -> str:
 
 def _session_items(session: Session, results: ClassResults) -> tuple[str, ...]:
     n = ", ".join(f"{r.label} {r.n}" for r in results.conditions)
+    lesson = (f"Question {session.position} of lesson {session.lesson}",) if session.lesson else ()
+    timer = (
+        (f"Countdown: {session.seconds} s from the start of answers",) if session.seconds else ()
+    )
     return (
         f"Session {session.code}, {_state(session)}",
-        f"Opened {_when(session.created_at)}, closed {_when(session.closed_at, '– (still open)')}"
-        f", revealed {_when(session.revealed_at)}",
+        *lesson,
+        f"Opened {_when(session.created_at)}, answers from {_when(session.started_at)}, "
+        f"locked {_when(session.locked_at, '– (not locked)')}, "
+        f"revealed {_when(session.revealed_at)}",
+        *timer,
         f"Answers per condition: {n} (total {sum(r.n for r in results.conditions)})",
         ASSIGNED,
     )
+
+
+def _pool_table(results: ClassResults) -> tuple[Table, ...]:
+    """The pooled sessions: code, opening date and n per condition (nothing of anyone)."""
+    if not results.pooled_others:
+        return ()
+    labels = {c: results.question.label(c) for c in results.question.conditions}
+    rows = [
+        {"session": part.code, "opened": part.opened[:10]}
+        | {labels[c]: n for c, n in part.n.items()}
+        | {"total": part.total}
+        for part in results.pool_parts
+    ]
+    return (Table(f"Your classes: {POOL_NOTE}", pd.DataFrame(rows), "pool"),)
 
 
 def _source_items(question: Question, citation: str) -> tuple[str, ...]:
@@ -167,7 +189,7 @@ def _asked_rows(store: Store, code: str) -> list[dict[str, object]]:
             {
                 "run": run_id or LEGACY,
                 "model": model,
-                "asked": _how(mode, temperature, samples),
+                "asked": _how(mode, temperature, samples, class_models.uses_temperature(model)),
                 "structured output": f"grammar: {' / '.join(grammars)}" if grammars else "none",
                 "conditions": len({a.condition for a in answers}),
                 "readable answers": sum(a.error is None for a in answers),
@@ -196,7 +218,12 @@ def _models_sections(store: Store, results: ClassResults) -> list[Section]:
         else "none"
         for name in names
     }
-    temperatures = ", ".join(dict.fromkeys(f"{r.temperature or 0:g}" for r in results.models))
+    temperatures = (
+        ", ".join(
+            dict.fromkeys(f"{r.temperature:g}" for r in results.models if r.temperature is not None)
+        )
+        or "none (the random baseline draws at random)"
+    )
     system = results.question.system
     return [
         Section(
@@ -212,25 +239,24 @@ def _models_sections(store: Store, results: ClassResults) -> list[Section]:
     ]
 
 
-def _how(mode: str, temperature: float, samples: object = None) -> str:
+def _how(mode: str, temperature: float, samples: object = None, uses: bool = True) -> str:
     if mode == PROBABILITIES:
         return "option probabilities (one call per condition, temperature 0)"
-    return f"sampled at temperature {temperature:g}" + (
-        f", {samples} per condition" if samples else ""
-    )
+    how = f"sampled at temperature {temperature:g}" if uses else "drawn at random (no temperature)"
+    return how + (f", {samples} per condition" if samples else "")
 
 
 def _cost(cost: float | None) -> str:
-    return "unknown" if cost is None else f"${cost:.4f}"
+    return "unknown" if cost is None else dollars(cost)
 
 
 def class_report(store: Store, code: str) -> Report:
     """A class session: its question, the reveal beside the humans and models, and methods."""
     try:
-        session = sessions.require_session(store, code)
+        session = lessons.resolve(store, code)[1]
     except KeyError as exc:
         raise ReportError(str(exc).strip("'\"")) from None
-    results = sessions.results(store, session.code)
+    results = sessions.results(store, session.code, pool=True)
     question = session.question
     frame = classroom.reveal_frame(results)
     chart = classroom.reveal_chart(frame, question)
@@ -241,9 +267,9 @@ def class_report(store: Store, code: str) -> Report:
         )
     reveal = Section(
         "The class beside the humans and the models",
-        paragraphs=(REVEAL_NOTE,) + ((f"Humans: {results.citation}",) if results.citation else ()),
+        paragraphs=(REPORT_NOTE,) + ((f"Humans: {results.citation}",) if results.citation else ()),
         charts=(chart_svg(figures.printed(chart)),),
-        tables=(_numbers(frame, question), _class_answers(results)),
+        tables=(_numbers(frame, question), _class_answers(results), *_pool_table(results)),
     )
     methods = (
         software(),

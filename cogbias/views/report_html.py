@@ -3,7 +3,8 @@ nothing fetched, every text escaped, keys redacted.
 
 The file is meant to be mailed, archived and opened years later with the network off, so it
 carries everything it shows. Untrusted text (test case, model and dataset names, citations,
-notes) goes through `html.escape` here and nowhere else; charts come from vl-convert as SVG,
+notes) goes through `esc` here and nowhere else (`html.escape`, and the characters of
+`safetext.UNSHOWN` escaped, so a right-to-left override cannot reverse what follows it); charts come from vl-convert as SVG,
 which is parsed and rebuilt from a short list of drawing elements and attributes (no
 script, no link, no event handler, no reference outside the chart), with its ids made unique
 so that two charts on one page never borrow each other's gradients or clip paths. A
@@ -22,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from cogbias.core.redact import redactor
+from cogbias.core.safetext import terminal_block
 from cogbias.views.numbers import MISSING, fixed
 from cogbias.views.report_methods import version
 from cogbias.views.report_parts import Report, Section, Table
@@ -63,14 +65,16 @@ th, td { border-bottom: 1px solid #dee2e6; padding: 4px 10px; text-align: left;
 th { background: #f1f3f5; position: sticky; top: 0; }
 td.num { text-align: right; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #fafbfc; }
-footer { margin-top: 48px; color: #868e96; font-size: 13px; }
+footer { margin-top: 48px; color: #5c636a; font-size: 13px; }
 @media print { body { background: #fff; } main { box-shadow: none; padding: 0; }
   h2 { break-after: avoid; } figure, table { break-inside: avoid; } }
 """
 
 
 def esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    """Text as HTML: markup escaped, and the characters no page shows raw (`safetext.UNSHOWN`:
+    controls, bidi overrides, invisible marks) as `\\x07`, `\\u202e`."""
+    return html.escape(terminal_block(str(text)), quote=True)
 
 
 def cell(value: Any) -> tuple[str, bool]:
@@ -110,8 +114,9 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def safe_svg(svg: str, prefix: str) -> str:
-    """`svg` rebuilt from drawing elements and plain attributes only, ids prefixed."""
+def safe_svg(svg: str, prefix: str, label: str = "") -> str:
+    """`svg` rebuilt from drawing elements and plain attributes only, ids prefixed; an image
+    named `label` for a screen reader."""
     ET.register_namespace("", SVG_NS)
     root = ET.fromstring(svg)
     ids = {e.get("id") for e in root.iter() if e.get("id")}
@@ -139,6 +144,7 @@ def safe_svg(svg: str, prefix: str) -> str:
         if (root.get(side) or "").replace(".", "", 1).isdigit():
             root.set(side, f"{float(root.get(side) or 0) * ZOOM:.0f}")
     root.set("role", "img")
+    root.set("aria-label", label or "Chart")
     return ET.tostring(root, encoding="unicode")
 
 
@@ -147,7 +153,10 @@ def section_html(section: Section, anchor: str, charts: list[str], level: int = 
     parts += [f"<p>{esc(p)}</p>" for p in section.paragraphs]
     for svg in section.charts:
         charts.append(svg)
-        parts.append(f"<figure>{safe_svg(svg, f'chart{len(charts)}')}</figure>")
+        label = f"Chart: {section.heading}" + (
+            ". Its numbers are in the table below." if section.tables else ""
+        )
+        parts.append(f"<figure>{safe_svg(svg, f'chart{len(charts)}', label)}</figure>")
     parts += [table_html(t) for t in section.tables]
     if section.items:
         parts.append("<ul>" + "".join(f"<li>{esc(i)}</li>" for i in section.items) + "</ul>")

@@ -16,25 +16,21 @@ import hashlib
 import importlib.metadata
 import platform
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import pandas as pd
 
-from cogbias.core.run_record import RESUMABLE, Run
+from cogbias.core.run_record import RESUMABLE, ResultsPage, Run
 from cogbias.library import testcases as library
 from cogbias.llm import profiles
+from cogbias.llm.costs import dollars
 from cogbias.llm.errors import LLMError
-from cogbias.runs import kinds, scorers, summaries
+from cogbias.runs import kinds, summaries
 from cogbias.store import Store
 from cogbias.views.report_parts import Section, Table
 
-OFFLINE_GENERATORS = {
-    "examples": "the offline generator: each gap filled from its author-written example fills",
-    "random": "the offline generator: gaps filled at random from their example fills",
-    "none": "none: gaps left as written",
-}
 FAILURES = (
     "A failed pair (no answer, an answer no option could be read from, or an error) is left "
     "out of every mean and counted in the failure columns. Transient failures (timeouts, "
@@ -155,67 +151,6 @@ def test_cases_sections(store: Store, run_id: str, asked: Sequence[str]) -> tupl
     )
 
 
-def _generator(spec: Mapping[str, Any]) -> str:
-    generator = str(spec.get("generator") or "")
-    if spec.get("dataset"):
-        return "none: the dataset's pairs were asked as stored"
-    if generator in OFFLINE_GENERATORS:
-        return OFFLINE_GENERATORS[generator]
-    temperature = spec.get("generator_temperature", 0.7)
-    return f"the model {generator}, at temperature {temperature}"
-
-
-def _sampled(spec: Mapping[str, Any]) -> str:
-    """How many answers each half was asked and how they were reduced, or '' for one."""
-    try:
-        scoring, samples, reducer = scorers.spelled(
-            str(spec.get("scoring") or scorers.DEFAULT),
-            int(spec.get("samples") or 1),
-            spec.get("reducer"),
-        )
-        scorer = scorers.get(scoring)
-    except (TypeError, ValueError):
-        return ""
-    if not scorer.sampled(samples):
-        return ""
-    return f"; {samples} sample(s) a half, reduced by {reducer or scorer.reducer}"
-
-
-def paired_settings(run: Run) -> tuple[str, ...]:
-    """The paired run's stored spec in words."""
-    spec = run.spec
-    try:
-        scorer = scorers.get(str(spec.get("scoring") or scorers.DEFAULT)).label
-    except ValueError:
-        scorer = str(spec.get("scoring"))
-    target = f"the dataset {spec['dataset']}" if spec.get("dataset") else "the library"
-    return (
-        f"Run {run.id}"
-        + (f" ({run.name})" if run.name else "")
-        + f": a {run.kind.name if run.kind else 'paired'} run on {target}, status {run.status}",
-        f"Scorer: {scorer} ({spec.get('scoring') or scorers.DEFAULT}); answers read by {spec.get('reading') or 'answer'}"
-        + _sampled(spec),
-        f"Decision temperature {spec.get('temperature', 0.0)}, seed {spec.get('seed', 0)}, "
-        f"{spec.get('repeats', 1)} repeat(s) per pair",
-        f"Prompting: {spec.get('prompting') or 'baseline'}; option order: "
-        f"{spec.get('option_order') or 'half_reversed'}; extraction by "
-        f"{spec.get('extractor') or 'each decision model'}",
-        f"Reasoning effort: {spec.get('reasoning_effort') or 'each model’s own'}"
-        + (
-            f", thinking budget {spec['thinking_budget']:,} tokens"
-            if spec.get("thinking_budget")
-            else ""
-        )
-        + f"; intervention: {spec.get('intervention') or 'none'}",
-        f"Scenarios: {spec.get('scenarios', 1)}, instances per test case and scenario: "
-        f"{spec.get('instances', 1)}"
-        + (f", at most {spec['per_bias']} per bias" if spec.get("per_bias") else ""),
-        f"Gaps filled by {_generator(spec)}",
-        f"Created {run.created_at or '–'}, started {run.started_at or '–'}, finished "
-        f"{run.finished_at or '–'}",
-    )
-
-
 ABSTAINED_NOTE = (
     "a half's samples left undecided by the run's reducer: a result, counted among the done "
     "pairs, in no mean and in no failure count"
@@ -240,7 +175,7 @@ def counts_section(
         + (f": {by_kind}" if by_kind else "")
         + (f"; abstained {abstained:,} ({ABSTAINED_NOTE})" if abstained else ""),
         f"Tokens {run.tokens or 0:,}; cost {summaries.cost_text(run)}"
-        + (f" (${run.cost_saved:.4f} saved by the response cache)" if run.cost_saved else ""),
+        + (f" ({dollars(run.cost_saved)} saved by the response cache)" if run.cost_saved else ""),
         f"Duration {run.duration_s:.1f} s" if run.duration_s is not None else "Duration –",
     )
     left = (
@@ -252,28 +187,23 @@ def counts_section(
 
 
 def run_methods(store: Store, run_id: str) -> tuple[Section, ...]:
-    """The methods of a paired, dataset or study run, from its stored record (what made the
-    document, `software()`, is the document's to add: a report's, a Hub card's)."""
+    """The methods of a run of any kind, from its stored record: what it asked (its kind's
+    `settings`), its models, what it was planned from (its page's sources: a paired run's
+    test cases, a study run's study file) and its counts. What made the document,
+    `software()`, is the document's to add (a report's, a Hub card's)."""
     run = kinds.stored(store, run_id)
+    kind = kinds.of(run)
     spec = run.spec
     models = [str(m) for m in spec.get("models") or []]
-    study = run.kind is not None and run.kind.name == "study"
-    if study:
-        settings = study_settings(store, run)
-        cases: tuple[Section, ...] = (study_source_section(store, run),)
-    else:
-        settings = paired_settings(run)
-        cases = test_cases_sections(store, run.id, [str(b) for b in spec.get("biases") or []])
+    sources = SOURCES.get(kind.page) if kind.page is not None else None
     return (
-        Section("What was asked", items=settings),
+        Section("What was asked", items=kind.settings(store, run)),
         Section(
             "Models",
             tables=(models_table(models, spec.get("api_base"), _temperatures(spec)),),
         ),
-        *cases,
-        counts_section(run)
-        if study
-        else counts_section(run, store.run_failure_kinds(run.id), store.run_abstained(run.id)),
+        *(sources(store, run) if sources is not None else ()),
+        counts_section(run, kind.failures(store, run), kind.abstained(store, run)),
     )
 
 
@@ -281,28 +211,6 @@ def _temperatures(spec: Mapping[str, Any]) -> str:
     if "temperatures" in spec:
         return ", ".join(f"{t:g}" for t in spec.get("temperatures") or []) or "the study's"
     return f"{spec.get('temperature', 0.0):g}"
-
-
-def study_settings(store: Store, run: Run) -> tuple[str, ...]:
-    """A study run's stored spec in words."""
-    spec = run.spec
-
-    def listed(key: str, default: str) -> str:
-        return ", ".join(str(v) for v in spec.get(key) or []) or default
-
-    return (
-        f"Run {run.id}"
-        + (f" ({run.name})" if run.name else "")
-        + f": a study run of {spec.get('study')}, status {run.status}",
-        f"Tests: {listed('tests', 'all')}",
-        f"Temperatures: {_temperatures(spec)}; prompt variants: {listed('variants', 'all')}",
-        f"Mitigations: {listed('mitigations', 'none')}",
-        f"Repeats (valid answers wanted per condition): {spec.get('repeats') or 'the study’s'}; "
-        f"attempts per answer: {spec.get('max_attempts') or 'the study’s'}; seed {spec.get('seed', 0)}",
-        "Gaps: none (a study asks its own prompts, no generator)",
-        f"Created {run.created_at or '–'}, started {run.started_at or '–'}, finished "
-        f"{run.finished_at or '–'}",
-    )
 
 
 def study_source_section(store: Store, run: Run) -> Section:
@@ -335,17 +243,25 @@ def dataset_methods(store: Store, name: str) -> tuple[Section, ...]:
 
 
 def runs_methods(store: Store, runs: Sequence[Run]) -> list[Section]:
-    """What each of several paired runs asked, its models and its counts, one after another
-    (a dataset's runs, or every run behind a comparison of all results)."""
+    """What each of several runs asked, its models and its counts, one after another (a
+    dataset's runs, or every run behind a comparison of all results)."""
     sections = []
     for run in runs:
-        if run.kind is None or run.kind.results != "decisions":  # a study's, a class's
-            continue
-        spec = run.spec
+        kind, spec = kinds.of(run), run.spec
         models = models_table(spec.get("models") or [], spec.get("api_base"), _temperatures(spec))
-        sections.append(Section(f"Run {run.id}", items=paired_settings(run)))
+        sections.append(Section(f"Run {run.id}", items=kind.settings(store, run)))
         sections.append(Section(f"Models of run {run.id}", tables=(models,)))
-        sections.append(
-            counts_section(run, store.run_failure_kinds(run.id), store.run_abstained(run.id))
-        )
+        sections.append(counts_section(run, kind.failures(store, run), kind.abstained(store, run)))
     return sections
+
+
+def paired_sources(store: Store, run: Run) -> tuple[Section, ...]:
+    """The test cases a paired run was planned from (`test_cases_sections`)."""
+    return test_cases_sections(store, run.id, [str(b) for b in run.spec.get("biases") or []])
+
+
+# what a run shown on each page was planned from; a kind on no page (or another) shows none
+SOURCES: dict[ResultsPage, Callable[[Store, Run], tuple[Section, ...]]] = {
+    ResultsPage.EXPLORE: paired_sources,
+    ResultsPage.STUDIES: lambda store, run: (study_source_section(store, run),),
+}

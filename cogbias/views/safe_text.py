@@ -12,6 +12,8 @@ import html
 import re
 from typing import Any
 
+from cogbias.core.safetext import terminal_block
+
 # Characters Markdown would act on, as numeric entities: the pages pass this HTML through
 # `st.markdown`, which parses Markdown around (and, outside HTML blocks, between) the tags.
 # An entity is never Markdown syntax, and the browser shows it as the character itself.
@@ -37,7 +39,8 @@ def html_text(text: str) -> str:
     """`text` safe inside HTML that goes through Markdown: HTML-escaped, Markdown's
     characters as entities, so `![x](http://host/p.png)` in an answer is shown, not fetched,
     and bare addresses unlinked."""
-    escaped = html.escape(unlinked(text), quote=False)  # quote=True: "&#x27;" and its "#"
+    # quote=False: True would write "&#x27;", whose "#" Markdown reads
+    escaped = html.escape(unlinked(terminal_block(text)), quote=False)
     return _MARKDOWN_CHARS.sub(lambda m: _MARKDOWN_ENTITIES[m.group()], escaped)
 
 
@@ -53,9 +56,10 @@ def escape_markdown(text: Any) -> str:
     the browser fetches nothing. Escaped: brackets (links, images, Streamlit's `:red[...]`),
     `<` `>` (HTML), emphasis and code marks, `$` (math), `:` (icon and emoji codes), `&`
     (entities), and a block marker at the start; bare addresses are unlinked (`unlinked`).
-    Newlines become spaces (a label is one line).
+    Newlines become spaces (a label is one line); controls, bidi overrides and invisible
+    marks (`safetext.UNSHOWN`) are shown escaped (`\\u202e`), never acted on.
     """
-    flat = " ".join(unlinked(str(text if text is not None else "")).split())
+    flat = " ".join(unlinked(terminal_block(str(text if text is not None else ""))).split())
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
     return _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), escaped)
 

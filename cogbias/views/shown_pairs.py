@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cogbias.core.reading import read_option
-from cogbias.core.records import ABSTAINED, Decision, Instance, Pair, decode_filled
+from cogbias.core.records import Decision, DecisionStatus, Instance, Pair, decode_filled
 from cogbias.core.redact import Redactor, redactor
 from cogbias.core.templates import Filled, render_decision_text
 from cogbias.llm.logprobs import LABELS
@@ -273,13 +273,13 @@ def explain_score(instance: Instance, decision: Decision) -> str:
     reversed, the test case's own number is given too.
     """
     clean = redactor()
-    if decision.status == ABSTAINED:
+    if decision.status == DecisionStatus.ABSTAINED:
         return (
             "This pair is not scored: the run's reducer left a half's samples undecided (a "
             "tie), so that half abstained. An abstention is a result, counted apart from "
             "failures."
         )
-    if decision.status != "ok" or decision.score is None:
+    if decision.status != DecisionStatus.OK or decision.score is None:
         return (
             f"This pair could not be scored: {clean(decision.error) or 'no answer was extracted'}."
         )

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from cogbias.core.records import TurnStatus
 from cogbias.core.redact import redactor
 from cogbias.library.testcases import Problem
 from cogbias.llm.errors import LLMError
@@ -98,10 +99,10 @@ def decision_text(test: StudyTest | None, value: Any) -> str:
 
 def reading(row: Any, test: StudyTest | None) -> tuple[str, bool]:
     """How a stored turn was read, and whether it was."""
-    if row.status == "ok":
+    if row.status == TurnStatus.OK:
         value = None if row.value is None else json.loads(row.value)
         return f"read as: {decision_text(test, value)}", True
-    what = "unreadable" if row.status == "unparseable" else "failed"
+    what = "unreadable" if row.status == TurnStatus.UNPARSEABLE else "failed"
     return f"{what}: {row.error or 'no reason recorded'}", False
 
 
