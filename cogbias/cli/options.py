@@ -23,8 +23,9 @@ MAX_SEED = 2**63 - 1  # a seed is stored as an SQLite INTEGER (signed 64 bits)
 MAX_SECONDS = 7 * 24 * 3600.0  # a timeout, deadline or poll interval longer than a week is a typo
 
 
-def add_reading(p: argparse.ArgumentParser) -> None:
-    """How decisions are read: `run`'s paired modes and `pair` offer the same flags."""
+def add_reading(p: argparse.ArgumentParser, by_models: bool = False) -> None:
+    """How decisions are read: `run`'s paired modes and `pair` offer the same flags
+    (`by_models`: see `add_scoring`)."""
     from cogbias.core.reading import READ_ANSWER, READINGS
 
     p.add_argument(
@@ -43,13 +44,15 @@ def add_reading(p: argparse.ArgumentParser) -> None:
         "as in the paper); with --reading answer its reading counts only where the answer "
         "confirms it",
     )
-    add_scoring(p)
+    add_scoring(p, by_models)
 
 
-def add_scoring(p: argparse.ArgumentParser) -> None:
+def add_scoring(p: argparse.ArgumentParser, by_models: bool = False) -> None:
     """`--scoring`, `--samples` and `--reducer`, offering the scorers and reducers registered
     when the parser is built (`runs.scorers`, `runs.reducers`); study modes take them too, to
-    refuse them by name rather than as unknown."""
+    refuse them by name rather than as unknown. With `by_models` (a live question: `pair`)
+    `--scoring` defaults to None, and the command asks `scorers.default_for_models` for the
+    models it asks; a run's default is `scorers.DEFAULT`."""
     from cogbias.runs import reducers, sampling, scorers
 
     def scoring(text: str) -> str:
@@ -72,8 +75,13 @@ def add_scoring(p: argparse.ArgumentParser) -> None:
         "--scoring",
         type=scoring,
         metavar="{" + ",".join(scorers.names()) + "}",
-        default=scorers.DEFAULT,
-        help="; ".join(f"{s.spelling}: {s.help}" for s in scorers.all_scorers()),
+        default=None if by_models else scorers.DEFAULT,
+        help="; ".join(f"{s.spelling}: {s.help}" for s in scorers.all_scorers())
+        + (
+            " (default: probabilities where every model gives them, else choice)"
+            if by_models
+            else ""
+        ),
     )
     p.add_argument(
         "--samples",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # The reasoning efforts a run may ask for, from least to most (`--reasoning-effort`); one
@@ -117,3 +118,13 @@ def mentions(trace: str | None, detail: tuple[str, ...]) -> bool | None:
         return None
     text = trace.lower()
     return any(re.search(rf"(?<![\w.]){re.escape(word)}(?!\w)", text) for word in detail)
+
+
+def signal(texts: Sequence[str], traces: Sequence[str]) -> tuple[bool | None, ...]:
+    """The trace signal of a pair: whether each half's trace names the treatment's eliciting
+    detail (`eliciting_detail` of the control's and the treatment's text, `texts`, looked for
+    only when some half has a trace); None for a half without one."""
+    if not any(traces):
+        return tuple(None for _ in traces)
+    detail = eliciting_detail(*texts)
+    return tuple(mentions(trace, detail) for trace in traces)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cogbias.llm import direct, keys, logprobs, thinking, traces
+from cogbias.llm import direct, keys, thinking, traces
 from cogbias.llm.errors import (
     CacheMiss,
     FatalLLMError,
@@ -58,7 +58,10 @@ class LLMResponse:
     `latency_s` is the duration of the successful HTTP attempt (or of the original call,
     for cached answers); `key` is the cache key, to link stored rows to `llm_calls`.
     `text` is the answer alone: a reasoning model's trace (`llm.traces`) is `reasoning`, with
-    its `reasoning_tokens` (kept when cached); `finish_reason` is the provider's, if known."""
+    its `reasoning_tokens` (kept when cached). `finish_reason` is why the answer ended:
+    "length" when it was cut at the request's `max_tokens` ("stop", or "" when unknown,
+    otherwise). The cache keeps no finish reason, so a cached answer that used its whole token
+    budget counts as cut (`_saved`)."""
 
     text: str
     prompt_tokens: int
@@ -70,7 +73,12 @@ class LLMResponse:
     cost_saved: float = 0.0
     reasoning: str = ""
     reasoning_tokens: int = 0
-    finish_reason: str | None = None
+    finish_reason: str = ""
+
+    @property
+    def cut(self) -> bool:
+        """Whether the answer stopped at its token limit, not where the model ended it."""
+        return self.finish_reason == "length"
 
 
 class ResponseCache(Protocol):
@@ -217,7 +225,7 @@ class LLMClient:
         if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
             if hit is not None:
-                return self._saved(hit, key)
+                return self._saved(hit, key, req.max_tokens)
         if self.on_miss is not None:
             if key not in self._missed:
                 self._missed.add(key)
@@ -228,7 +236,7 @@ class LLMClient:
         if waiting is not None:
             first = await asyncio.shield(waiting)
             self.stats.merged += 1
-            return self._saved(_as_record(first), key)
+            return self._saved(_as_record(first), key, req.max_tokens)
         held = self.spend_cap.hold(req, profile) if self.spend_cap else 0.0  # or stop the run
         future: asyncio.Future[LLMResponse] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
@@ -261,13 +269,7 @@ class LLMClient:
                     "model": req.model,
                     "api_base": profile.api_base,
                     "request": req.request_record(),
-                    "text": response.text,
-                    "prompt_tokens": response.prompt_tokens,
-                    "completion_tokens": response.completion_tokens,
-                    "cost": response.cost,
-                    "latency_s": response.latency_s,
-                    "reasoning": response.reasoning or None,
-                    "reasoning_tokens": response.reasoning_tokens,
+                    **_as_record(response),  # the store keeps all but the finish reason
                 },
             )
         return response
@@ -276,11 +278,11 @@ class LLMClient:
         if self.spend_cap is not None:
             self.spend_cap.release(held, cost)
 
-    def _saved(self, hit: Mapping[str, Any], key: str) -> LLMResponse:
+    def _saved(self, hit: Mapping[str, Any], key: str, max_tokens: int | None) -> LLMResponse:
         """A response that cost nothing now: what it cost originally counts as saved (but not
         for answers a batch engine delivered for this purpose: the run paid for those). An
         answer cached with its trace inline (before traces were kept apart, or delivered by a
-        batch) is split as a fresh one is."""
+        batch) is split as a fresh one is; its finish reason is `traces.cached_finish`."""
         self.stats.cache_hits += 1
         split = traces.split(hit["text"], hit.get("reasoning"), traces.cached_json(hit))
         response = LLMResponse(
@@ -294,6 +296,7 @@ class LLMClient:
             cost_saved=0.0 if hit.get("source") == "batch" else float(hit.get("cost") or 0.0),
             reasoning=split.trace,
             reasoning_tokens=int(hit.get("reasoning_tokens") or 0),
+            finish_reason=traces.cached_finish(hit, max_tokens),
         )
         self.stats.tokens_saved += response.prompt_tokens + response.completion_tokens
         self.stats.cost_saved += response.cost_saved
@@ -422,7 +425,7 @@ class LLMClient:
         timeout: float,
         key: str | None,
     ) -> traces.Attempt:
-        """One attempt: the answer, its tokens and trace, and its latency."""
+        """One attempt: the answer, its tokens, trace and finish reason, and its latency."""
         if profile.direct and api_base:  # `kwargs` is the chat body
             hint = keys.auth_hint(profile)
             data, latency = await direct.chat(api_base, kwargs, profile.id, timeout, key, hint)
@@ -434,12 +437,7 @@ class LLMClient:
             raw = await asyncio.wait_for(get_litellm().acompletion(**kwargs), timeout + 5.0)
             latency = time.perf_counter() - started
             data = raw.model_dump()
-        text, prompt_tokens, completion_tokens = direct.answer_of(data)
-        if kwargs.get("top_logprobs") is not None:
-            text = logprobs.encode_answer(data, profile.id)
-        return traces.Attempt(
-            text, prompt_tokens, completion_tokens, latency, *direct.reasoning_of(data)
-        )
+        return traces.attempt_of(data, latency, kwargs, profile.id)
 
     def _to_response(
         self,
@@ -495,6 +493,7 @@ def _as_record(response: LLMResponse) -> dict[str, Any]:
         "completion_tokens": response.completion_tokens,
         "cost": response.cost,
         "latency_s": response.latency_s,
-        "reasoning": response.reasoning,
+        "reasoning": response.reasoning or None,  # stored NULL without a trace
         "reasoning_tokens": response.reasoning_tokens,
+        "finish_reason": response.finish_reason,
     }

@@ -70,7 +70,7 @@ class ModelProfile:
     batch_output_price: float | None
     timeout_s: float
     deadline_s: float
-    file_identity: str | None = None
+    file_identity: str | None = None  # the model file's hash, if given; see `cache_extras`
     direct: bool = False  # sent by our lean OpenAI-compatible client rather than litellm
     batchable: bool = False  # the provider's batch API takes it (OpenAI's and Anthropic's)
     batch_api: str = "openai"  # which: "openai" (files + batches) or "anthropic" (Message Batches)
@@ -126,8 +126,14 @@ class ModelProfile:
         }
 
     def cache_extras(self) -> dict[str, Any]:
-        """What the profile adds to a request that can change the answer (for the cache key)."""
-        return {"litellm_model": self.litellm_model, "file": self.file_identity}
+        """What the profile adds to a request that can change the answer (for the cache key).
+        A local model's file is hashed here, when a key needs it, not when its profile is
+        resolved: a page that only asks what the model can do (Learn's first draw) must not
+        read 100 MB for it."""
+        file = self.file_identity
+        if file is None and self.kind == "local":
+            file = _local_file_identity()  # memoised per file
+        return {"litellm_model": self.litellm_model, "file": file}
 
 
 def resolve(
@@ -162,7 +168,6 @@ def resolve(
             {},
             timeout_s or LOCAL_TIMEOUT_S,
             deadline_s or LOCAL_DEADLINE_S,
-            file_identity=_local_file_identity(),
         )
     if registry is None:
         registry = load_models()
@@ -231,7 +236,6 @@ def _profile(
     prices: dict[str, Any],
     timeout_s: float,
     deadline_s: float,
-    file_identity: str | None = None,
     api_key_env: str | None = None,
 ) -> ModelProfile:
     """The profile a model of `kind` gets from its provider, before any registry entry."""
@@ -251,7 +255,6 @@ def _profile(
         batch_output_price=_price(prices, "output_cost_per_token_batches"),
         timeout_s=timeout_s,
         deadline_s=max(deadline_s, timeout_s),
-        file_identity=file_identity,
         direct=_direct(kind, litellm_model, api_base),
         batchable=kind == "remote" and provider.batchable,
         batch_api=provider.batch_api,

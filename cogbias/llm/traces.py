@@ -15,6 +15,7 @@ from typing import Any
 
 from cogbias.core import reasoning
 from cogbias.core.records import cap_text
+from cogbias.llm import direct, logprobs
 from cogbias.llm.errors import LLMError
 
 
@@ -29,7 +30,30 @@ class Attempt:
     latency: float
     reasoning: str = ""
     reasoning_tokens: int = 0
-    finish_reason: str | None = None
+    finish_reason: str = ""  # "length": cut at `max_tokens` (`direct.finish_of`)
+
+
+def attempt_of(
+    data: dict[str, Any], latency: float, kwargs: Mapping[str, Any], model_id: str
+) -> Attempt:
+    """A chat completion in OpenAI's shape (the direct path's, or litellm's dumped) as one
+    attempt: its text (the client's JSON of log-probabilities when they were asked), tokens,
+    trace field, thinking tokens and finish reason."""
+    text, prompt_tokens, completion_tokens = direct.answer_of(data)
+    if json_asked(kwargs):
+        text = logprobs.encode_answer(data, model_id)
+    trace, thought = direct.reasoning_of(data)
+    finish = direct.finish_of(data)
+    return Attempt(text, prompt_tokens, completion_tokens, latency, trace, thought, finish)
+
+
+def cached_finish(hit: Mapping[str, Any], max_tokens: int | None) -> str:
+    """A cached answer's finish reason: the store keeps none, so an answer that used all of
+    `max_tokens` (its thinking included) counts as cut ("length")."""
+    finish = str(hit.get("finish_reason") or "")
+    if not finish and max_tokens and int(hit.get("completion_tokens") or 0) >= max_tokens:
+        return "length"
+    return finish
 
 
 def utf8(text: str | None) -> str:

@@ -392,7 +392,7 @@ def _answer_of(item: dict[str, Any]) -> Answer | str:
     text, prompt_tokens, completion_tokens = answer_of(body)
     if not text or not text.strip():
         return "an empty answer"
-    trace, thinking, _ = reasoning_of(body)
+    trace, thinking = reasoning_of(body)
     return text, prompt_tokens, completion_tokens, trace, thinking
 
 

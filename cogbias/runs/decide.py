@@ -58,6 +58,10 @@ DEC_PROMPT = question_for(SECTIONS)
 # A 135M model's "reasoning" adds time, not accuracy: on 2 shared cores each token costs
 # 15-100 ms. Its answer budget is short (profiles.LOCAL_ANSWER_TOKENS); ask for one sentence.
 LOCAL_DEC_SUFFIX = "\nReply in one short sentence that names the option you choose."
+# A model that takes a grammar is held to "Option N" (`decision_grammar`) and told so: left to
+# write freely, the local model names two options in one sentence ("Option 4: Very bad",
+# where Option 7 reads "Very bad"), and such an answer is never guessed at.
+OPTION_SUFFIX = '\nReply with the option you choose, as "Option N".'
 
 EXTRACT_PROMPT = """Below are the answer options of a decision task and a written answer to it.
 
@@ -112,6 +116,12 @@ def option_grammar(n_options: int) -> str:
     """
     choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
     return f'root ::= "Option " ({choices}) [.:]? | "No option selected" "."?'
+
+
+def decision_grammar(n_options: int) -> str:
+    """GBNF for a decision of a model that takes a grammar: "Option 1" .. "Option n" alone."""
+    choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
+    return f'root ::= "Option " ({choices})'
 
 
 def random_draw(run_id: str, instance_id: str, half: str, repeat: int, seed: int) -> str:
@@ -210,16 +220,23 @@ def _decision_request(
     draw: str,
     profile: ModelProfile,
 ) -> LLMRequest:
-    """The first question of a half: the task in `ask.prompting`'s words (a local model is
-    asked for one sentence, see `LOCAL_DEC_SUFFIX`)."""
+    """The first question of a half: the task in `ask.prompting`'s words. Asked plainly
+    (`BASELINE`) with numbered options and read by cogbias (`READ_ANSWER`), a model that takes
+    a grammar is held to "Option N" (`OPTION_SUFFIX`); otherwise a local model is asked for
+    one sentence (`LOCAL_DEC_SUFFIX`). Other prompting methods ask for reasoning, which a
+    grammar forbids, as it forbids the `cot` intervention's steps and a reasoning model's trace."""
     from cogbias.llm import LLMRequest
 
-    short = profile.kind == "local" and ask.prompting == BASELINE
-    question = question_for(filled.layout) + (LOCAL_DEC_SUFFIX if short else "")
+    plain = ask.prompting == BASELINE and ask.intervention != interventions.COT
+    # the paper's reading (`--reading extraction`) reads a free answer: it is not held
+    held = plain and profile.grammar and not profile.reasoning and filled.layout == SECTIONS
+    held = held and ask.reading == READ_ANSWER
+    short = plain and profile.kind == "local"
+    suffix = OPTION_SUFFIX if held else LOCAL_DEC_SUFFIX if short else ""
     messages = decision_messages(
         render_decision_text(filled, order),
         ask.prompting,
-        question,
+        question_for(filled.layout) + suffix,
         filled.layout,
         item_kind(filled.options),
     )
@@ -228,6 +245,7 @@ def _decision_request(
         messages=asking.applied(messages, ask.intervention),
         temperature=ask.temperature,
         seed=ask.seed,
+        grammar=decision_grammar(len(filled.options)) if held else None,
         repeat=ask.repeat,
         answer_space=option_space(len(filled.options), draw),
         **profile.thinking(ask.reasoning_effort, ask.thinking_budget),
@@ -447,17 +465,16 @@ def decision_row(
 def traces(instance: Instance, c: HalfResult, t: HalfResult) -> dict[str, Any]:
     """A decision's reasoning fields: each half's trace and rewrite, the pair's thinking
     tokens (None when no answer reported any), and whether each trace names the treatment's
-    eliciting detail (`core.reasoning.mentions`: a string match)."""
-    detail: tuple[str, ...] = ()
-    if c.reasoning or t.reasoning:  # the texts without their options, which halves share
-        control, treatment = (f"{h.situation}\n{h.prompt}" for h in map(instance.half, HALVES))
-        detail = reasoning.eliciting_detail(control, treatment)
+    eliciting detail (`core.reasoning.signal`: a string match against the halves' texts
+    without their options, which both share)."""
+    texts = [f"{h.situation}\n{h.prompt}" for h in map(instance.half, HALVES)]
+    control_mentions, treatment_mentions = reasoning.signal(texts, (c.reasoning, t.reasoning))
     return {
         "control_reasoning": c.reasoning or None,
         "treatment_reasoning": t.reasoning or None,
         "reasoning_tokens": (c.reasoning_tokens + t.reasoning_tokens) or None,
-        "control_trace_mentions": reasoning.mentions(c.reasoning, detail),
-        "treatment_trace_mentions": reasoning.mentions(t.reasoning, detail),
+        "control_trace_mentions": control_mentions,
+        "treatment_trace_mentions": treatment_mentions,
         "control_rewrite": c.rewrite or None,
         "treatment_rewrite": t.rewrite or None,
     }
