@@ -30,6 +30,7 @@ from cogbias.studies.analysis import CI_METHOD
 from cogbias.views import (
     charts_explore,
     explore,
+    factor_view,
     pair_tables,
     probability_bars,
     safe_text,
@@ -194,6 +195,19 @@ def _numbers(table: pd.DataFrame, names: dict[str, str]) -> None:
         st.caption("A dash: no value (no scored pair, or fewer than 2 for an interval and a test).")
 
 
+def _trace_signal(
+    store: Store, run_id: str | None, dataset: str | None, names: dict[str, str]
+) -> None:
+    """Where reasoning models wrote traces: per cell, the share naming the treatment's
+    eliciting detail (a string match, said so)."""
+    traces = factor_view.explore_signal(store, run_id, dataset)
+    if traces.empty:
+        return
+    with st.expander("Trace signal: do the reasoning traces name the treatment's detail?"):
+        st.dataframe(factor_view.signal_numbers(traces, names), hide_index=True)
+        st.caption(factor_view.TRACE_NOTE)
+
+
 def _cell(
     event: Any, rows: list[str], columns: list[str], names: dict[str, str]
 ) -> tuple[str, str, str | None]:
@@ -346,6 +360,7 @@ def main() -> None:
         st.caption(scored_by)
     st.caption(HOVER_CAPTION)
     _numbers(table, names)
+    _trace_signal(store, run_id, dataset, names)
     if run_id:
         _report.offer("run", "explore_report", run_id=run_id)
     elif dataset:

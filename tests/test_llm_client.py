@@ -137,6 +137,8 @@ def test_successful_call_returns_text_tokens_and_caches_without_key() -> None:
         "completion_tokens",
         "cost",
         "latency_s",
+        "reasoning",  # a reasoning model's trace (None here) and its thinking tokens
+        "reasoning_tokens",
         "finish_reason",  # read by the buffer's readers; the store keeps no column for it
     }
     assert record["finish_reason"] == answer.finish_reason == "stop" and not answer.cut

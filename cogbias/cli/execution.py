@@ -28,12 +28,19 @@ def execute(
             f"--batch hands the calls of paired, dataset and token-bias runs to a batch "
             f"engine; a {kind.name} run is asked directly: leave --batch out"
         )
+    if getattr(args, "batch", False) and getattr(args, "max_cost", None) is not None:
+        raise ValueError(
+            "--max-cost stops a run before a call that could pass it; a batch is charged when "
+            "its results come back, all at once: leave one of them out (--dry-run shows the "
+            "estimate with --batch)"
+        )
     args.exit_at_once = True  # see cli._exit_at_once
     options = execution_options(args, name)
     try:
         if getattr(args, "batch", False):
             from cogbias.runs import batch_provider
 
+            options.pop("max_cost")
             outcome = batch_provider.execute(
                 plan,
                 store,

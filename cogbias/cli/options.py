@@ -96,6 +96,39 @@ def add_scoring(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_factors(p: argparse.ArgumentParser) -> None:
+    """A paired run's factors beside `--prompting` (`runs.factors`): a reasoning model's
+    effort and budget, and the debiasing intervention; a list of efforts or interventions
+    makes one run each."""
+    from cogbias.core.reasoning import EFFORTS
+    from cogbias.llm import thinking
+    from cogbias.studies.interventions import INTERVENTIONS
+
+    p.add_argument(
+        "--reasoning-effort",
+        metavar="EFFORTS",
+        help=f"comma-separated reasoning efforts, one run each: {', '.join(EFFORTS)} (models "
+        "that reason only, as the model registry or litellm's map says; default: each "
+        "model's own); sent as each provider takes it (docs/runs.md, 'Reasoning models')",
+    )
+    p.add_argument(
+        "--thinking-budget",
+        type=whole(thinking.MIN_BUDGET, thinking.MAX_BUDGET),
+        metavar="TOKENS",
+        help="the tokens a reasoning model may think: sent as the budget where a provider "
+        "takes one (Anthropic, Gemini), and the room an answer gets for its thinking on every "
+        "provider (raise it when answers stop while reasoning)",
+    )
+    p.add_argument(
+        "--intervention",
+        default="none",
+        metavar="INTERVENTIONS",
+        help=f"comma-separated debiasing interventions, one run each: {', '.join(INTERVENTIONS)} "
+        "(after BiasBuster, in our words; self_help: the model rewrites each half's question, "
+        "then answers its rewrite; docs/runs.md, 'Interventions')",
+    )
+
+
 def whole(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number from `low` to `high`, refused with a message naming
     the bound (argparse prefixes the flag), so no run stores a value it cannot use."""
@@ -172,6 +205,14 @@ def add_calls(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--deadline", type=seconds, help="seconds per call, retries included (default: per model)"
+    )
+    p.add_argument(
+        "--max-cost",
+        type=real(0.0, 1e6, above=True),
+        metavar="USD",
+        help="spend at most this much (USD) on calls in this execution: the run stops before "
+        "the call that could pass it and ends resumable (`cogbias resume RUN --max-cost USD` "
+        "goes on); a call whose price is unknown is refused under a cap",
     )
     add_api_key_env(p)
 
@@ -272,6 +313,7 @@ def execution_options(args: argparse.Namespace, name: str = "") -> dict[str, Any
         deadline=args.deadline,
         max_retries=args.max_retries,
         api_key_env=api_key_env_of(args),
+        max_cost=getattr(args, "max_cost", None),
     )
 
 

@@ -27,7 +27,8 @@ def _split(text: str | None) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """One run per prompting method (the method is part of each run's identity)."""
+    """One run per prompting method, reasoning effort and intervention (each is part of a
+    run's identity)."""
     from cogbias.runs import prompting
 
     if args.study and args.study != "tokenbias":
@@ -45,21 +46,37 @@ def _run(args: argparse.Namespace) -> int:
     methods = _split(args.prompting) or [prompting.BASELINE]
     for method in methods:
         prompting.parse(method)
+    variants = _variants(args, methods)
     if args.study and args.dry_run:
-        return _dry_run_study(args, methods)
+        return _dry_run_study(args, variants)
     if args.study:
         args.dataset = _materialise_study(args)
     code = 0
-    for method in methods:
-        code = max(code, _run_one(argparse.Namespace(**{**vars(args), "prompting": method})))
+    for variant in variants:
+        code = max(code, _run_one(argparse.Namespace(**{**vars(args), **variant})))
     return code
+
+
+def _variants(args: argparse.Namespace, methods: list[str]) -> list[dict[str, Any]]:
+    """The runs asked for: every prompting method × reasoning effort × intervention."""
+    from cogbias.llm.thinking import check_effort
+    from cogbias.studies.interventions import check
+
+    efforts = [check_effort(e) for e in _split(args.reasoning_effort)] or [None]
+    chosen = [check(i) for i in _split(args.intervention)] or ["none"]
+    return [
+        {"prompting": method, "reasoning_effort": effort, "intervention": intervention}
+        for method in methods
+        for effort in efforts
+        for intervention in chosen
+    ]
 
 
 class _RollBack(Exception):
     """Raised to undo what a dry run had to store in order to plan."""
 
 
-def _dry_run_study(args: argparse.Namespace, methods: list[str]) -> int:
+def _dry_run_study(args: argparse.Namespace, variants: list[dict[str, Any]]) -> int:
     """Plan a study's runs without keeping anything: its pairs are stored (planning reads
     them) inside a transaction that is rolled back once every plan is printed."""
     from cogbias.store import Store
@@ -68,8 +85,8 @@ def _dry_run_study(args: argparse.Namespace, methods: list[str]) -> int:
         try:
             with store.atomic():
                 args.dataset = _materialise_study(args, store)
-                for method in methods:
-                    _run_one(argparse.Namespace(**{**vars(args), "prompting": method}), store)
+                for variant in variants:
+                    _run_one(argparse.Namespace(**{**vars(args), **variant}), store)
                 raise _RollBack
         except _RollBack:
             print(
@@ -123,6 +140,9 @@ def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
         extractor=args.extractor or None,
         option_order=args.option_order,
         reading=args.reading,
+        reasoning_effort=args.reasoning_effort,
+        thinking_budget=args.thinking_budget,
+        intervention=args.intervention,
     )
     with nullcontext(store) if store is not None else Store(args.db) as opened:
         plan = paired_plan.plan(spec, opened)

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from cogbias.llm.local import LOCAL_MODELS, LOCAL_PREFIX, LOCAL_TIMEOUT_S, smollm2_gguf_path
 from cogbias.llm.providers import provider_of
 from cogbias.llm.registry import check_key_variable, load_models
+from cogbias.llm.thinking import room
 
 RANDOM_MODEL = "random"
 ProfileKind = Literal["random", "local", "remote"]
@@ -49,9 +50,10 @@ class ModelProfile:
     whose port changes every process); prices are USD per token, None when unknown.
 
     The capabilities (`registry.CAPABILITIES`: `json_schema`, `grammar`, `max_temperature`,
-    `batchable`, `logprobs`, `top_logprobs`, `prefix_cache`, `writes_text`) are resolved here
-    once, from the built-ins, the provider part of the litellm string and what a registry
-    entry states, so no caller tells models apart by name.
+    `batchable`, `logprobs`, `top_logprobs`, `prefix_cache`, `writes_text`, `reasoning`,
+    `thinking_temperature`) are
+    resolved here once, from the built-ins, the provider part of the litellm string and what
+    a registry entry states, so no caller tells models apart by name.
     """
 
     id: str
@@ -79,6 +81,11 @@ class ModelProfile:
     # the variable named to hold this endpoint's key; None: a provider's key goes only to the
     # provider's own hosts (`llm.keys.key_for_model`). Never part of a cache key.
     api_key_env: str | None = None
+    # The model thinks before it answers (registry `reasoning`, else litellm's model map
+    # `supports_reasoning`), at `reasoning_effort` when a run names none (`llm.thinking`).
+    reasoning: bool = False
+    reasoning_effort: str | None = None
+    thinking_temperature: float | None = None  # the only one the API takes while it thinks
 
     @property
     def served_name(self) -> str:
@@ -106,6 +113,17 @@ class ModelProfile:
             )
         price = self.price_per_call(prompt_tokens, completion_tokens)
         return None if price is None else price / 2
+
+    def thinking(self, effort: str | None, budget: int | None) -> dict[str, Any]:
+        """An answer's request fields for a run asking `effort` and `budget`: what is sent
+        (nothing to a model that does not reason) and `max_tokens`, the answer's own room
+        plus its thinking's (`llm.thinking.room`)."""
+        extra = room(self.reasoning, self.reasoning_effort, effort, budget)
+        return {
+            "max_tokens": self.answer_tokens + extra,
+            "reasoning_effort": effort if self.reasoning else None,
+            "thinking_budget": budget if self.reasoning else None,
+        }
 
     def cache_extras(self) -> dict[str, Any]:
         """What the profile adds to a request that can change the answer (for the cache key).
@@ -245,6 +263,8 @@ def _profile(
         prefix_cache=kind == "local",
         writes_text=kind != "random",
         api_key_env=api_key_env,
+        reasoning=kind == "remote" and prices.get("supports_reasoning") is True,
+        thinking_temperature=provider.thinking_temperature,
     )
 
 

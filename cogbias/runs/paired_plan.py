@@ -21,15 +21,16 @@ from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
 from cogbias.llm import costs
 from cogbias.llm.profiles import resolve
-from cogbias.runs import paired_scoring, pipeline, scorers
+from cogbias.runs import factors, paired_scoring, pipeline, scorers
 from cogbias.runs import prompting as prompting_methods
 from cogbias.store import Store
+from cogbias.studies import interventions
 from cogbias.studies.tokenbias_hypotheses import holds_token_bias_pairs
 
 SPEC_VERSION = 1
 # Rough token use per LLM call, for estimates before a run (measured on the built-in library).
-EST_PROMPT_TOKENS = {"generate": 450, "decide": 330, "extract": 200}
-EST_COMPLETION_TOKENS = {"generate": 120, "decide": 180, "extract": 4}
+EST_PROMPT_TOKENS = {"generate": 450, "decide": 330, "extract": 200, "rewrite": 400}
+EST_COMPLETION_TOKENS = {"generate": 120, "decide": 180, "extract": 4, "rewrite": 330}
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,11 @@ class RunSpec:
     # `choice` asked N times is stored as `consistency:N`, whose N `samples` then repeats
     samples: int = 1
     reducer: str | None = None
+    # how much a reasoning model may think and the debiasing intervention (`runs.factors`):
+    # one value each per run, as `prompting` is; None / "none" ask as runs did before
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+    intervention: str = interventions.NONE
 
     def __post_init__(self) -> None:
         if self.scoring is None:  # spelled once the models have chosen (`plan`)
@@ -185,7 +191,10 @@ class Plan:
         scorer = scorers.get(self.spec.scoring)
         asked = len(self.instance_ids) * self.spec.repeats * 2 * self.spec.samples * len(llm_models)
         # a scorer that reads no sampled answer (log-probabilities) extracts nothing
-        return {"generate": gen, "decide": asked, "extract": asked if scorer.reads_answers else 0}
+        calls = {"generate": gen, "decide": asked, "extract": asked if scorer.reads_answers else 0}
+        if self.spec.intervention == interventions.SELF_HELP:  # a rewrite before each answer
+            calls["rewrite"] = asked
+        return calls
 
     def estimated_cost(self, batch: bool = False) -> float | None:
         """USD for priced models (`costs.estimate`); None when a price is unknown. With
@@ -193,10 +202,13 @@ class Plan:
         calls = self.llm_calls()
         llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
         each = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
-        asked = [_calls(self.spec.generator, "generate", calls["generate"])]
+        asked = [_calls(self.spec, self.spec.generator, "generate", calls["generate"])]
         for model in llm_models:
-            asked.append(_calls(model, "decide", each["decide"]))
-            asked.append(_calls(self.spec.extractor or model, "extract", each["extract"]))
+            asked.append(_calls(self.spec, model, "decide", each["decide"]))
+            asked.append(_calls(self.spec, model, "rewrite", each.get("rewrite", 0)))
+            asked.append(
+                _calls(self.spec, self.spec.extractor or model, "extract", each["extract"])
+            )
         return costs.estimate(asked, self.spec.api_base, batch)
 
     def describe(self) -> str:
@@ -211,6 +223,7 @@ class Plan:
         )
         if self.spec.prompting != prompting_methods.BASELINE:
             source += f" (prompting {self.spec.prompting})"
+        source += factors.described(self.spec)
         if self.spec.reading == READ_EXTRACTION:
             reader = self.spec.extractor or "each decision model"
             source += f" (every answer read by an extraction call to {reader}, as the paper did)"
@@ -224,7 +237,9 @@ class Plan:
         return (
             f"run {self.spec.run_id}: {source} x {len(self.spec.models)} models x {self.spec.repeats} repeats "
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
-            f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract); "
+            f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract"
+            + (f", {calls['rewrite']} self-help rewrites" if "rewrite" in calls else "")
+            + f"){self.thinking_note()}; "
             f"estimated cost: {costs.estimate_text(cost)}"
             + (
                 ""
@@ -243,6 +258,13 @@ class Plan:
             return ""
         return paired_scoring.by_probabilities(self.spec, "--scoring choice")
 
+    def thinking_note(self) -> str:
+        """The plan's estimate of its reasoning models' thinking tokens, or ''."""
+        calls = self.llm_calls()
+        llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
+        per_model = sum(v for k, v in calls.items() if k != "generate") // max(len(llm_models), 1)
+        return factors.thinking_note(llm_models, self.spec, per_model)
+
     def kept_note(self) -> str:
         """What an existing run keeps of older test case versions, or ''."""
         if not self.kept:
@@ -254,9 +276,11 @@ class Plan:
         )
 
 
-def _calls(model: str, kind: str, count: int) -> costs.Calls:
-    """`count` calls of one kind (generate, decide, extract) at that kind's estimated size."""
-    return costs.Calls(model, EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind], count)
+def _calls(spec: RunSpec, model: str, kind: str, count: int) -> costs.Calls:
+    """`count` calls of one kind (generate, decide, rewrite, extract) at that kind's estimated
+    size, a reasoning model's expected thinking priced as output (`factors`: an estimate)."""
+    thought = factors.thinking_per_call(model, spec) if count else 0
+    return costs.Calls(model, EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind] + thought, count)
 
 
 _ORDER_WORDS = {
@@ -356,7 +380,7 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
     if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
         raise ValueError("scenarios, instances and repeats must be at least 1")
     prompting_methods.parse(spec.prompting)
-    problem = reading_refusal(spec.reading, spec.scoring)
+    problem = reading_refusal(spec.reading, spec.scoring) or factors.refusal(spec)
     if problem:
         raise ValueError(problem)
     if spec.option_order is None:
@@ -368,11 +392,11 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
     for model in {*spec.models, spec.generator, spec.extractor or spec.generator}:
         checked_name(model, "model")  # a model is a label on every page, chart and report
         resolve(model, spec.api_base)  # unknown local models fail here, before any work
-    asked = [(m, spec.temperature) for m in spec.models]
+    asked = [(m, spec.temperature, factors.thinks(spec)) for m in spec.models]
     if not spec.dataset and not answers_offline(spec.generator, spec):  # it fills the gaps
-        asked.append((spec.generator, spec.generator_temperature))
-    for model, temperature in asked:
-        if problem := temperature_refusal(model, spec.api_base, temperature):
+        asked.append((spec.generator, spec.generator_temperature, False))
+    for model, temperature, thinking in asked:
+        if problem := temperature_refusal(model, spec.api_base, temperature, thinking):
             raise ValueError(problem)
     if spec.extractor is not None and not resolve(spec.extractor, spec.api_base).writes_text:
         raise ValueError(
@@ -382,16 +406,26 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
     return spec
 
 
-def temperature_refusal(model: str, api_base: str | None, temperature: float) -> str | None:
+def temperature_refusal(
+    model: str, api_base: str | None, temperature: float, thinking: bool = False
+) -> str | None:
     """Why `model` cannot be asked at `temperature` (its profile's `max_temperature`: a
-    provider's API refuses more, Anthropic's above 1), or None."""
-    limit = resolve(model, api_base).max_temperature
-    if temperature <= limit:
-        return None
-    return (
-        f"{model} accepts temperatures up to {limit:g}, not {temperature:g}: choose a "
-        f"temperature of at most {limit:g}, or leave {model} out"
-    )
+    provider's API refuses more, Anthropic's above 1; and, when asked to think, its
+    `thinking_temperature`: Anthropic's extended thinking takes 1 alone), or None."""
+    profile = resolve(model, api_base)
+    limit, only = profile.max_temperature, profile.thinking_temperature
+    if temperature > limit:
+        return (
+            f"{model} accepts temperatures up to {limit:g}, not {temperature:g}: choose a "
+            f"temperature of at most {limit:g}, or leave {model} out"
+        )
+    if thinking and profile.reasoning and only is not None and temperature != only:
+        return (
+            f"{model} thinks only at temperature {only:g} (its provider refuses any other "
+            f"while it thinks): add --temperature {only:g}, or leave out --reasoning-effort "
+            "and --thinking-budget for it"
+        )
+    return None
 
 
 def pinned_cases(store: Store, run_id: str) -> dict[str, TestCase] | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from cogbias.core import records
 from cogbias.core.answers import permuted_orders
 from cogbias.core.limits import checked_name
+from cogbias.studies import interventions
 from cogbias.studies.definitions import (
     MAX_ATTEMPTS,
     MAX_REPEATS,
@@ -37,26 +37,18 @@ from cogbias.studies.study_files import parse_study
 
 MAX_UNITS = 2_000_000  # ~1 GB of plan in memory; paper scale (the thesis) is ~320,000
 LOCAL_REPEATS = 2  # a study on the local model runs in miniature unless --repeats says more
-REWRITE_TOKENS = 600  # a rewritten prompt is as long as the prompt
 REVISE_TOKENS_PER_ITEM = 8
-REWRITE_MARKER = "[rewritten text]"
-# The markers a rewrite may open with: BiasBuster's own (§4.3) and the default prompt's.
-REWRITE_MARKERS = ("[start of revised prompt]", REWRITE_MARKER)
-REWRITE_END_MARKERS = ("[end of revised prompt]", "[end of prompt]")
 # Rough token use per call, for the estimate before a run: a question, and what each earlier
 # turn of a conversation adds to the prompt (its item and the model's short answer).
 EST_PROMPT_TOKENS = 300
 EST_TOKENS_PER_EARLIER_TURN = 80
 EST_REWRITE_COMPLETION_TOKENS = 300
 
-# Mitigation texts for studies that do not bring their own (written for any test).
+# Mitigation texts for studies that do not bring their own (written for any test): the
+# awareness note and the self-help request are the paired runs' (`studies.interventions`).
 DEFAULT_PROMPTS = {
-    "awareness": "Be aware that cognitive biases can sway decisions like this one; decide "
-    "on the facts alone.",
-    "selfhelp": "Rewrite the text between the markers so that nothing in it could push a "
-    "reader towards an answer through a cognitive bias. Keep the task, the facts and the "
-    "requested answer format.\n[text starts]\n{{prompt}}\n[text ends]\nBegin your reply with "
-    f"{REWRITE_MARKER} and give only the rewritten text after it.",
+    "awareness": interventions.AWARENESS_NOTE,
+    "selfhelp": interventions.SELF_HELP_REQUEST,
     "revise": "Look back at all your decisions above, side by side. If an earlier item may "
     "have swayed a later decision, change it. Reply with one line per item, in the same "
     "order, each line only your final decision.",
@@ -457,17 +449,3 @@ def sequence_order(length: int, index: int) -> list[int]:
     rows = permuted_orders(length, balanced=True)
     order = rows[index % len(rows)]
     return order[::-1] if index >= len(rows) else order
-
-
-def rewritten(text: str) -> str:
-    """The prompt a self-help answer gives back: what follows the marker (or all of it),
-    without further copies of the marker (an answer of nothing but markers is empty) and
-    without a closing marker. BiasBuster's marker and the default prompt's are both read."""
-    lowered = text.lower()
-    found = [(lowered.find(m), m) for m in REWRITE_MARKERS if m in lowered]
-    body = text
-    if found:
-        at, marker = min(found)
-        body = text[at + len(marker) :]
-    markers = "|".join(re.escape(m) for m in (*REWRITE_MARKERS, *REWRITE_END_MARKERS))
-    return re.sub(markers, "", body, flags=re.IGNORECASE).strip()

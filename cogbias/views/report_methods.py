@@ -160,6 +160,8 @@ FAILURE_KINDS = {
     "transient": "transient (a timeout, rate limit or server error: retried on resume)",
     "fatal": "fatal (a refused key, an unknown model: the run stopped)",
     "unparseable": "unreadable (no option could be read from the answer: a result)",
+    "stopped_reasoning": "stopped while reasoning (the model spent its whole room thinking and "
+    "wrote no answer: a result of the budget asked)",
 }
 
 
