@@ -24,8 +24,15 @@ WARM_UP_DELAY = 1.5
 
 
 def _warm_up() -> None:
-    # Explore's first visit would otherwise pay ~1 s importing Altair and SciPy and loading
-    # the Vega-Lite schema Altair validates against; do it while the first page is read.
+    # The local model answers Learn's first live pair without first loading (its own thread:
+    # llama.cpp loads outside the interpreter). Explore's first visit would otherwise pay
+    # ~1 s importing Altair and SciPy and loading the Vega-Lite schema Altair validates
+    # against; do it while the first page is read.
+    from cogbias.llm.local import warm_in_background
+    from cogbias.llm.profiles import resolve
+
+    if warm_in_background() is not None:
+        resolve("local/smollm2").cache_extras()  # its file's hash, which a cache key needs
     from cogbias.studies import cells
     from cogbias.views import charts_explore
 

@@ -443,14 +443,24 @@ def removed_here(key: str, value: Any) -> None:
     st.session_state[f"_removed:{key}"] = value
 
 
-def scoring_choice(key: str) -> dict[str, Any]:
-    """The scoring controls of Learn and Run: the registered scorers' radio, the answers
-    asked of each half and the reducer of those samples (`runs.scorers`, `runs.reducers`);
-    the run's `scoring`, `samples` and `reducer`, in their one spelling (`scorers.spelled`)."""
+def scoring_choice(key: str, default: str | None = None) -> dict[str, Any]:
+    """The scoring controls of Learn, Preview and Run: the scorers' radio, the answers asked
+    of each half and their reducer, as the run's `scoring`, `samples` and `reducer` in their
+    one spelling (`scorers.spelled`). With a `default` (the chosen model's) the radio shows
+    it until the reader picks one, and then keeps the pick."""
     from cogbias.runs import sampling, scorers
     from cogbias.views.probability_bars import scoring_labels
 
     labels = scoring_labels()
+    picked_key = f"{key}_picked"  # no widget's key: it outlives a visit to another page
+    if default is not None:
+        want = st.session_state.get(picked_key, default)
+        if want in labels:
+            st.session_state[key] = want
+
+    def _picked() -> None:
+        st.session_state[picked_key] = st.session_state[key]
+
     picked = st.radio(
         "Scoring",
         list(labels),
@@ -462,6 +472,7 @@ def scoring_choice(key: str) -> dict[str, Any]:
         "the exact expected score. Models with log-probabilities only, e.g. the local model. "
         "Samples per half above 1: each half asked N times at a temperature above 0, and "
         "the reducer makes the N answers into the half's answer (docs/runs.md).",
+        on_change=_picked if default is not None else None,
     )
     scorer = scorers.get(picked)
     samples = 1

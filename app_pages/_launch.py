@@ -44,23 +44,29 @@ def refused(model_ids: Iterable[str], infos: list[ModelInfo], bases: set[str]) -
     return refuse_missing_keys(model_ids, infos)
 
 
-def launch(what: str, spec: Any, name: str = "", batch: bool = False) -> str | None:
-    """Plan, store and start a run in a worker process (`executor.launch`); its id, or None
-    after saying why it could not start (`what` names it: "run", "study run")."""
+def launch(
+    what: str, spec: Any, name: str = "", batch: bool = False, max_cost: float | None = None
+) -> str | None:
+    """Plan, store and start a run in a worker process (`executor.launch`), within
+    `max_cost` USD when given; its id, or None after saying why it could not start (`what`
+    names it: "run", "study run")."""
     share_local_server()
     try:
-        return executor.launch(spec, db_path(), name, batch=batch)
+        return executor.launch(spec, db_path(), name, batch=batch, max_cost=max_cost)
     except (OSError, executor.RunBusy, KeyError, ValueError) as exc:
         st.error(f"The {what} could not be started: {friendly(exc)}")
         return None
 
 
-def resume(what: str, run_id: str, retry_failed: bool = False) -> bool:
-    """Start a worker on a stored run (`executor.start_background`); False after saying why
-    it could not (`what` names the run as `launch` does)."""
+def resume(
+    what: str, run_id: str, retry_failed: bool = False, max_cost: float | None = None
+) -> bool:
+    """Start a worker on a stored run (`executor.start_background`), within `max_cost` USD
+    when given; False after saying why it could not (`what` names the run as `launch`
+    does)."""
     share_local_server()
     try:
-        executor.start_background(run_id, db_path(), retry_failed=retry_failed)
+        executor.start_background(run_id, db_path(), retry_failed=retry_failed, max_cost=max_cost)
     except OSError as exc:
         st.error(f"The {what} could not be resumed: {friendly(exc)}")
         return False

@@ -82,12 +82,24 @@ def show_half(half: shown_pairs.ShownHalf, html: Mapping[str, str] | None = None
     else:
         long_text(f"{half.situation.strip()}\n\n{half.prompt.strip()}")
     st.text("\n".join(half.option_lines()))
+    show_rewrite_and_trace(half)
     st.markdown("*Answer*")
     long_text(half.answer, "(no answer)")
     if half.extraction and half.extraction != half.answer:
         safe_caption(f"Extraction step read: {half.extraction}")
     safe_caption(half.choice_sentence())
     _disagreement(half)
+
+
+def show_rewrite_and_trace(half: shown_pairs.ShownHalf) -> None:
+    """A self-help rewrite (the question the model answered) and a reasoning model's trace,
+    each collapsed: plain text, never markup. The answer is read without the trace."""
+    if half.rewrite:
+        with st.expander("Rewritten by the model (self-help), then answered"):
+            st.text(half.rewrite[:MAX_CHARS])
+    if half.reasoning:
+        with st.expander(f"Reasoning trace ({len(half.reasoning):,} characters, not read)"):
+            st.text(half.reasoning[:MAX_CHARS])
 
 
 def _disagreement(half: shown_pairs.ShownHalf) -> None:
@@ -122,6 +134,7 @@ def show_answers(pair: shown_pairs.ShownPair) -> None:
     for half in pair.halves:
         st.markdown(HALF_TITLES[half.name])
         safe_caption(half.choice_sentence())
+        show_rewrite_and_trace(half)
         long_text(half.answer, "(no answer)")
         _disagreement(half)
     if pair.error:

@@ -1,11 +1,12 @@
-"""Compare: two models on the same instances, bias by bias (paired differences)."""
+"""Compare: two models on the same instances, bias by bias (paired differences), or a factor's
+levels (reasoning efforts, interventions) against a reference (`_factor`)."""
 
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from app_pages import _figure, _pair, _report, _tables
+from app_pages import _factor, _figure, _pair, _report, _tables
 from app_pages._common import (
     keep,
     open_store_or_stop,
@@ -21,6 +22,26 @@ from cogbias.studies import analysis, cells
 from cogbias.views import charts, pair_tables, safe_text, shown_pairs
 from cogbias.views.figures import Source
 from cogbias.views.numbers import signed
+
+
+def factor_mode() -> bool:
+    """Whether the page compares a factor's levels (`_factor`) rather than two models."""
+    keep("cmp_mode")
+    return (
+        st.radio(
+            "Compare",
+            ["models", "factor"],
+            format_func={
+                "models": "Two models",
+                "factor": "A factor: reasoning effort levels or interventions",
+            }.get,
+            horizontal=True,
+            key="cmp_mode",
+            help="A factor: runs that differ in that setting alone, each level against a "
+            "reference on the same instances (which interventions reduce which biases).",
+        )
+        == "factor"
+    )
 
 
 def chosen(store: Store) -> tuple[str | None, str | None, str, str] | None:
@@ -150,6 +171,9 @@ def main() -> None:
         "across biases."
     )
     store = open_store_or_stop()
+    if factor_mode():
+        _factor.show(store)
+        return
     picked = chosen(store)
     if picked is None:
         return

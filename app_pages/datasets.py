@@ -242,8 +242,9 @@ def _run_tab(view: _View) -> None:
                 key="ds_only",
             )
             spec = paired_plan.RunSpec(
-                models=chosen, dataset=current, per_bias=int(per_bias) or None, biases=only
-            )
+                models=chosen, dataset=current, per_bias=int(per_bias) or None, biases=only,
+                scoring=None,  # the models choose (`paired_scoring.scoring_by_models`)
+            )  # fmt: skip
             plan = (
                 attempt("Planning the run", lambda: paired_plan.plan(spec, store))
                 if chosen and not refuse_missing_keys(chosen, infos)

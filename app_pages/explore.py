@@ -30,6 +30,7 @@ from cogbias.studies.analysis import CI_METHOD
 from cogbias.views import (
     charts_explore,
     explore,
+    factor_view,
     pair_tables,
     probability_bars,
     safe_text,
@@ -73,7 +74,8 @@ def summary(
 ) -> pd.DataFrame:
     with Store(path) as own:  # cached work may run in any session's thread: its own connection
         table = cells.cognitive_bias_summary(own, run_id=run_id, dataset=dataset)
-        return cells.with_uniform_null(own, table, run_id=run_id, dataset=dataset)
+        table = cells.with_uniform_null(own, table, run_id=run_id, dataset=dataset)
+        return explore.with_unread(table, own.unreadable_errors(run_id, dataset))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -196,6 +198,19 @@ def _numbers(table: pd.DataFrame, names: dict[str, str]) -> None:
         st.caption("A dash: no value (no scored pair, or fewer than 2 for an interval and a test).")
 
 
+def _trace_signal(
+    store: Store, run_id: str | None, dataset: str | None, names: dict[str, str]
+) -> None:
+    """Where reasoning models wrote traces: per cell, the share naming the treatment's
+    eliciting detail (a string match, said so)."""
+    traces = factor_view.explore_signal(store, run_id, dataset)
+    if traces.empty:
+        return
+    with st.expander("Trace signal: do the reasoning traces name the treatment's detail?"):
+        st.dataframe(factor_view.signal_numbers(traces, names), hide_index=True)
+        st.caption(factor_view.TRACE_NOTE)
+
+
 def _cell(
     event: Any, rows: list[str], columns: list[str], names: dict[str, str]
 ) -> tuple[str, str, str | None]:
@@ -228,8 +243,11 @@ def _cell(
     return bias, model, search or None
 
 
-def _cell_line(table: pd.DataFrame, bias: str, model: str, names: dict[str, str]) -> None:
-    """The chosen cell's numbers in one sentence."""
+def _cell_line(
+    table: pd.DataFrame, bias: str, model: str, names: dict[str, str], behind: list[Run]
+) -> None:
+    """The chosen cell's numbers in one sentence, then how many of its pairs could not be
+    read, why, and what would read them."""
     cell = table[(table["bias"] == bias) & (table["model"] == model)]
     if cell.empty:
         return
@@ -250,6 +268,8 @@ def _cell_line(table: pd.DataFrame, bias: str, model: str, names: dict[str, str]
         + (f"{c['abstained']} abstained (undecided samples), " if c.get("abstained") else "")
         + f"{significant} after the BH correction over all cells"
     )
+    if unread := explore.unread_line(table, bias, model, behind):
+        st.warning(safe_text.escape_markdown(unread[0].upper() + unread[1:] + "."))
 
 
 def _pairs(store: Store, which: PairFilter) -> int:
@@ -350,12 +370,13 @@ def main() -> None:
         st.caption(scored_by)
     st.caption(HOVER_CAPTION)
     _numbers(table, names)
+    _trace_signal(store, run_id, dataset, names)
     if run_id:
         _report.offer("run", "explore_report", run_id=run_id)
     elif dataset:
         _report.offer("dataset", "explore_report", name=dataset)
     bias, model, search = _cell(event, rows, columns, names)
-    _cell_line(table, bias, model, names)
+    _cell_line(table, bias, model, names, behind)
     which = PairFilter(bias, model, run_id, dataset, search)
     _download(which, _pairs(store, which))
 

@@ -13,7 +13,6 @@ from app_pages._common import (
     model_names,
     models,
     scenarios,
-    scoring_choice,
     test_cases,
 )
 from cogbias.core.records import DecisionStatus
@@ -21,7 +20,7 @@ from cogbias.library import examples
 from cogbias.llm.errors import MissingKeyError
 from cogbias.runs import scorers
 from cogbias.runs.pipeline import Instance
-from cogbias.views import highlight, safe_text, shown_pairs
+from cogbias.views import highlight, safe_text, shown_pairs, unread_answers
 
 # Said under an unscored pair of a model that can show its option probabilities: the small
 # local model often writes two options ("Option 4: Very good"), which is never guessed at.
@@ -29,6 +28,7 @@ READ_PROBABILITIES = (
     "This model can also be read without words: choose Scoring “Option probabilities” and run "
     "the pair again to see how likely it found each option in both halves."
 )
+READ_STRONGER = "A larger decision model names one option, and its answers can be read."
 
 MAX_REFERENCES = 50  # a user's file may list thousands; the rest stay in the file
 st.title("Learn: cognitive biases in LLMs")
@@ -120,14 +120,11 @@ generator = c2.selectbox(
     key="learn_generator",
 )
 seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="learn_seed"))
-sampled = scoring_choice("learn_scoring")  # scoring, samples and reducer
-scoring = sampled["scoring"]
-# each half asked several times needs a temperature at which samples differ
-temperature = (
-    st.slider("Temperature of the samples", 0.1, 1.5, 0.7, 0.1, key="learn_temperature")
-    if sampled["samples"] > 1
-    else 0.0
+# scoring, samples and reducer; a temperature where each half is asked several times
+sampled, temperature = _live.scoring_controls(
+    "learn_scoring", "learn_temperature", model, infos, case.n_options
 )
+scoring = sampled["scoring"]
 scenario = scenarios()[seed % len(scenarios())]
 st.caption(f"Scenario: {safe_text.escape_markdown(scenario.text)}")
 
@@ -173,10 +170,13 @@ if held and held[0] == chosen:
             _pair.show_probabilities(pair)
             _pair.show_samples(pair)
         explained = shown_pairs.explain_score(instance, decision)
-        unread = (
-            not scored and decision.status != DecisionStatus.ABSTAINED
-        )  # an abstention was read
-        if unread and scorers.get(scoring).needs == scorers.SAMPLED_TEXT:
+        unread = None  # how many answers could not be read, why, in plain words
+        abstained = decision.status == DecisionStatus.ABSTAINED  # an abstention was read
+        if scorers.get(scoring).reads_answers and not abstained:
+            unread = unread_answers.unread_sentence([decision])
+        if unread is not None:
+            fix = READ_STRONGER
             if _live.probability_problem(instance, model, infos) is None:
-                explained += " " + READ_PROBABILITIES
+                fix = READ_PROBABILITIES
+            explained = f"{unread} {fix}"
         (st.info if scored else st.warning)(safe_text.escape_markdown(explained))

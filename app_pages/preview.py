@@ -144,20 +144,30 @@ model = c1.selectbox(
     format_func=label,
     key="pv_model",
 )
+sampled, decision_temperature = _live.scoring_controls(
+    "pv_scoring", "pv_decision_temperature", model, infos, instance.n_options
+)
+scoring = sampled["scoring"]
 if c2.button("Decide", key="pv_decide") and not gone:
     with st.spinner(safe_text.escape_markdown(f"Asking {model} both versions…")):
         decided = attempt(
-            "Asking the model", lambda: _live.decide(instance, model, infos), _live.FAILURE_HINT
+            "Asking the model",
+            lambda: _live.decide(
+                instance, model, infos, temperature=decision_temperature, **sampled
+            ),
+            _live.FAILURE_HINT,
         )
     if decided is not None:
-        st.session_state["pv_decision"] = (instance.id, model, decided)
+        st.session_state["pv_decision"] = (instance.id, model, scoring, decided)
 held = st.session_state.get("pv_decision")
-if held and held[0] == instance.id and held[1] == model:
-    decision = held[2]
+if held and held[:3] == (instance.id, model, scoring):
+    decision = held[3]
     pair = shown_pairs.shown_pair(instance.control, instance.treatment, decision)
     safe_model = safe_text.escape_markdown(label(model))
     st.markdown(f"**Answers of {safe_model}**, with the options as this model saw them")
     if pair is not None:
         _pair.show_pair(pair)
+        _pair.show_probabilities(pair)
+        _pair.show_samples(pair)
     explained = safe_text.escape_markdown(shown_pairs.explain_score(instance, decision))
     (st.info if decision.status == DecisionStatus.OK else st.warning)(explained)

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages import _launch, _progress, _tables
+from app_pages import _launch, _live, _progress, _run_factors, _tables
 from app_pages._common import (
     OPEN_IN,
     RANDOM_MODEL,
@@ -30,7 +30,6 @@ from app_pages._common import (
     pick_run,
     run_label,
     scenarios,
-    scoring_choice,
     test_cases,
 )
 from cogbias.core import run_record
@@ -44,6 +43,7 @@ from cogbias.runs import paired_plan, scorers
 from cogbias.runs.paired_plan import RunSpec
 from cogbias.runs.summaries import run_summaries, run_summary
 from cogbias.store import Store, now
+from cogbias.views import unread_answers
 from cogbias.views.safe_text import escape_markdown
 
 ACTIVE = _progress.ACTIVE
@@ -58,7 +58,7 @@ READING_LABELS = {
 KEPT = (
     "run_source run_all run_scenarios run_instances run_per_bias run_base run_custom_model "
     "run_temperature run_repeats run_seed run_scoring run_scoring_samples run_scoring_reducer "
-    "run_reading"
+    "run_reading run_effort run_budget run_intervention run_max_cost"
 ).split()
 
 st.title("Run a batch")
@@ -89,10 +89,13 @@ def what_to_run() -> tuple[RunSpec | None, bool]:
     temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_temperature")
     repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
     seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
-    scoring = scoring_choice("run_scoring")  # the spec's scoring, samples and reducer
+    bases = endpoints([*decision_models, generator], custom_base)
+    asked = RunSpec(models=decision_models, api_base=next(iter(bases), None), **instances)
+    scoring = _live.run_scoring_controls("run_scoring", asked, store)
     reading, extractor = reading_asked(scoring["scoring"])
+    factors = _run_factors.factors_asked()
     asked = [*decision_models, generator, *([extractor] if extractor else [])]
-    bases = endpoints(asked, custom_base)
+    bases |= _launch.endpoints(asked, infos)
     if not decision_models:
         st.info("Choose at least one decision model.")
         return None, stale
@@ -111,6 +114,7 @@ def what_to_run() -> tuple[RunSpec | None, bool]:
         **scoring,
         extractor=extractor,
         reading=reading,
+        **factors,
         **instances,
     )
     return spec, stale
@@ -264,6 +268,7 @@ def _plan(fields: dict, db: str, version: object) -> dict:
             "calls": plan.llm_calls(),
             "cost": plan.estimated_cost(),
             "batch_cost": plan.estimated_cost(batch=True),
+            "thinking": plan.thinking_note().lstrip("; "),  # reasoning models: an estimate
         }
 
 
@@ -293,7 +298,9 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
     st.caption(
         f"{calls['generate']:,} to fill gaps, {calls['decide']:,} to decide, "
         f"{calls['extract']:,} to extract the chosen option. Answers already in the "
-        "database's cache are free. " + ("Some model has no known price." if cost is None else "")
+        "database's cache are free. "
+        + ("Some model has no known price." if cost is None else "")
+        + (f" The cost includes {plan['thinking']}." if plan.get("thinking") else "")
     )
     existing = run_summary(store, plan["run_id"])
     busy = existing is not None and existing.status in ACTIVE
@@ -304,17 +311,10 @@ def offer_start(spec: RunSpec, plan: dict, stale: bool) -> None:
             f"This exact run already finished ({existing.done} pairs). Starting it again "
             "only does work that is missing; change the seed or the models for new results."
         )
-    batch_cost = plan.get("batch_cost")
-    use_batch = st.checkbox(
-        "Send the calls through the provider's Batch API"
-        + (f" (estimated {dollars(batch_cost)})" if batch_cost else ""),
-        key="run_batch",
-        help="Half price and no rate limits, for OpenAI, OpenAI-compatible servers and "
-        "Anthropic (Message Batches); "
-        "answers arrive within hours. The run polls its batches and can be resumed.",
-    )
-    if st.button("Start run", type="primary", key="run_start", disabled=busy) and not stale:
-        run_id = _launch.launch("run", spec, batch=use_batch)
+    use_batch, allowed = _run_factors.how_to_send(plan.get("batch_cost"))
+    start = st.button("Start run", type="primary", key="run_start", disabled=busy)
+    if start and not stale and allowed:
+        run_id = _launch.launch("run", spec, batch=use_batch, max_cost=_run_factors.max_cost())
         if run_id is not None:
             _mark_started(run_id)
             st.rerun()
@@ -406,6 +406,8 @@ def last_run(run_id: str, run: Run) -> None:
         st.success(text)
     else:
         st.warning(text + (f" {shown(run.error)}" if run.error else ""))
+    if run.failed and (unread := unread_answers.run_note(store, run)):
+        st.info(escape_markdown(unread))  # how many could not be read, why, and the fix
     if run.done and st.button("Open this run in Explore", key="run_last_explore"):
         st.session_state["explore_source"] = f"run:{run_id}"
         st.switch_page("app_pages/explore.py")
@@ -455,7 +457,9 @@ def run_buttons(pick: str, picked: Run, gone: bool) -> None:
         and not gone
     )
     resume = picked.status in RESUMABLE and b2.button("Resume", key="run_resume") and not gone
-    if (resume or retry) and _launch.resume("run", pick, retry_failed=retry):
+    if (resume or retry) and _launch.resume(
+        "run", pick, retry_failed=retry, max_cost=_run_factors.max_cost()
+    ):
         _mark_started(pick)
         st.rerun()
     cancel = picked.status in ACTIVE - {run_record.RunStatus.CANCELLING} and b4.button(

@@ -193,3 +193,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     files = list(dict.fromkeys(item.path.name for item in items))
     rank = {name: -seconds.get(name, middle) for name in files}
     items.sort(key=lambda item: rank[item.path.name])  # stable: a file keeps its order
+
+
+# The app starts the local model in the background after its first page
+# (`local.warm_in_background`); a test process must not hold a model it did not ask for, nor
+# have it start beside a test that replaces the server. Tests that want it set it back.
+os.environ.setdefault("COGBIAS_LOCAL_WARM", "0")

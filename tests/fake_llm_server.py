@@ -29,9 +29,38 @@ from typing import Any
 
 from aiohttp import web
 
-# A responder answers with the text, or with {"content": text, "logprobs": ...} to send
-# OpenAI's `choices[0].logprobs` beside it.
+# A responder answers with the text, or with a dict: {"content": text} and any of "logprobs"
+# (OpenAI's `choices[0].logprobs` beside it), "reasoning_content" or "reasoning" (a reasoning
+# model's trace in a field of its own, as vLLM, DeepSeek or Ollama send it), "reasoning_tokens"
+# (counted inside `completion_tokens` and in `completion_tokens_details`, as OpenAI counts
+# them) and "finish_reason" (default "stop"; "length" when the answer ran out of room).
 Responder = Callable[[dict[str, Any]], Any]
+_MESSAGE_FIELDS = ("reasoning_content", "reasoning")
+
+
+def completion(text: Any, prompt_tokens: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the choice, the usage) of a responder's answer (see `Responder`)."""
+    reply = text if isinstance(text, dict) else {"content": text}
+    content = reply.get("content")
+    message = {"role": "assistant", "content": content}
+    message.update({k: reply[k] for k in _MESSAGE_FIELDS if k in reply})
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": message,
+        "finish_reason": reply.get("finish_reason", "stop"),
+    }
+    if "logprobs" in reply:
+        choice["logprobs"] = reply["logprobs"]
+    thinking = int(reply.get("reasoning_tokens", 0))
+    completion_tokens = (_count_tokens(content) if content else 0) + thinking
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if thinking:
+        usage["completion_tokens_details"] = {"reasoning_tokens": thinking}
+    return choice, usage
 
 
 class FakeHTTPError(Exception):
@@ -255,12 +284,8 @@ class FakeLLMServer:
             text = self.responder(payload)
         except FakeHTTPError as exc:
             return self._error(exc.status, exc.message, exc.headers)
-        extra: dict[str, Any] = {}
-        if isinstance(text, dict):
-            extra = {"logprobs": text["logprobs"]}
-            text = text["content"]
         prompt_tokens = sum(_count_tokens(_text_of(m.get("content"))) for m in payload["messages"])
-        completion_tokens = _count_tokens(text) if text else 0
+        choice, usage = completion(text, prompt_tokens)
         self.statuses[200] += 1
         return web.json_response(
             {
@@ -268,19 +293,8 @@ class FakeLLMServer:
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": payload.get("model", "fake"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                        **extra,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
+                "choices": [choice],
+                "usage": usage,
             }
         )
 
@@ -340,12 +354,9 @@ class FakeLLMServer:
                                "response": {"status_code": 500, "body": {"error": {"message": "server error"}}},
                                "error": None})  # fmt: skip
                 continue
-            text = self.responder(item["body"])
+            choice, usage = completion(self.responder(item["body"]), 10)
             body = {"id": f"chatcmpl-batch-{self.batch_requests}", "object": "chat.completion",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": _count_tokens(text),
-                              "total_tokens": 10 + _count_tokens(text)}}  # fmt: skip
+                    "choices": [choice], "usage": usage}  # fmt: skip
             out.append({"id": f"req-{self.batch_requests}", "custom_id": item["custom_id"],
                         "response": {"status_code": 200, "body": body}, "error": None})  # fmt: skip
         encode = lambda rows: "".join(json.dumps(r) + "\n" for r in rows).encode()  # noqa: E731

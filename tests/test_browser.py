@@ -257,9 +257,8 @@ def test_run_cancel_while_hanging_then_resume_adds_up(page: object, app_home: Pa
 @pytest.mark.local_model  # starts the real local model: one of its few smoke tests
 def test_teacher_journey_learn_with_the_defaults_reads_as_plain_english(page: object) -> None:
     """No key, the defaults: Learn fills Anchoring with the offline example fills and asks
-    the local model; the pair on screen carries no template syntax or instructions. (Anchoring:
-    for Framing Effect SmolLM2 answers "Option 4: Very good", naming two options, which is
-    now unreadable rather than guessed, so no choice is marked.)"""
+    the local model, scored by its option probabilities (its default, issue 41); the pair on
+    screen carries no template syntax or instructions."""
     from cogbias.library import testcases as library
     from cogbias.runs import pipeline
 
@@ -268,12 +267,13 @@ def test_teacher_journey_learn_with_the_defaults_reads_as_plain_english(page: ob
     choose(page, "Bias", "Anchoring")
     page.get_by_role("button", name="Run this pair").click()  # type: ignore[attr-defined]
     # both halves are answered and drawn (the second may appear a moment after the first)
-    page.get_by_text("◀ chosen").nth(1).wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
+    page.get_by_text("◀ sampled").nth(1).wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)  # type: ignore[attr-defined]
     no_exception(page)
     assert page.get_by_test_id("stAlertContentError").count() == 0  # type: ignore[attr-defined]
+    assert "Scored by option probabilities" in page.inner_text("body")  # type: ignore[attr-defined]
     innermost = (
-        '[data-testid="stVerticalBlock"]:has-text("◀ chosen")'
-        ':not(:has([data-testid="stVerticalBlock"]:has-text("◀ chosen")))'
+        '[data-testid="stVerticalBlock"]:has-text("◀ sampled")'
+        ':not(:has([data-testid="stVerticalBlock"]:has-text("◀ sampled")))'
     )
     halves = page.locator(innermost).all_inner_texts()  # type: ignore[attr-defined]
     assert len(halves) == 2, halves
@@ -419,17 +419,23 @@ def test_a_keyed_model_is_marked_in_every_picker_and_refused_at_once(page: objec
 def test_learn_suggests_option_probabilities_exactly_when_a_sampled_answer_is_unreadable(
     page: object,
 ) -> None:
-    """SmolLM2 often names two options ("Option 4: Very good"), which is never guessed at;
-    the pair then says how else this model can be read, and a scored pair does not."""
+    """Sampled answers, chosen explicitly (the local model's default is its probabilities):
+    an answer that names two options ("Option 4: Very good") is never guessed at, and the
+    pair then says how many answers could not be read, why, and how else this model can be
+    read; a scored pair does not. (Held to "Option N" by its grammar, SmolLM2's answers are
+    read now.)"""
     choose(page, "Bias", "Framing Effect")
+    settle(page)  # the bias's page has been drawn
+    page.get_by_text("Sampled answer (read, then scored)").click()  # type: ignore[attr-defined]
+    settle(page)
     page.get_by_role("button", name="Run this pair").click()  # type: ignore[attr-defined]
-    verdict = page.get_by_text("This pair could not be scored").or_(  # type: ignore[attr-defined]
+    verdict = page.get_by_text("could not be read", exact=False).or_(  # type: ignore[attr-defined]
         page.get_by_text("Score ", exact=False).filter(has_text="on a scale from -1 to 1")  # type: ignore[attr-defined]
     )
     verdict.first.wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)
     settle(page)
     body = page.inner_text("body")  # type: ignore[attr-defined]
-    unscored = "This pair could not be scored" in body
+    unscored = "could not be read" in body
     assert ("choose Scoring “Option probabilities”" in body) == unscored
     assert not (unscored and "Error: control:" in body)  # said once, in the warning
     no_exception(page)

@@ -170,6 +170,10 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(
     label = f"{app['model']} (openai/hostile)"
     choose(page, "Decision model", label)
     choose(page, "Generator (fills the blue gaps)", label)
+    settle(page)  # the model's choice has been drawn
+    # an OpenAI-compatible model is offered option probabilities first; its echo is sampled
+    page.get_by_text("Sampled answer (read, then scored)").click()
+    settle(page)
     page.get_by_role("button", name="Run this pair").click()
     page.get_by_text("◀ chosen").first.wait_for(timeout=120_000)
     assert page.get_by_text("my key is ***").count() >= 1  # shown, with the key redacted
@@ -182,6 +186,9 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(
     page.get_by_role("button", name="Fill", exact=True).click()
     page.locator(".ins-llm, .ins-example").first.wait_for(timeout=120_000)
     choose(page, "Decision model", label)
+    settle(page)  # the model's choice has been drawn
+    page.get_by_text("Sampled answer (read, then scored)").click()
+    settle(page)
     page.get_by_role("button", name="Decide").click()
     page.get_by_text("◀ chosen").first.wait_for(timeout=120_000)
     _clean(page, "Preview")

@@ -111,6 +111,10 @@ def test_learn_live_pair_lists_options_as_the_model_saw_them(page: Any) -> None:
     choose(page, "Bias", "Framing Effect")
     choose(page, "Decision model", MODEL_LABEL)
     choose(page, "Generator (fills the blue gaps)", MODEL_LABEL)
+    settle(page)  # the model's choice has been drawn
+    # its profile lists log-probabilities, so Learn offers them first; sampled answers here
+    page.get_by_text("Sampled answer (read, then scored)").click()
+    settle(page)
     page.get_by_role("button", name="Run this pair").click()
     page.get_by_text("◀ chosen").first.wait_for(timeout=120_000)
     settle(page)

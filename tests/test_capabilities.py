@@ -82,6 +82,8 @@ OPPOSITES = {
     "grammar": True,
     "prefix_cache": True,
     "writes_text": False,
+    "reasoning": True,
+    "thinking_temperature": 1.0,
 }
 
 

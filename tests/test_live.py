@@ -17,6 +17,7 @@ def test_cogbias_pair_answers_a_repeated_question_from_the_cache(tmp_path: Path,
     db = tmp_path / "c.db"
     with FakeLLMServer(lambda body: "Option 2") as server:
         args = ["pair", "anchoring", "--models", "openai/fake", "--api-base", server.base_url]
+        args += ["--scoring", "choice"]  # sampled answers (its default would be probabilities)
         assert main([*args, "--db", str(db)]) == 0
         asked = server.calls
         assert asked >= 2  # both halves (and their extraction) went to the server

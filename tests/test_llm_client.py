@@ -137,7 +137,11 @@ def test_successful_call_returns_text_tokens_and_caches_without_key() -> None:
         "completion_tokens",
         "cost",
         "latency_s",
+        "reasoning",  # a reasoning model's trace (None here) and its thinking tokens
+        "reasoning_tokens",
+        "finish_reason",  # read by the buffer's readers; the store keeps no column for it
     }
+    assert record["finish_reason"] == answer.finish_reason == "stop" and not answer.cut
 
 
 def test_cache_hit_makes_no_http_call_and_repeat_makes_a_new_one() -> None:

@@ -42,7 +42,8 @@ def client() -> LLMClient:
 
 def test_local_model_resolves_to_a_loopback_openai_endpoint(client: LLMClient) -> None:
     profile = resolve("local/smollm2")
-    assert profile.litellm_model == "openai/smollm2" and profile.grammar and profile.file_identity
+    assert profile.litellm_model == "openai/smollm2" and profile.grammar
+    assert profile.cache_extras()["file"]  # the model file's hash, read when a key needs it
     api_base = ensure_local_server()
     assert urllib.parse.urlparse(api_base).hostname == "127.0.0.1"
     remote = resolve("openai/gpt-4o")

@@ -69,6 +69,7 @@ def test_pair_prints_the_answer_redacted_as_run_stores_it(server: FakeLLMServer,
     done = cli(
         "pair", "anchoring", "--models", "openai/echo", "--generator", "openai/echo",
         "--api-base", server.base_url, "--db", tmp_path / "p.db",
+        "--scoring", "choice",  # a sampled answer, echoed (its default: probabilities)
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "control: answer 'Option" in done.stdout and "***" in done.stdout, done.stdout

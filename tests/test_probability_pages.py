@@ -59,7 +59,8 @@ def test_explore_says_a_run_is_probability_scored_and_shows_both_halves_bars(app
 def test_learn_offers_the_scoring_and_shows_the_random_baselines_uniform_bars(app_db: Path) -> None:
     at = open_page("learn")
     at.selectbox(key="learn_bias").set_value("framing_effect")
-    at.selectbox(key="learn_model").set_value("random")
+    at.selectbox(key="learn_model").set_value("random").run()
+    assert at.radio(key="learn_scoring").value == "choice"  # what the random baseline gets
     at.radio(key="learn_scoring").set_value("probabilities").run()
     at.button(key="learn_run").click().run()
     assert_clean(at)

@@ -351,6 +351,6 @@ def test_a_resume_after_a_kill_asks_each_unfinished_pair_once_and_no_finished_on
         with Store(db) as store:
             run = executor.execute(plan, store, concurrency=4)
             after = {r["id"]: r for r in store.query("select * from decisions")}
-    assert run["status"] == "done" and len(after) == plan.planned
+    assert run.status == "done" and len(after) == plan.planned
     assert len(asked) == per_pair * (plan.planned - len(before))
     assert {k: after[k] for k in before} == before

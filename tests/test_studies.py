@@ -362,6 +362,6 @@ def test_biasbuster_mitigations_use_the_papers_words_and_worked_examples():
         # counterfactual shows an incorrect and a correct example; contrastive one of them
         assert "incorrect behavior" in counterfactual and "of correct behavior" in counterfactual
         assert ("incorrect behavior" in contrastive) != ("of correct behavior" in contrastive)
-    from cogbias.runs.study_plan import rewritten
+    from cogbias.studies.interventions import rewritten
 
     assert rewritten("[start of revised prompt]\nDecide.\n[end of revised prompt]") == "Decide."

@@ -34,7 +34,7 @@ from cogbias.llm import random_provider
 from cogbias.runs import executor, study_answers, study_plan, study_results
 from cogbias.store import Store
 from cogbias.studies import definitions as studies
-from cogbias.studies import study_catalog, study_files
+from cogbias.studies import interventions, study_catalog, study_files
 from cogbias.studies.questions import read_answer, study_from_prompts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -531,8 +531,8 @@ def test_hostile_answers_are_stored_as_clear_records_and_results_still_score(
     for row in rows:
         assert row["status"] == "ok" or row["error"], row["id"]
         assert len(row["response"] or "") <= 20_100  # answers are capped when stored
-        assert len(row["prompt"] or "") <= study_answers.MAX_REWRITE_CHARS + 1000
-        assert len(row["value"] or "") <= study_answers.MAX_REWRITE_CHARS + 100
+        assert len(row["prompt"] or "") <= interventions.MAX_REWRITE_CHARS + 1000
+        assert len(row["value"] or "") <= interventions.MAX_REWRITE_CHARS + 100
         if row["status"] == "ok" and row["role"] == "decide" and row["test"] == "num":
             assert math.isfinite(json.loads(row["value"]))
     errors = {r["error"] for r in rows if r["error"]}
@@ -725,7 +725,7 @@ def test_a_pivot_keeps_the_tests_that_have_no_figure_yet(home: Path, tmp_path: P
 def test_a_rewrite_is_what_follows_the_marker_without_further_markers(
     answer: str, prompt: str
 ) -> None:
-    assert study_plan.rewritten(answer) == prompt
+    assert interventions.rewritten(answer) == prompt
 
 
 def test_names_and_texts_of_imported_prompts_cannot_inject_toml() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from cogbias.cli.options import execution_options
 from cogbias.core.run_record import ResultsPage, RunStatus
 from cogbias.llm import costs
+from cogbias.views.unread_answers import run_note
 
 # what to do next once a run shown on a page has ended (a run of another kind: nothing)
 NEXT_STEP = {ResultsPage.STUDIES: "see the figures with `cogbias results run {id} --by mitigation`"}
@@ -27,12 +28,19 @@ def execute(
             f"--batch hands the calls of paired, dataset and token-bias runs to a batch "
             f"engine; a {kind.name} run is asked directly: leave --batch out"
         )
+    if getattr(args, "batch", False) and getattr(args, "max_cost", None) is not None:
+        raise ValueError(
+            "--max-cost stops a run before a call that could pass it; a batch is charged when "
+            "its results come back, all at once: leave one of them out (--dry-run shows the "
+            "estimate with --batch)"
+        )
     args.exit_at_once = True  # see cli._exit_at_once
     options = execution_options(args, name)
     try:
         if getattr(args, "batch", False):
             from cogbias.runs import batch_provider
 
+            options.pop("max_cost")
             outcome = batch_provider.execute(
                 plan,
                 store,
@@ -53,6 +61,8 @@ def execute(
         + (f" ({costs.dollars(saved)} saved by the cache)" if saved else ""),
         file=sys.stderr,
     )
+    if unread := run_note(store, outcome, flags=True):  # how many, why, and the fix
+        print(f"note: {unread}", file=sys.stderr)
     if outcome.status in (RunStatus.FAILED, RunStatus.INCOMPLETE):
         print(
             f"{'error' if outcome.status == RunStatus.FAILED else 'note'}: {outcome.error}",

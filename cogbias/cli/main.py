@@ -327,7 +327,8 @@ def _preview(args: argparse.Namespace) -> int:
 
 def _pair(args: argparse.Namespace) -> int:
     """Fill a pair and have each model answer both halves, per scenario; print the answers,
-    the choices, the score and how long the pair took (the first pair pays the start-up)."""
+    the choices, the score and how long the pair took (the first pair pays the start-up);
+    then, for a model whose answers could not all be read, how many, why and what to do."""
 
     case = library.get_test_case(args.id)
     try:
@@ -343,6 +344,12 @@ def _pair(args: argparse.Namespace) -> int:
     from cogbias.runs.paired_plan import reading_refusal
     from cogbias.runs.prompting import BASELINE
 
+    chosen = args.scoring is not None
+    if not chosen:  # the models decide; a reading flag asks for sampled answers
+        from cogbias.core.reading import READ_ANSWER
+
+        read_flags = args.reading != READ_ANSWER or args.extractor
+        args.scoring = scorers.DEFAULT if read_flags else _default_scoring(case, models, args)
     args.scoring, args.samples, args.reducer = scorers.spelled(
         args.scoring, args.samples or 1, args.reducer
     )
@@ -353,10 +360,40 @@ def _pair(args: argparse.Namespace) -> int:
     )
     if problem:
         raise ValueError(problem)
+    if not chosen and scorers.get(args.scoring).needs == scorers.OPTION_PROBABILITIES:
+        print(PAIR_BY_PROBABILITIES)
+    decided: dict[str, list[Any]] = {m: [] for m in models}
     with _client(generator, args) as gen_client, _client("", args) as client:
         for scenario in scenarios:
-            _pair_scenario(args, case, scenario, generator, models, gen_client, client)
+            _pair_scenario(args, case, scenario, generator, decided, gen_client, client)
+    for model, decisions in decided.items():
+        _say_unread(model, decisions, args)
     return 0
+
+
+PAIR_BY_PROBABILITIES = (
+    "scored by option probabilities; choose sampled answers (--scoring choice) for the "
+    "paper's reading"
+)
+
+
+def _default_scoring(case: library.TestCase, models: list[str], args: argparse.Namespace) -> str:
+    """`scorers.default_scoring` for `pair`: the test case has options a letter can name."""
+    from cogbias.runs import probabilities, scorers
+
+    has_options = probabilities.letterable(case.n_options)
+    return scorers.default_for_models(models, args.api_base, has_options)
+
+
+def _say_unread(model: str, decisions: list[Any], args: argparse.Namespace) -> None:
+    """How many of `model`'s answers could not be read and why, and the fix."""
+    from cogbias.views.unread_answers import fix_sentence, unread_sentence
+
+    said = unread_sentence(decisions)
+    if said is None:
+        return
+    fix = fix_sentence([model], args.api_base, args.scoring, flags=True)
+    print(f"{model}: {said} To read them: {fix}.")
 
 
 def _pair_scenario(
@@ -364,7 +401,7 @@ def _pair_scenario(
     case: library.TestCase,
     scenario: library.Scenario,
     generator: str,
-    models: list[str],
+    decided: dict[str, list[Any]],
     gen_client: Any,
     client: Any,
 ) -> None:
@@ -391,8 +428,10 @@ def _pair_scenario(
         samples=args.samples,
         reducer=args.reducer,
     )
-    for model in models:
-        row = pipeline.run_sync(scorer.decide(client, instance, model, ask)).to_row()
+    for model, decisions in decided.items():
+        decision = pipeline.run_sync(scorer.decide(client, instance, model, ask))
+        decisions.append(decision)
+        row = decision.to_row()
         print(f"--- {model} ({case.name}, scenario {scenario.id}, generator {generator})")
         for half in ("control", "treatment"):
             choice = row[f"{half}_choice"]

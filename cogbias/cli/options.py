@@ -49,7 +49,8 @@ def add_reading(p: argparse.ArgumentParser) -> None:
 def add_scoring(p: argparse.ArgumentParser) -> None:
     """`--scoring`, `--samples` and `--reducer`, offering the scorers and reducers registered
     when the parser is built (`runs.scorers`, `runs.reducers`); study modes take them too, to
-    refuse them by name rather than as unknown."""
+    refuse them by name rather than as unknown. `--scoring` defaults to None: the models
+    asked choose (`scorers.default_for_models`; a run's `paired_scoring.scoring_by_models`)."""
     from cogbias.runs import reducers, sampling, scorers
 
     def scoring(text: str) -> str:
@@ -72,8 +73,10 @@ def add_scoring(p: argparse.ArgumentParser) -> None:
         "--scoring",
         type=scoring,
         metavar="{" + ",".join(scorers.names()) + "}",
-        default=scorers.DEFAULT,
-        help="; ".join(f"{s.spelling}: {s.help}" for s in scorers.all_scorers()),
+        default=None,
+        help="; ".join(f"{s.spelling}: {s.help}" for s in scorers.all_scorers())
+        + " (default: probabilities where every model gives them and every test case has "
+        "2 to 11 options, asked plainly and read by cogbias; else choice)",
     )
     p.add_argument(
         "--samples",
@@ -90,6 +93,39 @@ def add_scoring(p: argparse.ArgumentParser) -> None:
         help="how a half's samples become its answer (default: the scorer's own, mode; "
         "mean_probability for --scoring probabilities): "
         + "; ".join(f"{r.name}: {r.help}" for r in reducers.all_reducers()),
+    )
+
+
+def add_factors(p: argparse.ArgumentParser) -> None:
+    """A paired run's factors beside `--prompting` (`runs.factors`): a reasoning model's
+    effort and budget, and the debiasing intervention; a list of efforts or interventions
+    makes one run each."""
+    from cogbias.core.reasoning import EFFORTS
+    from cogbias.llm import thinking
+    from cogbias.studies.interventions import INTERVENTIONS
+
+    p.add_argument(
+        "--reasoning-effort",
+        metavar="EFFORTS",
+        help=f"comma-separated reasoning efforts, one run each: {', '.join(EFFORTS)} (models "
+        "that reason only, as the model registry or litellm's map says; default: each "
+        "model's own); sent as each provider takes it (docs/runs.md, 'Reasoning models')",
+    )
+    p.add_argument(
+        "--thinking-budget",
+        type=whole(thinking.MIN_BUDGET, thinking.MAX_BUDGET),
+        metavar="TOKENS",
+        help="the tokens a reasoning model may think: sent as the budget where a provider "
+        "takes one (Anthropic, Gemini), and the room an answer gets for its thinking on every "
+        "provider (raise it when answers stop while reasoning)",
+    )
+    p.add_argument(
+        "--intervention",
+        default="none",
+        metavar="INTERVENTIONS",
+        help=f"comma-separated debiasing interventions, one run each: {', '.join(INTERVENTIONS)} "
+        "(after BiasBuster, in our words; self_help: the model rewrites each half's question, "
+        "then answers its rewrite; docs/runs.md, 'Interventions')",
     )
 
 
@@ -169,6 +205,14 @@ def add_calls(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--deadline", type=seconds, help="seconds per call, retries included (default: per model)"
+    )
+    p.add_argument(
+        "--max-cost",
+        type=real(0.0, 1e6, above=True),
+        metavar="USD",
+        help="spend at most this much (USD) on calls in this execution: the run stops before "
+        "the call that could pass it and ends resumable (`cogbias resume RUN --max-cost USD` "
+        "goes on); a call whose price is unknown is refused under a cap",
     )
     add_api_key_env(p)
 
@@ -269,6 +313,7 @@ def execution_options(args: argparse.Namespace, name: str = "") -> dict[str, Any
         deadline=args.deadline,
         max_retries=args.max_retries,
         api_key_env=api_key_env_of(args),
+        max_cost=getattr(args, "max_cost", None),
     )
 
 

@@ -1,4 +1,5 @@
-"""`cogbias report --run RUN_ID | --dataset NAME | --compare A B | --class CODE -o FILE.html`:
+"""`cogbias report --run RUN_ID | --dataset NAME | --compare A B | --factor F | --class CODE
+-o FILE.html`:
 one self-contained HTML file of results, with its methods (cogbias.views.report)."""
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ def add_commands(commands: Any) -> None:
         help="two models on the same instances (of --run or --dataset, else of every result)",
     )
     p.add_argument(
+        "--factor",
+        choices=["effort", "intervention"],
+        help="the paired effect of a factor: runs that differ in it alone (--runs names "
+        "them; default: the one design here that varies it)",
+    )
+    p.add_argument("--runs", metavar="RUN_IDS", help="with --factor: the runs, comma-separated")
+    p.add_argument("--reference", metavar="LEVEL", help="with --factor: the reference level")
+    p.add_argument(
         "--class",
         dest="session",
         metavar="CODE",
@@ -49,6 +58,13 @@ def _what(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         raise ValueError("--class CODE reports one session: give it alone")
     if args.session:
         return "class", dict(code=args.session)
+    if args.factor:
+        if args.compare or args.run or args.dataset:
+            raise ValueError("--factor reports runs that vary it: name them with --runs")
+        run_ids = [r.strip() for r in (args.runs or "").split(",") if r.strip()]
+        return "factor", dict(factor=args.factor, run_ids=run_ids, reference=args.reference)
+    if args.runs or args.reference:
+        raise ValueError("--runs and --reference go with --factor effort|intervention")
     if args.compare:
         model_a, model_b = args.compare
         where = dict(run_id=args.run, dataset=args.dataset)
@@ -60,8 +76,8 @@ def _what(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if args.dataset:
         return "dataset", dict(name=args.dataset)
     raise ValueError(
-        "say what to report: --run RUN_ID, --dataset NAME, --compare MODEL_A MODEL_B or "
-        "--class CODE"
+        "say what to report: --run RUN_ID, --dataset NAME, --compare MODEL_A MODEL_B, "
+        "--factor effort|intervention or --class CODE"
     )
 
 

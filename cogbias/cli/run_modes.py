@@ -1,4 +1,5 @@
-"""`cogbias run pairs|dataset|study` and `cogbias results pairs|dataset|run|study|hypotheses`.
+"""`cogbias run pairs|dataset|study` and `cogbias results pairs|dataset|run|study|hypotheses|
+compare`.
 
 One parser per mode, the flags every run takes in a parent parser, so a flag that does not
 apply to a mode is an argparse error instead of being ignored. The handlers in cli/runs.py and
@@ -20,6 +21,7 @@ from cogbias.cli.options import (
     add_batch,
     add_calls,
     add_db,
+    add_factors,
     add_reading,
     add_scoring,
     is_token_bias,
@@ -32,10 +34,9 @@ from cogbias.cli.options import (
 from cogbias.core.metrics import OPTION_ORDERS
 from cogbias.core.reading import READ_ANSWER
 from cogbias.library import examples
-from cogbias.runs import scorers
 
 RUN_MODES = ("pairs", "dataset", "study")
-RESULTS_MODES = ("pairs", "dataset", "run", "study", "hypotheses")
+RESULTS_MODES = ("pairs", "dataset", "run", "study", "hypotheses", "compare")
 TOKEN_BIAS_STUDY = "tokenbias"  # a study by name, a dataset run by nature (docs/tokenbias.md)
 
 # The flags of the single `run` and `results`, with their defaults: what a mode lacks.
@@ -55,9 +56,12 @@ _RUN_DEFAULTS: dict[str, Any] = dict(
     tests=None,
     max_attempts=None,
     prompting="baseline",
-    scoring=scorers.DEFAULT,
+    scoring=None,  # the models choose (`paired_scoring.scoring_by_models`)
     samples=None,
     reducer=None,
+    reasoning_effort=None,
+    thinking_budget=None,
+    intervention="none",
     extractor=None,
     option_order=None,
     reading=READ_ANSWER,
@@ -179,6 +183,7 @@ def _answers(p: argparse.ArgumentParser, biases: str) -> None:
         help="comma-separated prompting methods, one run each: baseline, zs_cot, one_shot, "
         "few_shot, one_shot_cot, few_shot_cot (a name swap: one_shot@Bob)",
     )
+    add_factors(p)
     p.add_argument(
         "--option-order",
         choices=OPTION_ORDERS,
@@ -354,6 +359,9 @@ def add_results(commands: Any) -> None:
     parsers["`cogbias results hypotheses NAME`"] = p
     for p in parsers.values():
         p.set_defaults(handler=_results_mode)
+    from cogbias.cli import factors
+
+    parsers["`cogbias results compare`"] = factors.add_compare(modes, common)
     _register(parsers)
 
 

@@ -16,6 +16,7 @@ from cogbias.cli.options import _table, is_token_bias, refuse_pair_options
 from cogbias.core.run_record import ResultsPage, RunStatus
 from cogbias.core.safetext import csv_cell
 from cogbias.llm import costs
+from cogbias.views.unread_answers import run_note
 
 if TYPE_CHECKING:
     from cogbias.store import Store
@@ -26,17 +27,16 @@ def _split(text: str | None) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """One run per prompting method (the method is part of each run's identity)."""
-    from cogbias.runs import prompting, scorers
+    """One run per prompting method, reasoning effort and intervention (each is part of a
+    run's identity)."""
+    from cogbias.runs import prompting
 
     if args.study and args.study != "tokenbias":
         from cogbias.cli import studies as cli_studies
 
         given = [f"--{o}" for o in ("samples", "reducer") if getattr(args, o, None)]
-        if args.scoring != scorers.DEFAULT or given:
-            flags = ", ".join(
-                [f"--scoring {args.scoring}"] * (args.scoring != scorers.DEFAULT) + given
-            )
+        if args.scoring is not None or given:
+            flags = ", ".join([f"--scoring {args.scoring}"] * (args.scoring is not None) + given)
             raise ValueError(
                 f"{flags} does not apply to the study '{args.study}': its "
                 "answers are numbers or conversations, not one option of a pair"
@@ -46,21 +46,37 @@ def _run(args: argparse.Namespace) -> int:
     methods = _split(args.prompting) or [prompting.BASELINE]
     for method in methods:
         prompting.parse(method)
+    variants = _variants(args, methods)
     if args.study and args.dry_run:
-        return _dry_run_study(args, methods)
+        return _dry_run_study(args, variants)
     if args.study:
         args.dataset = _materialise_study(args)
     code = 0
-    for method in methods:
-        code = max(code, _run_one(argparse.Namespace(**{**vars(args), "prompting": method})))
+    for variant in variants:
+        code = max(code, _run_one(argparse.Namespace(**{**vars(args), **variant})))
     return code
+
+
+def _variants(args: argparse.Namespace, methods: list[str]) -> list[dict[str, Any]]:
+    """The runs asked for: every prompting method × reasoning effort × intervention."""
+    from cogbias.llm.thinking import check_effort
+    from cogbias.studies.interventions import check
+
+    efforts = [check_effort(e) for e in _split(args.reasoning_effort)] or [None]
+    chosen = [check(i) for i in _split(args.intervention)] or ["none"]
+    return [
+        {"prompting": method, "reasoning_effort": effort, "intervention": intervention}
+        for method in methods
+        for effort in efforts
+        for intervention in chosen
+    ]
 
 
 class _RollBack(Exception):
     """Raised to undo what a dry run had to store in order to plan."""
 
 
-def _dry_run_study(args: argparse.Namespace, methods: list[str]) -> int:
+def _dry_run_study(args: argparse.Namespace, variants: list[dict[str, Any]]) -> int:
     """Plan a study's runs without keeping anything: its pairs are stored (planning reads
     them) inside a transaction that is rolled back once every plan is printed."""
     from cogbias.store import Store
@@ -69,8 +85,8 @@ def _dry_run_study(args: argparse.Namespace, methods: list[str]) -> int:
         try:
             with store.atomic():
                 args.dataset = _materialise_study(args, store)
-                for method in methods:
-                    _run_one(argparse.Namespace(**{**vars(args), "prompting": method}), store)
+                for variant in variants:
+                    _run_one(argparse.Namespace(**{**vars(args), **variant}), store)
                 raise _RollBack
         except _RollBack:
             print(
@@ -99,7 +115,7 @@ def _materialise_study(args: argparse.Namespace, store: Store | None = None) -> 
 
 
 def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
-    from cogbias.runs import executor, paired_plan
+    from cogbias.runs import executor, paired_plan, scorers
     from cogbias.store import Store
 
     spec = paired_plan.RunSpec(
@@ -116,12 +132,17 @@ def _run_one(args: argparse.Namespace, store: Store | None = None) -> int:
         dataset=args.dataset,
         per_bias=args.per_bias,
         prompting=args.prompting,
-        scoring=args.scoring,
+        # None: the models choose when planned; a batch holds no log-probabilities, so a
+        # batch run that names none is sampled
+        scoring=args.scoring or (scorers.DEFAULT if args.batch else None),
         samples=args.samples or 1,
         reducer=args.reducer,
         extractor=args.extractor or None,
         option_order=args.option_order,
         reading=args.reading,
+        reasoning_effort=args.reasoning_effort,
+        thinking_budget=args.thinking_budget,
+        intervention=args.intervention,
     )
     with nullcontext(store) if store is not None else Store(args.db) as opened:
         plan = paired_plan.plan(spec, opened)
@@ -241,14 +262,18 @@ def _runs(args: argparse.Namespace) -> int:
     from cogbias.store import Store
 
     with Store(args.db) as store:
-        rows = [table_row(r) for r in run_summaries(store)]
+        runs = run_summaries(store)
+        rows = [table_row(r) for r in runs]
         rows = [{**r, "cost": costs.cost_cell(r["cost"], r["cost_text"])} for r in rows]
         batches = store.batches()
+        unread = [(r.id, note) for r in runs if r.failed and (note := run_note(store, r, True))]
     if not rows:
         print("no runs yet: start one with `cogbias run pairs|dataset|study`", file=sys.stderr)
         return 0
     columns = ["id", "name", "status", "planned", "done", "failed", "tokens", "cost"]
     _table(rows, [*columns, "cost_saved", "duration_s", "models", "biases", "error"])
+    for run_id, note in unread:  # what the failed column does not say
+        print(f"{run_id}: {note}")
     if batches:
         print("\nprovider batches:")
         _table(

@@ -56,6 +56,13 @@ PAIR_COLUMNS: dict[str, str] = {
     "treatment_distribution": "str",
     "control_samples": "str",
     "treatment_samples": "str",
+    "control_reasoning": "str",
+    "treatment_reasoning": "str",
+    "reasoning_tokens": "int",
+    "control_trace_mentions": "bool",
+    "treatment_trace_mentions": "bool",
+    "control_rewrite": "str",
+    "treatment_rewrite": "str",
 }
 # A test case's columns are the pair columns that describe the test case, typed alike.
 INSTANCE_EXPORT_COLUMNS: dict[str, str] = {
@@ -165,6 +172,13 @@ def pair_record(pair: Pair) -> dict[str, Any]:
         "treatment_distribution": d.treatment_distribution,
         "control_samples": d.control_samples,
         "treatment_samples": d.treatment_samples,
+        "control_reasoning": d.control_reasoning,
+        "treatment_reasoning": d.treatment_reasoning,
+        "reasoning_tokens": d.reasoning_tokens,
+        "control_trace_mentions": d.control_trace_mentions,
+        "treatment_trace_mentions": d.treatment_trace_mentions,
+        "control_rewrite": d.control_rewrite,
+        "treatment_rewrite": d.treatment_rewrite,
     }
 
 

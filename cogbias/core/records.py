@@ -21,7 +21,9 @@ index of the option shown at position k+1). Failed records carry a `failure_kind
 - `fatal`: the model cannot be used at all (auth, quota, unknown model); the run stops;
 - `unparseable`: the answer came but could not be read; a result, retried only on request;
 - `invalid`: the request or the instance itself was refused (e.g. a derived value failed for
-  the drawn values, or the prompt exceeds the context window); retried only on request.
+  the drawn values, or the prompt exceeds the context window); retried only on request;
+- `stopped_reasoning`: a reasoning model spent all its room thinking and wrote no answer (its
+  trace is kept); a result of the budget asked, retried only on request (with more room).
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ from typing import Any, Literal
 from cogbias.core.metrics import MetricParams
 from cogbias.core.templates import SECTIONS, Filled, render_decision_text
 
-FailureKind = Literal["transient", "fatal", "unparseable", "invalid"]
-FAILURE_KINDS: tuple[str, ...] = ("transient", "fatal", "unparseable", "invalid")
+FailureKind = Literal["transient", "fatal", "unparseable", "invalid", "stopped_reasoning"]
+FAILURE_KINDS: tuple[str, ...] = (
+    "transient", "fatal", "unparseable", "invalid", "stopped_reasoning"
+)  # fmt: skip
 RETRIED_ON_RESUME: tuple[str, ...] = ("transient",)
 
 
@@ -278,6 +282,18 @@ class Decision:
     # `--samples N` (`--scoring consistency:N`): each half's samples (runs.sampling JSON list)
     control_samples: str | None = None
     treatment_samples: str | None = None
+    # A reasoning model's trace of each half (`core.reasoning`; redacted and capped as answers
+    # are), the thinking tokens the pair's answers used (as providers counted them, kept for
+    # cached answers), and whether each trace names the treatment's eliciting detail (a plain
+    # string match; None without a trace)
+    control_reasoning: str | None = None
+    treatment_reasoning: str | None = None
+    reasoning_tokens: int | None = None
+    control_trace_mentions: bool | None = None
+    treatment_trace_mentions: bool | None = None
+    # `--intervention self_help`: each half's prompt as the model rewrote it, then answered
+    control_rewrite: str | None = None
+    treatment_rewrite: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         """The stored row: orders as JSON arrays, flags as 0/1."""
@@ -303,7 +319,9 @@ class Decision:
 
 DECISION_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Decision))
 _DECISION_ORDERS = ("control_order", "treatment_order")
-_DECISION_FLAGS = ("reversed", "truncated", "cached")
+_DECISION_FLAGS = (
+    "reversed", "truncated", "cached", "control_trace_mentions", "treatment_trace_mentions"
+)  # fmt: skip
 
 
 @dataclass

@@ -234,44 +234,81 @@ class ExampleFiller:
                 progress = True
         return missing
 
-    def vet(self, gaps: list[LLMGap], answer: dict[str, str], values: Mapping[str, Any]) -> None:
-        """Check a model's fills for `gaps` (keyed as asked); replace rejected ones in place."""
-        for gap in gaps:
-            key = gap.resolve(values)
-            if key not in answer:
-                continue
-            problem = check_fill(key, answer[key])
+    def vet(
+        self,
+        gaps: list[LLMGap],
+        answer: dict[str, str],
+        values: Mapping[str, Any],
+        refused: Mapping[str, str] | None = None,
+    ) -> None:
+        """Check a model's fills for `gaps` (keyed as asked); replace rejected ones in place.
+
+        `refused` names fills refused before they were read, with why (a reply cut off at its
+        token limit; the text it had reached, if any, is in `answer`). A refused fill with no
+        example fill to take its place is dropped from `answer`; a fill that only fails
+        `check_fill` is kept then (nothing better to offer)."""
+        refused = refused or {}
+        by_key = {gap.resolve(values): gap for gap in reversed(gaps)}  # the first gap per key
+        for key, gap in by_key.items():
+            text = answer.get(key)
+            problem = refused.get(key)
+            if problem is None and text is not None:
+                problem = check_fill(key, text, scenario=self.scenario)
             if problem is None:
                 continue
             fallback = self.example(gap, values)
             if fallback is None:
-                continue  # nothing better to offer; keep the model's text
-            rejected = answer[key][:80]
+                if key in refused:
+                    answer.pop(key, None)
+                continue
             answer[key] = fallback
-            self.sources[key] = {
-                "source": "example",
-                "note": f"the model's fill {rejected!r} was rejected ({problem})",
-            }
+            said = (
+                f"the model's fill {_clip(text)!r} was rejected"
+                if text
+                else "the model gave no fill"
+            )
+            self.sources[key] = {"source": "example", "note": f"{said} ({problem})"}
+
+
+def _clip(text: str | None, width: int = 80) -> str:
+    """A rejected fill as a note shows it: whole up to `width` characters, else its start and
+    its end (where a cut fill shows that it was cut)."""
+    text = text or ""
+    half = (width - 3) // 2
+    return text if len(text) <= width else f"{text[:half]} … {text[-half:]}"
 
 
 # --------------------------------------------------------------------------- checking fills
 
 PROMPT_EXAMPLE_FILLS = ("a regional grocery chain", "store manager")  # see pipeline.GEN_EXAMPLE
 FILL_MAX_CHARS = 160  # pipeline.FILL_CHARS: a model's fill is a phrase or two
+# Words that cannot end a phrase or a sentence: a fill ending on one (a full stop after it or
+# not: "… transporting a maximum of.") stopped in the middle.
+DANGLING_WORDS = frozenset(
+    "a an the of to for with from into onto than and or but nor which whose per via my our "
+    "your their its".split()
+)
+_OPEN_END_RE = re.compile(r"(?:[,;:(\[/&–—-]|\.\.\.|…)$")
+SCENARIO_WORDS = 10  # a run this long shared with the scenario sentence is the scenario copied
 
 
-def check_fill(instruction: str, text: str, max_chars: int = FILL_MAX_CHARS) -> str | None:
+def check_fill(
+    instruction: str, text: str, max_chars: int = FILL_MAX_CHARS, scenario: str = ""
+) -> str | None:
     """Why a model's fill cannot be used, or None when it looks like a real fill.
 
     Catches what small models do: answer nothing, repeat the instruction (or a run of five of
     its words), leave brackets or template syntax, copy the generation prompt's worked
-    example, or run on and on.
+    example or the scenario sentence, run on until the length limit cuts them (a JSON schema's
+    `maxLength` closes the text at `max_chars`, mid-word), or stop mid-sentence.
     """
     stripped = text.strip()
     if not stripped:
         return "empty"
     if len(stripped) > max_chars:
         return f"longer than {max_chars} characters"
+    if len(stripped) == max_chars:
+        return f"it was cut off at the {max_chars}-character limit"
     if _TEMPLATE_SYNTAX_RE.search(stripped):
         return "brackets or template syntax left in it"
     norm_text, norm_instr = _normal(stripped), _normal(instruction)
@@ -285,6 +322,19 @@ def check_fill(instruction: str, text: str, max_chars: int = FILL_MAX_CHARS) -> 
     for copied in PROMPT_EXAMPLE_FILLS:
         if copied in norm_text:
             return f"it copies the prompt's example '{copied}'"
+    if scenario and shared_words(norm_text, _normal(scenario), SCENARIO_WORDS):
+        return "it copies the scenario sentence"
+    return _unfinished(stripped)
+
+
+def _unfinished(text: str) -> str | None:
+    """Why `text` stops mid-sentence, or None: it ends on a comma, colon, dash or ellipsis, or
+    on a word that needs more after it ("of", "the", "and")."""
+    if _OPEN_END_RE.search(text):
+        return f"it ends mid-sentence, on '{text[-3:].strip()}'"
+    words = _normal(text).split()
+    if words and words[-1] in DANGLING_WORDS:
+        return f"it ends mid-sentence, on '{words[-1]}'"
     return None
 
 

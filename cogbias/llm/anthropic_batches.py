@@ -31,6 +31,7 @@ from cogbias.llm.errors import LLMError, classify_failure, retry_after_of
 from cogbias.llm.keys import PLACEHOLDER_KEY, auth_hint
 from cogbias.llm.profiles import ModelProfile
 from cogbias.llm.request import LLMRequest
+from cogbias.llm.thinking import ANTHROPIC_BUDGETS
 
 DEFAULT_BASE = "https://api.anthropic.com"  # what litellm calls without an api_base
 API_VERSION = "2023-06-01"
@@ -92,7 +93,18 @@ def message_params(req: LLMRequest, profile: ModelProfile) -> dict[str, Any]:
     }
     if system:
         params["system"] = system
+    budget = anthropic_budget(req.reasoning_effort, req.thinking_budget)
+    if budget is not None:  # as litellm maps the effort for an interactive call
+        params["thinking"] = {"type": "enabled", "budget_tokens": budget}
     return params
+
+
+def anthropic_budget(effort: str | None, budget: int | None) -> int | None:
+    """The thinking budget a Message Batches request carries: the one given, else litellm's
+    budget for the effort (`thinking.ANTHROPIC_BUDGETS`); None for no thinking."""
+    if budget is not None:
+        return budget
+    return ANTHROPIC_BUDGETS.get(effort or "")
 
 
 def litellm_body(req: LLMRequest, profile: ModelProfile) -> dict[str, Any]:
@@ -117,6 +129,18 @@ def _default_max_tokens(profile: ModelProfile) -> int:
     from cogbias.llm.client import get_litellm
 
     return int(get_litellm().AnthropicConfig.get_max_tokens_for_model(profile.served_name))
+
+
+def thinking_of(message: Any) -> str:
+    """The thinking blocks of a Message, as one trace (litellm's `reasoning_content`)."""
+    blocks = message.get("content") if isinstance(message, dict) else None
+    return "".join(
+        b["thinking"]
+        for b in (blocks if isinstance(blocks, list) else [])
+        if isinstance(b, dict)
+        and b.get("type") == "thinking"
+        and isinstance(b.get("thinking"), str)
+    )
 
 
 def text_of(message: Any) -> tuple[str | None, int, int]:
@@ -157,8 +181,11 @@ def openai_line(item: Any) -> dict[str, Any] | None:
         line["error"] = {"message": f"{kind}" + (f": {detail}" if detail else ""), "type": kind}
         return line
     text, prompt, completion = text_of(result.get("message"))
+    message = {"role": "assistant", "content": text}
+    if trace := thinking_of(result.get("message")):
+        message["reasoning_content"] = trace
     body = {
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+        "choices": [{"index": 0, "message": message}],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion},
     }
     line["response"] = {"status_code": 200, "body": body}

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cogbias.llm import direct, keys, logprobs
+from cogbias.llm import direct, keys, thinking, traces
 from cogbias.llm.errors import (
     CacheMiss,
     FatalLLMError,
@@ -31,6 +31,7 @@ from cogbias.llm.local import LOCAL_CONCURRENCY, ensure_local_server, local_serv
 from cogbias.llm.profiles import ModelProfile, resolve
 from cogbias.llm.random_provider import answer as random_answer
 from cogbias.llm.request import LLMRequest, cache_key
+from cogbias.llm.spending import SpendCap
 
 _litellm_module: Any = None
 
@@ -55,7 +56,12 @@ class LLMResponse:
     """One answer. `cost` is in USD: 0.0 for free models (random, local) and cache hits, None
     when the model's price is unknown (recorded as unknown, never as $0);
     `latency_s` is the duration of the successful HTTP attempt (or of the original call,
-    for cached answers); `key` is the cache key, to link stored rows to `llm_calls`."""
+    for cached answers); `key` is the cache key, to link stored rows to `llm_calls`.
+    `text` is the answer alone: a reasoning model's trace (`llm.traces`) is `reasoning`, with
+    its `reasoning_tokens` (kept when cached). `finish_reason` is why the answer ended:
+    "length" when it was cut at the request's `max_tokens` ("stop", or "" when unknown,
+    otherwise). The cache keeps no finish reason, so a cached answer that used its whole token
+    budget counts as cut (`_saved`)."""
 
     text: str
     prompt_tokens: int
@@ -65,6 +71,14 @@ class LLMResponse:
     cached: bool
     key: str = ""
     cost_saved: float = 0.0
+    reasoning: str = ""
+    reasoning_tokens: int = 0
+    finish_reason: str = ""
+
+    @property
+    def cut(self) -> bool:
+        """Whether the answer stopped at its token limit, not where the model ended it."""
+        return self.finish_reason == "length"
 
 
 class ResponseCache(Protocol):
@@ -125,6 +139,7 @@ class LLMClient:
         on_miss: makes the client cache-only: a request the cache cannot answer is handed to
             `on_miss(key, request, profile)` once per key and raises `CacheMiss`, so a batch
             round learns exactly which calls a run would make next without making any.
+        spend_cap: a call that could pass it is not sent (`llm.spending`: `SpendCapReached`).
     """
 
     def __init__(
@@ -142,8 +157,10 @@ class LLMClient:
         max_retry_after: float = 120.0,
         on_miss: Callable[[str, LLMRequest, ModelProfile], None] | None = None,
         api_key_env: str | None = None,
+        spend_cap: SpendCap | None = None,
     ) -> None:
         self.cache = cache
+        self.spend_cap = spend_cap
         self.api_key_env = api_key_env
         self.concurrency = concurrency
         self.timeout = timeout
@@ -208,7 +225,7 @@ class LLMClient:
         if self.cache is not None and self.read_cache:
             hit = self.cache.get(key)
             if hit is not None:
-                return self._saved(hit, key)
+                return self._saved(hit, key, req.max_tokens)
         if self.on_miss is not None:
             if key not in self._missed:
                 self._missed.add(key)
@@ -219,12 +236,14 @@ class LLMClient:
         if waiting is not None:
             first = await asyncio.shield(waiting)
             self.stats.merged += 1
-            return self._saved(_as_record(first), key)
+            return self._saved(_as_record(first), key, req.max_tokens)
+        held = self.spend_cap.hold(req, profile) if self.spend_cap else 0.0  # or stop the run
         future: asyncio.Future[LLMResponse] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
             response = await self._call(req, profile)
         except BaseException as exc:
+            self._spent(held, getattr(exc, "cost", None))  # an empty answer was paid for
             if isinstance(exc, Exception):
                 future.set_exception(exc)
             else:  # cancelled: the identical requests waiting on this one fail as transient
@@ -236,6 +255,7 @@ class LLMClient:
         finally:
             self._in_flight.pop(key, None)
         future.set_result(response)
+        self._spent(held, response.cost)
         response.key = key
         self.stats.tokens += response.prompt_tokens + response.completion_tokens
         if response.cost is None:
@@ -249,21 +269,24 @@ class LLMClient:
                     "model": req.model,
                     "api_base": profile.api_base,
                     "request": req.request_record(),
-                    "text": response.text,
-                    "prompt_tokens": response.prompt_tokens,
-                    "completion_tokens": response.completion_tokens,
-                    "cost": response.cost,
-                    "latency_s": response.latency_s,
+                    **_as_record(response),  # the store keeps all but the finish reason
                 },
             )
         return response
 
-    def _saved(self, hit: Mapping[str, Any], key: str) -> LLMResponse:
+    def _spent(self, held: float, cost: float | None) -> None:
+        if self.spend_cap is not None:
+            self.spend_cap.release(held, cost)
+
+    def _saved(self, hit: Mapping[str, Any], key: str, max_tokens: int | None) -> LLMResponse:
         """A response that cost nothing now: what it cost originally counts as saved (but not
-        for answers a batch engine delivered for this purpose: the run paid for those)."""
+        for answers a batch engine delivered for this purpose: the run paid for those). An
+        answer cached with its trace inline (before traces were kept apart, or delivered by a
+        batch) is split as a fresh one is; its finish reason is `traces.cached_finish`."""
         self.stats.cache_hits += 1
+        split = traces.split(hit["text"], hit.get("reasoning"), traces.cached_json(hit))
         response = LLMResponse(
-            text=hit["text"],
+            text=split.answer,
             prompt_tokens=int(hit.get("prompt_tokens") or 0),
             completion_tokens=int(hit.get("completion_tokens") or 0),
             cost=0.0,
@@ -271,6 +294,9 @@ class LLMClient:
             cached=True,
             key=key,
             cost_saved=0.0 if hit.get("source") == "batch" else float(hit.get("cost") or 0.0),
+            reasoning=split.trace,
+            reasoning_tokens=int(hit.get("reasoning_tokens") or 0),
+            finish_reason=traces.cached_finish(hit, max_tokens),
         )
         self.stats.tokens_saved += response.prompt_tokens + response.completion_tokens
         self.stats.cost_saved += response.cost_saved
@@ -322,6 +348,8 @@ class LLMClient:
         grammar = kwargs.pop("grammar", None)
         if grammar is not None:
             kwargs["extra_body"] = {"grammar": grammar}
+        if req.thinking_budget is not None:  # litellm maps it onto Anthropic's and Gemini's
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": req.thinking_budget}
         kwargs["num_retries"] = 0  # we retry ourselves, see module docstring
         kwargs["drop_params"] = True  # e.g. `seed` for providers without it, instead of a 400
         if api_base:
@@ -366,7 +394,7 @@ class LLMClient:
                     error = classify(exc, model_id, api_base, key or "", keys.auth_hint(profile))
                     retry_after = retry_after_seconds(exc)
                 else:
-                    return self._to_response(*answer, model_id, profile)
+                    return self._to_response(answer, kwargs, model_id, profile)
             # Raised outside the except block so the provider's exception (whose text may
             # contain a key) is neither chained nor shown in tracebacks.
             if isinstance(error, FatalLLMError) or not error.retryable:
@@ -396,54 +424,52 @@ class LLMClient:
         kwargs: dict[str, Any],
         timeout: float,
         key: str | None,
-    ) -> tuple[str | None, int, int, float]:
-        """One attempt: (text, prompt tokens, completion tokens, latency)."""
+    ) -> traces.Attempt:
+        """One attempt: the answer, its tokens, trace and finish reason, and its latency."""
         if profile.direct and api_base:  # `kwargs` is the chat body
             hint = keys.auth_hint(profile)
             data, latency = await direct.chat(api_base, kwargs, profile.id, timeout, key, hint)
-            text, prompt_tokens, completion_tokens = direct.answer_of(data)
-            if kwargs.get("top_logprobs") is not None:
-                text = logprobs.encode_answer(data, profile.id)
-            return text, prompt_tokens, completion_tokens, latency
-        kwargs["timeout"] = timeout
-        started = time.perf_counter()
-        # litellm passes the timeout on to the HTTP client; the outer guard makes sure a
-        # provider that never answers cannot hold a call past its deadline.
-        raw = await asyncio.wait_for(get_litellm().acompletion(**kwargs), timeout + 5.0)
-        latency = time.perf_counter() - started
-        try:
-            text = raw.choices[0].message.content
-        except (AttributeError, IndexError):
-            text = None
-        if kwargs.get("top_logprobs") is not None:
-            text = logprobs.encode_answer(raw.model_dump(), profile.id)
-        usage = getattr(raw, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        return text, prompt_tokens, completion_tokens, latency
+        else:
+            kwargs["timeout"] = timeout
+            started = time.perf_counter()
+            # litellm passes the timeout on to the HTTP client; the outer guard makes sure a
+            # provider that never answers cannot hold a call past its deadline.
+            raw = await asyncio.wait_for(get_litellm().acompletion(**kwargs), timeout + 5.0)
+            latency = time.perf_counter() - started
+            data = raw.model_dump()
+        return traces.attempt_of(data, latency, kwargs, profile.id)
 
     def _to_response(
         self,
-        text: str | None,
-        prompt_tokens: int,
-        completion_tokens: int,
-        latency: float,
+        answer: traces.Attempt,
+        kwargs: Mapping[str, Any],
         model_id: str,
         profile: ModelProfile,
     ) -> LLMResponse:
-        if not text or not text.strip():
+        """The attempt's answer with its trace taken out (`core.reasoning`), priced with its
+        thinking as output; an answer that is empty once the trace is out fails, as
+        "stopped while reasoning" when the model ran out of room thinking."""
+        split = traces.split(answer.text, answer.reasoning, traces.json_asked(kwargs))
+        billed = thinking.billed_output(answer.completion_tokens, answer.reasoning_tokens)
+        cost = profile.price_per_call(answer.prompt_tokens, billed)
+        if not split.answer.strip():
             self.stats.failures += 1
-            raise LLMError(f"{model_id}: empty answer", kind="empty", model=model_id)
-        # A lone surrogate ("\ud800", valid in JSON, not in UTF-8) would make every later
-        # write of the answer fail (cache, records): keep the rest and mark it.
-        text = text.encode("utf-8", "replace").decode("utf-8")
+            # paid for all the same: a spend cap and the run's cost count it
+            self.stats.tokens += answer.prompt_tokens + answer.completion_tokens
+            self.stats.cost += cost or 0.0
+            error = traces.no_answer(answer, split, kwargs, model_id)
+            error.cost = cost  # type: ignore[attr-defined]
+            raise error
         return LLMResponse(
-            text=text,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            cost=profile.price_per_call(prompt_tokens, completion_tokens),
-            latency_s=latency,
+            text=split.answer,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            cost=cost,
+            latency_s=answer.latency,
             cached=False,
+            reasoning=split.trace,
+            reasoning_tokens=answer.reasoning_tokens,
+            finish_reason=answer.finish_reason,
         )
 
 
@@ -467,4 +493,7 @@ def _as_record(response: LLMResponse) -> dict[str, Any]:
         "completion_tokens": response.completion_tokens,
         "cost": response.cost,
         "latency_s": response.latency_s,
+        "reasoning": response.reasoning or None,  # stored NULL without a trace
+        "reasoning_tokens": response.reasoning_tokens,
+        "finish_reason": response.finish_reason,
     }

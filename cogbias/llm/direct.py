@@ -143,7 +143,38 @@ def answer_of(data: dict[str, Any]) -> tuple[str | None, int, int]:
     )
 
 
+def finish_of(data: dict[str, Any]) -> str:
+    """Why the answer ended, as the server says (`"stop"`, `"length"`: cut at `max_tokens`,
+    ...); "" when it does not say."""
+    try:
+        reason = data["choices"][0].get("finish_reason")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ""
+    return reason[:40] if isinstance(reason, str) else ""
+
+
 def _int(value: Any) -> int:
     """A token count; anything else (negative, a float, past 2**53, which no database
     column holds) counts as unknown: 0."""
     return value if isinstance(value, int) and 0 <= value < 2**53 else 0
+
+
+def reasoning_of(data: dict[str, Any]) -> tuple[str, int]:
+    """(the trace in a field of its own, reasoning tokens) of a chat completion. The trace is
+    `reasoning_content` (DeepSeek, vLLM, litellm) or `reasoning` (OpenRouter, Ollama); the
+    tokens are `usage.completion_tokens_details.reasoning_tokens`
+    (OpenAI's place). Anything not of the expected type counts as absent."""
+    try:
+        message = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        message = {}
+    if not isinstance(message, dict):
+        message = {}
+    trace = next(
+        (message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str)),
+        "",
+    )
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+    tokens = _int(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
+    return trace, tokens

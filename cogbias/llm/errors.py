@@ -16,7 +16,16 @@ from cogbias.core.errors import UserError
 from cogbias.core.redact import redact
 
 ErrorKind = Literal[
-    "auth", "quota", "not_found", "bad_request", "timeout", "server", "rate_limit", "empty", "other"
+    "auth",
+    "quota",
+    "not_found",
+    "bad_request",
+    "timeout",
+    "server",
+    "rate_limit",
+    "empty",
+    "reasoning",  # the model spent its whole budget thinking and wrote no answer
+    "other",
 ]
 
 
@@ -25,7 +34,7 @@ class LLMError(UserError):
 
     Attributes:
         kind: one of "auth", "quota", "not_found", "bad_request", "timeout", "server",
-            "rate_limit", "empty", "other".
+            "rate_limit", "empty", "reasoning", "other".
         retryable: True when the failure is transient (429, 5xx, timeouts, connection).
         model: the model id the caller asked for.
         status_code: the HTTP status when there was one.
@@ -48,11 +57,14 @@ class LLMError(UserError):
 
     @property
     def failure_kind(self) -> str:
-        """The record-level kind (see `cogbias.core.records`): transient, fatal, unparseable, invalid."""
+        """The record-level kind (see `cogbias.core.records`): transient, fatal, unparseable,
+        invalid, or stopped while reasoning."""
         if isinstance(self, FatalLLMError):
             return "fatal"
         if self.retryable:
             return "transient"
+        if self.kind == "reasoning":
+            return "stopped_reasoning"
         return "unparseable" if self.kind == "empty" else "invalid"
 
     def describe(self) -> str:
@@ -66,6 +78,7 @@ _KIND_WORDS = {
     "server": "server error",
     "timeout": "timeout",
     "empty": "empty answer",
+    "reasoning": "stopped while reasoning",
     "bad_request": "request refused",
 }
 

@@ -70,6 +70,9 @@ def local_threads() -> int:
     ggml synchronises its threads with spin barriers. When another busy process takes a
     core, a descheduled thread stalls every barrier; on this 2-core machine that made the
     model 10-50x slower with 2 threads, while 1 thread just halves in the worst case.
+    Measured again (bench/README.md, issue 41): 2 threads read a prompt in half the time on
+    free cores and in twice the time at load 4-17, and even the app and a browser beside
+    them made a live pair slower with 2.
     """
     configured = os.environ.get("COGBIAS_LOCAL_THREADS")
     if configured:
@@ -117,6 +120,28 @@ def ensure_local_server() -> str:
     return _api_base
 
 
+WARM_ENV = "COGBIAS_LOCAL_WARM"  # "0": the app does not start the server before a click
+
+
+def warm_in_background() -> threading.Thread | None:
+    """Start the server in a daemon thread, so that the app's first live pair does not wait
+    for it (the model's load and llama.cpp's warm-up run). Nothing if it runs already, if
+    `COGBIAS_LOCAL_WARM` is "0" (the test suite: its processes must not hold a model), or if
+    it cannot start here: the first call that needs it then says why."""
+    if _api_base is not None or os.environ.get(WARM_ENV, "").strip() == "0":
+        return None
+
+    def start() -> None:
+        try:
+            ensure_local_server()
+        except Exception:  # said again, with its reason, by the first call that needs it
+            return
+
+    thread = threading.Thread(target=start, name="cogbias-local-model", daemon=True)
+    thread.start()
+    return thread
+
+
 def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as r:
@@ -149,6 +174,10 @@ def _start_xllamacpp(path: Path) -> str:
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # any free port; listening_address reports the one bound
     params.verbosity = 0  # llama.cpp logs every request at the default level
+    # No prompt states kept in RAM beside the slots (llama.cpp keeps up to 8 GiB by default):
+    # a long run would grow the process by gigabytes, and a prompt restored whole from there is
+    # evaluated as its last token alone, whose numbers differ from the whole prompt's.
+    params.cache_ram_mib = 0
     server = xllamacpp.Server(params)
     base_url = server.listening_address
     _keepalive.append(server)

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from cogbias.llm.local import LOCAL_MODELS, LOCAL_PREFIX, LOCAL_TIMEOUT_S, smollm2_gguf_path
 from cogbias.llm.providers import provider_of
 from cogbias.llm.registry import check_key_variable, load_models
+from cogbias.llm.thinking import room
 
 RANDOM_MODEL = "random"
 ProfileKind = Literal["random", "local", "remote"]
@@ -49,9 +50,10 @@ class ModelProfile:
     whose port changes every process); prices are USD per token, None when unknown.
 
     The capabilities (`registry.CAPABILITIES`: `json_schema`, `grammar`, `max_temperature`,
-    `batchable`, `logprobs`, `top_logprobs`, `prefix_cache`, `writes_text`) are resolved here
-    once, from the built-ins, the provider part of the litellm string and what a registry
-    entry states, so no caller tells models apart by name.
+    `batchable`, `logprobs`, `top_logprobs`, `prefix_cache`, `writes_text`, `reasoning`,
+    `thinking_temperature`) are
+    resolved here once, from the built-ins, the provider part of the litellm string and what
+    a registry entry states, so no caller tells models apart by name.
     """
 
     id: str
@@ -68,7 +70,7 @@ class ModelProfile:
     batch_output_price: float | None
     timeout_s: float
     deadline_s: float
-    file_identity: str | None = None
+    file_identity: str | None = None  # the model file's hash, if given; see `cache_extras`
     direct: bool = False  # sent by our lean OpenAI-compatible client rather than litellm
     batchable: bool = False  # the provider's batch API takes it (OpenAI's and Anthropic's)
     batch_api: str = "openai"  # which: "openai" (files + batches) or "anthropic" (Message Batches)
@@ -79,6 +81,11 @@ class ModelProfile:
     # the variable named to hold this endpoint's key; None: a provider's key goes only to the
     # provider's own hosts (`llm.keys.key_for_model`). Never part of a cache key.
     api_key_env: str | None = None
+    # The model thinks before it answers (registry `reasoning`, else litellm's model map
+    # `supports_reasoning`), at `reasoning_effort` when a run names none (`llm.thinking`).
+    reasoning: bool = False
+    reasoning_effort: str | None = None
+    thinking_temperature: float | None = None  # the only one the API takes while it thinks
 
     @property
     def served_name(self) -> str:
@@ -107,9 +114,26 @@ class ModelProfile:
         price = self.price_per_call(prompt_tokens, completion_tokens)
         return None if price is None else price / 2
 
+    def thinking(self, effort: str | None, budget: int | None) -> dict[str, Any]:
+        """An answer's request fields for a run asking `effort` and `budget`: what is sent
+        (nothing to a model that does not reason) and `max_tokens`, the answer's own room
+        plus its thinking's (`llm.thinking.room`)."""
+        extra = room(self.reasoning, self.reasoning_effort, effort, budget)
+        return {
+            "max_tokens": self.answer_tokens + extra,
+            "reasoning_effort": effort if self.reasoning else None,
+            "thinking_budget": budget if self.reasoning else None,
+        }
+
     def cache_extras(self) -> dict[str, Any]:
-        """What the profile adds to a request that can change the answer (for the cache key)."""
-        return {"litellm_model": self.litellm_model, "file": self.file_identity}
+        """What the profile adds to a request that can change the answer (for the cache key).
+        A local model's file is hashed here, when a key needs it, not when its profile is
+        resolved: a page that only asks what the model can do (Learn's first draw) must not
+        read 100 MB for it."""
+        file = self.file_identity
+        if file is None and self.kind == "local":
+            file = _local_file_identity()  # memoised per file
+        return {"litellm_model": self.litellm_model, "file": file}
 
 
 def resolve(
@@ -144,7 +168,6 @@ def resolve(
             {},
             timeout_s or LOCAL_TIMEOUT_S,
             deadline_s or LOCAL_DEADLINE_S,
-            file_identity=_local_file_identity(),
         )
     if registry is None:
         registry = load_models()
@@ -213,7 +236,6 @@ def _profile(
     prices: dict[str, Any],
     timeout_s: float,
     deadline_s: float,
-    file_identity: str | None = None,
     api_key_env: str | None = None,
 ) -> ModelProfile:
     """The profile a model of `kind` gets from its provider, before any registry entry."""
@@ -233,7 +255,6 @@ def _profile(
         batch_output_price=_price(prices, "output_cost_per_token_batches"),
         timeout_s=timeout_s,
         deadline_s=max(deadline_s, timeout_s),
-        file_identity=file_identity,
         direct=_direct(kind, litellm_model, api_base),
         batchable=kind == "remote" and provider.batchable,
         batch_api=provider.batch_api,
@@ -242,6 +263,8 @@ def _profile(
         prefix_cache=kind == "local",
         writes_text=kind != "random",
         api_key_env=api_key_env,
+        reasoning=kind == "remote" and prices.get("supports_reasoning") is True,
+        thinking_temperature=provider.thinking_temperature,
     )
 
 

@@ -23,12 +23,20 @@ class Provider:
     batch_api: str = "openai"
     logprobs: bool = False  # answers carry the sampled tokens' log-probabilities when asked
     top_logprobs: bool = False  # ... and the most probable alternatives (what scoring reads)
+    # the only temperature the API takes while the model thinks (None: any it takes)
+    thinking_temperature: float | None = None
 
 
 PROVIDERS: tuple[Provider, ...] = (
     # OpenAI and every OpenAI-compatible server (vLLM, llama.cpp, Ollama) through `openai/…`
     Provider(("openai/",), batchable=True, logprobs=True, top_logprobs=True),
-    Provider(("anthropic/", "claude"), max_temperature=1.0, batchable=True, batch_api="anthropic"),
+    Provider(
+        ("anthropic/", "claude"),
+        max_temperature=1.0,
+        batchable=True,
+        batch_api="anthropic",
+        thinking_temperature=1.0,  # extended thinking refuses any other
+    ),
 )
 OTHER = Provider(())
 # The widest range any provider accepts: an imported temperature above it is damage.

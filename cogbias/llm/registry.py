@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cogbias.core.reasoning import EFFORTS
 from cogbias.library.testcases import DATA_DIR, user_dir
 
 BUILTIN_MODELS = DATA_DIR / "models.toml"
@@ -44,11 +45,17 @@ class ModelInfo:
     grammar: bool | None = None
     prefix_cache: bool | None = None
     writes_text: bool | None = None
+    reasoning: bool | None = None  # the model thinks before it answers (`llm.thinking`)
+    thinking_temperature: float | None = None  # the only temperature it takes while thinking
+    # the effort it thinks at when a run names none (`core.reasoning.EFFORTS`); None: medium
+    reasoning_effort: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def stated(self) -> dict[str, Any]:
-        """The capabilities this entry states, by name (`llm.profiles` applies them)."""
-        return {k: getattr(self, k) for k in CAPABILITIES if getattr(self, k) is not None}
+        """The capabilities this entry states, by name (`llm.profiles` applies them), and the
+        reasoning effort it names as the model's default."""
+        names = (*CAPABILITIES, "reasoning_effort")
+        return {k: getattr(self, k) for k in names if getattr(self, k) is not None}
 
 
 # What a profile can do, each of which an entry may state (`ModelProfile` has the same names).
@@ -61,8 +68,10 @@ CAPABILITIES = (
     "grammar",
     "prefix_cache",
     "writes_text",
+    "reasoning",
+    "thinking_temperature",
 )
-_NUMBERS = ("params_b", "arena_score", "max_temperature")
+_NUMBERS = ("params_b", "arena_score", "max_temperature", "thinking_temperature")
 
 
 # A variable named to hold a key must say it is a secret, so the redactor (core.redact) keeps
@@ -158,6 +167,10 @@ def _entry(entry: object) -> tuple[ModelInfo | None, list[str]]:
         if key not in _NUMBERS and not isinstance(fields.get(key, False), bool):
             wrong.append(f"'{key}' must be true or false; the provider's is used")
             fields[key] = None
+    effort = fields.get("reasoning_effort")
+    if effort is not None and effort not in EFFORTS:
+        wrong.append(f"'reasoning_effort' must be one of {', '.join(EFFORTS)}; medium is used")
+        fields["reasoning_effort"] = None
     fields["name"] = fields.get("name") or model_id
     fields["developer"] = fields.get("developer") or ""
     extra = {k: v for k, v in entry.items() if k not in ModelInfo.__dataclass_fields__}

@@ -42,7 +42,9 @@ class LLMRequest:
     understood by llama.cpp servers. `top_logprobs` asks for that many most probable tokens
     at each position; the answer's text is then `llm.logprobs.encode_answer`'s JSON.
     `answer_space` says which answers the question admits, for the `random` model (real
-    models ignore it); it is not part of the cache key.
+    models ignore it); it is not part of the cache key. `reasoning_effort` and
+    `thinking_budget` say how much a reasoning model may think (`llm.thinking`); None sends
+    nothing, as every request did before they existed.
     """
 
     model: str
@@ -55,6 +57,8 @@ class LLMRequest:
     repeat: int = 0
     answer_space: AnswerSpace | None = field(default=None, hash=False, compare=False)
     top_logprobs: int | None = None
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "messages", _normalize_messages(self.messages))
@@ -94,6 +98,8 @@ class LLMRequest:
         if self.top_logprobs is not None:
             body["logprobs"] = True
             body["top_logprobs"] = self.top_logprobs
+        if self.reasoning_effort is not None:  # OpenAI's name, which compatible servers read
+            body["reasoning_effort"] = self.reasoning_effort
         return body
 
     def request_record(self) -> dict[str, Any]:
@@ -106,7 +112,15 @@ class LLMRequest:
             "response_format": self.response_format,
             "grammar": self.grammar,
             "repeat": self.repeat,
-        } | ({} if self.top_logprobs is None else {"top_logprobs": self.top_logprobs})
+        } | {
+            name: value
+            for name, value in (
+                ("top_logprobs", self.top_logprobs),
+                ("reasoning_effort", self.reasoning_effort),
+                ("thinking_budget", self.thinking_budget),
+            )
+            if value is not None
+        }
 
 
 CACHE_KEY_VERSION = 2
@@ -117,8 +131,9 @@ def cache_key(req: LLMRequest, profile: ModelProfile) -> str:
 
     In the key: the key version; the model id; the endpoint's identity (`profile.api_base`,
     None for local models); the full messages; temperature; seed; max tokens; response
-    format; grammar; the repeat index; `top_logprobs` when asked for (absent otherwise, so
-    the keys of answers without log-probabilities are what they always were); and what model
+    format; grammar; the repeat index; `top_logprobs`, `reasoning_effort` and
+    `thinking_budget` when asked for (absent otherwise, so the keys of answers asked without
+    them are what they always were); and what model
     resolution adds (the litellm model string, the local model file's hash). Deliberately
     out of it: timeouts, retries, concurrency, deadlines and API keys, none of which changes
     what a model answers.
@@ -136,7 +151,8 @@ def cache_key(req: LLMRequest, profile: ModelProfile) -> str:
         "repeat": req.repeat,
         "extras": profile.cache_extras(),
     }
-    if req.top_logprobs is not None:
-        payload["top_logprobs"] = req.top_logprobs
+    for name in ("top_logprobs", "reasoning_effort", "thinking_budget"):
+        if getattr(req, name) is not None:
+            payload[name] = getattr(req, name)
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()

@@ -33,6 +33,7 @@ from cogbias.llm.direct import close_sessions
 from cogbias.llm.errors import CacheMiss
 from cogbias.llm.factory import open_client
 from cogbias.llm.profiles import ModelProfile, resolve
+from cogbias.llm.thinking import billed_output
 from cogbias.runs import paired, pipeline, scorers
 from cogbias.runs.paired_plan import Plan
 from cogbias.store import Store
@@ -173,7 +174,8 @@ class ImportSummary:
     tokens: int = 0
 
 
-Answer = tuple[str, int, int]  # text, prompt tokens, completion tokens
+# text, prompt tokens, completion tokens, a reasoning model's trace field, its thinking tokens
+Answer = tuple[str, int, int, str, int]
 Given = tuple[int, str, Answer | str]  # line number, custom_id, the answer or why none
 
 
@@ -281,7 +283,7 @@ def _new_calls(
     rows = []
     clean = redactor()
     stored = store.llm_call_responses([custom_id for _, custom_id, _ in answers])
-    for number, custom_id, (text, prompt_tokens, completion_tokens) in answers:
+    for number, custom_id, (text, prompt_tokens, completion_tokens, trace, thinking) in answers:
         asked = known[custom_id]
         text = redact_json(records.cap_text(text)[0], clean) or ""  # as the cache stores it
         if custom_id in stored:
@@ -298,7 +300,8 @@ def _new_calls(
             where = (asked["model"], asked["api_base"])
             if where not in profiles:
                 profiles[where] = resolve(asked["model"], asked["api_base"])
-            cost = profiles[where].batch_price_per_call(prompt_tokens, completion_tokens)
+            output = billed_output(completion_tokens, thinking)  # thinking priced as output
+            cost = profiles[where].batch_price_per_call(prompt_tokens, output)
         rows.append(
             {
                 "key": custom_id,
@@ -311,6 +314,8 @@ def _new_calls(
                 "cost": cost,
                 "latency_s": 0.0,
                 "source": "batch",
+                "reasoning": records.cap_text(trace)[0] or None,  # inline ones: split when read
+                "reasoning_tokens": thinking,
             }
         )
         summary.cost += cost or 0.0  # an unknown price is stored as NULL, counted as nothing
@@ -368,7 +373,8 @@ def _shown(text: str, limit: int) -> str:
 
 
 def _answer_of(item: dict[str, Any]) -> Answer | str:
-    """(text, prompt tokens, completion tokens), or why the engine gave no answer."""
+    """(text, prompt tokens, completion tokens, trace, thinking tokens), or why the engine
+    gave no answer."""
     if item.get("error"):
         error = item["error"]
         message = str(error.get("message") if isinstance(error, dict) else error)
@@ -381,12 +387,13 @@ def _answer_of(item: dict[str, Any]) -> Answer | str:
     body = response.get("body")
     if status != 200 or not isinstance(body, dict):
         return f"the engine answered HTTP {str(status)[:20]}"
-    from cogbias.llm.direct import answer_of
+    from cogbias.llm.direct import answer_of, reasoning_of
 
     text, prompt_tokens, completion_tokens = answer_of(body)
     if not text or not text.strip():
         return "an empty answer"
-    return text, prompt_tokens, completion_tokens
+    trace, thinking = reasoning_of(body)
+    return text, prompt_tokens, completion_tokens, trace, thinking
 
 
 def report(batch_id: str, summary: ImportSummary) -> None:

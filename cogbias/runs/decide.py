@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cogbias.core import metrics
+from cogbias.core import metrics, reasoning
 from cogbias.core.limits import extraction_input
 from cogbias.core.probabilities import Distribution
 from cogbias.core.reading import (
@@ -37,7 +37,10 @@ from cogbias.core.templates import (
     render_options,
 )
 from cogbias.llm.random_provider import option_space
+from cogbias.runs import grammars
+from cogbias.runs import interventions as asking
 from cogbias.runs.prompting import BASELINE, decision_messages, item_kind, question_for
+from cogbias.studies import interventions
 
 if TYPE_CHECKING:
     from cogbias.llm import LLMClient, LLMRequest, LLMResponse
@@ -56,6 +59,10 @@ DEC_PROMPT = question_for(SECTIONS)
 # A 135M model's "reasoning" adds time, not accuracy: on 2 shared cores each token costs
 # 15-100 ms. Its answer budget is short (profiles.LOCAL_ANSWER_TOKENS); ask for one sentence.
 LOCAL_DEC_SUFFIX = "\nReply in one short sentence that names the option you choose."
+# A model that takes a grammar is held to "Option N" (`decision_grammar`) and told so: left to
+# write freely, the local model names two options in one sentence ("Option 4: Very bad",
+# where Option 7 reads "Very bad"), and such an answer is never guessed at.
+OPTION_SUFFIX = '\nReply with the option you choose, as "Option N".'
 
 EXTRACT_PROMPT = """Below are the answer options of a decision task and a written answer to it.
 
@@ -86,9 +93,15 @@ class HalfResult:
     # the run's reducer left the half's samples undecided (`runs.reducers`): no choice, no
     # error; the pair is `DecisionStatus.ABSTAINED`
     abstained: bool = False
+    # a reasoning model's trace of the answer (`core.reasoning`) and the thinking tokens of
+    # every call of the half; `--intervention self_help`: the question as the model rewrote it
+    reasoning: str = ""
+    reasoning_tokens: int = 0
+    rewrite: str = ""
 
     def account(self, response: LLMResponse) -> None:
         self.tokens += 0 if response.cached else response.prompt_tokens + response.completion_tokens
+        self.reasoning_tokens += response.reasoning_tokens
         self.cost += response.cost or 0.0  # the known part: an unpriced call is None
         self.cost_saved += response.cost_saved
         self.cached = self.cached and response.cached
@@ -104,6 +117,21 @@ def option_grammar(n_options: int) -> str:
     """
     choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
     return f'root ::= "Option " ({choices}) [.:]? | "No option selected" "."?'
+
+
+def decision_grammar(n_options: int) -> str:
+    """GBNF for a decision of a model that takes a grammar: "Option 1" .. "Option n" alone."""
+    choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
+    return f'root ::= "Option " ({choices})'
+
+
+def held_grammar(filled: Filled, order: Sequence[int]) -> str:
+    """The grammar a model that takes one answers a half under: "Option N" where the options
+    are numbered (the paper's layout), else the text of one option as presented (a token-bias
+    item's "(a) …", a Yes/No question), which `core.reading` reads by its text."""
+    if filled.layout == SECTIONS:
+        return decision_grammar(len(filled.options))
+    return grammars.grammar(grammars.one_of([filled.options[j].strip() for j in order]))
 
 
 def random_draw(run_id: str, instance_id: str, half: str, repeat: int, seed: int) -> str:
@@ -132,6 +160,11 @@ class PairAsk:
     # `RunSpec.reducer`; None: the scorer's own); see `runs.sampling`
     samples: int = 1
     reducer: str | None = None
+    # how much a reasoning model may think (`llm.thinking`; sent only to models that reason)
+    # and the run's intervention (`studies.interventions`), both the run's (`RunSpec`)
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+    intervention: str = interventions.NONE
 
 
 def random_draw_of(ask: PairAsk, instance: Instance, half: str) -> str:
@@ -160,9 +193,19 @@ async def decide_half(
     """
     result = HalfResult()
     profile = client.profile(model)
-    first = await client.complete(_decision_request(filled, order, model, ask, draw, profile))
+    request = _decision_request(filled, order, model, ask, draw, profile)
+    if ask.intervention == interventions.SELF_HELP and profile.writes_text:
+        rewrite, result.rewrite, asked = await asking.self_help(
+            client, request, ask.reasoning_effort, ask.thinking_budget
+        )
+        result.account(rewrite)
+        if isinstance(asked, str):  # the rewrite cannot be asked: the half is unreadable
+            result.error, result.failure_kind = asked, "unparseable"
+            return result
+        request = asked
+    first = await client.complete(request)
     result.account(first)
-    result.answer = first.text
+    result.answer, result.reasoning = first.text, first.reasoning
     reader = ask.extractor or model
     if ask.reading != READ_EXTRACTION or not profile.writes_text:
         await _read_answer(client, result, filled, order, reader, ask)
@@ -187,26 +230,36 @@ def _decision_request(
     draw: str,
     profile: ModelProfile,
 ) -> LLMRequest:
-    """The first question of a half: the task in `ask.prompting`'s words (a local model is
-    asked for one sentence, see `LOCAL_DEC_SUFFIX`)."""
+    """The first question of a half: the task in `ask.prompting`'s words. Asked plainly
+    (`BASELINE`) and read by cogbias (`READ_ANSWER`), a model that takes a grammar is held to
+    an option (`held_grammar`; "Option N", said in `OPTION_SUFFIX`, where the options are
+    numbered); otherwise a local model is asked for one sentence (`LOCAL_DEC_SUFFIX`). Other
+    prompting methods ask for reasoning, which a grammar forbids, as it forbids the `cot`
+    intervention's steps and a reasoning model's trace."""
     from cogbias.llm import LLMRequest
 
-    short = profile.kind == "local" and ask.prompting == BASELINE
-    question = question_for(filled.layout) + (LOCAL_DEC_SUFFIX if short else "")
+    plain = ask.prompting == BASELINE and ask.intervention != interventions.COT
+    # the paper's reading (`--reading extraction`) reads a free answer: it is not held
+    held = plain and profile.grammar and not profile.reasoning and ask.reading == READ_ANSWER
+    short = plain and profile.kind == "local"
+    numbered = filled.layout == SECTIONS  # a study's own layout is asked in its own words
+    suffix = OPTION_SUFFIX if held and numbered else LOCAL_DEC_SUFFIX if short and not held else ""
+    messages = decision_messages(
+        render_decision_text(filled, order),
+        ask.prompting,
+        question_for(filled.layout) + suffix,
+        filled.layout,
+        item_kind(filled.options),
+    )
     return LLMRequest(
         model=model,
-        messages=decision_messages(
-            render_decision_text(filled, order),
-            ask.prompting,
-            question,
-            filled.layout,
-            item_kind(filled.options),
-        ),
+        messages=asking.applied(messages, ask.intervention),
         temperature=ask.temperature,
         seed=ask.seed,
-        max_tokens=profile.answer_tokens,
+        grammar=held_grammar(filled, order) if held else None,
         repeat=ask.repeat,
         answer_space=option_space(len(filled.options), draw),
+        **profile.thinking(ask.reasoning_effort, ask.thinking_budget),
     )
 
 
@@ -256,6 +309,8 @@ async def _extract(
     call); the reply is recorded in `result.extraction` and returned."""
     from cogbias.llm import LLMRequest
 
+    thinking = client.profile(reader).thinking(ask.reasoning_effort, ask.thinking_budget)
+    thinking["max_tokens"] += 12 - client.profile(reader).answer_tokens  # "Option N", and room
     second = await client.complete(
         LLMRequest(
             model=reader,
@@ -270,7 +325,7 @@ async def _extract(
             ),
             temperature=temperature,
             seed=ask.seed,
-            max_tokens=12,
+            **thinking,
             grammar=option_grammar(len(filled.options)) if client.profile(reader).grammar else None,
             repeat=ask.repeat,
         )
@@ -316,8 +371,9 @@ def settled(outcome: T | BaseException) -> T | HalfResult:
 
     if isinstance(outcome, FatalLLMError | CacheMiss):
         raise outcome
-    if isinstance(outcome, LLMError):
-        return HalfResult(error=str(outcome), failure_kind=outcome.failure_kind)
+    if isinstance(outcome, LLMError):  # a trace cut off while thinking is kept
+        trace = getattr(outcome, "trace", "")
+        return HalfResult(error=str(outcome), failure_kind=outcome.failure_kind, reasoning=trace)
     if isinstance(outcome, Exception):  # reading one answer never stops the run
         return unreadable_half(outcome)
     if isinstance(outcome, BaseException):
@@ -359,7 +415,10 @@ def failed_decision(
 
 
 # A pair fails with its most retryable half's kind: a transient half must be asked again.
-KIND_RANK = {kind: i for i, kind in enumerate(("transient", "invalid", "unparseable", "fatal"))}
+KIND_RANK = {
+    kind: i
+    for i, kind in enumerate(("transient", "invalid", "stopped_reasoning", "unparseable", "fatal"))
+}
 
 
 def decision_row(
@@ -410,7 +469,26 @@ def decision_row(
         tokens=c.tokens + t.tokens,
         cost=c.cost + t.cost,
         cost_saved=c.cost_saved + t.cost_saved,
+        **traces(instance, c, t),
     )
+
+
+def traces(instance: Instance, c: HalfResult, t: HalfResult) -> dict[str, Any]:
+    """A decision's reasoning fields: each half's trace and rewrite, the pair's thinking
+    tokens (None when no answer reported any), and whether each trace names the treatment's
+    eliciting detail (`core.reasoning.signal`: a string match against the halves' texts
+    without their options, which both share)."""
+    texts = [f"{h.situation}\n{h.prompt}" for h in map(instance.half, HALVES)]
+    control_mentions, treatment_mentions = reasoning.signal(texts, (c.reasoning, t.reasoning))
+    return {
+        "control_reasoning": c.reasoning or None,
+        "treatment_reasoning": t.reasoning or None,
+        "reasoning_tokens": (c.reasoning_tokens + t.reasoning_tokens) or None,
+        "control_trace_mentions": control_mentions,
+        "treatment_trace_mentions": treatment_mentions,
+        "control_rewrite": c.rewrite or None,
+        "treatment_rewrite": t.rewrite or None,
+    }
 
 
 def _status(failed: Sequence[Any], abstained: bool) -> DecisionStatus:

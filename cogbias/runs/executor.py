@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from cogbias.core.run_record import Run, RunStatus
 from cogbias.llm.direct import close_sessions
 from cogbias.llm.factory import open_client
+from cogbias.llm.spending import SpendCap, SpendCapReached
 from cogbias.runs import kinds
 from cogbias.runs.work import DB_WAIT_LIMIT_S, Job, LiveRun, Progress, RunKind, Writer, busy
 from cogbias.store import LEASE_STALE_S, Store, lease_alive, lease_owner, now
@@ -67,18 +68,22 @@ def execute(
     max_retries: int = 6,
     api_key_env: str | None = None,
     kind: RunKind | None = None,
+    max_cost: float | None = None,
 ) -> Run:
     """Run (or resume) a plan of any kind to completion, cancellation or a fatal error;
     returns the run as stored. Raises `RunBusy` when another live worker holds the run.
     `api_key_env` names the variable holding the key of the run's `api_base` (never stored:
     a key variable changes no answer). `kind` is the plan's kind when the caller has
-    resolved it already (a resumed run's record)."""
+    resolved it already (a resumed run's record). `max_cost` caps what this execution
+    spends (USD, `llm.spending`): the run ends `incomplete` before a call could pass it."""
     kind = kind or kinds.kind_of(plan.spec)
     if concurrency < 1:  # no slot would ever be free: the run would wait forever
         raise ValueError(f"concurrency must be at least 1, not {concurrency}")
     tuning = dict(
         timeout=timeout, deadline=deadline, max_retries=max_retries, api_key_env=api_key_env
     )
+    if max_cost is not None:  # one cap for the run's clients (the fresh one included)
+        tuning["spend_cap"] = SpendCap(max_cost)
     return asyncio.run(
         _execute(kind, plan, store, progress, name, retry_failed, read_cache, concurrency, tuning)
     )
@@ -182,6 +187,8 @@ async def until_stopped(work: asyncio.Task[Any], writer: Writer) -> tuple[str, s
     status, error = RunStatus.DONE, None
     try:
         await work
+    except SpendCapReached as exc:  # resumable: the calls left were never sent
+        status, error = RunStatus.INCOMPLETE, capped(str(exc), writer.run.id)
     except FatalLLMError as exc:
         status, error = RunStatus.FAILED, str(exc)
     except asyncio.CancelledError:
@@ -200,6 +207,11 @@ async def until_stopped(work: asyncio.Task[Any], writer: Writer) -> tuple[str, s
     if writer.stop_reason == "error":
         status, error = RunStatus.FAILED, writer.error
     return status, error
+
+
+def capped(reason: str, run_id: str) -> str:
+    """What a run stopped at its spend cap says: how much, and how to go on."""
+    return f"{reason}; `cogbias resume {run_id} --max-cost USD` goes on with a new cap"
 
 
 def end_run(
@@ -272,18 +284,20 @@ def start_background(
     log_dir: str | Path | None = None,
     retry_failed: bool = False,
     batch: bool = False,
+    max_cost: float | None = None,
 ) -> None:
     """Resume a stored run in its own process (it outlives the app's script and the browser).
 
-    Only the run id and the database go on the command line: the spec is read from the
-    store, and nothing secret is ever an argument."""
+    Only the run id, the database and how to execute it (a spend cap) go on the command line:
+    the spec is read from the store, and nothing secret is ever an argument."""
     log_dir = Path(log_dir or Path(db).parent)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_dir / f"{run_id}.log", "ab")  # noqa: SIM115 - handed to the child
     worker = subprocess.Popen(
         [sys.executable, "-m", "cogbias", "resume", run_id, "--db", str(db)]
         + (["--retry-failed"] if retry_failed else [])
-        + (["--batch"] if batch else []),
+        + (["--batch"] if batch else [])
+        + (["--max-cost", repr(float(max_cost))] if max_cost is not None else []),
         stdout=log,
         stderr=log,
         stdin=subprocess.DEVNULL,
@@ -294,22 +308,27 @@ def start_background(
         store.update_run(run_id, pid=worker.pid, cancel_requested=0)
 
 
-def launch(spec: Any, db: str | Path, name: str = "", batch: bool = False) -> str:
+def launch(
+    spec: Any, db: str | Path, name: str = "", batch: bool = False, max_cost: float | None = None
+) -> str:
     """Plan and store a run of any kind (a spec or a ready plan), then work on it in a worker
-    process (the app's Start). Raises `RunBusy` when a live worker already holds it."""
+    process (the app's Start), within `max_cost` USD when given. Raises `RunBusy` when a live
+    worker already holds it."""
     with Store(db) as store:
         kind = kinds.kind_of(spec.spec if hasattr(spec, "planned") else spec)  # once
         plan = spec if hasattr(spec, "planned") else kind.plan(spec, store)
         run_id = kind.create(plan, store, name)
-    return launch_stored(run_id, db, batch)
+    return launch_stored(run_id, db, batch, max_cost)
 
 
-def launch_stored(run_id: str, db: str | Path, batch: bool = False) -> str:
+def launch_stored(
+    run_id: str, db: str | Path, batch: bool = False, max_cost: float | None = None
+) -> str:
     """Work on a stored run in a worker process, unless a live worker already holds it."""
     with Store(db) as store:
         run = store.run(run_id) or {}
         owner = run.get("lease_owner")
         if owner and lease_alive(owner, run.get("heartbeat_at"), LEASE_STALE_S):
             raise RunBusy(f"run {run_id} is already running")
-    start_background(run_id, db, batch=batch)
+    start_background(run_id, db, batch=batch, max_cost=max_cost)
     return run_id

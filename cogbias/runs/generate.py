@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,7 +27,7 @@ from cogbias.library import examples
 from cogbias.library.testcases import TestCase
 
 if TYPE_CHECKING:
-    from cogbias.llm import LLMClient
+    from cogbias.llm import LLMClient, LLMResponse
 
 FILL_CHARS = 160  # a gap fill is a phrase or two; longer runs on until max_tokens
 FILL_TOKENS = 60  # per gap: FILL_CHARS characters with JSON quoting, in tokens
@@ -231,7 +232,7 @@ async def _fill_template(
     temperature: float,
     seed: int,
     json_schema: bool,
-    vet: Callable[[list[LLMGap], dict[str, str], dict[str, Any]], None],
+    vet: Callable[[list[LLMGap], dict[str, str], dict[str, Any], dict[str, str]], None],
 ) -> None:
     gaps = template.llm_gaps()
     while True:
@@ -243,10 +244,16 @@ async def _fill_template(
         if not ready:
             break
         keys = list(dict.fromkeys(g.resolve(values) for g in ready))
-        answer = await _ask_for_fills(
+        answer, refused = await _ask_for_fills(
             client, template, scenario, values, keys, generator, temperature, seed, json_schema
         )
-        vet(ready, answer, values)  # a rejected fill falls back to an example fill
+        vet(ready, answer, values, refused)  # a rejected fill falls back to an example fill
+        unusable = [k for k in keys if k in refused and k not in answer]
+        if unusable:  # refused, and no example fill to take its place
+            raise GenerationError(
+                f"the generator {generator} did not return usable gap fills: "
+                f"{refused[unusable[0]]} (gap '{unusable[0][:80]}')"
+            )
         fills.update(answer)
         for gap in ready:
             if gap.name:
@@ -266,7 +273,11 @@ async def _ask_for_fills(
     temperature: float,
     seed: int,
     json_schema: bool,
-) -> dict[str, str]:
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The generator's fills for `keys` and, for each key it gave no usable fill, why (a
+    refused key's text, if the reply had one, is in the fills for the note to show). A
+    reply that cannot be used is asked again once; what is still refused after that falls
+    back to an example fill (`ExampleFiller.vet`)."""
     from cogbias.llm import LLMRequest
 
     prompt = GEN_PROMPT.format(
@@ -295,7 +306,8 @@ async def _ask_for_fills(
                 },
             },
         }
-    problem = ""
+    answer: dict[str, str] = {}
+    refused: dict[str, str] = {}
     for attempt in range(2):  # one repair retry
         request = LLMRequest(
             model=generator,
@@ -307,17 +319,19 @@ async def _ask_for_fills(
             repeat=attempt,
         )
         response = await client.complete(request)
-        parsed, problem = _parse_fills(response.text, keys)
-        if parsed is not None:
-            return parsed
+        answer, refused = _read_fills(response, keys, request.max_tokens)
+        if not refused:
+            return answer, {}
+        problem = "; ".join(dict.fromkeys(refused.values()))
         messages += [
             {"role": "assistant", "content": response.text},
             {
                 "role": "user",
-                "content": f"That reply cannot be used: {problem}. Reply again with only the JSON object.",
+                "content": f"That reply cannot be used: {problem}. Reply again with only the "
+                "JSON object, each text short and whole.",
             },
         ]
-    raise GenerationError(f"the generator {generator} did not return usable gap fills: {problem}")
+    return answer, refused
 
 
 def _template_text(template: Template, values: Mapping[str, Any]) -> str:
@@ -326,17 +340,64 @@ def _template_text(template: Template, values: Mapping[str, Any]) -> str:
     return render_decision_text(filled)
 
 
-def _parse_fills(text: str, keys: list[str]) -> tuple[dict[str, str] | None, str]:
+def _read_fills(
+    response: LLMResponse, keys: list[str], max_tokens: int | None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """A reply's fills, and why each key without a usable one was refused. A reply cut at its
+    token limit keeps the fills it finished; the one it was writing is refused with its text
+    (it ends wherever the budget ran out, mid-sentence) and so are those it never reached."""
+    partial: dict[str, str] = {}
+    if response.cut:
+        given, partial = salvage_fills(response.text)
+        why = f"the reply was cut off at its limit of {max_tokens} tokens"
+    else:
+        given, why = _parse_fills(response.text)
+    answer = {k: _clean(given[k]) for k in keys if isinstance(given.get(k), str)}
+    answer = {k: text for k, text in answer.items() if text}
+    refused = {k: why or "the reply left it out or empty" for k in keys if k not in answer}
+    answer |= {k: _clean(v) for k, v in partial.items() if k in refused and _clean(v)}
+    return answer, refused
+
+
+def _clean(text: str) -> str:
+    return text.strip().strip("[]").strip()
+
+
+_PAIR_RE = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:\s*"((?:[^"\\]|\\.)*)(")?')
+
+
+def salvage_fills(text: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The `"key": "text"` pairs of a JSON object cut short: (those whose text is closed, the
+    last one whose text the cut left open)."""
+    whole: dict[str, str] = {}
+    partial: dict[str, str] = {}
+    for match in _PAIR_RE.finditer(text):
+        key, value = _unquoted(match[1]), _unquoted(match[2].rstrip("\\"))
+        if match[3]:
+            whole[key] = value
+        elif match.end() == len(text):
+            partial[key] = value
+    return whole, partial
+
+
+def _unquoted(text: str) -> str:
+    try:
+        return str(json.loads(f'"{text}"'))
+    except ValueError:
+        return text
+
+
+def _parse_fills(text: str) -> tuple[dict[str, Any], str]:
+    """The JSON object in a reply, or ({}, why there is none)."""
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:
-        return None, "no JSON object found"
+        return {}, "no JSON object found"
     try:
         data = json.loads(text[start : end + 1])
     except json.JSONDecodeError as exc:
-        return None, f"invalid JSON ({exc.msg})"
+        return {}, f"invalid JSON ({exc.msg})"
+    except RecursionError:
+        return {}, "invalid JSON (nested too deeply)"
     if not isinstance(data, dict):
-        return None, "the JSON is not an object"
-    missing = [k for k in keys if not isinstance(data.get(k), str) or not data[k].strip()]
-    if missing:
-        return None, f"missing or empty keys: {missing}"
-    return {k: data[k].strip().strip("[]").strip() for k in keys}, ""
+        return {}, "the JSON is not an object"
+    return data, ""

@@ -12,14 +12,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-NUMBER = '("-"? [0-9]+ ("." [0-9]+)?)'  # any decimal number
 MAX_BOUNDED = 10**9  # above this a bound is no help to the model: any number it is
 DECIMALS = 2  # a bound with a fraction (a price: $9.25) admits cents
+# Any decimal number a reader takes (`studies.definitions.MAX_NUMBER`, 1e15: 15 digits),
+# with up to 4 decimals. Bounded in length too: with `[0-9]+` a small model may write
+# digits until its answer budget ends, and an answer cut there is no answer.
+NUMBER = '("-"? [0-9]' + " [0-9]?" * 14 + ' ("." [0-9]' + " [0-9]?" * 3 + ")?)"
 
 
 def literal(text: str) -> str:
-    """A GBNF string literal of `text`."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A GBNF string literal of `text` (an option's text may hold a line break)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'
 
 
 def one_of(choices: Sequence[str]) -> str:

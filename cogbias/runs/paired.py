@@ -240,6 +240,9 @@ def pair_ask(plan: Plan, repeat: int) -> PairAsk:
         reading=spec.reading,
         samples=spec.samples,
         reducer=spec.reducer,
+        reasoning_effort=spec.reasoning_effort,
+        thinking_budget=spec.thinking_budget,
+        intervention=spec.intervention,
     )
 
 

@@ -21,15 +21,16 @@ from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
 from cogbias.llm import costs
 from cogbias.llm.profiles import resolve
-from cogbias.runs import pipeline, scorers
+from cogbias.runs import factors, paired_scoring, pipeline, scorers
 from cogbias.runs import prompting as prompting_methods
 from cogbias.store import Store
+from cogbias.studies import interventions
 from cogbias.studies.tokenbias_hypotheses import holds_token_bias_pairs
 
 SPEC_VERSION = 1
 # Rough token use per LLM call, for estimates before a run (measured on the built-in library).
-EST_PROMPT_TOKENS = {"generate": 450, "decide": 330, "extract": 200}
-EST_COMPLETION_TOKENS = {"generate": 120, "decide": 180, "extract": 4}
+EST_PROMPT_TOKENS = {"generate": 450, "decide": 330, "extract": 200, "rewrite": 400}
+EST_COMPLETION_TOKENS = {"generate": 120, "decide": 180, "extract": 4, "rewrite": 330}
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,9 @@ class RunSpec:
     dataset: str | None = None
     per_bias: int | None = None
     prompting: str = prompting_methods.BASELINE  # see cogbias.runs.prompting: one method per run
-    scoring: str = scorers.DEFAULT  # a name in runs/scorers.py
+    # a name in runs/scorers.py; None: the user named none, and the models' profiles choose
+    # when the run is planned (`paired_scoring.scoring_by_models`): read `Plan.spec.run_id`
+    scoring: str | None = scorers.DEFAULT
     extractor: str | None = None  # who reads unclear answers (default: each decision model)
     # how each pair's options are ordered (core.metrics.OPTION_ORDERS); None: the dataset's
     # own, chosen when planned (`default_option_order`), so read `Plan.spec.run_id`
@@ -62,8 +65,15 @@ class RunSpec:
     # `choice` asked N times is stored as `consistency:N`, whose N `samples` then repeats
     samples: int = 1
     reducer: str | None = None
+    # how much a reasoning model may think and the debiasing intervention (`runs.factors`):
+    # one value each per run, as `prompting` is; None / "none" ask as runs did before
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+    intervention: str = interventions.NONE
 
     def __post_init__(self) -> None:
+        if self.scoring is None:  # spelled once the models have chosen (`plan`)
+            return
         scoring, samples, reducer = scorers.spelled(self.scoring, self.samples, self.reducer)
         object.__setattr__(self, "scoring", scoring)
         object.__setattr__(self, "samples", samples)
@@ -152,6 +162,8 @@ class Plan:
     # test cases this existing run keeps in the version it was planned with, though the
     # library has changed them since (say so: its results are of the older design)
     kept: tuple[str, ...] = ()
+    # the spec named no scoring and its models chose this one (`paired_scoring`)
+    chosen_scoring: str | None = None
 
     @property
     def instance_ids(self) -> list[str]:
@@ -179,7 +191,10 @@ class Plan:
         scorer = scorers.get(self.spec.scoring)
         asked = len(self.instance_ids) * self.spec.repeats * 2 * self.spec.samples * len(llm_models)
         # a scorer that reads no sampled answer (log-probabilities) extracts nothing
-        return {"generate": gen, "decide": asked, "extract": asked if scorer.reads_answers else 0}
+        calls = {"generate": gen, "decide": asked, "extract": asked if scorer.reads_answers else 0}
+        if self.spec.intervention == interventions.SELF_HELP:  # a rewrite before each answer
+            calls["rewrite"] = asked
+        return calls
 
     def estimated_cost(self, batch: bool = False) -> float | None:
         """USD for priced models (`costs.estimate`); None when a price is unknown. With
@@ -187,10 +202,13 @@ class Plan:
         calls = self.llm_calls()
         llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
         each = {k: v // max(len(llm_models), 1) for k, v in calls.items() if k != "generate"}
-        asked = [_calls(self.spec.generator, "generate", calls["generate"])]
+        asked = [_calls(self.spec, self.spec.generator, "generate", calls["generate"])]
         for model in llm_models:
-            asked.append(_calls(model, "decide", each["decide"]))
-            asked.append(_calls(self.spec.extractor or model, "extract", each["extract"]))
+            asked.append(_calls(self.spec, model, "decide", each["decide"]))
+            asked.append(_calls(self.spec, model, "rewrite", each.get("rewrite", 0)))
+            asked.append(
+                _calls(self.spec, self.spec.extractor or model, "extract", each["extract"])
+            )
         return costs.estimate(asked, self.spec.api_base, batch)
 
     def describe(self) -> str:
@@ -205,6 +223,7 @@ class Plan:
         )
         if self.spec.prompting != prompting_methods.BASELINE:
             source += f" (prompting {self.spec.prompting})"
+        source += factors.described(self.spec)
         if self.spec.reading == READ_EXTRACTION:
             reader = self.spec.extractor or "each decision model"
             source += f" (every answer read by an extraction call to {reader}, as the paper did)"
@@ -218,7 +237,9 @@ class Plan:
         return (
             f"run {self.spec.run_id}: {source} x {len(self.spec.models)} models x {self.spec.repeats} repeats "
             f"= {self.planned} pairs; at most {sum(calls.values())} LLM calls "
-            f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract); "
+            f"({calls['generate']} generate, {calls['decide']} decide, {calls['extract']} extract"
+            + (f", {calls['rewrite']} self-help rewrites" if "rewrite" in calls else "")
+            + f"){self.thinking_note()}; "
             f"estimated cost: {costs.estimate_text(cost)}"
             + (
                 ""
@@ -226,8 +247,23 @@ class Plan:
                 else f", {costs.dollars(batch_cost)} with --batch"
             )
             + " (answers already in the cache are free)"
+            + (f"\nnote: {note}" if (note := self.scoring_note()) else "")
             + self.kept_note()
         )
+
+    def scoring_note(self) -> str:
+        """What the plan says of a scoring the user did not choose, or '' (a sampled answer,
+        as every run was before the models chose, needs no word)."""
+        if self.chosen_scoring != scorers.PROBABILITIES:
+            return ""
+        return paired_scoring.by_probabilities(self.spec, "--scoring choice")
+
+    def thinking_note(self) -> str:
+        """The plan's estimate of its reasoning models' thinking tokens, or ''."""
+        calls = self.llm_calls()
+        llm_models = [m for m in self.spec.models if not answers_offline(m, self.spec)]
+        per_model = sum(v for k, v in calls.items() if k != "generate") // max(len(llm_models), 1)
+        return factors.thinking_note(llm_models, self.spec, per_model)
 
     def kept_note(self) -> str:
         """What an existing run keeps of older test case versions, or ''."""
@@ -240,9 +276,11 @@ class Plan:
         )
 
 
-def _calls(model: str, kind: str, count: int) -> costs.Calls:
-    """`count` calls of one kind (generate, decide, extract) at that kind's estimated size."""
-    return costs.Calls(model, EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind], count)
+def _calls(spec: RunSpec, model: str, kind: str, count: int) -> costs.Calls:
+    """`count` calls of one kind (generate, decide, rewrite, extract) at that kind's estimated
+    size, a reasoning model's expected thinking priced as output (`factors`: an estimate)."""
+    thought = factors.thinking_per_call(model, spec) if count else 0
+    return costs.Calls(model, EST_PROMPT_TOKENS[kind], EST_COMPLETION_TOKENS[kind] + thought, count)
 
 
 _ORDER_WORDS = {
@@ -276,13 +314,17 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
     half another; `Plan.kept` names the test cases the library has changed since. A spec that
     names no option order gets the dataset's own (`default_option_order`) in `Plan.spec`.
     """
+    chosen = None
+    if spec.scoring is None:  # the user named none: the models' profiles choose
+        chosen = paired_scoring.scoring_by_models(spec, store)
+        spec = replace(spec, scoring=chosen)
     spec = _checked(spec, store)
     if spec.dataset:
         if store is None:
             raise ValueError("a dataset run needs a store")
         ids = dataset_instance_ids(store, spec.dataset, spec.biases, spec.per_bias)
         _check_scoring(spec, store.dataset_option_counts(spec.dataset))
-        return Plan(spec, {}, [], ids)
+        return Plan(spec, {}, [], ids, chosen_scoring=chosen)
     pinned = pinned_cases(store, spec.run_id) if store is not None else None
     cases = pinned or library.load_library()
     wanted = spec.biases or list(cases)
@@ -326,7 +368,7 @@ def plan(spec: RunSpec, store: Store | None = None) -> Plan:
     if pinned:
         current = library.load_library()
         kept = tuple(b for b in wanted if b not in current or current[b] != pinned[b])
-    return Plan(spec, {b: cases[b] for b in wanted}, jobs, [], kept)
+    return Plan(spec, {b: cases[b] for b in wanted}, jobs, [], kept, chosen)
 
 
 def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
@@ -338,7 +380,7 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
     if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
         raise ValueError("scenarios, instances and repeats must be at least 1")
     prompting_methods.parse(spec.prompting)
-    problem = reading_refusal(spec.reading, spec.scoring)
+    problem = reading_refusal(spec.reading, spec.scoring) or factors.refusal(spec)
     if problem:
         raise ValueError(problem)
     if spec.option_order is None:
@@ -350,11 +392,11 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
     for model in {*spec.models, spec.generator, spec.extractor or spec.generator}:
         checked_name(model, "model")  # a model is a label on every page, chart and report
         resolve(model, spec.api_base)  # unknown local models fail here, before any work
-    asked = [(m, spec.temperature) for m in spec.models]
+    asked = [(m, spec.temperature, factors.thinks(spec)) for m in spec.models]
     if not spec.dataset and not answers_offline(spec.generator, spec):  # it fills the gaps
-        asked.append((spec.generator, spec.generator_temperature))
-    for model, temperature in asked:
-        if problem := temperature_refusal(model, spec.api_base, temperature):
+        asked.append((spec.generator, spec.generator_temperature, False))
+    for model, temperature, thinking in asked:
+        if problem := temperature_refusal(model, spec.api_base, temperature, thinking):
             raise ValueError(problem)
     if spec.extractor is not None and not resolve(spec.extractor, spec.api_base).writes_text:
         raise ValueError(
@@ -364,16 +406,26 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
     return spec
 
 
-def temperature_refusal(model: str, api_base: str | None, temperature: float) -> str | None:
+def temperature_refusal(
+    model: str, api_base: str | None, temperature: float, thinking: bool = False
+) -> str | None:
     """Why `model` cannot be asked at `temperature` (its profile's `max_temperature`: a
-    provider's API refuses more, Anthropic's above 1), or None."""
-    limit = resolve(model, api_base).max_temperature
-    if temperature <= limit:
-        return None
-    return (
-        f"{model} accepts temperatures up to {limit:g}, not {temperature:g}: choose a "
-        f"temperature of at most {limit:g}, or leave {model} out"
-    )
+    provider's API refuses more, Anthropic's above 1; and, when asked to think, its
+    `thinking_temperature`: Anthropic's extended thinking takes 1 alone), or None."""
+    profile = resolve(model, api_base)
+    limit, only = profile.max_temperature, profile.thinking_temperature
+    if temperature > limit:
+        return (
+            f"{model} accepts temperatures up to {limit:g}, not {temperature:g}: choose a "
+            f"temperature of at most {limit:g}, or leave {model} out"
+        )
+    if thinking and profile.reasoning and only is not None and temperature != only:
+        return (
+            f"{model} thinks only at temperature {only:g} (its provider refuses any other "
+            f"while it thinks): add --temperature {only:g}, or leave out --reasoning-effort "
+            "and --thinking-budget for it"
+        )
+    return None
 
 
 def pinned_cases(store: Store, run_id: str) -> dict[str, TestCase] | None:

@@ -86,6 +86,9 @@ class PairedResults(ReadSide):
     def abstained(self, store: Store, run: Run) -> int:
         return store.run_abstained(run.id)
 
+    def unreadable(self, store: Store, run: Run) -> list[str]:
+        return [str(row["error"] or "") for row in store.unreadable_errors(run_id=run.id)]
+
 
 def settings(run: Run, kind: str) -> tuple[str, ...]:
     """A paired run's stored spec in words."""
@@ -106,12 +109,23 @@ def settings(run: Run, kind: str) -> tuple[str, ...]:
         f"Prompting: {spec.get('prompting') or 'baseline'}; option order: "
         f"{spec.get('option_order') or 'half_reversed'}; extraction by "
         f"{spec.get('extractor') or 'each decision model'}",
+        _factors(spec),
         f"Scenarios: {spec.get('scenarios', 1)}, instances per test case and scenario: "
         f"{spec.get('instances', 1)}"
         + (f", at most {spec['per_bias']} per bias" if spec.get("per_bias") else ""),
         f"Gaps filled by {_generator(spec)}",
         f"Created {run.created_at or '–'}, started {run.started_at or '–'}, finished "
         f"{run.finished_at or '–'}",
+    )
+
+
+def _factors(spec: Mapping[str, Any]) -> str:
+    """The run's reasoning effort, thinking budget and intervention (`runs.factors`)."""
+    budget = spec.get("thinking_budget")
+    return (
+        f"Reasoning effort: {spec.get('reasoning_effort') or 'each model’s own'}"
+        + (f", thinking budget {budget:,} tokens" if isinstance(budget, int) and budget else "")
+        + f"; intervention: {spec.get('intervention') or 'none'}"
     )
 
 

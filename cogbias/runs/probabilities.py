@@ -50,6 +50,11 @@ def render_labelled(filled: Filled, order: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
+def letterable(n_options: int) -> bool:
+    """Whether a question of `n_options` options can be asked for a letter (A–K)."""
+    return 2 <= n_options <= len(logprobs.LABELS)
+
+
 def refusal(
     models: Sequence[str],
     api_base: str | None,

@@ -4,8 +4,9 @@ live in, how they export, what they reduce to and how its settings read.
 `work.RunKind` is what the executor asks of a kind (plan, work, save); this is what every
 reader asks of it: Explore, Studies and Compare (`page`), `cogbias results` (`cells`),
 `cogbias export` and the Hub export (`exports`), `cogbias report` and a Hub card's methods
-(`settings`, `failures`, `abstained`), the Run page's "Open in …" button (`page`) and
-deletion (`tables`). A reader holds a run's `Run` record, whose `kind` is resolved once
+(`settings`, `failures`, `abstained`, `unreadable`), the end of a run, `cogbias runs` and
+the Run page (`unreadable`), the Run page's "Open in …" button (`page`) and deletion
+(`tables`). A reader holds a run's `Run` record, whose `kind` is resolved once
 (`kinds.record`), and asks it; none of them tells kinds apart by name.
 
 A kind subclasses `ReadSide` and overrides what it has. What it leaves out reads as nothing
@@ -86,6 +87,13 @@ class ReadSide:
         """How many of its units abstained (a result, counted apart from failures: a paired
         run's pairs whose samples its reducer left undecided); 0 when none can."""
         return 0
+
+    def unreadable(self, store: Store, run: Run) -> list[str]:
+        """The stored reason of each of its units whose answer could not be read (failed, of
+        kind `unparseable`), which `views.unread_answers` says in words with the fix (the
+        end of a run, `cogbias runs`, the Run page, a report); empty when its rows do not
+        say."""
+        return []
 
 
 def owned(kind: ReadSide) -> list[RunRows]:

@@ -13,7 +13,8 @@
   (the pair is then `abstained`, `decide.decision_row`).
 - Every sample is stored beside the decision (`decisions.*_samples`, a JSON list of
   {"repeat", "answer", "extraction", "choice", "error"}, with "distribution" where the scorer
-  gives probabilities) and exported as it is; the half's own answer, extraction and choice
+  gives probabilities, "reasoning" where a reasoning model wrote a trace and "rewrite" for
+  `--intervention self_help`) and exported as it is; the half's own answer, extraction and choice
   are those of the first sample naming the option the reducer gave (of the first sample with
   probabilities, for a distribution; none for an abstained half).
 
@@ -86,6 +87,7 @@ def half_of(
         half.tokens += sample.tokens
         half.cost += sample.cost
         half.cost_saved += sample.cost_saved
+        half.reasoning_tokens += sample.reasoning_tokens
         half.cached = half.cached and sample.cached
     failed = sorted(
         (s for s in samples if s.error and s.failure_kind != "unparseable"),
@@ -118,6 +120,7 @@ def half_of(
         half.failure_kind = "invalid"
         return half
     half.answer, half.extraction, half.choice = winner.answer, winner.extraction, winner.choice
+    half.reasoning, half.rewrite = winner.reasoning, winner.rewrite
     return half
 
 
@@ -134,6 +137,9 @@ def stored_samples(samples: Sequence[decide.HalfResult], first_repeat: int) -> s
         }
         if s.distribution is not None:
             one["distribution"] = json.loads(s.distribution.to_json())  # as *_distribution
+        for text in ("reasoning", "rewrite"):  # a trace, a self-help rewrite: as the half's
+            if getattr(s, text):
+                one[text] = cap_text(getattr(s, text))[0]
         stored.append(one)
     return dumps(stored)
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
+from cogbias.core.errors import UserError
+from cogbias.llm.profiles import resolve
 from cogbias.runs import decide, probabilities, reducers, sampling
 
 if TYPE_CHECKING:
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 CHOICE = "choice"  # the names of the built-in scorers, as stored in specs
 PROBABILITIES = probabilities.SCORING
 CONSISTENCY = "consistency"  # `consistency:N`: choice asked N times a half, by mode
-DEFAULT = CHOICE
+DEFAULT = CHOICE  # what a spec stored without `scoring` asked (a new run: `default_scoring`)
 
 SAMPLED_TEXT = "sampled text"  # an answer is sampled and read (extraction calls possible)
 OPTION_PROBABILITIES = "option probabilities"  # read from the answer's top_logprobs
@@ -254,6 +256,17 @@ def sampling_refusal(
         "sample is the most probable answer again: set a temperature above 0 (e.g. "
         "--temperature 0.7)"
     )
+
+
+def default_for_models(models: Sequence[str], api_base: str | None, has_options: bool) -> str:
+    """`default_scoring` for models named by their strings (`cogbias pair`, Learn, Preview,
+    a paired run that names no scoring: `paired_scoring`); an unknown model gets the sampled
+    answer, and asking it says what is wrong."""
+    try:
+        profiles = [resolve(model, api_base) for model in models]
+    except (UserError, ValueError):
+        return DEFAULT
+    return default_scoring(profiles, has_options)
 
 
 def default_scoring(profiles: Sequence[ModelProfile], has_options: bool) -> str:

@@ -27,18 +27,17 @@ from cogbias.runs import study_plan
 from cogbias.runs.study_answers import NO_ANSWER, _read, answer_grammar, random_space
 from cogbias.runs.study_plan import (
     REVISE_TOKENS_PER_ITEM,
-    REWRITE_TOKENS,
     Script,
     StudyPlan,
     StudySpec,
     Unit,
     compose,
-    rewritten,
 )
 from cogbias.runs.study_read import StudyResults
 from cogbias.runs.work import Job, Writer, pool
 from cogbias.store import Store
 from cogbias.studies.definitions import StudyTest
+from cogbias.studies.interventions import REWRITE_TOKENS, rewritten
 from cogbias.studies.questions import system_message
 
 SPEC_VERSION = 1

@@ -12,27 +12,25 @@ from cogbias.core.answers import Answer
 from cogbias.core.records import Turn, TurnStatus
 from cogbias.llm.random_provider import AnswerSpace
 from cogbias.runs import grammars
-from cogbias.runs.study_plan import REWRITE_MARKER, REWRITE_TOKENS, Script, rewritten
+from cogbias.runs.study_plan import Script
 from cogbias.studies.definitions import MAX_NUMBER, StudyTest
+from cogbias.studies.interventions import REWRITE_MARKER, rewrite_problem, rewritten
 from cogbias.studies.questions import read_answer
 
 NO_ANSWER = "(no answer)"
-# A rewrite is asked for at most REWRITE_TOKENS tokens; an endpoint that ignores that limit
-# must not turn the next prompt into megabytes.
-MAX_REWRITE_CHARS = REWRITE_TOKENS * 10
 
 
 def answer_grammar(test: StudyTest, role: str) -> str | None:
     """GBNF that only admits an answer in the test's format (for llama.cpp-served models,
-    which otherwise ramble past the answer; the rules are `grammars`'); a rewrite is free
-    text."""
+    which otherwise ramble past the answer; the rules are `grammars`', the class's too): a
+    number within the test's bounds, as a class is held to; a rewrite is free text."""
     if role == "rewrite":
         return None
     one = {
         "admit_reject": grammars.one_of(("admit", "reject")),
         "yes_no": grammars.one_of(("yes", "no")),
         "letter": grammars.one_of(test.letters[: test.k or None]),
-        "number": grammars.NUMBER,
+        "number": grammars.number_within(test.min, test.max),
     }[test.answer]
     if role == "revise":
         return "root ::= " + ' "\\n" '.join(["answer"] * test.length) + "\nanswer ::= " + one
@@ -60,17 +58,10 @@ def _read(test: StudyTest, role: str, text: str, turn: Turn) -> None:
 
 
 def _answer(test: StudyTest, role: str, text: str) -> Answer:
-    if role == "rewrite":
-        answer: Answer = Answer(text, rewritten(text) or None)
-        if not answer.value:
-            return Answer(text, error="the rewritten prompt is empty")
-        if len(answer.value) > MAX_REWRITE_CHARS:  # it becomes the next prompt: bounded
-            return Answer(
-                text,
-                error=f"the rewritten prompt has {len(answer.value):,} characters, more than "
-                f"the {MAX_REWRITE_CHARS:,} a rewrite may have",
-            )
-        return answer
+    if role == "rewrite":  # it becomes the next prompt: bounded (`interventions`)
+        rewrite = rewritten(text)
+        problem = rewrite_problem(rewrite)
+        return Answer(text, error=problem) if problem else Answer(text, rewrite)
     if role == "revise":
         return read_revision(test, text)
     answer = read_answer(test, text)

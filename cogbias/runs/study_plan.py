@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from cogbias.core import records
 from cogbias.core.answers import permuted_orders
 from cogbias.core.limits import checked_name
+from cogbias.studies import interventions
 from cogbias.studies.definitions import (
     MAX_ATTEMPTS,
     MAX_REPEATS,
@@ -37,26 +37,18 @@ from cogbias.studies.study_files import parse_study
 
 MAX_UNITS = 2_000_000  # ~1 GB of plan in memory; paper scale (the thesis) is ~320,000
 LOCAL_REPEATS = 2  # a study on the local model runs in miniature unless --repeats says more
-REWRITE_TOKENS = 600  # a rewritten prompt is as long as the prompt
 REVISE_TOKENS_PER_ITEM = 8
-REWRITE_MARKER = "[rewritten text]"
-# The markers a rewrite may open with: BiasBuster's own (§4.3) and the default prompt's.
-REWRITE_MARKERS = ("[start of revised prompt]", REWRITE_MARKER)
-REWRITE_END_MARKERS = ("[end of revised prompt]", "[end of prompt]")
 # Rough token use per call, for the estimate before a run: a question, and what each earlier
 # turn of a conversation adds to the prompt (its item and the model's short answer).
 EST_PROMPT_TOKENS = 300
 EST_TOKENS_PER_EARLIER_TURN = 80
 EST_REWRITE_COMPLETION_TOKENS = 300
 
-# Mitigation texts for studies that do not bring their own (written for any test).
+# Mitigation texts for studies that do not bring their own (written for any test): the
+# awareness note and the self-help request are the paired runs' (`studies.interventions`).
 DEFAULT_PROMPTS = {
-    "awareness": "Be aware that cognitive biases can sway decisions like this one; decide "
-    "on the facts alone.",
-    "selfhelp": "Rewrite the text between the markers so that nothing in it could push a "
-    "reader towards an answer through a cognitive bias. Keep the task, the facts and the "
-    "requested answer format.\n[text starts]\n{{prompt}}\n[text ends]\nBegin your reply with "
-    f"{REWRITE_MARKER} and give only the rewritten text after it.",
+    "awareness": interventions.AWARENESS_NOTE,
+    "selfhelp": interventions.SELF_HELP_REQUEST,
     "revise": "Look back at all your decisions above, side by side. If an earlier item may "
     "have swayed a later decision, change it. Reply with one line per item, in the same "
     "order, each line only your final decision.",
@@ -360,7 +352,7 @@ def plan(spec: StudySpec, study: Study) -> StudyPlan:
             f"this run would hold {total:,} units; one run takes at most {MAX_UNITS:,}: "
             "fewer repeats, tests, temperatures or models, or several runs"
         )
-    units, notes = [], []
+    units, notes, held = [], [], []  # held: the grammar notes
     for model in spec.models:
         profile = resolve_model(model, api_base=spec.api_base)
         limit = max_temperature(profile)
@@ -370,6 +362,8 @@ def plan(spec: StudySpec, study: Study) -> StudyPlan:
                 f"note: {model} accepts temperatures up to {limit:g}; "
                 f"{', '.join(f'{t:g}' for t in skipped)} left out for it"
             )
+        if profile.grammar and len(skipped) < len(spec.temperatures):
+            held.append(grammar_note(model, study, spec))
         for test_id in spec.tests:
             test = study.tests[test_id]
             for temperature in (t for t in spec.temperatures if t <= limit):
@@ -394,7 +388,25 @@ def plan(spec: StudySpec, study: Study) -> StudyPlan:
         raise StudyPlanError(
             "nothing to run: " + "; ".join(n.removeprefix("note: ") for n in notes)
         )
-    return StudyPlan(spec, study, units, notes)
+    return StudyPlan(spec, study, units, notes + held)
+
+
+# What the grammar of each answer format admits (`study_answers.answer_grammar`), in words.
+GRAMMAR_WORDS = {
+    "admit_reject": "admit or reject",
+    "yes_no": "yes or no",
+    "letter": "one of the letters offered",
+    "number": "a number within the test's bounds",
+}
+
+
+def grammar_note(model: str, study: Study, spec: StudySpec) -> str:
+    """What a plan says of a model whose profile takes a grammar (the local model): each of
+    its answers is held to its test's format, so none rambles past it."""
+    kinds = dict.fromkeys(study.tests[t].answer for t in spec.tests)
+    held = " / ".join(GRAMMAR_WORDS.get(k, k) for k in kinds)
+    free = "; a self-help rewrite is free text" if "selfhelp" in spec.mitigations else ""
+    return f"note: {model} answers under a grammar admitting only {held}{free}"
 
 
 def prompt_text(study: Study, name: str) -> str:
@@ -452,17 +464,3 @@ def sequence_order(length: int, index: int) -> list[int]:
     rows = permuted_orders(length, balanced=True)
     order = rows[index % len(rows)]
     return order[::-1] if index >= len(rows) else order
-
-
-def rewritten(text: str) -> str:
-    """The prompt a self-help answer gives back: what follows the marker (or all of it),
-    without further copies of the marker (an answer of nothing but markers is empty) and
-    without a closing marker. BiasBuster's marker and the default prompt's are both read."""
-    lowered = text.lower()
-    found = [(lowered.find(m), m) for m in REWRITE_MARKERS if m in lowered]
-    body = text
-    if found:
-        at, marker = min(found)
-        body = text[at + len(marker) :]
-    markers = "|".join(re.escape(m) for m in (*REWRITE_MARKERS, *REWRITE_END_MARKERS))
-    return re.sub(markers, "", body, flags=re.IGNORECASE).strip()

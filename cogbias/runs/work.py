@@ -273,6 +273,9 @@ class RunKind(Protocol):
     def abstained(self, store: Store, run: Run) -> int:
         """How many of its units abstained (`read_side.ReadSide.abstained`)."""
 
+    def unreadable(self, store: Store, run: Run) -> list[str]:
+        """Why each unit whose answer could not be read was not (`ReadSide.unreadable`)."""
+
     def owns(self, spec: Mapping[str, Any]) -> bool:
         """Whether a spec without a "kind" key (a paired spec object, or a spec stored
         before kinds were named) is of this kind; a kind whose specs name it says False."""

@@ -44,6 +44,8 @@ class BufferedCache:
                 "completion_tokens": r.get("completion_tokens", 0),
                 "cost": r.get("cost", 0.0),
                 "latency_s": r.get("latency_s", 0.0),
+                "reasoning": r.get("reasoning") or None,
+                "reasoning_tokens": r.get("reasoning_tokens") or 0,
             }
             for key, r in self.pending.items()
         ]

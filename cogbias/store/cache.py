@@ -36,6 +36,7 @@ class CacheRepo(StoreBase):
                         {
                             **r,
                             "response": redact_json(r["response"], clean),
+                            "reasoning": clean(r.get("reasoning")),
                             "request": redact_json(r.get("request"), clean),
                             "created_at": now(),
                         }
@@ -51,7 +52,7 @@ class CacheRepo(StoreBase):
         model is asked again: never read, never a crash."""
         row = self.db.execute(
             "select response, prompt_tokens, completion_tokens, cost, latency_s, source, "
-            f"{_MADE_JSON} from llm_calls where key = ?",
+            f"reasoning, reasoning_tokens, {_MADE_JSON} from llm_calls where key = ?",
             (key,),
         ).fetchone()
         if row is None:
@@ -61,7 +62,10 @@ class CacheRepo(StoreBase):
                 with self.atomic():
                     self.db.execute("delete from llm_calls where key = ?", (key,))
             return None
-        names = ("text", "prompt_tokens", "completion_tokens", "cost", "latency_s", "source")
+        names = (
+            "text", "prompt_tokens", "completion_tokens", "cost", "latency_s", "source",
+            "reasoning", "reasoning_tokens",
+        )  # fmt: skip
         return dict(zip(names, row[:-1], strict=True))
 
     def llm_call_responses(self, keys: Sequence[str]) -> dict[str, str]:

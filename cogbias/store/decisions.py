@@ -17,7 +17,17 @@ _PROVIDER_TEXTS = (
     "treatment_answer",
     "control_extraction",
     "treatment_extraction",
+    "control_reasoning",
+    "treatment_reasoning",
+    "control_rewrite",
+    "treatment_rewrite",
 )
+
+# Texts of any length a model wrote: capped as they are stored (cut ones mark `truncated`).
+_CAPPED = (
+    "control_answer", "treatment_answer", "control_reasoning", "treatment_reasoning",
+    "control_rewrite", "treatment_rewrite",
+)  # fmt: skip
 
 _INSTANCE_JSON = ("control", "treatment", "insertions", "values_json")  # inside strings only
 
@@ -113,7 +123,7 @@ class DecisionsRepo(StoreBase):
         clean, stamp = redactor(), created_at or now()
         for row in rows:
             row.update(redact_row(row, clean, _PROVIDER_TEXTS, _PROVIDER_JSON))
-            for half in ("control_answer", "treatment_answer"):
+            for half in _CAPPED:
                 row[half], cut = cap_text(row[half])
                 row["truncated"] = int(bool(row["truncated"]) or cut)
             row["created_at"] = row["created_at"] or stamp
@@ -232,6 +242,19 @@ class DecisionsRepo(StoreBase):
             return ["d.instance_id in (select id from instances where dataset = ?)"], [dataset]
         return [], []
 
+    def unreadable_errors(
+        self, run_id: str | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The test case, model and stored reason (`error`) of every decision whose answers
+        could not be read (failed, of kind `unparseable`) in a run, a dataset or all: what
+        `views.unread_answers` says in words. Such decisions are a small share of any run."""
+        clauses, params = self._filter(run_id, dataset)
+        clauses += ["d.status = ?", "d.failure_kind = 'unparseable'"]
+        return self.query(
+            f"select d.test_case, d.model, d.error from decisions d{_where(clauses)}",
+            [*params, DecisionStatus.FAILED.value],
+        )
+
     def iter_pairs(
         self,
         run_id: str | None = None,
@@ -337,6 +360,49 @@ class DecisionsRepo(StoreBase):
             "from s a join s b on b.instance_id = a.instance_id and b.bias = a.bias "
             "where a.model = ? and b.model = ? order by a.bias, a.instance_id",
             [*params, model_a, model_b, model_a, model_b],
+        )
+
+    def run_scores(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Per run, bias, model and instance: the mean score of its scored decisions (repeats
+        averaged), so each instance is one pair when runs on the same instances are compared
+        (a factor's levels, `studies.factor_effects`)."""
+        marks = ",".join("?" * len(run_ids))
+        return self.query(
+            "select d.run_id, d.test_case as bias, d.model, d.instance_id, "
+            "avg(d.score) as score from decisions d "
+            f"where d.run_id in ({marks}) and d.status = 'ok' and d.score is not null "
+            "group by d.run_id, d.test_case, d.model, d.instance_id "
+            "order by d.run_id, d.test_case, d.model, d.instance_id",
+            list(run_ids),
+        )
+
+    def run_thinking(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Per run and model: its pairs, those whose answers reported thinking tokens, the
+        tokens they reported and what the pairs cost when asked (cached ones nothing)."""
+        marks = ",".join("?" * len(run_ids))
+        return self.query(
+            "select d.run_id, d.model, count(*) as pairs, "
+            "count(d.reasoning_tokens) as reported, "
+            "coalesce(sum(d.reasoning_tokens), 0) as reasoning_tokens, "
+            "coalesce(sum(d.cost), 0) as cost from decisions d "
+            f"where d.run_id in ({marks}) group by d.run_id, d.model order by d.run_id, d.model",
+            list(run_ids),
+        )
+
+    def trace_signal(
+        self, run_id: str | None = None, dataset: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Per run, bias and model: the halves with a trace whose signal was read (a
+        treatment detail to look for) and those whose trace names it (`core.reasoning`)."""
+        clauses, params = self._filter(run_id, dataset)
+        halves = ("d.control_trace_mentions", "d.treatment_trace_mentions")
+        return self.query(
+            "select d.run_id, d.test_case as bias, d.model, "
+            f"count({halves[0]}) + count({halves[1]}) as traced, "
+            f"coalesce(sum({halves[0]}), 0) + coalesce(sum({halves[1]}), 0) as mentioning "
+            f"from decisions d{_where([*clauses, f'({halves[0]} is not null or {halves[1]} is not null)'])} "
+            "group by d.run_id, d.test_case, d.model order by d.run_id, d.test_case, d.model",
+            params,
         )
 
     def instance_pairs(self, instance_id: str, models: Sequence[str]) -> list[Pair]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 # The texts of a study turn (`study_calls`), every one redacted when stored (`store.turns`; a
 # self-help rewrite becomes the next prompt and its value): as texts, and JSON texts inside
@@ -447,6 +447,30 @@ def _schema_v15(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists class_sessions_lesson on class_sessions (lesson)")
 
 
+# Issue 44's columns (migration 16): decisions keep each half's trace, the pair's thinking
+# tokens, the trace signal and a self-help rewrite; the cache keeps each answer's trace.
+_DECISION_REASONING = {
+    "control_reasoning": "text",
+    "treatment_reasoning": "text",
+    "reasoning_tokens": "integer",
+    "control_trace_mentions": "integer",
+    "treatment_trace_mentions": "integer",
+    "control_rewrite": "text",
+    "treatment_rewrite": "text",
+}
+_CALL_REASONING = {"reasoning": "text", "reasoning_tokens": "integer"}
+
+
+def _schema_v16(db: sqlite_utils.Database) -> None:
+    """Issue 44, reasoning models and interventions: a reasoning model's trace of each half,
+    kept apart from its answer, with its thinking tokens (`decisions`, and each cached answer
+    in `llm_calls`, so an answer read from the cache keeps its trace); whether a trace names
+    the treatment's eliciting detail; a self-help rewrite of each half. Only what is missing
+    is added (a file whose version was set back keeps its columns)."""
+    _add_columns(db, "decisions", _DECISION_REASONING)
+    _add_columns(db, "llm_calls", _CALL_REASONING)
+
+
 def _chunks(items: list[Any], size: int = 200) -> Iterator[list[Any]]:
     """Lists of at most `size` items: SQLite binds at most 999 parameters a statement."""
     for start in range(0, len(items), size):
@@ -469,4 +493,5 @@ MIGRATIONS = {
     13: _schema_v13,
     14: _schema_v14,
     15: _schema_v15,
+    16: _schema_v16,
 }

@@ -457,6 +457,21 @@ def paired_test(diffs: np.ndarray) -> tuple[float, float]:
     return (float(result.statistic), float(result.pvalue))
 
 
+def paired_difference(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+    """Scores `a` and `b` on the same instances (two models, or two levels of a factor,
+    `factor_effects`): n, both means, the mean difference a - b, its t-interval (truncated to
+    [-2, 2]) and the Wilcoxon signed-rank statistic and p."""
+    diffs = a - b
+    low, high = t_interval(diffs, bounds=DIFF_RANGE)
+    statistic, p = paired_test(diffs)
+    means = {"mean_a": a.mean(), "mean_b": b.mean(), "mean_diff": diffs.mean()}
+    tested = {"ci_low": low, "ci_high": high, "statistic": statistic, "p_value": p}
+    return {"n": len(diffs), **{k: float(v) for k, v in means.items()}, **tested}
+
+
+SCORES = ("score_a", "score_b")
+
+
 def compare_models(paired: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Per bias: mean score of A and B on shared instances, mean difference A - B with a
     t-interval (truncated to [-2, 2]), Wilcoxon signed-rank p and BH-adjusted p across biases.
@@ -464,26 +479,10 @@ def compare_models(paired: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     `paired` has bias, score_a and score_b (as `Store.paired_scores` returns them). Sorted by
     the mean difference, largest first.
     """
-    records = []
-    for bias, group in paired.groupby("bias", sort=True):
-        a = group["score_a"].to_numpy(dtype=float)
-        b = group["score_b"].to_numpy(dtype=float)
-        diffs = a - b
-        low, high = t_interval(diffs, bounds=DIFF_RANGE)
-        statistic, p = paired_test(diffs)
-        records.append(
-            {
-                "bias": bias,
-                "n": len(diffs),
-                "mean_a": float(a.mean()),
-                "mean_b": float(b.mean()),
-                "mean_diff": float(diffs.mean()),
-                "ci_low": low,
-                "ci_high": high,
-                "statistic": statistic,
-                "p_value": p,
-            }
-        )
+    records = [
+        {"bias": bias, **paired_difference(*(g[c].to_numpy(float) for c in SCORES))}
+        for bias, g in paired.groupby("bias", sort=True)
+    ]
     table = pd.DataFrame.from_records(records, columns=COMPARE_COLUMNS[:-2])
     table = with_significance(table, alpha)
     return table.sort_values("mean_diff", ascending=False, kind="stable").reset_index(drop=True)

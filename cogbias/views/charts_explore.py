@@ -17,6 +17,7 @@ import pandas as pd
 
 from cogbias.views.charts import MISSING_COLOR as MISSING_COLOR  # a cell without a pair
 from cogbias.views.charts import Heatmap, column_axis, column_step, heatmap_of
+from cogbias.views.explore import NONE_UNREAD, UNREAD
 from cogbias.views.numbers import MISSING, interval, p_text, percent, signed, signed_or_dash
 
 SELECTION = "cell"
@@ -40,7 +41,8 @@ def complete_grid(
 ) -> pd.DataFrame:
     """`summary`'s cells plus an empty one (n = 0, no pair at all) for every bias x model it
     lacks, so a model that never ran a bias shows a grey cell, not a gap in the page's white."""
-    frame = summary[CELL_COLUMNS]
+    kept = CELL_COLUMNS + [UNREAD] * (UNREAD in summary)
+    frame = summary[kept]
     rows = list(rows) if rows is not None else sorted(frame["bias"].unique())
     columns = list(columns) if columns is not None else sorted(frame["model"].unique())
     every = pd.MultiIndex.from_product([rows, columns], names=["bias", "model"])
@@ -51,7 +53,7 @@ def complete_grid(
     empty = pd.DataFrame(
         {"bias": absent.get_level_values(0), "model": absent.get_level_values(1), "n": 0,
          "failures": 0, "failure_rate": float("nan"), "significant": False}
-    ).reindex(columns=CELL_COLUMNS)  # fmt: skip
+    ).reindex(columns=kept)  # fmt: skip
     return pd.concat([frame, empty], ignore_index=True)
 
 
@@ -98,6 +100,8 @@ def heatmap_frame(
         "yes (BH-adjusted p < 0.05)" if sig else ("no" if pd.notna(p) else "not tested (n < 2)")
         for sig, p in zip(frame["significant"], frame["p_adjusted"], strict=True)
     ]
+    if UNREAD in frame:
+        frame[UNREAD] = frame[UNREAD].fillna(NONE_UNREAD)
     return frame
 
 
@@ -106,11 +110,20 @@ def _legend(**kwargs: object) -> alt.Legend:
     return alt.Legend(orient="bottom", direction="horizontal", gradientLength=220, **kwargs)
 
 
+def mean_color(title: str = "mean score") -> alt.Color:
+    """The mean view's colour: diverging, fixed to [-1, 1] around 0, so a colour means the
+    same in every run (and for a factor's mean change, `views.factor_view`)."""
+    scale = alt.Scale(domain=[-1, 1], domainMid=0, scheme="redblue", reverse=True, clamp=True)
+    legend = _legend(values=[-1, -0.5, 0, 0.5, 1])
+    return alt.Color("value:Q", scale=scale, title=title, legend=legend)
+
+
+MEAN_DARK = "abs(datum.value) > 0.6"  # where a mean's label is written in white
+
+
 def _color(view: str, max_n: float) -> alt.Color:
     if view == "mean":
-        scale = alt.Scale(domain=[-1, 1], domainMid=0, scheme="redblue", reverse=True, clamp=True)
-        legend = _legend(values=[-1, -0.5, 0, 0.5, 1])
-        return alt.Color("value:Q", scale=scale, title="mean score", legend=legend)
+        return mean_color()
     if view == "failure_rate":
         # 0% is white: "nothing failed" must not look like a warning colour. Interpolated in
         # RGB: Vega's default (HCL) drew 0% pale yellow, not the white the caption promises.
@@ -137,7 +150,6 @@ def explore_heatmap(
     frame = heatmap_frame(summary, view, rows, columns)
     names = names or {}
     frame["bias_name"] = [names.get(b, b) for b in frame["bias"]]
-    step = column_step(len(columns), CELLS_WIDTH, *STEP_RANGE)
     tooltip = [
         alt.Tooltip("bias_name:N", title="bias"),
         alt.Tooltip("model:N"),
@@ -148,18 +160,16 @@ def explore_heatmap(
         alt.Tooltip("p_text:N", title="p (BH-adjusted)"),
         alt.Tooltip("failures:Q"),
         alt.Tooltip("failure_text:N", title="failure rate"),
+        *([alt.Tooltip(f"{UNREAD}:N", title="could not be read")] if UNREAD in frame else []),
     ]
     most = float(frame["n"].max() if len(frame) else 1)
-    dark = "abs(datum.value) > 0.6" if view == "mean" else "datum.value > 0.7"
+    dark = MEAN_DARK if view == "mean" else "datum.value > 0.7"
     if view == "n":
         dark = f"datum.value > {0.7 * most}"
 
     def above(base: alt.Chart) -> list[alt.Chart]:
-        """Significant cells framed (dashed) as well as starred, so they stand out in any
-        view, and a transparent top layer that owns the click and the tooltip."""
-        significant = base.transform_filter("datum.significant").mark_rect(
-            filled=False, stroke="#212529", strokeWidth=1.5, strokeDash=[3, 2], aria=False
-        )
+        """Significant cells framed, and a transparent top layer that owns the click and
+        the tooltip."""
         pick = alt.selection_point(
             name=SELECTION, fields=["bias", "model"], on="click", clear="dblclick", empty=False
         )
@@ -176,14 +186,37 @@ def explore_heatmap(
             )
             .add_params(pick)
         )
-        return [significant, catcher]
+        return [significant_frames(base), catcher]
 
-    spec = Heatmap(
-        "model", "bias_name", columns, [names.get(b, b) for b in rows], _color(view, most),
-        step=step, height=24, dark=dark, x_axis=column_axis(columns, step, orient="top"),
-        font_size=11, missing=True, grid=True, aria=False,
-    )  # fmt: skip
+    named_rows = [names.get(b, b) for b in rows]
+    spec = cells_spec(columns, named_rows, _color(view, most), dark, aria=False)
     return heatmap_of(frame, spec, above)
+
+
+def cells_spec(
+    columns: Sequence[str],
+    rows: Sequence[str],
+    color: alt.Color,
+    dark: str,
+    tooltip: Sequence[alt.Tooltip] = (),
+    aria: bool = True,
+) -> Heatmap:
+    """Explore's cells as the one builder draws them (`charts.heatmap_of` of a frame from
+    `heatmap_frame`, rows by `bias_name`): a level's changes (`views.factor_view`) too.
+    Without `aria`, a layer above describes each cell to screen readers instead."""
+    step = column_step(len(columns), CELLS_WIDTH, *STEP_RANGE)
+    return Heatmap(
+        "model", "bias_name", columns, rows, color, step=step, height=24, dark=dark,
+        tooltip=tooltip, x_axis=column_axis(columns, step, orient="top"), font_size=11,
+        missing=True, grid=True, aria=aria,
+    )  # fmt: skip
+
+
+def significant_frames(base: alt.Chart) -> alt.Chart:
+    """Significant cells framed (dashed) as well as starred, so they stand out in any view."""
+    return base.transform_filter("datum.significant").mark_rect(
+        filled=False, stroke="#212529", strokeWidth=1.5, strokeDash=[3, 2], aria=False
+    )
 
 
 def selected_cell(event: object) -> tuple[str, str] | None:

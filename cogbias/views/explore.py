@@ -13,7 +13,13 @@ from typing import Any
 import pandas as pd
 
 from cogbias.core.run_record import ResultsPage, Run
+from cogbias.views import unread_answers
 from cogbias.views.numbers import interval, p_text, percent, signed_or_dash
+
+# A cell's pairs that could not be read, in words (`with_unread`), where the page has them:
+# its tooltip (`charts_explore`) and its heading say how many and why.
+UNREAD = "unread_text"
+NONE_UNREAD = "none"
 
 
 def runs_behind(
@@ -91,3 +97,44 @@ def numbers_table(summary: pd.DataFrame, names: Mapping[str, str] | None = None)
             **abstained,
         }
     )
+
+
+def with_unread(summary: pd.DataFrame, errors: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """`summary` with each cell's pairs that could not be read in words (`UNREAD`: "3 of 20
+    pairs could not be read: the model named more than one option", or "none"), from the
+    stored reasons of the source's unread pairs (`Store.unreadable_errors`), for the cell's
+    tooltip and heading."""
+    by_cell: dict[tuple[str, str], list[str]] = {}
+    for row in errors:
+        by_cell.setdefault((str(row["test_case"]), str(row["model"])), []).append(
+            str(row["error"] or "")
+        )
+    abstained = summary["abstained"] if "abstained" in summary else 0
+    pairs = (summary["n"] + summary["failures"] + abstained).astype(int)
+    out = summary.copy()
+    out[UNREAD] = [
+        unread_answers.count_sentence(by_cell.get((bias, model), []), total) or NONE_UNREAD
+        for bias, model, total in zip(summary["bias"], summary["model"], pairs, strict=True)
+    ]
+    return out
+
+
+def unread_line(summary: pd.DataFrame, bias: str, model: str, behind: Sequence[Run]) -> str:
+    """The heading's word on a cell's unread pairs with what would read them ("3 of 20 pairs
+    could not be read: the model named more than one option; score by option probabilities
+    or use a stronger model"), or '' when none were (or `summary` does not say)."""
+    if UNREAD not in summary:
+        return ""
+    cell = summary[(summary["bias"] == bias) & (summary["model"] == model)]
+    said = str(cell[UNREAD].iloc[0]) if not cell.empty else NONE_UNREAD
+    if said == NONE_UNREAD:
+        return ""
+    asked = [r for r in behind if model in (r.spec.get("models") or [])]
+    scorings = {r.spec.get("scoring") for r in asked}
+    bases = {r.spec.get("api_base") for r in asked}
+    fix = unread_answers.fix_sentence(
+        [model],
+        next(iter(bases)) if len(bases) == 1 else None,
+        next(iter(scorings)) if len(scorings) == 1 else None,
+    )
+    return f"{said}; {fix}"

@@ -177,8 +177,8 @@ def filled_html(case: TestCase, instance: Instance, half: str) -> dict[str, str]
     template = case.templates()[half]
     clean = redactor()  # a generator may echo a key into a fill: never show it
     values = {k: clean(v) if isinstance(v, str) else v for k, v in instance.values.items()}
-    llm_fills = {
-        i["gap"]: {**i, "text": clean(i["text"]) or ""}
+    llm_fills = {  # a rejected fill's note quotes the model's text: redacted like it
+        i["gap"]: {**i, "text": clean(i["text"]) or "", "note": clean(i.get("note")) or ""}
         for i in instance.insertions
         if i.get("source") != "value"
     }
@@ -250,7 +250,7 @@ def insertions_frame(instance: Instance) -> pd.DataFrame:
     clean = redactor()
     rows = [
         {
-            "source": _source_label(i),
+            "source": clean(_source_label(i)),  # a note quotes the model's text
             "gap": i.get("gap", ""),
             "inserted text": clean(i.get("text", "")),
         }

@@ -112,12 +112,19 @@ def compare_numbers(
             f"mean {model_a}": [signed_or_dash(v, 3) for v in table["mean_a"]],
             f"mean {model_b}": [signed_or_dash(v, 3) for v in table["mean_b"]],
             "mean difference A − B": [signed_or_dash(v, 3) for v in table["mean_diff"]],
-            "95% CI (t, cut to [-2, 2])": [
-                interval(lo, hi) for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
-            ],
-            "Wilcoxon W": [MISSING if missing(w) else f"{float(w):g}" for w in table["statistic"]],
-            "p (Wilcoxon)": [p_text(p) for p in table["p_value"]],
-            "p (BH-adjusted)": [p_text(p) for p in table["p_adjusted"]],
-            "significant after BH": table["significant"].fillna(False).astype(bool),
+            **tested_columns(table, "95% CI (t, cut to [-2, 2])", "p (BH-adjusted)"),
         }
     )
+
+
+def tested_columns(table: pd.DataFrame, ci: str, adjusted: str) -> dict[str, Any]:
+    """A paired comparison's interval, Wilcoxon statistic and p, BH-adjusted p and verdict
+    as a page shows them (`analysis.paired_difference`'s columns): Compare's two models and a
+    factor's levels (`views.factor_view`) alike; `ci` and `adjusted` title two of them."""
+    return {
+        ci: [interval(lo, hi) for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)],
+        "Wilcoxon W": [MISSING if missing(w) else f"{float(w):g}" for w in table["statistic"]],
+        "p (Wilcoxon)": [p_text(p) for p in table["p_value"]],
+        adjusted: [p_text(p) for p in table["p_adjusted"]],
+        "significant after BH": table["significant"].fillna(False).astype(bool),
+    }

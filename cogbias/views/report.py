@@ -33,6 +33,7 @@ from cogbias.views import (
     study_views,
 )
 from cogbias.views import paper_results as paper_views
+from cogbias.views.factor_view import factor_report
 from cogbias.views.report_class import class_report
 from cogbias.views.report_methods import dataset_methods, run_methods, runs_methods, software
 from cogbias.views.report_parts import Report, ReportError, Section, Table
@@ -321,6 +322,7 @@ REPORTS: dict[str, Callable[..., Report]] = {
     "dataset": dataset_report,
     "compare": compare_report,
     "class": class_report,  # views/report_class.py
+    "factor": factor_report,  # views/factor_view.py
 }
 
 

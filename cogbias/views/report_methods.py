@@ -29,6 +29,7 @@ from cogbias.llm.costs import dollars
 from cogbias.llm.errors import LLMError
 from cogbias.runs import kinds, summaries
 from cogbias.store import Store
+from cogbias.views import unread_answers
 from cogbias.views.report_parts import Section, Table
 
 FAILURES = (
@@ -159,14 +160,27 @@ FAILURE_KINDS = {
     "transient": "transient (a timeout, rate limit or server error: retried on resume)",
     "fatal": "fatal (a refused key, an unknown model: the run stopped)",
     "unparseable": "unreadable (no option could be read from the answer: a result)",
+    "stopped_reasoning": "stopped while reasoning (the model spent its whole room thinking and "
+    "wrote no answer: a result of the budget asked)",
 }
 
 
+def run_counts(store: Store, run: Run) -> Section:
+    """A stored run's `counts_section`, from its kind's read side."""
+    kind = kinds.of(run)
+    unread = unread_answers.run_note(store, run) if run.failed else None
+    return counts_section(run, kind.failures(store, run), kind.abstained(store, run), unread)
+
+
 def counts_section(
-    run: Run, failures: Mapping[str, int] | None = None, abstained: int = 0
+    run: Run,
+    failures: Mapping[str, int] | None = None,
+    abstained: int = 0,
+    unread: str | None = None,
 ) -> Section:
     """Failures (by kind, where the run's rows say), what was done with them, abstained
-    pairs (apart from failures), tokens and cost."""
+    pairs (apart from failures), tokens and cost; `unread` says in plain words how many
+    answers could not be read, why, and what would read them (`unread_answers.run_note`)."""
     by_kind = ", ".join(f"{n:,} {FAILURE_KINDS.get(k, k)}" for k, n in (failures or {}).items())
     items = (
         f"Units planned {run.planned:,}, done {run.done:,}, failed {run.failed:,}"
@@ -181,7 +195,8 @@ def counts_section(
         if run.status in RESUMABLE
         else ""
     )
-    return Section("Failures, tokens and cost", paragraphs=(FAILURES + left,), items=items)
+    paragraphs = (FAILURES + left, *([unread] if unread else []))
+    return Section("Failures, tokens and cost", paragraphs=paragraphs, items=items)
 
 
 def run_methods(store: Store, run_id: str) -> tuple[Section, ...]:
@@ -201,7 +216,7 @@ def run_methods(store: Store, run_id: str) -> tuple[Section, ...]:
             tables=(models_table(models, spec.get("api_base"), _temperatures(spec)),),
         ),
         *(sources(store, run) if sources is not None else ()),
-        counts_section(run, kind.failures(store, run), kind.abstained(store, run)),
+        run_counts(store, run),
     )
 
 
@@ -249,7 +264,7 @@ def runs_methods(store: Store, runs: Sequence[Run]) -> list[Section]:
         models = models_table(spec.get("models") or [], spec.get("api_base"), _temperatures(spec))
         sections.append(Section(f"Run {run.id}", items=kind.settings(store, run)))
         sections.append(Section(f"Models of run {run.id}", tables=(models,)))
-        sections.append(counts_section(run, kind.failures(store, run), kind.abstained(store, run)))
+        sections.append(run_counts(store, run))
     return sections
 
 

@@ -41,7 +41,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Report:
-    kind: str  # "run", "study", "dataset", "compare", "class" (the file name's hint)
+    kind: str  # "run", "study", "dataset", "compare", "class", "factor" (the file name's hint)
     title: str
     summary: tuple[str, ...]
     sections: tuple[Section, ...]

@@ -63,6 +63,10 @@ class ShownHalf:
     labelled: bool = False
     distribution: str | None = None
     samples: str | None = None
+    # a reasoning model's trace of this half (read apart from the answer) and, for
+    # `--intervention self_help`, the question as the model rewrote it before answering
+    reasoning: str = ""
+    rewrite: str = ""
 
     def mark(self, presented: int) -> str:
         """What the model saw before the option at `presented`: "Option 2", or "B"."""
@@ -179,6 +183,8 @@ def shown_half(filled: Filled, decision: Decision, half: str, clean: Redactor) -
         labelled=bool(distribution),
         distribution=distribution,
         samples=getattr(decision, f"{half}_samples"),
+        reasoning=clean(getattr(decision, f"{half}_reasoning")) or "",
+        rewrite=clean(getattr(decision, f"{half}_rewrite")) or "",
     )
 
 
