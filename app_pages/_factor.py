@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages import _report
+from app_pages import _report, _tables
 from app_pages._common import friendly, keep, test_cases
 from cogbias.runs import factor_runs, kinds
 from cogbias.runs.factors import FACTORS
 from cogbias.store import Store
-from cogbias.views import export, factor_view
+from cogbias.views import factor_view
 
 FACTOR_LABELS = {"effort": "Reasoning effort", "intervention": "Intervention"}
 
@@ -52,24 +52,30 @@ def show(store: Store) -> None:
     st.caption(factor_view.FACTOR_NOTE)
     with st.expander("The numbers", expanded=True):
         numbers = factor_view.effects_numbers(tables, names)
-        st.dataframe(
+        _tables.table(
             numbers,
+            "cmp_factor",
+            f"cogbias-{factor}-{reference}",
+            data=tables.effects,  # unrounded, as `cogbias results compare` writes them
             hide_index=True,
             column_config={"significant after BH": st.column_config.CheckboxColumn()},
         )
-        st.download_button(  # the numbers unrounded, as `cogbias results compare` writes them
-            "Download as CSV",
-            (export.frame_csv(tables.effects) or "").encode("utf-8"),
-            file_name=f"cogbias-{factor}-{reference}.csv",
-            mime="text/csv",
-            key="cmp_factor_csv",
-        )
     st.markdown("**What each level cost**")
-    st.dataframe(factor_view.thinking_numbers(tables), hide_index=True)
+    _tables.table(
+        factor_view.thinking_numbers(tables),
+        "cmp_thinking",
+        f"cogbias-{factor}-cost",
+        hide_index=True,
+    )
     st.caption(factor_view.THINKING_NOTE)
     if not tables.traces.empty:
         st.markdown("**Trace signal**")
-        st.dataframe(factor_view.trace_numbers(tables, names), hide_index=True)
+        _tables.table(
+            factor_view.trace_numbers(tables, names),
+            "cmp_traces",
+            f"cogbias-{factor}-traces",
+            hide_index=True,
+        )
         st.caption(factor_view.TRACE_NOTE)
     _report.offer(
         "factor", "cmp_factor_report", factor=factor, run_ids=tuple(run_ids), reference=reference

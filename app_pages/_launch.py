@@ -21,6 +21,7 @@ from app_pages._common import (
     share_local_server,
 )
 from cogbias.llm.registry import ModelInfo
+from cogbias.llm.settings import check_api_base
 from cogbias.runs import executor
 from cogbias.views.safe_text import escape_markdown
 
@@ -28,6 +29,29 @@ from cogbias.views.safe_text import escape_markdown
 def endpoints(model_ids: Iterable[str], infos: list[ModelInfo]) -> set[str]:
     """The custom endpoints the chosen models live on (none for the built-in providers)."""
     return {b for b in (api_base_of(m, infos) for m in model_ids) if b}
+
+
+def custom_endpoint(decision_models: list[str], key: str) -> set[str]:
+    """The custom endpoint typed on a page (its model added to `decision_models`), checked:
+    a base URL that is not one stops the page with what is wrong. Empty when none is typed."""
+    with st.expander("Custom OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp server, …)"):
+        custom_base = st.text_input(
+            "Base URL", placeholder="http://127.0.0.1:8000/v1", key=f"{key}_base"
+        )
+        custom_name = st.text_input("Model name on that server", key=f"{key}_custom_model")
+        st.caption(
+            "Keys are read from the environment (e.g. OPENAI_API_KEY), never typed here. "
+            "To keep an endpoint for later, add it on the Models page."
+        )
+    if custom_name.strip():
+        decision_models.append(f"openai/{custom_name.strip()}")
+    if not custom_base.strip():
+        return set()
+    try:
+        return {check_api_base(custom_base)}
+    except ValueError as exc:
+        st.error(f"Base URL: {friendly(exc)}")
+        st.stop()
 
 
 def refused(model_ids: Iterable[str], infos: list[ModelInfo], bases: set[str]) -> bool:

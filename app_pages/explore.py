@@ -207,7 +207,12 @@ def _trace_signal(
     if traces.empty:
         return
     with st.expander("Trace signal: do the reasoning traces name the treatment's detail?"):
-        st.dataframe(factor_view.signal_numbers(traces, names), hide_index=True)
+        _tables.table(
+            factor_view.signal_numbers(traces, names),
+            "explore_traces",
+            "cogbias-trace-signal",
+            hide_index=True,
+        )
         st.caption(factor_view.TRACE_NOTE)
 
 

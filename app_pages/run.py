@@ -38,7 +38,6 @@ from cogbias.core.redact import redact
 from cogbias.core.run_record import ResultsPage, Run, RunStatus
 from cogbias.library import examples
 from cogbias.llm.costs import dollars
-from cogbias.llm.settings import check_api_base
 from cogbias.runs import paired_plan, scorers
 from cogbias.runs.paired_plan import RunSpec
 from cogbias.runs.summaries import run_summaries, run_summary
@@ -84,16 +83,18 @@ def what_to_run() -> tuple[RunSpec | None, bool]:
     stale = kept_choices(datasets, generators)
     every, instances = instances_asked(datasets)
     decision_models, generator = models_asked(instances["dataset"] is not None, generators)
-    custom_base = custom_endpoint(decision_models)
+    custom_base = _launch.custom_endpoint(decision_models, "run")
     c1, c2, c3 = st.columns(3)
     temperature = c1.slider("Decision temperature", 0.0, 2.0, 0.0, 0.1, key="run_temperature")
     repeats = int(c2.number_input("Repeats", 1, 50, 1, key="run_repeats"))
     seed = int(c3.number_input("Seed", 0, 10**9, 0, key="run_seed"))
-    bases = endpoints([*decision_models, generator], custom_base)
-    asked = RunSpec(models=decision_models, api_base=next(iter(bases), None), **instances)
+    bases = _launch.endpoints([*decision_models, generator], infos) | custom_base
+    factors = _run_factors.factors_asked()
+    asked = RunSpec(
+        models=decision_models, api_base=next(iter(bases), None), **factors, **instances
+    )
     scoring = _live.run_scoring_controls("run_scoring", asked, store)
     reading, extractor = reading_asked(scoring["scoring"])
-    factors = _run_factors.factors_asked()
     asked = [*decision_models, generator, *([extractor] if extractor else [])]
     bases |= _launch.endpoints(asked, infos)
     if not decision_models:
@@ -195,22 +196,6 @@ def models_asked(from_dataset: bool, generators: list[str]) -> tuple[list[str], 
     return list(chosen), generator
 
 
-def custom_endpoint(decision_models: list[str]) -> str:
-    """The base URL of a custom endpoint typed here, its model added to `decision_models`."""
-    with st.expander("Custom OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp server, …)"):
-        custom_base = st.text_input(
-            "Base URL", placeholder="http://127.0.0.1:8000/v1", key="run_base"
-        )
-        custom_name = st.text_input("Model name on that server", key="run_custom_model")
-        st.caption(
-            "Keys are read from the environment (e.g. OPENAI_API_KEY), never typed here. "
-            "To keep an endpoint for later, add it on the Models page."
-        )
-    if custom_name.strip():
-        decision_models.append(f"openai/{custom_name.strip()}")
-    return custom_base
-
-
 def reading_asked(scoring: str) -> tuple[str, str | None]:
     """How answers are read and who reads the unclear ones (None: each decision model its
     own), asked only of a scoring that reads answers."""
@@ -240,19 +225,6 @@ def reading_asked(scoring: str) -> tuple[str, str | None]:
         else "The model that makes the extraction call for every answer.",
     )
     return reading, extractor or None
-
-
-def endpoints(asked: list[str], custom_base: str) -> set[str]:
-    """The custom endpoints of the models asked for and the one typed here; a typed base URL
-    that is not one stops the page with what is wrong."""
-    bases = _launch.endpoints(asked, infos)
-    if custom_base.strip():
-        try:
-            bases.add(check_api_base(custom_base))
-        except ValueError as exc:
-            st.error(f"Base URL: {friendly(exc)}")
-            st.stop()
-    return bases
 
 
 # ------------------------------------------------------------------ plan and start

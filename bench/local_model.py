@@ -52,7 +52,7 @@ def bodies(instance, kind: str) -> list[dict]:
     """The request bodies of both halves of a live pair of `kind`."""
     from cogbias.core.templates import render_decision_text
     from cogbias.llm import logprobs
-    from cogbias.runs import decide, probabilities
+    from cogbias.runs import decide, grammars, probabilities
 
     found = []
     for half in ("control", "treatment"):
@@ -68,7 +68,7 @@ def bodies(instance, kind: str) -> list[dict]:
         else:
             question = decide.DEC_PROMPT + decide.OPTION_SUFFIX
             text = question.format(task=render_decision_text(filled, order))
-            extra = {"max_tokens": 32, "grammar": decide.decision_grammar(n)}
+            extra = {"max_tokens": 32, "grammar": grammars.decision_grammar(n)}
         messages = [{"role": "user", "content": text}]
         found.append({"model": "smollm2", "messages": messages, "temperature": 0, **extra})
     return found

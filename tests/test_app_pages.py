@@ -197,7 +197,7 @@ def test_explore_cell_lists_paired_responses_paginated_searchable_and_downloadab
     at.text_input(key="explore_search").input("Energy").run()
     assert_clean(at)
     assert "page 1 of 1" in texts(at)
-    (download,) = at.get("download_button")
+    (download,) = [b for b in at.get("download_button") if "pairs as CSV" in b.proto.label]
     assert download.proto.url, "the CSV download carries no file"  # not a request for one
 
 
@@ -538,7 +538,8 @@ def test_run_page_offers_the_paper_s_reading(app_db: Path, fake_model: str) -> N
     # the Malberg paper's extraction call for every answer, beside cogbias' own reading
     at = open_page("run")
     at.multiselect(key="run_biases").set_value(["framing_effect"])
-    at.multiselect(key="run_models").set_value([fake_model])
+    at.multiselect(key="run_models").set_value([fake_model]).run()
+    at.radio(key="run_scoring").set_value("choice").run()  # its default: probabilities
     assert at.radio(key="run_reading").value == "answer"
     at.radio(key="run_reading").set_value("extraction").run()
     assert_clean(at)

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from cogbias.cli.main import PAIR_BY_PROBABILITIES, main
 from cogbias.llm import local, logprobs, settings
-from cogbias.runs import decide
+from cogbias.runs import decide, grammars
 from cogbias.runs.scorers import default_for_models
 from tests.fake_llm_server import FakeLLMServer, _last_user_text, default_responder
 
@@ -79,7 +79,7 @@ def test_sampled_answers_of_the_local_model_are_held_to_option_n_by_its_grammar(
     asked = local_server.requests
     assert len(asked) == 2  # no extraction call: "Option N" is read by its number
     for request in asked:
-        assert request["grammar"] == decide.decision_grammar(7)
+        assert request["grammar"] == grammars.decision_grammar(7)
         assert request["grammar"] == 'root ::= "Option " ("7" | "6" | "5" | "4" | "3" | "2" | "1")'
         assert _last_user_text(request).endswith(decide.OPTION_SUFFIX.strip())
 

@@ -77,6 +77,8 @@ def test_the_run_page_offers_the_scoring_and_plans_no_extraction_with_probabilit
     assert at.radio(key="run_scoring").value == "choice"
     at.multiselect(key="run_biases").set_value(["framing_effect"])
     at.multiselect(key="run_models").set_value(["local/smollm2"]).run()
+    assert at.radio(key="run_scoring").value == "probabilities"  # what the local model gives
+    at.radio(key="run_scoring").set_value("choice").run()
     assert "to extract the chosen option" in texts(at) and " 0 to extract" not in texts(at)
     at.radio(key="run_scoring").set_value("probabilities").run()
     assert_clean(at)

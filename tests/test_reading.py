@@ -25,7 +25,8 @@ from cogbias.core.templates import Filled
 from cogbias.llm import LLMClient, LLMRequest
 from cogbias.llm.random_provider import answer as random_answer
 from cogbias.runs import paired_plan, pipeline, probabilities
-from cogbias.runs.decide import PairAsk, option_grammar
+from cogbias.runs.decide import PairAsk
+from cogbias.runs.grammars import option_grammar
 from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
 PERCENT = [f"{10 * i}%" for i in range(11)]

@@ -79,7 +79,7 @@ def test_a_run_of_the_local_model_scores_by_probabilities_says_so_and_stores_it(
     assert NOTE not in err and _run_id(err) != run_id
     assert "scoring" not in _spec(db, _run_id(err))
     sampled = local_server.requests[len(asked) :]
-    assert sampled and all(r["grammar"] == decide.decision_grammar(7) for r in sampled)
+    assert sampled and all(r["grammar"] == grammars.decision_grammar(7) for r in sampled)
 
 
 def test_what_asks_for_sampled_answers_keeps_them(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from cogbias.cli.main import main
 from cogbias.core.records import decision_id
 from cogbias.library import testcases as library
 from cogbias.llm import LLMClient
-from cogbias.runs import batch, decide, paired_plan, pipeline, scorers
+from cogbias.runs import batch, decide, paired_plan, pipeline, refusals, scorers
 from cogbias.runs.prompting import BASELINE
 from cogbias.store import Store
 from cogbias.views.probability_bars import scored_by_probabilities, scoring_labels
@@ -122,8 +122,8 @@ def test_batches_take_only_batchable_scorers_by_name(toy, tmp_path):
 
 
 def test_reading_by_extraction_needs_a_scorer_that_reads_answers():
-    assert paired_plan.reading_refusal("extraction", "choice") is None
-    said = paired_plan.reading_refusal("extraction", "probabilities")
+    assert refusals.reading_refusal("extraction", "choice") is None
+    said = refusals.reading_refusal("extraction", "probabilities")
     assert said and "samples none: use --scoring choice" in said
 
 

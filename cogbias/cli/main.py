@@ -341,8 +341,8 @@ def _pair(args: argparse.Namespace) -> int:
     generator = args.generator or examples.default_generator()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     from cogbias.runs import scorers
-    from cogbias.runs.paired_plan import reading_refusal
     from cogbias.runs.prompting import BASELINE
+    from cogbias.runs.refusals import reading_refusal
 
     chosen = args.scoring is not None
     if not chosen:  # the models decide; a reading flag asks for sampled answers

@@ -29,7 +29,7 @@ def _split(text: str | None) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     """One run per prompting method, reasoning effort and intervention (each is part of a
     run's identity)."""
-    from cogbias.runs import prompting
+    from cogbias.runs import prompting, scorers
 
     if args.study and args.study != "tokenbias":
         from cogbias.cli import studies as cli_studies
@@ -47,6 +47,11 @@ def _run(args: argparse.Namespace) -> int:
     for method in methods:
         prompting.parse(method)
     variants = _variants(args, methods)
+    factored = any(v["reasoning_effort"] or v["intervention"] != "none" for v in variants)
+    if args.scoring is None and (factored or args.thinking_budget):
+        # a factor's levels are compared on one scoring, and its levels ask for more than a
+        # letter: every run of them (its reference "none" too) is sampled
+        args.scoring = scorers.CHOICE
     if args.study and args.dry_run:
         return _dry_run_study(args, variants)
     if args.study:

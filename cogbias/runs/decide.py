@@ -59,7 +59,7 @@ DEC_PROMPT = question_for(SECTIONS)
 # A 135M model's "reasoning" adds time, not accuracy: on 2 shared cores each token costs
 # 15-100 ms. Its answer budget is short (profiles.LOCAL_ANSWER_TOKENS); ask for one sentence.
 LOCAL_DEC_SUFFIX = "\nReply in one short sentence that names the option you choose."
-# A model that takes a grammar is held to "Option N" (`decision_grammar`) and told so: left to
+# A model that takes a grammar is held to "Option N" (`grammars.decision_grammar`) and told so: left to
 # write freely, the local model names two options in one sentence ("Option 4: Very bad",
 # where Option 7 reads "Very bad"), and such an answer is never guessed at.
 OPTION_SUFFIX = '\nReply with the option you choose, as "Option N".'
@@ -107,30 +107,12 @@ class HalfResult:
         self.cached = self.cached and response.cached
 
 
-def option_grammar(n_options: int) -> str:
-    """GBNF for llama.cpp-served extractors: "Option 1" .. "Option n", or "No option
-    selected" (the prompt offers it; a grammar without it forces a guess).
-
-    One ':' or '.' may follow the number: with ten or more options a model that wants
-    "Option 1:" would otherwise be pushed onto "Option 10" when ':' is forbidden and '0' is
-    not.
-    """
-    choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
-    return f'root ::= "Option " ({choices}) [.:]? | "No option selected" "."?'
-
-
-def decision_grammar(n_options: int) -> str:
-    """GBNF for a decision of a model that takes a grammar: "Option 1" .. "Option n" alone."""
-    choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
-    return f'root ::= "Option " ({choices})'
-
-
 def held_grammar(filled: Filled, order: Sequence[int]) -> str:
     """The grammar a model that takes one answers a half under: "Option N" where the options
     are numbered (the paper's layout), else the text of one option as presented (a token-bias
     item's "(a) …", a Yes/No question), which `core.reading` reads by its text."""
     if filled.layout == SECTIONS:
-        return decision_grammar(len(filled.options))
+        return grammars.decision_grammar(len(filled.options))
     return grammars.grammar(grammars.one_of([filled.options[j].strip() for j in order]))
 
 
@@ -326,7 +308,9 @@ async def _extract(
             temperature=temperature,
             seed=ask.seed,
             **thinking,
-            grammar=option_grammar(len(filled.options)) if client.profile(reader).grammar else None,
+            grammar=grammars.option_grammar(len(filled.options))
+            if client.profile(reader).grammar
+            else None,
             repeat=ask.repeat,
         )
     )

@@ -63,7 +63,7 @@ def refusal(spec: Any) -> str | None:
 def thinks(spec: Any) -> bool:
     """Whether a paired spec asks its reasoning models to think (an effort other than
     `none`, or a budget): what a model thinking at one temperature alone is held to
-    (`paired_plan.temperature_refusal`)."""
+    (`refusals.temperature_refusal`)."""
     return spec.reasoning_effort not in (None, "none") or spec.thinking_budget is not None
 
 

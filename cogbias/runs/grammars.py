@@ -86,3 +86,21 @@ def number_within(low: float | None, high: float | None) -> str:
 def grammar(rule: str) -> str:
     """The grammar whose answer is `rule` alone."""
     return f"root ::= {rule}"
+
+
+def option_grammar(n_options: int) -> str:
+    """GBNF for llama.cpp-served extractors: "Option 1" .. "Option n", or "No option
+    selected" (the prompt offers it; a grammar without it forces a guess).
+
+    One ':' or '.' may follow the number: with ten or more options a model that wants
+    "Option 1:" would otherwise be pushed onto "Option 10" when ':' is forbidden and '0' is
+    not.
+    """
+    choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
+    return f'root ::= "Option " ({choices}) [.:]? | "No option selected" "."?'
+
+
+def decision_grammar(n_options: int) -> str:
+    """GBNF for a decision of a model that takes a grammar: "Option 1" .. "Option n" alone."""
+    choices = " | ".join(f'"{i}"' for i in range(n_options, 0, -1))
+    return f'root ::= "Option " ({choices})'

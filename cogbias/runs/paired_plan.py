@@ -15,13 +15,13 @@ from typing import Any
 
 from cogbias.core import metrics, records
 from cogbias.core.limits import checked_name
-from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION, READINGS
+from cogbias.core.reading import READ_ANSWER, READ_EXTRACTION
 from cogbias.library import examples
 from cogbias.library import testcases as library
 from cogbias.library.testcases import Scenario, TestCase
 from cogbias.llm import costs
 from cogbias.llm.profiles import resolve
-from cogbias.runs import factors, paired_scoring, pipeline, scorers
+from cogbias.runs import factors, paired_scoring, pipeline, refusals, scorers
 from cogbias.runs import prompting as prompting_methods
 from cogbias.store import Store
 from cogbias.studies import interventions
@@ -380,7 +380,7 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
     if spec.repeats < 1 or spec.instances < 1 or spec.scenarios < 1:
         raise ValueError("scenarios, instances and repeats must be at least 1")
     prompting_methods.parse(spec.prompting)
-    problem = reading_refusal(spec.reading, spec.scoring) or factors.refusal(spec)
+    problem = refusals.reading_refusal(spec.reading, spec.scoring) or factors.refusal(spec)
     if problem:
         raise ValueError(problem)
     if spec.option_order is None:
@@ -396,7 +396,7 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
     if not spec.dataset and not answers_offline(spec.generator, spec):  # it fills the gaps
         asked.append((spec.generator, spec.generator_temperature, False))
     for model, temperature, thinking in asked:
-        if problem := temperature_refusal(model, spec.api_base, temperature, thinking):
+        if problem := refusals.temperature_refusal(model, spec.api_base, temperature, thinking):
             raise ValueError(problem)
     if spec.extractor is not None and not resolve(spec.extractor, spec.api_base).writes_text:
         raise ValueError(
@@ -404,28 +404,6 @@ def _checked(spec: RunSpec, store: Store | None) -> RunSpec:
             "language model (e.g. local/smollm2) or leave it out (each model reads its own)"
         )
     return spec
-
-
-def temperature_refusal(
-    model: str, api_base: str | None, temperature: float, thinking: bool = False
-) -> str | None:
-    """Why `model` cannot be asked at `temperature` (its profile's `max_temperature`: a
-    provider's API refuses more, Anthropic's above 1; and, when asked to think, its
-    `thinking_temperature`: Anthropic's extended thinking takes 1 alone), or None."""
-    profile = resolve(model, api_base)
-    limit, only = profile.max_temperature, profile.thinking_temperature
-    if temperature > limit:
-        return (
-            f"{model} accepts temperatures up to {limit:g}, not {temperature:g}: choose a "
-            f"temperature of at most {limit:g}, or leave {model} out"
-        )
-    if thinking and profile.reasoning and only is not None and temperature != only:
-        return (
-            f"{model} thinks only at temperature {only:g} (its provider refuses any other "
-            f"while it thinks): add --temperature {only:g}, or leave out --reasoning-effort "
-            "and --thinking-budget for it"
-        )
-    return None
 
 
 def pinned_cases(store: Store, run_id: str) -> dict[str, TestCase] | None:
@@ -451,20 +429,6 @@ def pinned_cases(store: Store, run_id: str) -> dict[str, TestCase] | None:
             )
         cases[case_id] = case
     return cases
-
-
-def reading_refusal(reading: str, scoring: str) -> str | None:
-    """Why a run cannot read its answers by `reading`, or None (the CLI's `pair` asks too)."""
-    if reading not in READINGS:
-        return f"unknown reading {str(reading)[:40]!r}: use {' or '.join(READINGS)}"
-    if problem := scorers.unknown(scoring):
-        return problem
-    if reading == READ_EXTRACTION and not scorers.get(scoring).reads_answers:
-        return (
-            f"--reading {reading} reads a sampled answer, and --scoring {scoring} samples "
-            f"none: use --scoring {scorers.DEFAULT} with it"
-        )
-    return None
 
 
 def _check_scoring(spec: RunSpec, option_counts: Mapping[str, int]) -> None:

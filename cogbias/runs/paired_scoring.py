@@ -16,6 +16,7 @@ from cogbias.library import testcases as library
 from cogbias.llm.profiles import resolve
 from cogbias.runs import probabilities, scorers
 from cogbias.runs import prompting as prompting_methods
+from cogbias.studies import interventions
 
 if TYPE_CHECKING:
     from cogbias.store import Store
@@ -31,6 +32,11 @@ class Asked(Protocol):
     prompting: str
     reading: str
     extractor: str | None
+    samples: int
+    reducer: str | None
+    reasoning_effort: str | None
+    thinking_budget: int | None
+    intervention: str
 
 
 def scoring_by_models(spec: Asked, store: Store | None) -> str:
@@ -38,12 +44,21 @@ def scoring_by_models(spec: Asked, store: Store | None) -> str:
     reader picks): option probabilities where every model that writes text gives them and
     every test case has options a letter can name (a small local model's sampled answers are
     often unreadable, its probabilities never), else a sampled answer. A run that asks for
-    more than a letter (a prompting method other than baseline) or reads its answers its own
-    way (`--reading extraction`, an `--extractor`) is sampled, as those ask it to be; so is a
-    run of `random` alone."""
-    if spec.prompting != prompting_methods.BASELINE or spec.reading != READ_ANSWER:
-        return scorers.DEFAULT
-    if spec.extractor:
+    more than a letter (a prompting method, a reasoning effort or thinking budget, an
+    intervention), reads its answers its own way (`--reading extraction`, an `--extractor`)
+    or reduces several samples is sampled, as those ask it to be; so is a run of `random`
+    alone."""
+    asks_text = (
+        spec.prompting != prompting_methods.BASELINE
+        or spec.reading != READ_ANSWER
+        or spec.extractor
+        or spec.samples > 1
+        or spec.reducer
+        or spec.reasoning_effort
+        or spec.thinking_budget
+        or spec.intervention != interventions.NONE
+    )
+    if asks_text:
         return scorers.DEFAULT
     counts = option_counts(spec, store)
     lettered = bool(counts) and all(probabilities.letterable(n) for n in counts.values())

@@ -18,7 +18,6 @@ from cogbias.runs.decide import (
     decide_half,
     decide_pair,
     failed_decision,
-    option_grammar,
     score_instance,
 )
 from cogbias.runs.generate import (
@@ -51,7 +50,6 @@ __all__ = [
     "failed_decision",
     "generate",
     "generate_offline",
-    "option_grammar",
     "random_generator_refusal",
     "run_sync",
     "score_instance",
