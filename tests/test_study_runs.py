@@ -21,6 +21,7 @@ from fake_llm_server import FakeLLMServer, _last_user_text
 
 from cogbias.runs import executor, study_plan, study_results
 from cogbias.store import Store
+from cogbias.views.charts_studies import column_text
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = MOHR_DIR
@@ -62,8 +63,9 @@ def test_mohr8_sweep_on_random_completes_offline_and_pivots_by_temperature(tmp_p
     assert {r["temperature"] for r in rows} == {0.2, 1.0}
     pivot = cogbias("results", "--study", "mohr8", "--by", "temperature", "--db", db)
     assert pivot.returncode == 0, pivot.stderr
-    header = next(line for line in pivot.stdout.splitlines() if line.startswith("temperature"))
-    assert header.split()[1:] == ["0.2", "1.0"]
+    # the table's header: its row labels, then one column per temperature as written
+    header = next(line for line in pivot.stdout.splitlines() if line.split()[:1] == ["test"])
+    assert header.split()[-2:] == ["0.2", "1"]
     for test in ("anchoring", "endowment", "sunk_cost", "transaction_utility"):
         assert test in pivot.stdout
     # One cell recomputed from the stored answers: numbers as given, d capped to [0, 1].
@@ -190,8 +192,9 @@ def test_biasbuster_mitigations_pivot_and_every_turn_sees_what_it_should(tmp_pat
     )
     pivot = cogbias("results", "--study", "biasbuster", "--by", "mitigation", "--db", db)
     assert pivot.returncode == 0, pivot.stderr
-    header = next(line for line in pivot.stdout.splitlines() if line.startswith("mitigation"))
-    assert header.split()[1:] == ["none", "awareness", "selfhelp"]
+    header = next(line for line in pivot.stdout.splitlines() if line.split()[:1] == ["test"])
+    words = [column_text(m, "mitigation") for m in ("none", "awareness", "selfhelp")]
+    assert " ".join(header.split()).endswith(" ".join(words))  # in the planned order
     with Store(db) as store:
         table = study_results.results(store, study_results.study_runs(store)[0].id)
         chats = study_results.conversations(store, table["run_id"][0])
