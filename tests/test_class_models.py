@@ -95,7 +95,7 @@ def test_a_served_model_is_asked_the_question_the_class_saw_and_read_both_ways(s
         model = "openai/classmodel"
         ask(store, theatre, model, samples=4, temperature=1.0, scoring="sample",
             api_base=fake.base_url)  # fmt: skip
-        ask(store, theatre, model, api_base=fake.base_url)  # its default: probabilities
+        ask(store, theatre, model, scoring="probabilities", api_base=fake.base_url)
         asked = [_last_user_text(r) for r in fake.requests]
         sent = fake.requests
     # exactly the classic's own prompt, each condition's, as the class read it

@@ -51,6 +51,9 @@ def test_the_default_scoring_follows_the_models_profiles() -> None:
     assert default_for_models(["local/smollm2", claude], None, True) == "choice"
     assert default_for_models(["hosted_vllm/m"], "http://127.0.0.1:9/v1", True) == "choice"
     assert default_for_models(["local/nope"], None, True) == "choice"  # asking it says why
+    # a capable model that gives probabilities keeps the paper's reading (a sampled answer)
+    assert default_for_models(["openai/gpt-4o-mini"], None, True) == "choice"
+    assert default_for_models(["openai/fake"], "http://127.0.0.1:9/v1", True) == "choice"
 
 
 def test_pair_on_the_local_model_prints_a_score_by_probabilities_and_says_so(

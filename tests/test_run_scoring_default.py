@@ -110,7 +110,8 @@ def test_a_batch_and_a_stored_run_keep_sampled_answers(tmp_path: Path, capsys: A
     assert main([*argv, "--batch"]) == 0  # a batch holds no log-probabilities
     batch_id = capsys.readouterr().out.strip()
     assert "scoring" not in _spec(db, batch_id)
-    assert main(argv) == 0
+    local = ["run", "pairs", "--models", LOCAL, "--biases", "framing_effect", "--db", db]
+    assert main([*local, "--plan-only"]) == 0  # not a batch: the model's choice
     assert _spec(db, capsys.readouterr().out.strip())["scoring"] == "probabilities"
     # a run stored before the models chose names no scoring: it resumes as it was asked
     old = paired_plan.RunSpec(models=[LOCAL], biases=["framing_effect"], generator="examples")

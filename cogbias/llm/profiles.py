@@ -50,8 +50,8 @@ class ModelProfile:
     whose port changes every process); prices are USD per token, None when unknown.
 
     The capabilities (`registry.CAPABILITIES`: `json_schema`, `grammar`, `max_temperature`,
-    `batchable`, `logprobs`, `top_logprobs`, `prefix_cache`, `writes_text`, `reasoning`,
-    `thinking_temperature`) are
+    `batchable`, `logprobs`, `top_logprobs`, `probabilities_first`, `prefix_cache`,
+    `writes_text`, `reasoning`, `thinking_temperature`) are
     resolved here once, from the built-ins, the provider part of the litellm string and what
     a registry entry states, so no caller tells models apart by name.
     """
@@ -76,6 +76,9 @@ class ModelProfile:
     batch_api: str = "openai"  # which: "openai" (files + batches) or "anthropic" (Message Batches)
     logprobs: bool = False  # answers can carry the sampled tokens' log-probabilities
     top_logprobs: bool = False  # ... and the most probable alternatives at each position
+    # read by option probabilities unless asked otherwise: its sampled answers are often
+    # unreadable (a small local model); `runs.scorers.default_scoring`
+    probabilities_first: bool = False
     prefix_cache: bool = False  # the server reuses the last prompt's prefix: ask in sequence
     writes_text: bool = True  # False for `random`, which picks uniformly from an answer space
     # the variable named to hold this endpoint's key; None: a provider's key goes only to the
@@ -260,6 +263,7 @@ def _profile(
         batch_api=provider.batch_api,
         logprobs=kind == "local" or provider.logprobs,
         top_logprobs=kind == "local" or provider.top_logprobs,
+        probabilities_first=kind == "local",
         prefix_cache=kind == "local",
         writes_text=kind != "random",
         api_key_env=api_key_env,

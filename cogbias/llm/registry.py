@@ -42,6 +42,7 @@ class ModelInfo:
     batchable: bool | None = None
     logprobs: bool | None = None
     top_logprobs: bool | None = None
+    probabilities_first: bool | None = None
     grammar: bool | None = None
     prefix_cache: bool | None = None
     writes_text: bool | None = None
@@ -65,6 +66,7 @@ CAPABILITIES = (
     "batchable",
     "logprobs",
     "top_logprobs",
+    "probabilities_first",
     "grammar",
     "prefix_cache",
     "writes_text",

@@ -258,6 +258,18 @@ def sampling_refusal(
     )
 
 
+def gives_probabilities(models: Sequence[str], api_base: str | None) -> bool:
+    """Whether every model named that writes text lists its most probable tokens (option
+    probabilities would read it), whether or not they are its default; False for a model
+    that cannot be resolved (asking it says what is wrong)."""
+    try:
+        profiles = [resolve(model, api_base) for model in models]
+    except (UserError, ValueError):
+        return False
+    writers = [p for p in profiles if p.writes_text]
+    return bool(writers) and all(p.top_logprobs for p in writers)
+
+
 def default_for_models(models: Sequence[str], api_base: str | None, has_options: bool) -> str:
     """`default_scoring` for models named by their strings (`cogbias pair`, Learn, Preview,
     a paired run that names no scoring: `paired_scoring`); an unknown model gets the sampled
@@ -272,14 +284,16 @@ def default_for_models(models: Sequence[str], api_base: str | None, has_options:
 def default_scoring(profiles: Sequence[ModelProfile], has_options: bool) -> str:
     """How models are asked a question when the user names no way: `PROBABILITIES` when it
     has options (a letter each, at most `logprobs.LABELS`) and every model that writes text
-    lists its most probable tokens (its profile's `top_logprobs`: the local model, OpenAI's),
-    else `CHOICE` (sampled answers). Probabilities take one call per question, give the
+    lists its most probable tokens and is read by them first (its profile's `top_logprobs` and
+    `probabilities_first`: the local model, or a small model of your own the registry says
+    so of), else `CHOICE` (sampled answers: the paper's reading, which a capable model gives
+    readably). Probabilities take one call per question, give the
     model's exact preference and leave no answer that cannot be read, which a small local
     model's sampled answers often are. The `random` baseline writes no text and fits both;
     models that are all `random` are sampled (their spread is the baseline's). One rule, so
     the class kind and the paired runs default alike."""
     writers = [p for p in profiles if p.writes_text]
-    if has_options and writers and all(p.top_logprobs for p in writers):
+    if has_options and writers and all(p.top_logprobs and p.probabilities_first for p in writers):
         return PROBABILITIES
     return CHOICE
 

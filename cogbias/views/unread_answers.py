@@ -121,14 +121,14 @@ def fix_sentence(
     models: Sequence[str], api_base: str | None, scoring: str | None, flags: bool = False
 ) -> str:
     """What would read them: option probabilities where every model gives them and the run
-    did not use them (`scorers.default_for_models`, the default rule), a stronger model,
+    did not use them (`scorers.gives_probabilities`), a stronger model,
     and, for sampled answers, the extraction step; `flags` spells each as the command's flag,
     else in words (a page, a report)."""
     from cogbias.runs import scorers
 
     scorer = scorers.get(scoring) if scoring and scorers.unknown(scoring) is None else None
     sampled = scorer is None or scorer.reads_answers
-    gives = scorers.default_for_models(models, api_base, True) == scorers.PROBABILITIES
+    gives = scorers.gives_probabilities(models, api_base)
     fixes = []
     if sampled and gives:
         fixes.append(
