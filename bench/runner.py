@@ -123,7 +123,8 @@ def run_command(
     """`cogbias run` (on the dataset, or `what`) as a child process: wall, CPU and peak RSS."""
     what = what or ["dataset", "bench"]
     cmd = [sys.executable, "-m", "cogbias", "run", *what, "--models", "openai/fake",
-           "--api-base", base_url, "--concurrency", str(concurrency), "--db", str(db)]  # fmt: skip
+           "--api-base", base_url, "--concurrency", str(concurrency), "--db", str(db),
+           "--scoring", "choice"]  # fmt: skip
     started = time.perf_counter()
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
