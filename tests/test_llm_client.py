@@ -29,7 +29,7 @@ class DictCache:
     def __init__(self) -> None:
         self.records: dict[str, dict[str, Any]] = {}
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    async def lookup(self, key: str) -> dict[str, Any] | None:
         return self.records.get(key)
 
     def put(self, key: str, record: dict[str, Any]) -> None:

@@ -29,6 +29,7 @@ import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 _NUMBER_WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -198,8 +199,9 @@ def read_option(answer: str, options: Sequence[str]) -> Reading:
     scope = _Scope("".join(masked), rest)
 
     # by text: the longest option texts first; a matched span is not matched again
-    option_tokens = [[t for t, _, _ in _tokens(_normalise(o))] for o in options]
-    for position in sorted(range(n), key=lambda i: -len(option_tokens[i])):
+    known = _options_read(tuple(options))
+    option_tokens = known.tokens
+    for position in known.longest_first:
         wanted, size = option_tokens[position], len(option_tokens[position])
         for i in range(len(words) - size + 1) if size else ():
             if (
@@ -212,9 +214,8 @@ def read_option(answer: str, options: Sequence[str]) -> Reading:
                 found.append((position, rest[i][1], "text"))
 
     # by value, on a numeric scale: a number equal to one option's value
-    values = [_numeric_value(t) for t in option_tokens]
-    if n and all(v is not None for v in values):
-        where = {v: i for i, v in enumerate(values) if values.count(v) == 1}
+    if known.values is not None:
+        where = known.values
         for i, word in enumerate(words):
             if not taken[i] and word in where:
                 taken[i] = True
@@ -224,7 +225,7 @@ def read_option(answer: str, options: Sequence[str]) -> Reading:
     mentions = [(p, scope.negated(offset), h) for p, offset, h in found]
     named = frozenset(p for p, neg, _ in mentions if not neg)
     negated = frozenset(p for p, neg, _ in mentions if neg)
-    supported = _supported(rest, scope, option_tokens)
+    supported = _supported(rest, scope, known.distinctive)
     kept = [(p, o) for (p, o, _), (_, neg, _) in zip(found, mentions, strict=True) if not neg]
     decided = _decided(text, kept)
     if (len(named) > 1 or negated) and len(decided) == 1 and not decided & negated:
@@ -270,19 +271,44 @@ def _listed(positions: frozenset[int]) -> str:
 
 
 def _supported(
-    tokens: Sequence[tuple[str, int, int]], scope: _Scope, option_tokens: Sequence[Sequence[str]]
+    tokens: Sequence[tuple[str, int, int]],
+    scope: _Scope,
+    distinctive: Sequence[frozenset[str]],
 ) -> frozenset[int]:
     """Options whose distinctive words (in no other option) the answer uses, not negated."""
-    content = [
-        {t for t in own if len(t) >= 4 and t.isalpha()} - _STOPWORDS for own in option_tokens
-    ]
     found = set()
-    for position, own in enumerate(content):
-        others = set().union(*(c for i, c in enumerate(content) if i != position))
-        distinctive = own - others
-        if any(w in distinctive and not scope.negated(start) for w, start, _ in tokens):
+    for position, own in enumerate(distinctive):
+        if own and any(w in own and not scope.negated(start) for w, start, _ in tokens):
             found.add(position)
     return frozenset(found)
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What reading needs of a list of options, worked out once per list: a run asks the
+    same few option lists thousands of times (one per test case and order)."""
+
+    tokens: tuple[list[str], ...]  # each option's canonical tokens
+    longest_first: tuple[int, ...]  # positions, the longest option texts first
+    values: dict[str, int] | None  # on a numeric scale: value -> position (unique values)
+    distinctive: tuple[frozenset[str], ...]  # each option's content words no other has
+
+
+@lru_cache(maxsize=512)
+def _options_read(options: tuple[str, ...]) -> _Options:
+    tokens = tuple([t for t, _, _ in _tokens(_normalise(o))] for o in options)
+    n = len(options)
+    values = [_numeric_value(t) for t in tokens]
+    where = None
+    if n and all(v is not None for v in values):
+        where = {v: i for i, v in enumerate(values) if values.count(v) == 1}
+    content = [{t for t in own if len(t) >= 4 and t.isalpha()} - _STOPWORDS for own in tokens]
+    distinctive = tuple(
+        frozenset(own - set().union(*(c for i, c in enumerate(content) if i != position)))
+        for position, own in enumerate(content)
+    )
+    longest = tuple(sorted(range(n), key=lambda i: -len(tokens[i])))
+    return _Options(tokens, longest, where, distinctive)
 
 
 _REPLY_NONE = re.compile(r"\bno\s+option\b|\bnone\b")

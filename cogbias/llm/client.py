@@ -84,7 +84,7 @@ class LLMResponse:
 class ResponseCache(Protocol):
     """Where answers are kept; the store implements it over SQLite."""
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    async def lookup(self, key: str) -> dict[str, Any] | None:
         """Return the record put under `key` (text, tokens, cost, latency_s) or None."""
         ...
 
@@ -223,7 +223,7 @@ class LLMClient:
         self.stats.requests += 1
         key = cache_key(req, profile)
         if self.cache is not None and self.read_cache:
-            hit = self.cache.get(key)
+            hit = await self.cache.lookup(key)
             if hit is not None:
                 return self._saved(hit, key, req.max_tokens)
         if self.on_miss is not None:

@@ -71,11 +71,12 @@ async def chat(
     started = time.perf_counter()
     try:
         async with _session().post(
-            url, json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+            url, json=body, headers=headers, timeout=_timeout(timeout)
         ) as response:
             raw = await _read_bounded(response, model, api_base)
             status = response.status
-            retry_after = retry_after_of(dict(response.headers))
+            # only a refusal's headers are read (a 200's never say when to retry)
+            retry_after = None if status == 200 else retry_after_of(dict(response.headers))
     except TimeoutError as exc:
         raise classify_failure(
             None, str(exc) or "timed out", model, api_base, timeout=True
@@ -99,8 +100,28 @@ async def chat(
     return data, latency
 
 
+_timeouts: dict[float, Any] = {}
+
+
+def _timeout(total: float) -> Any:
+    """An `aiohttp.ClientTimeout` of `total` seconds (one object per value, not per call)."""
+    found = _timeouts.get(total)
+    if found is None:
+        import aiohttp
+
+        found = _timeouts[total] = aiohttp.ClientTimeout(total=total)
+        if len(_timeouts) > 64:  # a deadline shortens each retry's timeout: keep a few
+            _timeouts.clear()
+            _timeouts[total] = found
+    return found
+
+
 async def _read_bounded(response: Any, model: str, api_base: str) -> bytes:
-    """The body, refused past MAX_BODY_BYTES before it is all in memory."""
+    """The body, refused past MAX_BODY_BYTES before it is all in memory; read at once when
+    the server says its length (what every OpenAI-compatible server does)."""
+    length = response.content_length
+    if length is not None and length <= MAX_BODY_BYTES:
+        return await response.read()
     chunks, size = [], 0
     async for chunk in response.content.iter_chunked(1 << 16):
         size += len(chunk)

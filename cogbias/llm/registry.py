@@ -114,22 +114,44 @@ def registry_problems(path: Path | None = None) -> list[str]:
     return _read_all(path)[1]
 
 
+# What each registry file held when last read, by (size, mtime): a run resolves a model's
+# profile many times, and parsing the TOML again each time cost ~10 ms.
+_READ: dict[Path, tuple[tuple[int, int], list[ModelInfo], list[str]]] = {}
+
+
 def _read_all(path: Path | None) -> tuple[list[ModelInfo], list[str]]:
     models: dict[str, ModelInfo] = {}
     problems: list[str] = []
     for p in [path] if path else [BUILTIN_MODELS, user_models_path()]:
+        try:
+            stat = p.stat()
+        except OSError:
+            continue
         if not p.is_file():
             continue
-        try:
-            entries = tomllib.loads(p.read_text(encoding="utf-8")).get("models", [])
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            problems.append(f"{p}: cannot be read: {exc}")
-            continue
-        for n, entry in enumerate(entries if isinstance(entries, list) else [entries], 1):
-            info, wrong = _entry(entry)
-            problems += [f"{p}: entry {n}: {w}" for w in wrong]
-            if info is not None:
-                models[info.id] = info
+        version = (stat.st_size, stat.st_mtime_ns)
+        known = _READ.get(p)
+        if known is None or known[0] != version:
+            known = _READ[p] = (version, *_read_file(p))
+        models.update((info.id, info) for info in known[1])
+        problems += known[2]
+    return list(models.values()), problems
+
+
+def _read_file(p: Path) -> tuple[list[ModelInfo], list[str]]:
+    """One registry file's entries (a later one with the same id replaces an earlier one) and
+    what was wrong in it."""
+    models: dict[str, ModelInfo] = {}
+    problems: list[str] = []
+    try:
+        entries = tomllib.loads(p.read_text(encoding="utf-8")).get("models", [])
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return [], [f"{p}: cannot be read: {exc}"]
+    for n, entry in enumerate(entries if isinstance(entries, list) else [entries], 1):
+        info, wrong = _entry(entry)
+        problems += [f"{p}: entry {n}: {w}" for w in wrong]
+        if info is not None:
+            models[info.id] = info
     return list(models.values()), problems
 
 

@@ -240,7 +240,8 @@ def _decision_request(
         seed=ask.seed,
         grammar=held_grammar(filled, order) if held else None,
         repeat=ask.repeat,
-        answer_space=option_space(len(filled.options), draw),
+        # only the `random` model answers from it (a model that writes text ignores it)
+        answer_space=None if profile.writes_text else option_space(len(filled.options), draw),
         **profile.thinking(ask.reasoning_effort, ask.thinking_budget),
     )
 

@@ -141,6 +141,7 @@ def decision_jobs(
 ) -> Iterator[tuple[Instance, str, int, str]]:
     """(instance, model, repeat, decision id) of every planned pair not in `skip`, in plan order."""
     spec = plan.spec
+    run_id = spec.run_id  # a hash of the spec: made once, not once a pair
     for instance_id in plan.instance_ids:
         instance = instances.get(instance_id)
         if instance is None:
@@ -148,7 +149,7 @@ def decision_jobs(
         for model in spec.models:
             for repeat in range(spec.repeats):
                 key = records.decision_id(
-                    spec.run_id, instance.id, model, repeat, spec.temperature, spec.prompting
+                    run_id, instance.id, model, repeat, spec.temperature, spec.prompting
                 )
                 if key not in skip:
                     yield instance, model, repeat, key
@@ -251,10 +252,12 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
     spec = plan.spec
     skip = job.store.existing_decision_ids(spec.run_id) - set(retried)
     uncounted = dict(retried)  # a retried pair replaces its failure in the counts
+    asks = {repeat: pair_ask(plan, repeat) for repeat in range(spec.repeats)}
+    scorer = scorers.get(spec.scoring)
 
     async def decide(pair: tuple[Instance, str, int, str]) -> None:
         instance, model, repeat, key = pair
-        ask = pair_ask(plan, repeat)
+        ask = asks[repeat]
         if instance.status != DecisionStatus.OK:
             error = instance.error or "instance failed"
             kind = instance.failure_kind or "invalid"
@@ -262,7 +265,7 @@ async def _decisions(job: Job, instances: dict[str, Instance], retried: dict[str
         else:
             asked_before = retried.get(key) not in (None, "transient")
             client = job.fresh if asked_before else job.client
-            row = await scorers.get(spec.scoring).decide(client, instance, model, ask)
+            row = await scorer.decide(client, instance, model, ask)
         _add_decision(writer, uncounted, row)
 
     await pool(decision_jobs(plan, instances, skip), decide, job.concurrency)

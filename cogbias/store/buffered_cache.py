@@ -3,10 +3,14 @@
 A run commits its cached answers together with its results, every few tens of milliseconds,
 instead of one transaction per model call; the app's Learn page does the same per action.
 Reads see the buffered answers first, so a question asked twice in one batch is asked once.
+Reads are made in bulk: the lookups of every call that starts in one turn of the event loop
+(a run starts hundreds at once) are answered by one query, so a rerun whose answers are all
+cached costs little more than reading them.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from cogbias.core.records import dumps
@@ -21,12 +25,38 @@ class BufferedCache:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.pending: dict[str, dict[str, Any]] = {}
+        # lookups waiting for the next bulk read: key -> one future per caller (a caller that
+        # is cancelled cancels its own future only)
+        self._wanted: dict[str, list[asyncio.Future[dict[str, Any] | None]]] = {}
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    async def lookup(self, key: str) -> dict[str, Any] | None:
+        """The record under `key` (buffered or stored), or None; read with the lookups of
+        the other calls that start in this turn of the event loop."""
         record = self.pending.get(key)
         if record is not None:
             return record
-        return self.store.get_llm_call(key)
+        loop = asyncio.get_running_loop()
+        if not self._wanted:
+            loop.call_soon(self._read_wanted)
+        future: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        self._wanted.setdefault(key, []).append(future)
+        return await future
+
+    def _read_wanted(self) -> None:
+        wanted, self._wanted = self._wanted, {}
+        try:
+            found = self.store.get_llm_calls(list(wanted))
+        except Exception as exc:  # each caller fails as its own read would have
+            for futures in wanted.values():
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(exc)
+            return
+        for key, futures in wanted.items():
+            record = self.pending.get(key) or found.get(key)
+            for future in futures:
+                if not future.done():
+                    future.set_result(record)
 
     def put(self, key: str, record: dict[str, Any]) -> None:
         self.pending[key] = record

@@ -12,6 +12,12 @@ from cogbias.store.connection import StoreBase, now
 # An answer with log-probabilities is JSON the client made (`llm.logprobs.encode_answer`);
 # its request says so in the canonical JSON the cache stores (`records.dumps`).
 _MADE_JSON = "instr(request, '\"top_logprobs\":') > 0"
+# what a cached answer is read as (`llm.client.LLMClient`'s cache records)
+_READ_NAMES = (
+    "text", "prompt_tokens", "completion_tokens", "cost", "latency_s", "source", "reasoning",
+    "reasoning_tokens",
+)  # fmt: skip
+_READ_COLUMNS = ", ".join(("response", *_READ_NAMES[1:]))
 
 
 def _parses(text: str | None) -> bool:
@@ -28,45 +34,56 @@ class CacheRepo(StoreBase):
     def put_llm_calls(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Cache answers. Requests and answers are redacted (`redact_json`: a JSON text inside
         its strings only, so a secret that matches a number cannot break it)."""
-        clean = redactor()
+        if not rows:
+            return
+        clean, stamp = redactor(), now()
+        clean_rows = [
+            {
+                **r,
+                "response": redact_json(r["response"], clean),
+                "reasoning": clean(r.get("reasoning")),
+                "request": redact_json(r.get("request"), clean),
+                "created_at": stamp,
+            }
+            for r in rows
+        ]
+        # one prepared statement for the batch (a run commits a few hundred answers at once);
+        # a column no row names is left to its default, as an insert of those rows leaves it
+        columns = list(dict.fromkeys(c for r in clean_rows for c in r))
+        sql = (
+            f"insert or replace into llm_calls ({', '.join(f'[{c}]' for c in columns)}) "
+            f"values ({', '.join('?' * len(columns))})"
+        )
         with self.atomic():
-            if rows:
-                self.db["llm_calls"].insert_all(
-                    [
-                        {
-                            **r,
-                            "response": redact_json(r["response"], clean),
-                            "reasoning": clean(r.get("reasoning")),
-                            "request": redact_json(r.get("request"), clean),
-                            "created_at": now(),
-                        }
-                        for r in rows
-                    ],
-                    pk="key",
-                    replace=True,
-                )
+            self.db.conn.executemany(sql, [tuple(r.get(c) for c in columns) for r in clean_rows])
 
     def get_llm_call(self, key: str) -> dict[str, Any] | None:
-        """A cached answer, or None. An answer with log-probabilities that no longer parses
-        (an older version redacted it as text: `-0.***12`) is a miss, deleted so that the
-        model is asked again: never read, never a crash."""
-        row = self.db.execute(
-            "select response, prompt_tokens, completion_tokens, cost, latency_s, source, "
-            f"reasoning, reasoning_tokens, {_MADE_JSON} from llm_calls where key = ?",
-            (key,),
-        ).fetchone()
-        if row is None:
-            return None
-        if row[-1] and not _parses(row[0]):
-            if not self.read_only:
-                with self.atomic():
-                    self.db.execute("delete from llm_calls where key = ?", (key,))
-            return None
-        names = (
-            "text", "prompt_tokens", "completion_tokens", "cost", "latency_s", "source",
-            "reasoning", "reasoning_tokens",
-        )  # fmt: skip
-        return dict(zip(names, row[:-1], strict=True))
+        """A cached answer, or None (`get_llm_calls` for one key)."""
+        return self.get_llm_calls([key]).get(key)
+
+    def get_llm_calls(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The cached answers among `keys`, read in bulk. An answer with log-probabilities
+        that no longer parses (an older version redacted it as text: `-0.***12`) is a miss,
+        deleted so that the model is asked again: never read, never a crash."""
+        found: dict[str, dict[str, Any]] = {}
+        broken: list[str] = []
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.execute(
+                f"select key, {_READ_COLUMNS}, {_MADE_JSON} from llm_calls where key in ({marks})",
+                chunk,
+            ).fetchall():
+                if row[-1] and not _parses(row[1]):
+                    broken.append(row[0])
+                else:
+                    found[row[0]] = dict(zip(_READ_NAMES, row[1:-1], strict=True))
+        if broken and not self.read_only:
+            with self.atomic():
+                self.db.conn.executemany(
+                    "delete from llm_calls where key = ?", [(key,) for key in broken]
+                )
+        return found
 
     def llm_call_responses(self, keys: Sequence[str]) -> dict[str, str]:
         """The stored answers among `keys` (a batch import keeps them, see runs/batch.py)."""
