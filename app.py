@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages._common import attempt, db_path, load_secrets_into_env
-from app_pages._warm import warm_up
+from app_pages._warm import script_running, warm_up
 from cogbias.store.demo import ensure_demo
 
 st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
@@ -75,5 +75,6 @@ pages = {
     "Measure": measure,
     "Settings": [st.Page("app_pages/settings.py", title="Models", icon=":material/tune:")],
 }
-st.navigation(pages).run()
+with script_running():  # the warm-up waits while a page's script runs
+    st.navigation(pages).run()
 _warm_up_soon()
