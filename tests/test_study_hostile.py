@@ -290,7 +290,11 @@ def test_a_token_bias_dataset_given_as_a_study_says_how_to_run_it(tmp_path: Path
     no_traceback(done)
 
 
-def test_results_and_resume_of_a_run_whose_study_source_is_gone(tmp_path: Path) -> None:
+def test_results_and_resume_of_a_run_whose_study_source_is_gone(
+    tmp_path: Path, cogbias_main: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    """The study run in a real process; the ten commands after it in this one
+    (`cogbias_main`: a process start each was most of this test's time)."""
     db = tmp_path / "s.db"
     done = cogbias(
         "run", "--study", "mohr8", "--models", "random", "--tests", "anchoring",
@@ -300,10 +304,10 @@ def test_results_and_resume_of_a_run_whose_study_source_is_gone(tmp_path: Path) 
     with Store(db) as store:
         run_id = study_results.study_runs(store)[0].id
     for by in ("model", "temperature", "variant", "mitigation"):  # one value each
-        shown = cogbias("results", "--run", run_id, "--by", by, "--db", db)
+        shown = cogbias_main("results", "--run", run_id, "--by", by, "--db", db)
         assert shown.returncode == 0, shown.stderr
         assert "anchoring" in shown.stdout and "cohens_d" in shown.stdout
-    paired = cogbias(
+    paired = cogbias_main(
         "run", "--models", "random", "--biases", "anchoring", "--scenarios", "1", "--db", db
     )
     assert paired.returncode == 0, paired.stderr
@@ -311,17 +315,17 @@ def test_results_and_resume_of_a_run_whose_study_source_is_gone(tmp_path: Path) 
         pair_run = next(r["id"] for r in store.runs() if r["id"] != run_id)
         store.db.execute("delete from study_sources")
         store.db.conn.commit()
-    by = cogbias("results", "--run", pair_run, "--by", "mitigation", "--db", db)
+    by = cogbias_main("results", "--run", pair_run, "--by", "mitigation", "--db", db)
     assert by.returncode == 2 and f"run {pair_run} is a paired run" in by.stderr
     for args in (("resume", run_id), ("results", "--run", run_id), ("results", "--study", "mohr8")):
-        gone = cogbias(*args, "--db", db)
+        gone = cogbias_main(*args, "--db", db)
         assert gone.returncode == 2, gone.stderr
         assert "the study 'mohr8' this run was planned from" in gone.stderr
         assert "cogbias delete run" in gone.stderr
         no_traceback(gone)
     # its turns still export as answered; only `coded` needs the study, so it stays empty
     out = tmp_path / "turns.csv"
-    exported = cogbias("export", "--run", run_id, "--db", db, "-o", out)
+    exported = cogbias_main("export", "--run", run_id, "--db", db, "-o", out)
     assert exported.returncode == 0, exported.stderr
     with out.open(newline="") as handle:
         turns = list(csv.DictReader(handle))
