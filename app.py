@@ -13,6 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages._common import attempt, db_path, load_secrets_into_env
+from app_pages._warm import script_running, warm_up
 from cogbias.store.demo import ensure_demo
 
 st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
@@ -21,24 +22,6 @@ st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
 # Seconds between the end of the first page's script and the warm-up: the browser is still
 # drawing that page then, and the warm-up would take the interpreter from the server.
 WARM_UP_DELAY = 1.5
-
-
-def _warm_up() -> None:
-    # The local model answers Learn's first live pair without first loading (its own thread:
-    # llama.cpp loads outside the interpreter). Explore's first visit would otherwise pay
-    # ~1 s importing Altair and SciPy and loading the Vega-Lite schema Altair validates
-    # against; do it while the first page is read.
-    from cogbias.llm.local import warm_in_background
-    from cogbias.llm.profiles import resolve
-
-    if warm_in_background() is not None:
-        resolve("local/smollm2").cache_extras()  # its file's hash, which a cache key needs
-    from cogbias.studies import cells
-    from cogbias.views import charts_explore
-
-    cell = {"bias": "b", "model": "m", "n": 2, "s1": 0.5, "s2": 0.25, "sabs": 0.5}
-    table = cells.summarize_aggregates([{**cell, "smin": 0.0, "smax": 0.5, "failures": 0}])
-    charts_explore.explore_heatmap(table).to_dict()
 
 
 @st.cache_resource(show_spinner=False)
@@ -53,7 +36,7 @@ def _warm_up_soon() -> None:
     """Once per server process, after the first page's script: started with the first page,
     the warm-up's imports held the interpreter for ~1.5 s and so delayed that page's drawing
     by about as much (Python runs one thread at a time)."""
-    timer = threading.Timer(WARM_UP_DELAY, _warm_up)
+    timer = threading.Timer(WARM_UP_DELAY, warm_up)
     timer.name, timer.daemon = "cogbias-warm-up", True
     timer.start()
 
@@ -92,5 +75,6 @@ pages = {
     "Measure": measure,
     "Settings": [st.Page("app_pages/settings.py", title="Models", icon=":material/tune:")],
 }
-st.navigation(pages).run()
+with script_running():  # the warm-up waits while a page's script runs
+    st.navigation(pages).run()
 _warm_up_soon()

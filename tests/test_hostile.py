@@ -602,13 +602,16 @@ def test_a_missing_nan_answer_is_a_failed_pair_not_a_crash(tmp_path: Path) -> No
 # --------------------------------------------------------------------------- databases
 
 
-def test_results_on_an_empty_database_or_an_unknown_run_is_a_message(tmp_path: Path) -> None:
+def test_results_on_an_empty_database_or_an_unknown_run_is_a_message(
+    tmp_path: Path, cogbias_main
+) -> None:
+    """The first command in a real process, the second in this one (`cogbias_main`)."""
     db = tmp_path / "empty.db"
     done = cli("results", "--db", str(db))
     no_traceback(done)
     assert done.returncode == 0 and "no results yet" in done.stderr
     before = file_hash(db)
-    unknown = cli("results", "--db", str(db), "--run", "run-nope")
+    unknown = cogbias_main("results", "--db", str(db), "--run", "run-nope")
     no_traceback(unknown)
     assert unknown.returncode == 2 and "no run run-nope in" in unknown.stderr
     assert "cogbias runs" in unknown.stderr
@@ -701,7 +704,8 @@ def read_only(*paths: Path) -> Iterator[None]:
         subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
 
 
-def test_reading_commands_work_on_a_read_only_database(tmp_path: Path) -> None:
+def test_reading_commands_work_on_a_read_only_database(tmp_path: Path, cogbias_main) -> None:
+    """The first command in a real process, the others in this one (`cogbias_main`)."""
     folder = tmp_path / "readonly"
     folder.mkdir()
     db = folder / "results.db"
@@ -717,10 +721,12 @@ def test_reading_commands_work_on_a_read_only_database(tmp_path: Path) -> None:
             ["analyze"],
             ["export", "--run", run_id, "-o", str(out)],
         ):
-            done = cli(*command, "--db", str(db))
+            done = (cli if command == ["runs"] else cogbias_main)(*command, "--db", str(db))
             no_traceback(done)
             assert done.returncode == 0, (command, done.stderr)
-        writing = cli("run", "--biases", "anchoring", "--models", "random", "--db", str(db))
+        writing = cogbias_main(
+            "run", "--biases", "anchoring", "--models", "random", "--db", str(db)
+        )
         no_traceback(writing)
         assert writing.returncode == 1 and "is read-only" in writing.stderr
     assert file_hash(db) == before

@@ -184,8 +184,9 @@ def home(tmp_path: Path) -> Path:
 
 
 def test_broken_user_study_files_are_located_and_never_break_the_others(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, cogbias_main: Callable[..., subprocess.CompletedProcess[str]]
 ) -> None:
+    """The first broken file in a real process, the others in this one (`cogbias_main`)."""
     folder = home / "studies"
     (folder / "bad.toml").write_text('id = "bad"\nname = 5\n', encoding="utf-8")
     (folder / "latin.toml").write_bytes('id = "latin"\nname = "Caf\xe9"\n'.encode("latin-1"))
@@ -198,15 +199,18 @@ def test_broken_user_study_files_are_located_and_never_break_the_others(
         "huge": f"{folder / 'huge.toml'}:1:1: the file is {studies.MAX_STUDY_BYTES + 1:,} bytes",
     }
     for name, message in expected.items():
-        done = cogbias(
-            "run", "--study", name, "--models", "random", "--dry-run", "--db", db, home=home
-        )
+        words = ("run", "--study", name, "--models", "random", "--dry-run", "--db", db)
+        if name == "bad":
+            done = cogbias(*words, home=home)
+        else:
+            done = cogbias_main(*words, env={"COGBIAS_HOME": str(home)})
         assert done.returncode == 1 and message in done.stderr, done.stderr  # a file problem
         no_traceback(done)
     # the built-in still runs; the file that shadows it is named, not silently ignored
-    done = cogbias(
-        "run", "--study", "mohr8", "--models", "random", "--dry-run", "--db", db, home=home
-    )
+    done = cogbias_main(
+        "run", "--study", "mohr8", "--models", "random", "--dry-run", "--db", db,
+        env={"COGBIAS_HOME": str(home)},
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"note: {folder / 'mohr8.toml'}:1:" in done.stderr
     assert "a built-in study has the id 'mohr8'" in done.stderr
@@ -290,7 +294,11 @@ def test_a_token_bias_dataset_given_as_a_study_says_how_to_run_it(tmp_path: Path
     no_traceback(done)
 
 
-def test_results_and_resume_of_a_run_whose_study_source_is_gone(tmp_path: Path) -> None:
+def test_results_and_resume_of_a_run_whose_study_source_is_gone(
+    tmp_path: Path, cogbias_main: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    """The study run in a real process; the ten commands after it in this one
+    (`cogbias_main`: a process start each was most of this test's time)."""
     db = tmp_path / "s.db"
     done = cogbias(
         "run", "--study", "mohr8", "--models", "random", "--tests", "anchoring",
@@ -300,10 +308,10 @@ def test_results_and_resume_of_a_run_whose_study_source_is_gone(tmp_path: Path) 
     with Store(db) as store:
         run_id = study_results.study_runs(store)[0].id
     for by in ("model", "temperature", "variant", "mitigation"):  # one value each
-        shown = cogbias("results", "--run", run_id, "--by", by, "--db", db)
+        shown = cogbias_main("results", "--run", run_id, "--by", by, "--db", db)
         assert shown.returncode == 0, shown.stderr
         assert "anchoring" in shown.stdout and "cohens_d" in shown.stdout
-    paired = cogbias(
+    paired = cogbias_main(
         "run", "--models", "random", "--biases", "anchoring", "--scenarios", "1", "--db", db
     )
     assert paired.returncode == 0, paired.stderr
@@ -311,17 +319,17 @@ def test_results_and_resume_of_a_run_whose_study_source_is_gone(tmp_path: Path) 
         pair_run = next(r["id"] for r in store.runs() if r["id"] != run_id)
         store.db.execute("delete from study_sources")
         store.db.conn.commit()
-    by = cogbias("results", "--run", pair_run, "--by", "mitigation", "--db", db)
+    by = cogbias_main("results", "--run", pair_run, "--by", "mitigation", "--db", db)
     assert by.returncode == 2 and f"run {pair_run} is a paired run" in by.stderr
     for args in (("resume", run_id), ("results", "--run", run_id), ("results", "--study", "mohr8")):
-        gone = cogbias(*args, "--db", db)
+        gone = cogbias_main(*args, "--db", db)
         assert gone.returncode == 2, gone.stderr
         assert "the study 'mohr8' this run was planned from" in gone.stderr
         assert "cogbias delete run" in gone.stderr
         no_traceback(gone)
     # its turns still export as answered; only `coded` needs the study, so it stays empty
     out = tmp_path / "turns.csv"
-    exported = cogbias("export", "--run", run_id, "--db", db, "-o", out)
+    exported = cogbias_main("export", "--run", run_id, "--db", db, "-o", out)
     assert exported.returncode == 0, exported.stderr
     with out.open(newline="") as handle:
         turns = list(csv.DictReader(handle))
@@ -810,8 +818,10 @@ def test_a_question_that_cannot_be_composed_fails_its_unit_and_the_run_goes_on(
 
 
 def test_runs_of_a_study_file_broken_later_still_show_and_resume(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, cogbias_main: Callable[..., subprocess.CompletedProcess[str]]
 ) -> None:
+    """The first run in a real process, the commands after the file broke in this one
+    (`cogbias_main`), which reads the file again as a new process would."""
     path = home / "studies" / "hostile.toml"
     path.write_text(HOSTILE_STUDY, encoding="utf-8")
     db = tmp_path / "s.db"
@@ -820,14 +830,15 @@ def test_runs_of_a_study_file_broken_later_still_show_and_resume(
     )
     assert done.returncode == 0, done.stderr
     path.write_text(HOSTILE_STUDY.replace("max = 9", "max = [9"), encoding="utf-8")
-    shown = cogbias("results", "--study", "hostile", "--db", db, home=home)
+    env = {"COGBIAS_HOME": str(home)}
+    shown = cogbias_main("results", "--study", "hostile", "--db", db, env=env)
     assert shown.returncode == 0, shown.stderr
     assert "num" in shown.stdout and "cohens_d" in shown.stdout
-    again = cogbias("run", "--study", "hostile", "--models", "random", "--db", db, home=home)
+    again = cogbias_main("run", "--study", "hostile", "--models", "random", "--db", db, env=env)
     assert again.returncode == 1 and f"{path}:11:1: this is not valid TOML" in again.stderr
     with Store(db) as store:
         run_id = study_results.study_runs(store)[0].id
-    resumed = cogbias("resume", run_id, "--db", db, home=home)
+    resumed = cogbias_main("resume", run_id, "--db", db, env=env)
     assert resumed.returncode == 0, resumed.stderr
 
 

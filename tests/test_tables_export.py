@@ -233,3 +233,25 @@ def test_a_shown_table_downloads_with_missing_values_empty_and_formulas_defused(
     assert str(table.schema.field("n").type) == "int64"
     assert table.column("value").to_pylist() == [0.25, None, -1.5]
     assert table.column("ok").to_pylist() == [True, False, None]
+
+
+def test_a_tables_files_are_written_once_per_content_and_never_from_another_table():
+    """The Download menu's files are cached on the table's content (`_tables._files`): the
+    same content gives the same files, and tables pandas would hash alike (None and "None",
+    1 and "1" in a column of objects; a column renamed or retyped) each get their own."""
+    from app_pages import _tables
+    from cogbias.views.export import frame_bytes
+
+    tables = [
+        pd.DataFrame({"x": [1, None], "y": [0.5, math.nan]}, dtype=object),
+        pd.DataFrame({"x": ["1", "None"], "y": [0.5, math.nan]}, dtype=object),
+        pd.DataFrame({"x": [1.0, math.nan], "y": [0.5, math.nan]}),
+        pd.DataFrame({"z": [1.0, math.nan], "y": [0.5, math.nan]}),
+        pd.DataFrame({"x": [["a", "b"], ["c"]], "y": [1, 2]}),  # lists: written every time
+    ]
+    for table in tables * 2:
+        files = _tables._files(table)
+        assert files == {fmt: frame_bytes(table, fmt) for fmt in FORMATS}
+    keys = {_tables.fingerprint(t) for t in tables[:4]}
+    assert len(keys) == 4
+    assert _tables.fingerprint(tables[0].copy()) == _tables.fingerprint(tables[0])
