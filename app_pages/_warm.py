@@ -4,7 +4,8 @@ page's first visit would otherwise pay on the click.
 - The local model starts (its own thread: llama.cpp loads outside the interpreter), so
   Learn's first live pair finds it running.
 - Every page's modules are imported (Altair, SciPy, pandas, pyarrow and our views: 0.3–0.7 s
-  of a page's first visit each), and Explore's heatmap is built once, which loads the
+  of a page's first visit each) but the pages' own helpers (`app_pages._*`), which declare
+  custom components and use Streamlit and are left to the scripts that run them, and Explore's heatmap is built once, which loads the
   Vega-Lite schema Altair validates against.
 - Then the garbage collector's generations are frozen (`gc.freeze`): the ~180,000 objects
   those imports leave are alive for the whole process, yet every full collection walked them
@@ -62,6 +63,8 @@ def warm_up() -> None:
     if warm_in_background() is not None:
         resolve("local/smollm2").cache_extras()  # its file's hash, which a cache key needs
     for module, names in sorted(page_imports().items()):
+        if module.split(".")[0] == "app_pages":
+            continue  # the pages' own helpers run st.* and declare components: their pages do
         loaded = _imported(module)
         if loaded is None or not hasattr(loaded, "__path__"):
             continue  # `from a.module import a_name`: nothing more to import

@@ -199,3 +199,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # (`local.warm_in_background`); a test process must not hold a model it did not ask for, nor
 # have it start beside a test that replaces the server. Tests that want it set it back.
 os.environ.setdefault("COGBIAS_LOCAL_WARM", "0")
+# Tables printed by the command fit the terminal (`cli.terminal.width`): every test, and every
+# command it starts, sees a terminal of 120 columns, whatever the machine running the suite
+# has; a test about another width sets its own.
+os.environ["COLUMNS"] = "120"

@@ -166,7 +166,9 @@ def test_mohr_heatmaps_name_every_column_and_keep_legends_inside(
         page.wait_for_timeout(500)
         page.screenshot(path=str(SHOTS / "effects_feature_regression.png"))
         # the grid draws on a canvas; its cells are also written as an accessible table in it
-        row = grid_row(features, "release_days", 6)
+        # its effect in words first, the formula's own term last (`coefficients.plain_term`)
+        row = grid_row(features, "release date (per day later)", 7)
+        assert row[6] == "release_days", row
         coefficient, std_error, ci = row[1], row[2], row[5]
         # a fixed "%+.3f" showed this per-day coefficient as "+0.000, SE 0.000"
         for text in (coefficient, std_error, ci):

@@ -117,4 +117,4 @@ def test_studies_page_sets_the_papers_models_beside_a_run(browser: Any, app_url:
         labels = set(beside.locator("svg text").all_text_contents())
         assert {"GPT-4", "random · your run"} <= labels, labels
         grid = page.get_by_test_id("stDataFrame").filter(has_text="framing Δ").first
-        assert grid_row(grid, "your run", 3) == ["your run", "random", "none"]  # on top
+        assert grid_row(grid, "your run", 3) == ["your run", "random", "no mitigation"]  # on top

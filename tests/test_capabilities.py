@@ -79,6 +79,7 @@ OPPOSITES = {
     "batchable": False,
     "logprobs": False,
     "top_logprobs": False,
+    "probabilities_first": True,
     "grammar": True,
     "prefix_cache": True,
     "writes_text": False,

@@ -101,7 +101,7 @@ def test_the_local_model_answers_a_classic_and_the_reveal_accounts_for_every_ans
     ways = {r["who"] for r in local}
     assert len(ways) == 2, ways  # the default way (probabilities) and sampled answers
     for who in ways:
-        asked = SAMPLES if "sampl" in who else 1
+        asked = 1 if "probabilities" in who else SAMPLES  # one call a condition, or n answers
         for condition in conditions:
             shown = {r["n"] for r in local if r["who"] == who and r["condition"] == condition}
             if shown != {str(asked)}:  # fewer read: the page says how many and why

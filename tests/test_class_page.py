@@ -120,11 +120,12 @@ def test_no_model_chosen_is_a_message_and_a_priced_model_needs_its_key_first(
     assert not _has(at, "class_ask")  # no call can start without the key
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     at.run()
-    # its profile lists its most probable tokens: read as option probabilities by default
-    assert "scored by option probabilities" in texts(at)
-    assert re.search(r"Before any call: 2 answers, 2 calls; at most \$0\.0\d+", texts(at))
-    at.radio(key="class_mode").set_value("sample").run()
+    # a capable model is sampled by default (the paper's reading), though it lists its most
+    # probable tokens: 20 answers a condition
+    assert "scored by option probabilities" not in texts(at)
     assert re.search(r"Before any call: 40 answers, 40 calls; at most \$0\.0\d+", texts(at))
+    at.radio(key="class_mode").set_value("probabilities").run()
+    assert re.search(r"Before any call: 2 answers, 2 calls; at most \$0\.0\d+", texts(at))
     assert _has(at, "class_ask")  # the cost is on the page before the button is pressed
 
 

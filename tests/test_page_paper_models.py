@@ -41,7 +41,7 @@ def test_datasets_page_browses_table_3_and_appendix_d_with_nothing_imported(app_
     assert at.selectbox(key="pm_result").value == "biasbuster-table3"
     table = frame_with(at, "framing Δ").set_index(["model", "mitigation"])
     assert len(table) == 20
-    assert table.loc[("GPT-4", "none"), "framing Δ"] == "-0.405"
+    assert table.loc[("GPT-4", "no mitigation"), "framing Δ"] == "-0.405"  # baseline in words
     assert table.loc[("GPT-3.5-turbo", "contrastive"), "group Δ"] == "0.005*"
     assert "Source: Echterhoff, J., Liu, Y., Alessa, A., McAuley, J., & He, Z. (2024)" in (
         captions(at).replace("\\", "")
@@ -69,7 +69,7 @@ def test_a_biasbuster_run_shows_the_papers_models_beside_its_own(app_db: Path) -
     beside = frame_with(at, "source")
     assert set(beside["source"]) == {"the paper", "your run"}
     ours = beside[beside["source"] == "your run"]
-    assert list(ours["model"]) == ["random"] and list(ours["mitigation"]) == ["none"]
+    assert list(ours["model"]) == ["random"] and list(ours["mitigation"]) == ["no mitigation"]
     assert ours["framing Δ"].iloc[0] != "–" and ours["group Δ"].iloc[0] == "–"  # not asked
     assert "same design in its own words" in captions(at)
 

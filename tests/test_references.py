@@ -4,6 +4,8 @@ model beside the humans checked against known values."""
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from pathlib import Path
 
@@ -304,7 +306,7 @@ prompt = "Q"
 
 
 def test_the_studies_page_shows_humans_beside_a_run_and_a_users_text_as_text(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, downloaded
 ) -> None:
     from cogbias.runs.study_plan import StudySpec
     from tests.study_helpers import HOSTILE, study_run
@@ -329,8 +331,13 @@ def test_the_studies_page_shows_humans_beside_a_run_and_a_users_text_as_text(
     assert "$7.12" in set(shown["Humans"]) and "n = 3" in " ".join(shown["Model"])
     assert f"Ours {HOSTILE}: Class {HOSTILE} lesson 3." in [t.value for t in at.text]
     assert "<script>" not in texts(at)  # never in Markdown
-    labels = [b.label for b in at.get("download_button")]
-    assert "Download beside the humans (CSV)" in labels
+    # every cell beside the humans downloads from its own Download menu, a button per format
+    (menu,) = [p for p in at.get("popover") if "beside the humans" in p.proto.popover.label]
+    buttons = {b.label: b for b in menu.get("download_button")}
+    assert list(buttons) == ["CSV", "JSONL", "Parquet"]
+    rows = list(csv.DictReader(io.StringIO(downloaded(buttons["CSV"]).decode("utf-8"))))
+    assert f"Ours {HOSTILE}" in {r["experiment"] for r in rows}  # the user's text, as written
+    assert "7.12" in {r["humans"] for r in rows}
 
 
 def test_the_studies_form_lists_the_human_results_before_a_run(tmp_path, monkeypatch) -> None:

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def cogbias(*args: object, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COGBIAS_HOME": str(home)}
+    # a terminal wide enough that no cell of the tables read here is clipped to fit
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COGBIAS_HOME": str(home), "COLUMNS": "400"}
     return subprocess.run(
         [sys.executable, "-m", "cogbias", *map(str, args)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,

@@ -38,16 +38,16 @@ def test_heatmap_rows_carry_the_other_varying_dimension(run: tuple[Path, str]) -
         "anchoring · 0.2",
         "anchoring · 1",
     ]  # in the study's test order, then as `results` orders the cells
-    assert charts_studies.column_order(table, "mitigation") == ["none", "selfhelp"]
+    assert charts_studies.column_order(table, "mitigation") == ["no mitigation", "selfhelp"]
     assert charts_studies.column_order(table, "temperature") == ["0.2", "1"]
     by_temperature = charts_studies.heatmap_frame(table, "temperature")
     assert set(by_temperature["row"]) == {
-        "framing · none",
+        "framing · no mitigation",
         "framing · selfhelp",
-        "anchoring · none",
+        "anchoring · no mitigation",
         "anchoring · selfhelp",
     }
-    cell = by_temperature.set_index(["row", "column"]).loc[("framing · none", "0.2")]
+    cell = by_temperature.set_index(["row", "column"]).loc[("framing · no mitigation", "0.2")]
     expected = table.query("test == 'framing' and mitigation == 'none' and temperature == 0.2")
     assert cell["value"] == pytest.approx(float(expected["value"].iloc[0]))
 
