@@ -3,10 +3,9 @@ page's first visit would otherwise pay on the click.
 
 - The local model starts (its own thread: llama.cpp loads outside the interpreter), so
   Learn's first live pair finds it running.
-- Every page's modules are imported (Altair, SciPy, pandas, pyarrow and our views: 0.3–0.7 s
-  of a page's first visit each) but the pages' own helpers (`app_pages._*`), which declare
-  custom components and use Streamlit and are left to the scripts that run them, and Explore's heatmap is built once, which loads the
-  Vega-Lite schema Altair validates against.
+- The pages' modules of ours and pandas (`WARMED`) are imported (with them Altair, SciPy and
+  pyarrow: 0.3–0.7 s of a page's first visit each), and Explore's heatmap is built once,
+  which loads the Vega-Lite schema Altair validates against.
 - Then the garbage collector's generations are frozen (`gc.freeze`): the ~180,000 objects
   those imports leave are alive for the whole process, yet every full collection walked them
   all again, 0.15–0.3 s that fell in whichever script ran then (a page switch). New objects
@@ -29,6 +28,10 @@ from pathlib import Path
 from types import ModuleType
 
 PAGES = Path(__file__).parent
+# The packages imported ahead (ours pull in Altair, SciPy and pyarrow). Streamlit-facing ones
+# are left to the scripts that use them: a custom component declared from this thread (the
+# Templates editor, streamlit_ace) never drew its frame.
+WARMED = ("cogbias", "pandas")
 # How long the warm-up waits for the scripts to end before it goes on anyway (a page that
 # keeps its script running must not keep the others cold).
 PATIENCE = 10.0
@@ -63,8 +66,8 @@ def warm_up() -> None:
     if warm_in_background() is not None:
         resolve("local/smollm2").cache_extras()  # its file's hash, which a cache key needs
     for module, names in sorted(page_imports().items()):
-        if module.split(".")[0] == "app_pages":
-            continue  # the pages' own helpers run st.* and declare components: their pages do
+        if module.split(".")[0] not in WARMED:
+            continue
         loaded = _imported(module)
         if loaded is None or not hasattr(loaded, "__path__"):
             continue  # `from a.module import a_name`: nothing more to import
