@@ -203,3 +203,29 @@ os.environ.setdefault("COGBIAS_LOCAL_WARM", "0")
 # command it starts, sees a terminal of 120 columns, whatever the machine running the suite
 # has; a test about another width sets its own.
 os.environ["COLUMNS"] = "120"
+
+
+def _letters(request: dict[str, Any]) -> Any:
+    """A letter with its top log-probabilities when they are asked for, else the default."""
+    import math
+
+    from tests.fake_llm_server import default_responder
+
+    if not request.get("logprobs"):
+        return default_responder(request)
+    top = [{"token": t, "logprob": math.log(p)} for t, p in (("A", 0.6), ("B", 0.3), ("C", 0.1))]
+    content = [{"token": "A", "logprob": top[0]["logprob"], "top_logprobs": top}]
+    return {"content": "A", "logprobs": {"content": content}}
+
+
+@pytest.fixture
+def local_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The local model's requests go to a scripted server that answers a letter with its
+    log-probabilities (the local model's default scoring) and "Option N" otherwise."""
+    from cogbias.llm import local
+    from tests.fake_llm_server import FakeLLMServer
+
+    with FakeLLMServer(_letters) as server:
+        monkeypatch.setattr(local, "_api_base", None)
+        monkeypatch.setenv(local.SHARED_SERVER_ENV, server.base_url)
+        yield server

@@ -7,39 +7,19 @@ asks the real one."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from cogbias.cli.main import PAIR_BY_PROBABILITIES, main
-from cogbias.llm import local, logprobs, settings
+from cogbias.llm import logprobs, settings
 from cogbias.runs import decide, grammars
 from cogbias.runs.scorers import default_for_models
-from tests.fake_llm_server import FakeLLMServer, _last_user_text, default_responder
+from tests.fake_llm_server import FakeLLMServer, _last_user_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_OPTIONS = "I would choose Option 4: Very bad"  # what SmolLM2 wrote (issue 41)
-
-
-def letters(request: dict[str, Any]) -> Any:
-    """A letter with its top log-probabilities when they are asked for, else the default."""
-    if not request.get("logprobs"):
-        return default_responder(request)
-    top = [{"token": t, "logprob": math.log(p)} for t, p in (("A", 0.6), ("B", 0.3), ("C", 0.1))]
-    content = [{"token": "A", "logprob": top[0]["logprob"], "top_logprobs": top}]
-    return {"content": "A", "logprobs": {"content": content}}
-
-
-@pytest.fixture
-def local_server(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The local model's requests go to the scripted server."""
-    with FakeLLMServer(letters) as server:
-        monkeypatch.setattr(local, "_api_base", None)
-        monkeypatch.setenv(local.SHARED_SERVER_ENV, server.base_url)
-        yield server
 
 
 def test_the_default_scoring_follows_the_models_profiles() -> None:

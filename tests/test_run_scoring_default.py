@@ -7,7 +7,6 @@ server here (`COGBIAS_LOCAL_API_BASE`); bench/local_readable.py asks the real on
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -16,36 +15,18 @@ import pytest
 
 from cogbias.cli.main import main
 from cogbias.core.templates import LETTERED, QUESTION, Filled
-from cogbias.llm import local, logprobs
+from cogbias.llm import logprobs
 from cogbias.llm.profiles import resolve
 from cogbias.runs import decide, executor, grammars, kinds, paired_plan, study_answers
 from cogbias.runs.study_plan import StudySpec
 from cogbias.store import Store
 from cogbias.studies.study_catalog import get_study
 from cogbias.views import charts_explore, explore, report_methods, unread_answers
-from tests.fake_llm_server import FakeLLMServer, default_responder
+from tests.fake_llm_server import FakeLLMServer
 
 LOCAL = "local/smollm2"
 TWO_OPTIONS = "I would choose Option 4: Very bad"  # what SmolLM2 wrote (issue 41)
 NOTE = "scored by option probabilities, which local/smollm2 gives; choose --scoring choice"
-
-
-def letters(request: dict[str, Any]) -> Any:
-    """A letter with its top log-probabilities when they are asked for, else the default."""
-    if not request.get("logprobs"):
-        return default_responder(request)
-    top = [{"token": t, "logprob": math.log(p)} for t, p in (("A", 0.6), ("B", 0.3), ("C", 0.1))]
-    content = [{"token": "A", "logprob": top[0]["logprob"], "top_logprobs": top}]
-    return {"content": "A", "logprobs": {"content": content}}
-
-
-@pytest.fixture
-def local_server(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The local model's requests go to the scripted server."""
-    with FakeLLMServer(letters) as server:
-        monkeypatch.setattr(local, "_api_base", None)
-        monkeypatch.setenv(local.SHARED_SERVER_ENV, server.base_url)
-        yield server
 
 
 def _spec(db: str, run_id: str) -> dict[str, Any]:
