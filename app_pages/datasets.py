@@ -318,14 +318,10 @@ def _export_tab(view: _View) -> None:
         )  # fmt: skip
         if data is not None:
             st.session_state["ds_export"] = (key, data)
-    prepared = st.session_state.get("ds_export")
-    if prepared and prepared[0] == key:
-        st.download_button(
-            f"Download {len(prepared[1]) / 1e6:.2f} MB",
-            prepared[1],
-            file_name=f"{_tables.stem(current)}-{what.replace('_', '-')}.{fmt}",
-            key="ds_download",
-        )
+    _offer_prepared(
+        key, "Download {mb} MB", f"{_tables.stem(current)}-{what.replace('_', '-')}.{fmt}",
+        "ds_download",
+    )  # fmt: skip
 
 
 def _hub_folder(store: Store, current: str, stale: bool) -> None:
@@ -344,14 +340,23 @@ def _hub_folder(store: Store, current: str, stale: bool) -> None:
         )
         if data is not None:
             st.session_state["ds_export"] = (key, data)
+    _offer_prepared(
+        key, "Download the Hub folder, zipped ({mb} MB)", f"{_tables.stem(current)}-hub.zip",
+        "ds_hub_download", mime="application/zip",
+    )  # fmt: skip
+
+
+def _offer_prepared(
+    key: tuple[object, ...], label: str, file_name: str, button: str, mime: str | None = None
+) -> None:
+    """The download of what Prepare made for `key` (kept in the session across reruns), its
+    size in `label`'s {mb}; nothing when what was prepared is another table or dataset's."""
     prepared = st.session_state.get("ds_export")
     if prepared and prepared[0] == key:
+        size = f"{len(prepared[1]) / 1e6:.2f}"
+        extra = {"mime": mime} if mime else {}
         st.download_button(
-            f"Download the Hub folder, zipped ({len(prepared[1]) / 1e6:.2f} MB)",
-            prepared[1],
-            file_name=f"{_tables.stem(current)}-hub.zip",
-            mime="application/zip",
-            key="ds_hub_download",
+            label.format(mb=size), prepared[1], file_name=file_name, key=button, **extra
         )
 
 
