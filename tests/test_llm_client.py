@@ -436,3 +436,41 @@ def test_a_run_that_used_an_unpriced_model_shows_its_cost_as_unknown_or_a_lower_
     assert text(None, None) == "$0.0000"
     generator = json.dumps({"models": ["random"], "generator": MODEL})  # it asked one too
     assert text(0.0, generator) == "unknown"
+
+
+def test_an_answer_put_while_a_lookup_resumes_is_seen_so_it_is_not_asked_twice(
+    tmp_path: Any,
+) -> None:
+    """Two identical questions in one run: the first is answered in the loop turn between
+    the second's bulk read (a miss) and the second resuming; the second must see it."""
+    from cogbias.store import Store
+    from cogbias.store.buffered_cache import BufferedCache
+
+    record = {"model": MODEL, "text": "A", "prompt_tokens": 1, "completion_tokens": 1}
+
+    async def scenario(cache: BufferedCache) -> dict[str, Any] | None:
+        second = asyncio.create_task(cache.lookup("k"))
+        await asyncio.sleep(0)  # the second starts its lookup; the bulk read is scheduled
+        await asyncio.sleep(0)  # the bulk read runs (a miss); the second is woken next
+        cache.put("k", record)  # the first's answer arrives before the second resumes
+        return await second
+
+    with Store(tmp_path / "calls.db") as store:
+        assert run(scenario(BufferedCache(store))) == record
+
+
+def test_a_lookup_left_waiting_by_an_ended_event_loop_does_not_stall_the_next_run(
+    tmp_path: Any,
+) -> None:
+    from cogbias.store import Store
+    from cogbias.store.buffered_cache import BufferedCache
+
+    with Store(tmp_path / "calls.db") as store:
+        cache = BufferedCache(store)
+        first = asyncio.new_event_loop()
+        first.create_task(cache.lookup("k"))
+        first.call_soon(first.stop)  # the lookup starts, then the loop stops before its read
+        first.run_forever()
+        first.close()
+        found = asyncio.run(asyncio.wait_for(cache.lookup("k2"), timeout=5))
+        assert found is None  # answered (a miss), not left waiting for the dead loop's read

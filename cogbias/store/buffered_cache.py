@@ -28,6 +28,7 @@ class BufferedCache:
         # lookups waiting for the next bulk read: key -> one future per caller (a caller that
         # is cancelled cancels its own future only)
         self._wanted: dict[str, list[asyncio.Future[dict[str, Any] | None]]] = {}
+        self._read_loop: asyncio.AbstractEventLoop | None = None  # where the next read runs
 
     async def lookup(self, key: str) -> dict[str, Any] | None:
         """The record under `key` (buffered or stored), or None; read with the lookups of
@@ -36,11 +37,18 @@ class BufferedCache:
         if record is not None:
             return record
         loop = asyncio.get_running_loop()
+        if self._read_loop is not loop:  # a run before this one ended on another loop: its
+            self._wanted = {}  # waiting lookups died with it and its read will never run
         if not self._wanted:
             loop.call_soon(self._read_wanted)
+            self._read_loop = loop
         future: asyncio.Future[dict[str, Any] | None] = loop.create_future()
         self._wanted.setdefault(key, []).append(future)
-        return await future
+        found = await future
+        # An answer put between the bulk read and this caller resuming is seen: the client
+        # registers its request as in flight without awaiting again, so no identical
+        # question slips through to the model twice.
+        return found if found is not None else self.pending.get(key)
 
     def _read_wanted(self) -> None:
         wanted, self._wanted = self._wanted, {}
