@@ -9,14 +9,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "artifacts" / "screenshots"  # test output, looked at by people (ignored by git)
 CHROMIUM = Path("/usr/bin/chromium")
+T = TypeVar("T")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -83,6 +84,26 @@ def settle(page: Any) -> None:
     beside the new run's until it ends.)"""
     page.wait_for_timeout(500)
     page.wait_for_function(SETTLED, timeout=120_000)
+
+
+def between_reloads(page: Any, read: Callable[[], T]) -> T:
+    """`read()` of a page that reloads itself (a participant's page does, every few seconds):
+    a read that a navigation interrupts ("the page is navigating", "execution context was
+    destroyed ... navigation") is made again once the page has loaded."""
+    for _ in range(20):
+        page.wait_for_load_state()
+        try:
+            return read()
+        except Exception as exc:  # playwright's Error; only a navigation is waited out
+            if "navigat" not in str(exc):
+                raise
+            page.wait_for_timeout(100)
+    raise AssertionError(f"{page.url} kept navigating: it could not be read")
+
+
+def html(page: Any) -> str:
+    """The page's HTML, read between reloads."""
+    return between_reloads(page, page.content)
 
 
 def shot(page: Any, name: str, top: Any = None) -> None:

@@ -22,7 +22,7 @@ from class_helpers import ROOT, fresh_address, open_on, serving
 
 from cogbias.classroom import lessons, questions, sessions
 from cogbias.store import Store
-from tests.browser_helpers import CHROMIUM
+from tests.browser_helpers import CHROMIUM, between_reloads, html
 
 pytestmark = pytest.mark.browser
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -44,7 +44,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 def violations(page: Any) -> list[tuple[str, str, int]]:
     """(rule, impact, nodes) of every serious or critical axe-core violation on the page."""
-    found = axe_playwright.Axe().run(page).response["violations"]
+    found = between_reloads(page, lambda: axe_playwright.Axe().run(page).response["violations"])
     return [(v["id"], v["impact"], len(v["nodes"])) for v in found if v["impact"] in SERIOUS]
 
 
@@ -78,7 +78,7 @@ def test_question_result_closed_pages_and_report_have_no_serious_violation(
             lessons.reveal(store, code)
         you.goto(join)
         you.get_by_text("the class's result").wait_for()
-        assert 'http-equiv="refresh"' not in you.content()  # the last result: it waits for nothing
+        assert 'http-equiv="refresh"' not in html(you)  # the last result: it waits for nothing
         assert violations(you) == [], "the result page"
         SHOTS.mkdir(parents=True, exist_ok=True)
         you.screenshot(path=str(SHOTS / "class_a11y_result.png"), full_page=True)

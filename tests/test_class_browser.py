@@ -31,6 +31,7 @@ from tests.browser_helpers import (
     app_environment,
     free_port,
     go,
+    html,
     learn_tab,
     no_exception,
     settle,
@@ -190,7 +191,7 @@ def test_a_class_answers_and_the_reveal_shows_humans_class_and_model(
         phone.reload()
         phone.get_by_text("lost a $10 bill").first.wait_for()
         phone.screenshot(path=str(SHOTS / "class_participant_revealed.png"), full_page=True)
-        assert "onerror" not in phone.content()
+        assert "onerror" not in html(phone)
         stranger = browser.new_context()  # someone who did not take part sees no result
         status = stranger.new_page().goto(join).status
         stranger.close()
