@@ -89,13 +89,14 @@ def settle(page: Any) -> None:
 def between_reloads(page: Any, read: Callable[[], T]) -> T:
     """`read()` of a page that reloads itself (a participant's page does, every few seconds):
     a read that a navigation interrupts ("the page is navigating", "execution context was
-    destroyed ... navigation") is made again once the page has loaded."""
+    destroyed ... navigation", a reload or visit aborted by the page's own reload) is made
+    again once the page has loaded."""
     for _ in range(20):
         page.wait_for_load_state()
         try:
             return read()
         except Exception as exc:  # playwright's Error; only a navigation is waited out
-            if "navigat" not in str(exc):
+            if not any(sign in str(exc) for sign in ("navigat", "ERR_ABORTED", "detached")):
                 raise
             page.wait_for_timeout(100)
     raise AssertionError(f"{page.url} kept navigating: it could not be read")
@@ -104,6 +105,11 @@ def between_reloads(page: Any, read: Callable[[], T]) -> T:
 def html(page: Any) -> str:
     """The page's HTML, read between reloads."""
     return between_reloads(page, page.content)
+
+
+def revisit(page: Any, url: str | None = None) -> None:
+    """Go to `url` (or reload) from a page that may be reloading itself at that moment."""
+    between_reloads(page, page.reload if url is None else lambda: page.goto(url))
 
 
 def shot(page: Any, name: str, top: Any = None) -> None:

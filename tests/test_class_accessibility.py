@@ -22,7 +22,7 @@ from class_helpers import ROOT, fresh_address, open_on, serving
 
 from cogbias.classroom import lessons, questions, sessions
 from cogbias.store import Store
-from tests.browser_helpers import CHROMIUM, between_reloads, html
+from tests.browser_helpers import CHROMIUM, between_reloads, html, revisit
 
 pytestmark = pytest.mark.browser
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -76,7 +76,7 @@ def test_question_result_closed_pages_and_report_have_no_serious_violation(
         assert violations(stranger) == [], "the closed page"
         with Store(db) as store:
             lessons.reveal(store, code)
-        you.goto(join)
+        revisit(you, join)
         you.get_by_text("the class's result").wait_for()
         assert 'http-equiv="refresh"' not in html(you)  # the last result: it waits for nothing
         assert violations(you) == [], "the result page"
@@ -143,7 +143,7 @@ def test_pages_that_wait_break_only_the_reload_rule_and_can_stop(
         assert {rule for rule, _, _ in violations(you)} == {"meta-refresh"}, "answered"
         with Store(db) as store:
             lessons.reveal(store, code)
-        you.goto(f"{join}?still=1")
+        revisit(you, f"{join}?still=1")
         you.get_by_text("the class's result").wait_for()
         assert violations(you) == [], "a result with a next question, not updating"
         assert sessions.answer_of(Store(db), sessions.require_session(Store(db), f"{code}-1"),

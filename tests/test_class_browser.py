@@ -34,6 +34,7 @@ from tests.browser_helpers import (
     html,
     learn_tab,
     no_exception,
+    revisit,
     settle,
 )
 
@@ -188,7 +189,7 @@ def test_a_class_answers_and_the_reveal_shows_humans_class_and_model(
 
     try:  # a participant now sees the class's result (their page reloads itself)
         phone = phones[0]
-        phone.reload()
+        revisit(phone)
         phone.get_by_text("lost a $10 bill").first.wait_for()
         phone.screenshot(path=str(SHOTS / "class_participant_revealed.png"), full_page=True)
         assert "onerror" not in html(phone)

@@ -23,7 +23,7 @@ from class_helpers import serving
 
 from cogbias.classroom import lessons, sessions
 from cogbias.store import Store
-from tests.browser_helpers import CHROMIUM, add_option, html, running_app, settle
+from tests.browser_helpers import CHROMIUM, add_option, html, revisit, running_app, settle
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
@@ -124,7 +124,7 @@ def test_a_two_question_lesson_with_a_countdown_projector_and_confirmed_reveal(
         phones[4].get_by_role("radio").first.check()
         phones[4].get_by_role("button", name="Send my answer").click()
         phones[4].get_by_text("was not counted").wait_for()
-        phones[4].goto(join)
+        revisit(phones[4], join)
         phones[4].get_by_text("You did not send an answer").wait_for()
         late = _phone(browser, join)
         late.get_by_text("Answers to this question are locked").wait_for()
