@@ -354,9 +354,8 @@ def _offer_prepared(
     prepared = st.session_state.get("ds_export")
     if prepared and prepared[0] == key:
         size = f"{len(prepared[1]) / 1e6:.2f}"
-        extra = {"mime": mime} if mime else {}
         st.download_button(
-            label.format(mb=size), prepared[1], file_name=file_name, key=button, **extra
+            label.format(mb=size), prepared[1], file_name=file_name, mime=mime, key=button
         )
 
 

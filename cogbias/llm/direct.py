@@ -18,6 +18,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from cogbias.llm.errors import LLMError, classify_failure, retry_after_of
@@ -100,20 +101,12 @@ async def chat(
     return data, latency
 
 
-_timeouts: dict[float, Any] = {}
-
-
+@lru_cache(maxsize=64)  # a deadline shortens each retry's timeout: a few values recur
 def _timeout(total: float) -> Any:
     """An `aiohttp.ClientTimeout` of `total` seconds (one object per value, not per call)."""
-    found = _timeouts.get(total)
-    if found is None:
-        import aiohttp
+    import aiohttp
 
-        found = _timeouts[total] = aiohttp.ClientTimeout(total=total)
-        if len(_timeouts) > 64:  # a deadline shortens each retry's timeout: keep a few
-            _timeouts.clear()
-            _timeouts[total] = found
-    return found
+    return aiohttp.ClientTimeout(total=total)
 
 
 async def _read_bounded(response: Any, model: str, api_base: str) -> bytes:

@@ -16,6 +16,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from cogbias.core.reasoning import EFFORTS
@@ -127,7 +128,7 @@ def _read_all(path: Path | None) -> tuple[list[ModelInfo], list[str]]:
             stat = p.stat()
         except OSError:
             continue
-        if not p.is_file():
+        if not S_ISREG(stat.st_mode):
             continue
         version = (stat.st_size, stat.st_mtime_ns)
         known = _READ.get(p)
@@ -139,9 +140,9 @@ def _read_all(path: Path | None) -> tuple[list[ModelInfo], list[str]]:
 
 
 def _read_file(p: Path) -> tuple[list[ModelInfo], list[str]]:
-    """One registry file's entries (a later one with the same id replaces an earlier one) and
-    what was wrong in it."""
-    models: dict[str, ModelInfo] = {}
+    """One registry file's entries in order (`_read_all` keeps the last of an id) and what
+    was wrong in it."""
+    models: list[ModelInfo] = []
     problems: list[str] = []
     try:
         entries = tomllib.loads(p.read_text(encoding="utf-8")).get("models", [])
@@ -151,8 +152,8 @@ def _read_file(p: Path) -> tuple[list[ModelInfo], list[str]]:
         info, wrong = _entry(entry)
         problems += [f"{p}: entry {n}: {w}" for w in wrong]
         if info is not None:
-            models[info.id] = info
-    return list(models.values()), problems
+            models.append(info)
+    return models, problems
 
 
 def _entry(entry: object) -> tuple[ModelInfo | None, list[str]]:

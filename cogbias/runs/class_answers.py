@@ -130,17 +130,21 @@ def spent(store: Store, run: Run) -> dict[str, float | None]:
         except (LLMError, ValueError):
             totals[model] = None
     plan = ClassPlan(spec, question, [], profiles)
+    paid: list[tuple[str, str]] = []  # (model, cache key) of each answer that was paid for
     for answer in store.run_model_answers(run.id):
         profile = profiles.get(answer.model)
-        total = totals.setdefault(answer.model, 0.0)
-        if profile is None or total is None or profile.kind != "remote":
+        totals.setdefault(answer.model, 0.0)
+        if profile is None or profile.kind != "remote":
             continue  # unresolved (None already), or the random and local models: free
         if answer.error is not None and not answer.answer:  # the call failed: nothing paid
             continue
         request = request_for(plan, Unit(answer.model, answer.condition, answer.repeat))
-        hit = store.get_llm_call(cache_key(request, profile))
-        cost = None if hit is None else hit.get("cost")
-        totals[answer.model] = None if cost is None else total + float(cost)
+        paid.append((answer.model, cache_key(request, profile)))
+    hits = store.get_llm_calls([key for _, key in paid])  # one read for the whole class
+    for model, key in paid:
+        total, cost = totals[model], hits.get(key, {}).get("cost")
+        if total is not None:
+            totals[model] = None if cost is None else total + float(cost)
     return totals
 
 

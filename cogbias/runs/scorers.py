@@ -262,11 +262,8 @@ def gives_probabilities(models: Sequence[str], api_base: str | None) -> bool:
     """Whether every model named that writes text lists its most probable tokens (option
     probabilities would read it), whether or not they are its default; False for a model
     that cannot be resolved (asking it says what is wrong)."""
-    try:
-        profiles = [resolve(model, api_base) for model in models]
-    except (UserError, ValueError):
-        return False
-    writers = [p for p in profiles if p.writes_text]
+    profiles = _resolved(models, api_base)
+    writers = [p for p in profiles or () if p.writes_text]
     return bool(writers) and all(p.top_logprobs for p in writers)
 
 
@@ -274,11 +271,16 @@ def default_for_models(models: Sequence[str], api_base: str | None, has_options:
     """`default_scoring` for models named by their strings (`cogbias pair`, Learn, Preview,
     a paired run that names no scoring: `paired_scoring`); an unknown model gets the sampled
     answer, and asking it says what is wrong."""
+    profiles = _resolved(models, api_base)
+    return DEFAULT if profiles is None else default_scoring(profiles, has_options)
+
+
+def _resolved(models: Sequence[str], api_base: str | None) -> list[ModelProfile] | None:
+    """The models' profiles, or None when one cannot be resolved."""
     try:
-        profiles = [resolve(model, api_base) for model in models]
+        return [resolve(model, api_base) for model in models]
     except (UserError, ValueError):
-        return DEFAULT
-    return default_scoring(profiles, has_options)
+        return None
 
 
 def default_scoring(profiles: Sequence[ModelProfile], has_options: bool) -> str:
