@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "artifacts" / "screenshots"  # test output, looked at by people (ignored by git)
 CHROMIUM = Path("/usr/bin/chromium")
 T = TypeVar("T")
+WAIT_MS = 30_000  # how long an element may take to come, under load
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -121,6 +122,20 @@ def shot(page: Any, name: str, top: Any = None) -> None:
         page.wait_for_timeout(300)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def shows(locator: Any, count: int = 1) -> None:
+    """The page comes to hold exactly `count` of `locator` (waited for: Streamlit sends a
+    run's elements one by one, so one element on screen does not mean its neighbours are;
+    a QR code came after its join link under load)."""
+    from playwright.sync_api import expect
+
+    expect(locator).to_have_count(count, timeout=WAIT_MS)
+
+
+def shows_at_least(locator: Any, count: int = 1) -> None:
+    """The page comes to hold at least `count` of `locator`, shown or not (waited for)."""
+    locator.nth(count - 1).wait_for(state="attached", timeout=WAIT_MS)
 
 
 def no_exception(page: Any) -> None:

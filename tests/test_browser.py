@@ -27,6 +27,8 @@ from tests.browser_helpers import (
     no_exception,
     replace_editor_text,
     settle,
+    shows,
+    shows_at_least,
 )
 
 pytestmark = pytest.mark.browser
@@ -65,7 +67,7 @@ def test_explore_heatmap_and_paired_responses(page: object) -> None:
     chart = page.get_by_test_id("stVegaLiteChart")  # type: ignore[attr-defined]
     cells = chart.locator("g.mark-rect path[aria-label]")
     cells.first.wait_for()
-    assert cells.count() >= 30  # the demo results: 30 biases x its models
+    shows_at_least(cells, 30)  # the demo results: 30 biases x its models
     cell = cells.nth(cells.count() // 2)  # mid-chart: away from the chart's hover toolbar
     label = cell.get_attribute("aria-label") or ""
     cell.click()
@@ -131,7 +133,7 @@ def test_preview_fills_with_the_local_model(page: object) -> None:
     # (drawn after the caption: waited for, not counted at once)
     page.locator(".ins-llm, .ins-example").first.wait_for()  # type: ignore[attr-defined]
     settle(page)
-    assert made_by.count() == 1
+    shows(made_by)
     no_exception(page)
     assert page.get_by_test_id("stAlertContentError").count() == 0  # type: ignore[attr-defined]
     shot(page, "3_preview_local_model")
@@ -297,8 +299,8 @@ def test_learn_shows_both_halves_probability_bars_for_the_local_model(page: obje
     bars.nth(2 * n - 1).wait_for(timeout=LOCAL_MODEL_TIMEOUT_MS)
     no_exception(page)
     assert page.get_by_test_id("stAlertContentError").count() == 0  # type: ignore[attr-defined]
-    assert bars.count() == 2 * n
-    assert page.get_by_text("Option probabilities", exact=True).count() == 1  # type: ignore[attr-defined]
+    shows(bars, 2 * n)
+    shows(page.get_by_text("Option probabilities", exact=True))  # type: ignore[attr-defined]
     texts = bars.all_inner_texts()
     assert all("%" in text for text in texts), texts
     # the options as the model saw them (lettered), its letter never read as words
@@ -319,11 +321,11 @@ def test_learn_first_shows_a_filled_pair_and_the_template_one_click_away(page: o
     for half in shown:
         text = half.inner_text()
         assert "[[" not in text and "]]" not in text and "{{" not in text, text
-        assert half.locator(".ins-example").count() > 0  # the example fills, marked as such
+        shows_at_least(half.locator(".ins-example"))  # the example fills, marked as such
     page.get_by_text("An example pair, filled offline").wait_for()  # type: ignore[attr-defined]
     shot(page, "21_1a_learn_filled_pair")
     expander = page.get_by_test_id("stExpander").filter(has_text="The template behind it")  # type: ignore[attr-defined]
-    assert expander.count() == 1
+    shows(expander)
     expander.get_by_text("The template behind it").click()
     raw = expander.locator('[data-testid="stMarkdown"]:has-text("Situation:")')
     raw.nth(1).wait_for()
@@ -355,7 +357,7 @@ def _refused_in_one_sentence(page: object) -> str:
     text anywhere on the page."""
     error = page.get_by_test_id("stAlertContentError")  # type: ignore[attr-defined]
     error.first.wait_for()
-    assert error.count() == 1
+    shows(error)
     text = error.inner_text()
     assert f"needs an API key and {KEYED_VARIABLE} is not set" in text, text
     assert ".streamlit/secrets.toml" in text, text

@@ -29,6 +29,8 @@ from tests.browser_helpers import (
     settle,
     shot,
     shown_choice,
+    shows,
+    shows_at_least,
     toml_editor,
     visit,
 )
@@ -110,12 +112,12 @@ def test_a_fill_copying_its_instruction_is_replaced_by_a_marked_example_fill(pag
     examples = library.get_test_case("framing_effect").examples
     opposite = next(fills for key, fills in examples.items() if "exact opposite" in key)
     marked = page.locator(".ins-example")
-    assert marked.count() == 1  # the one rejected fill, in the treatment
+    shows(marked)  # the one rejected fill, in the treatment
     assert marked.inner_text() in opposite
     title = marked.get_attribute("title") or ""
     assert title.startswith("example fill (the model's fill 'the one also measured")
     assert "was rejected (it copies the instruction's words" in title
-    assert page.locator(".ins-llm").count() >= 2  # the model's own fills stay marked as its
+    shows_at_least(page.locator(".ins-llm"), 2)  # the model's own fills stay marked as its
     marked.hover()  # the browser's tooltip is not in a screenshot; the mark is
     shot(page, "21_3_preview_rejected_fill", page.get_by_text("Scenario:", exact=False))
 
@@ -176,7 +178,7 @@ def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> 
     fills = [f for key, f in library.get_test_case("framing_effect").examples.items()]
     assert any(f in shown for group in fills for f in group)
     assert "not saved" in shown
-    assert page.get_by_text("No test cases of your own yet").count() == 1  # nothing saved
+    shows(page.get_by_text("No test cases of your own yet"))  # nothing saved
     no_exception(page)
     shot(page, "21_5a_templates_draft_preview", page.get_by_role("tab", name="Gaps"))
 
@@ -190,7 +192,7 @@ def test_templates_preview_an_unsaved_draft_and_say_what_is_wrong(page: Any) -> 
     message = f"a text is not closed on line {line}: add its closing quote"
     page.get_by_text(message).first.wait_for()
     assert "Illegal character" not in page.inner_text("body")
-    assert panel.get_by_text("No preview until the draft loads").count() == 1
+    shows(panel.get_by_text("No preview until the draft loads"))
     assert message not in panel.inner_text()  # said once, under the editor, not again here
     assert editor_marked_lines(page) == [line]
     no_exception(page)

@@ -28,6 +28,7 @@ from tests.browser_helpers import (
     learn_tab,
     settle,
     shown_choice,
+    shows_at_least,
     visit,
 )
 from tests.dataset_helpers import FIXTURES, HUB_CSV, MOHR_DIR, TOKENBIAS_DIR
@@ -142,7 +143,7 @@ def test_tabs_keep_their_place_a_started_run_says_so_and_each_kind_shows_its_cou
         page.wait_for_timeout(2500)  # the run's end redraws the page: still on Run
         settle(page)
         assert _selected_tab(page) == "Run"
-        assert page.get_by_text("started in the background", exact=False).count() >= 1
+        shows_at_least(page.get_by_text("started in the background", exact=False))
         page.screenshot(path=str(SHOTS / "datasets_run_started.png"), full_page=True)
 
         # the Imported table counts what each dataset holds

@@ -26,6 +26,7 @@ from tests.browser_helpers import (
     grid_row,
     learn_tab,
     settle,
+    shows,
 )
 from tests.dataset_helpers import MOHR_DIR
 
@@ -110,7 +111,7 @@ def test_effect_heatmap_pivoted_by_temperature(browser: Any, app_url: str, tmp_p
         assert {"temperature", "0.2", "1", "anchoring", "framing_effect"} <= set(labels)
         assert "homogeneity" in labels and "model-a" not in labels
         cells = chart.locator("svg g.mark-rect.role-mark path")  # not the legends' gradients
-        assert cells.count() == 2 * 2 + 2  # bias × temperature, plus homogeneity per bias
+        shows(cells, 2 * 2 + 2)  # bias × temperature, plus homogeneity per bias
         assert shot.stat().st_size > 10_000
 
 

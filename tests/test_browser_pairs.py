@@ -26,6 +26,8 @@ from tests.browser_helpers import (
     settle,
     shot,
     shown_choice,
+    shows,
+    shows_at_least,
     visit,
 )
 from tests.dataset_helpers import MOHR_DIR
@@ -129,8 +131,8 @@ def test_learn_live_pair_lists_options_as_the_model_saw_them(page: Any) -> None:
         assert chosen.startswith("Option 2: ")  # the scripted model picks the second shown
         text = chosen.removeprefix("Option 2: ").replace("◀ chosen", "").strip()
         assert answer == f"Weighing it up, I would go with: {text}."
-    assert page.get_by_text("tiny demonstration model").count() == 1
-    assert page.get_by_text("random baseline", exact=False).count() >= 1
+    shows(page.get_by_text("tiny demonstration model"))
+    shows_at_least(page.get_by_text("random baseline", exact=False))
     shot(page, "5_learn_live_pair", page.get_by_text("Generator: Scripted test model"))
 
 
@@ -193,8 +195,8 @@ def test_explore_hover_shows_n_ci_and_significance(page: Any) -> None:
     assert cut == [], f"tooltip keys cut off on screen: {cut}"  # each key is read whole
     low, high = ci_bounds(text)
     assert -1 <= low < high <= 1
-    assert page.get_by_text("its 95% CI (of that cell alone)", exact=False).count() == 1
-    assert page.get_by_text("which can disagree", exact=False).count() == 1
+    shows(page.get_by_text("its 95% CI (of that cell alone)", exact=False))
+    shows(page.get_by_text("which can disagree", exact=False))
     shot(page, "6_explore_hover")
     # the scripted model chose the same option in both halves of every pair: all scores 0
     same = hover_text(page, "Anchoring", "openai/scripted")
@@ -261,11 +263,11 @@ def test_explore_pairs_and_cells_show_no_display_artefacts(page: Any) -> None:
     cells = chart.locator("path[aria-label]")
     rows = {re.search(r"bias_name: ([^;]+);", a)[1] for a in
             cells.evaluate_all("es => es.map(e => e.getAttribute('aria-label'))")}  # fmt: skip
-    assert cells.count() == 3 * len(rows)  # every bias x model has a cell, pairs or not
+    shows(cells, 3 * len(rows))  # every bias x model has a cell, pairs or not
     grey = chart.locator('g.mark-rect path[fill="#e9ecef"]')
-    assert grey.count() >= len(rows) - 2  # the scripted model ran two biases only
+    shows_at_least(grey, len(rows) - 2)  # the scripted model ran two biases only
     assert "no pairs" in hover_text(page, "Halo Effect", "openai/scripted")
-    assert page.get_by_text("Grey: no scored pair", exact=False).count() == 1
+    shows(page.get_by_text("Grey: no scored pair", exact=False))
     shot(page, "8_explore_grey_cells")
     page.get_by_text("Failure rate", exact=True).click()
     settle(page)
@@ -276,7 +278,7 @@ def test_explore_pairs_and_cells_show_no_display_artefacts(page: Any) -> None:
     )
     assert "rgb(255, 255, 255)" in fills, "0% failed is drawn white, as the caption says"
     assert "#e9ecef" in fills  # and a cell without pairs grey in this view too
-    assert page.get_by_text("white is 0%", exact=False).count() == 1
+    shows(page.get_by_text("white is 0%", exact=False))
     shot(page, "8a_explore_failure_rate")
     page.get_by_text("Mean score", exact=True).click()
     settle(page)
@@ -294,7 +296,7 @@ def test_explore_pairs_and_cells_show_no_display_artefacts(page: Any) -> None:
     assert not re.search(r"\b(None|nan)\b", shown), shown
     assert not re.search(r"-0\.0+\b", shown), shown
     assert not re.search(r"\d\.\d{4}", shown), shown
-    assert page.get_by_text("numbered in the test case's own order", exact=False).count() == 1
+    shows(page.get_by_text("numbered in the test case's own order", exact=False))
     shot(page, "8b_explore_pair_table", page.get_by_role("heading", name="Paired responses"))
     page.get_by_text("The numbers behind the heatmap").click()
     numbers = page.locator("table[role=grid]").filter(has_text="95% CI of this cell alone").first
@@ -338,7 +340,7 @@ def test_compare_shows_paired_differences_and_disagreements(page: Any) -> None:
     page.get_by_test_id("stVegaLiteChart").first.locator("path").first.wait_for()
     settle(page)
     no_exception(page)
-    assert page.get_by_text("Wilcoxon signed-rank", exact=False).count() >= 1
+    shows_at_least(page.get_by_text("Wilcoxon signed-rank", exact=False))
     page.get_by_text("The numbers", exact=True).click()
     numbers = page.locator("table[role=grid]").filter(has_text="mean difference A − B").first
     numbers.wait_for(state="attached")

@@ -26,6 +26,7 @@ from tests.browser_helpers import (
     learn_tab,
     no_exception,
     settle,
+    shows,
 )
 from tests.study_helpers import study_run
 
@@ -75,7 +76,7 @@ def test_datasets_page_browses_table_3_offline(browser: Any, app_url: str, home:
         assert {"GPT-3.5-turbo", "GPT-4", "Llama-2-13b", "Llama-2-7b"} <= labels, labels
         assert "framing Δ (admit − reject)" in labels and "failed (*)" in labels
         # 4 models × 5 mitigations × 3 measures, each a dot
-        assert chart.locator("svg g.mark-symbol.role-mark path").count() == 60
+        shows(chart.locator("svg g.mark-symbol.role-mark path"), 60)
         grid = page.get_by_test_id("stDataFrame").filter(has_text="framing Δ").first
         grid.scroll_into_view_if_needed()
         row = grid_row(grid, "GPT-4", 9)  # its first row: awareness, digits as printed
@@ -96,7 +97,7 @@ def test_datasets_page_browses_table_3_offline(browser: Any, app_url: str, home:
         page.screenshot(path=str(SHOTS / "paper_models_datasets_appendix_d.png"))
         labels = chart.locator("svg text").all_text_contents()
         assert "Table 4 · H3" in labels and "mistral-large-latest" in labels
-        assert chart.locator("svg g.mark-rect.role-mark path").count() == 54  # 9 models × 6
+        shows(chart.locator("svg g.mark-rect.role-mark path"), 54)  # 9 models × 6
         no_exception(page)
     with Store(home / "app.db") as store:
         assert store.datasets() == []  # browsing downloaded and imported nothing
