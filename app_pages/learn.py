@@ -16,7 +16,7 @@ from app_pages._common import (
     test_cases,
 )
 from cogbias.core.records import DecisionStatus
-from cogbias.library import examples
+from cogbias.library import designs, examples
 from cogbias.llm.errors import MissingKeyError
 from cogbias.runs import scorers
 from cogbias.runs.pipeline import Instance
@@ -54,13 +54,11 @@ if case.references:
         if len(case.references) > MAX_REFERENCES:
             more = len(case.references) - MAX_REFERENCES
             st.caption(safe_text.escape_markdown(f"… and {more:,} more in the file."))
-if case.departures:  # the built-ins follow the paper's designs; say where they do not
-    with st.expander(f"How this test differs from the paper's design ({len(case.departures)})"):
-        for departure in case.departures:
-            st.markdown(
-                f"- **{safe_text.escape_markdown(departure.what.strip())}** "
-                f"{safe_text.escape_markdown(departure.why.strip())}"
-            )
+differs = designs.differences(case)  # the built-ins follow the paper's designs: where not
+if differs:
+    with st.expander(f"How this test differs from the paper's design ({len(differs)})"):
+        for what, why in differs:
+            st.markdown(f"- **{safe_text.escape_markdown(what)}** {safe_text.escape_markdown(why)}")
 
 
 def _example_pair() -> Instance | None:

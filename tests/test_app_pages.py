@@ -220,7 +220,10 @@ def test_learn_lists_where_a_test_departs_from_the_papers_design(app_db: Path) -
     (expander,) = [e for e in at.expander if e.label.startswith("How this test differs")]
     assert f"({len(case.departures)})" in expander.label and case.departures
     assert case.departures[0].what.strip()[:40] in texts(at)
-    at.selectbox(key="learn_bias").set_value("framing_effect").run()  # none: no expander
+    at.selectbox(key="learn_bias").set_value("framing_effect").run()  # a wording difference
+    (expander,) = [e for e in at.expander if e.label.startswith("How this test differs")]
+    assert "(1)" in expander.label and "Wording: The percentage is called the only" in texts(at)
+    at.selectbox(key="learn_bias").set_value("anchoring").run()  # none: no expander
     assert not [e for e in at.expander if e.label.startswith("How this test differs")]
 
 

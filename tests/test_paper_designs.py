@@ -14,6 +14,7 @@ import pytest
 from cogbias.core.metrics import score_pair
 from cogbias.library import designs
 from cogbias.library import testcases as library
+from cogbias.library.parsing import load_test_case
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = library.load_library(include_user=False)
@@ -153,6 +154,21 @@ def test_each_recorded_wording_difference_says_what_differs_and_why() -> None:
         section = docs.split(f"### {CASES[bias].name}\n", 1)[1].split("\n### ", 1)[0]
         assert "None: the design is the authors'." not in section, bias
         assert section.count("*Wording:*") == len(DESIGNS[bias].wording), bias
+
+
+def test_a_built_in_shows_its_wording_differences_and_a_users_copy_does_not(
+    tmp_path: Path,
+) -> None:
+    """Learn and the report's methods list `designs.differences`: a built-in's departures,
+    then its recorded wording differences; a user's file of the same id is its own wording."""
+    case = CASES["status_quo_bias"]
+    built_in = designs.differences(case)
+    wording = [f"Wording: {w['what'].strip()}" for w in DESIGNS["framing_effect"].wording]
+    assert [what for what, _ in designs.differences(CASES["framing_effect"])] == wording
+    assert built_in == [(d.what.strip(), d.why.strip()) for d in case.departures] and built_in
+    copy = tmp_path / "framing_effect.toml"
+    copy.write_text(CASES["framing_effect"].path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert designs.differences(load_test_case(copy)) == []
 
 
 def test_the_named_wordings_carry_the_authors_meaning() -> None:

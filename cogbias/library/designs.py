@@ -10,6 +10,7 @@ theirs (`[[wording]]`; `data/designs/README.md`). Beside each test case's
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,22 @@ def load_designs(folder: Path = DESIGNS_DIR) -> dict[str, Design]:
             wording=tuple(data.get("wording", ())),
         )
     return designs
+
+
+@functools.cache
+def _built_in_designs() -> dict[str, Design]:
+    return load_designs()
+
+
+def differences(case: TestCase) -> list[tuple[str, str]]:
+    """Where a test case differs from the paper's design, as (what, why): its own
+    `[[departures]]`, and for a built-in the wording differences recorded with its design.
+    A user's test case of the same id is worded by its user, so those do not apply to it."""
+    found = [(d.what.strip(), d.why.strip()) for d in case.departures]
+    design = _built_in_designs().get(case.id) if case.is_builtin else None
+    for difference in design.wording if design else ():
+        found.append((f"Wording: {difference['what'].strip()}", difference["why"].strip()))
+    return found
 
 
 def design_table(cases: dict[str, TestCase], designs: dict[str, Design]) -> str:

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from cogbias.core.run_record import RESUMABLE, ResultsPage, Run
+from cogbias.library import designs
 from cogbias.library import testcases as library
 from cogbias.llm import profiles
 from cogbias.llm.costs import dollars
@@ -123,7 +124,8 @@ def models_table(
 
 def test_cases_sections(store: Store, run_id: str, asked: Sequence[str]) -> tuple[Section, ...]:
     """The test case versions the run was pinned to, with a SHA-256 of each one's stored
-    text, and the departures from the paper's design each one records."""
+    text, and where each departs from the paper's design (its departures and, for a
+    built-in, its recorded wording differences)."""
     pinned = store.pinned_test_cases(run_id)
     cases = library.load_library_report().cases
     rows, departures = [], []
@@ -134,7 +136,7 @@ def test_cases_sections(store: Store, run_id: str, asked: Sequence[str]) -> tupl
         name = case.name if case else case_id
         rows.append({"id": case_id, "name": name, "version": version or "–", "sha256": digest})
         if case is not None and (not version or version == case.content_hash):
-            departures += [f"{name}: {d.what.strip()} ({d.why.strip()})" for d in case.departures]
+            departures += [f"{name}: {what} ({why})" for what, why in designs.differences(case)]
     note = (
         "The version is the test case's content hash as pinned when the run was planned; the "
         "SHA-256 is of the test case text the store kept for that version."
