@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages._common import attempt, db_path, load_secrets_into_env
-from app_pages._warm import script_running, warm_up
+from app_pages._warm import page_imports, script_running, warm_up
 from cogbias.store.demo import ensure_demo
 
 st.set_page_config(page_title="cogbias", page_icon="🧠", layout="wide")
@@ -35,8 +35,9 @@ def _prepare(db: str) -> bool:
 def _warm_up_soon() -> None:
     """Once per server process, after the first page's script: started with the first page,
     the warm-up's imports held the interpreter for ~1.5 s and so delayed that page's drawing
-    by about as much (Python runs one thread at a time)."""
-    timer = threading.Timer(WARM_UP_DELAY, warm_up)
+    by about as much (Python runs one thread at a time). What the pages import is read here,
+    in the script's thread (`page_imports` says why)."""
+    timer = threading.Timer(WARM_UP_DELAY, warm_up, args=(page_imports(),))
     timer.name, timer.daemon = "cogbias-warm-up", True
     timer.start()
 

@@ -58,14 +58,15 @@ def _when_idle() -> None:
         _idle.wait_for(lambda: _running == 0, timeout=PATIENCE)
 
 
-def warm_up() -> None:
-    """Start the local model, import what the pages import, then freeze what is loaded."""
+def warm_up(imports: dict[str, set[str]]) -> None:
+    """Start the local model, import `imports` (`page_imports()`, read by the caller in a
+    script's thread), then freeze what is loaded."""
     from cogbias.llm.local import warm_in_background
     from cogbias.llm.profiles import resolve
 
     if warm_in_background() is not None:
         resolve("local/smollm2").cache_extras()  # its file's hash, which a cache key needs
-    for module, names in sorted(page_imports().items()):
+    for module, names in sorted(imports.items()):
         if module.split(".")[0] not in WARMED:
             continue
         loaded = _imported(module)
@@ -102,7 +103,9 @@ def page_imports() -> dict[str, set[str]]:
     """What the app's pages and their helpers import at their top level, read from their
     source without importing anything: each absolute module with the names taken from it
     (none for `import module`). The pages themselves are never imported: importing one
-    would run it."""
+    would run it. Called in a script's thread, never the warm-up's: Python 3.11's parser
+    is not safe beside another thread's (Streamlit parses every script it runs), and a
+    parse in the warm-up's thread failed with "AST constructor recursion depth mismatch"."""
     found: dict[str, set[str]] = {}
     for path in sorted(PAGES.glob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:

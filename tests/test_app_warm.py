@@ -29,7 +29,7 @@ def test_the_warm_up_reads_every_pages_imports_and_imports_no_page(monkeypatch):
         return real(name)
 
     monkeypatch.setattr(_warm, "_imported", counted)
-    _warm.warm_up()  # the local model stays off in tests (COGBIAS_LOCAL_WARM=0)
+    _warm.warm_up(listed)  # the local model stays off in tests (COGBIAS_LOCAL_WARM=0)
     # a package's modules are imported (`from cogbias.runs import kinds`), a module's names
     # are not taken for modules (`from cogbias.views.export import FORMATS`)
     assert {"cogbias.runs.kinds", "cogbias.views.export"} <= set(imported)
