@@ -124,13 +124,13 @@ def shot(page: Any, name: str, top: Any = None) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"))
 
 
-def shows(locator: Any, count: int = 1) -> None:
+def shows(locator: Any, count: int = 1, timeout: int = WAIT_MS) -> None:
     """The page comes to hold exactly `count` of `locator` (waited for: Streamlit sends a
     run's elements one by one, so one element on screen does not mean its neighbours are;
     a QR code came after its join link under load)."""
     from playwright.sync_api import expect
 
-    expect(locator).to_have_count(count, timeout=WAIT_MS)
+    expect(locator).to_have_count(count, timeout=timeout)
 
 
 def shows_at_least(locator: Any, count: int = 1) -> None:
@@ -218,9 +218,7 @@ EDITOR_FRAME = 'iframe[title="streamlit_ace.streamlit_ace"]'  # the Templates pa
 def toml_editor(page: Any) -> Any:
     """The Templates page's TOML editor (Ace, in the component's own frame). A page that
     replaced the draft draws a new editor; until its run ends the old one is still there."""
-    from playwright.sync_api import expect
-
-    expect(page.locator(EDITOR_FRAME)).to_have_count(1, timeout=60_000)
+    shows(page.locator(EDITOR_FRAME), timeout=60_000)
     return page.frame_locator(EDITOR_FRAME)
 
 
